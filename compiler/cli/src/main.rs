@@ -1,0 +1,253 @@
+//! `tessera`: the command-line interface of the Tessera compiler.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tessera_diagnostics::{render_human, render_json, render_short, Code, Diagnostic};
+use tessera_driver::{Input, Sources};
+
+/// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
+const EXIT_ERRORS: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+/// The compiler runs on a thread with a large stack: recursion depth over the
+/// syntax tree is bounded by the parser's nesting limits, and this leaves
+/// ample room for every pass that walks it.
+const COMPILER_STACK_BYTES: usize = 256 << 20;
+
+#[derive(Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "The Tessera GPU language compiler",
+    after_help = "Examples:\n  tessera check examples/\n  tessera check model.tsr --message-format=json\n  tessera check --fix model.tsr\n  tessera check --explain E0031\n  cat model.tsr | tessera check -"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check .tsr files and report diagnostics
+    #[command(
+        after_help = "Examples:\n  tessera check examples/saxpy.tsr\n  tessera check src/ tests/\n  tessera check - < model.tsr\n  tessera check --message-format=short examples/\n  tessera check --fix model.tsr\n  tessera check --explain E0031\n\nExit status: 0 when no errors are found, 1 when errors are reported,\n2 on a usage or I/O error."
+    )]
+    Check(CheckArgs),
+    /// Print the syntax tree of a .tsr file (a debugging aid)
+    Parse {
+        /// The file to parse (`-` for standard input)
+        file: String,
+    },
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Files or directories to check (`-` reads standard input); directories
+    /// are searched for `.tsr` files
+    #[arg(required_unless_present = "explain")]
+    paths: Vec<String>,
+    /// How to print diagnostics
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+    /// When to colour the output
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    color: Color,
+    /// Apply machine-applicable fixes to the files, then report what is left
+    #[arg(long)]
+    fix: bool,
+    /// Explain an error code in detail, with an example
+    #[arg(long, value_name = "CODE")]
+    explain: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MessageFormat {
+    /// Source snippets with labels
+    Human,
+    /// One line per diagnostic: `path:line:col: error[CODE]: message`
+    Short,
+    /// One JSON object per line, on standard output
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .name("tessera".into())
+        .stack_size(COMPILER_STACK_BYTES)
+        .spawn(move || run(cli));
+    match worker.map(|handle| handle.join()) {
+        Ok(Ok(code)) => code,
+        _ => {
+            eprintln!(
+                "error: internal compiler error; please report it with the input that caused it"
+            );
+            ExitCode::from(101)
+        }
+    }
+}
+
+fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Check(args) => check(args),
+        Command::Parse { file } => parse(&file),
+    }
+}
+
+fn explain(code: &str) -> ExitCode {
+    match Code::lookup(code) {
+        Some(info) => {
+            println!("{}: {}\n\n{}", info.code, info.title, info.explanation);
+            ExitCode::SUCCESS
+        }
+        None => {
+            eprintln!("error: `{code}` is not a Tessera error code");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn load(paths: &[String]) -> Result<Sources, ExitCode> {
+    tessera_driver::load(paths).map_err(|error| {
+        eprintln!("error: {error}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    if let Some(code) = &args.explain {
+        return explain(code);
+    }
+    let mut sources = match load(&args.paths) {
+        Ok(sources) => sources,
+        Err(code) => return code,
+    };
+    let color = match args.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stderr().is_terminal(),
+    };
+    if args.fix {
+        if let Err(code) = fix(&mut sources) {
+            return code;
+        }
+    }
+    let mut errors = 0usize;
+    let mut files_with_errors = 0usize;
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    for file in sources.ids().collect::<Vec<_>>() {
+        let diags = tessera_driver::check_file(&sources, file);
+        let file_errors = diags.iter().filter(|d| d.is_error()).count();
+        errors += file_errors;
+        files_with_errors += usize::from(file_errors > 0);
+        for diag in &diags {
+            let written = match args.message_format {
+                MessageFormat::Human => write!(err, "{}\n", render_human(diag, &sources, color)),
+                MessageFormat::Short => write!(err, "{}", render_short(diag, &sources)),
+                MessageFormat::Json => writeln!(out, "{}", render_json(diag, &sources)),
+            };
+            if written.is_err() {
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let files = sources.ids().count();
+    if matches!(args.message_format, MessageFormat::Human) {
+        let _ = writeln!(err, "{}", summary(errors, files_with_errors, files));
+    }
+    if errors > 0 {
+        ExitCode::from(EXIT_ERRORS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn summary(errors: usize, files_with_errors: usize, files: usize) -> String {
+    if errors == 0 {
+        format!("checked {}: no errors", plural(files, "file"))
+    } else {
+        format!(
+            "found {} in {} (of {} checked)",
+            plural(errors, "error"),
+            plural(files_with_errors, "file"),
+            files
+        )
+    }
+}
+
+/// Applies machine-applicable fixes until none are left (overlapping fixes
+/// need another round), writes the changed files back and says what changed.
+fn fix(sources: &mut Sources) -> Result<(), ExitCode> {
+    const MAX_ROUNDS: usize = 8;
+    for file in sources.ids().collect::<Vec<_>>() {
+        if sources.get(file).input == Input::Stdin {
+            eprintln!("error: `--fix` cannot rewrite standard input");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+        let original = sources.get(file).text.clone();
+        let mut applied = 0;
+        for _ in 0..MAX_ROUNDS {
+            let diags: Vec<Diagnostic> = tessera_driver::check_file(sources, file);
+            let outcome = tessera_driver::apply_machine_fixes(sources, file, &diags);
+            applied += outcome.applied;
+            if outcome.applied == 0 || outcome.skipped == 0 {
+                break;
+            }
+        }
+        let source = sources.get(file);
+        if source.text != original {
+            let Input::Path(path) = &source.input else {
+                unreachable!("standard input was rejected above");
+            };
+            if let Err(error) = std::fs::write(path, &source.text) {
+                eprintln!("error: cannot write `{}`: {error}", source.display);
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+            eprintln!(
+                "fixed {}: applied {}",
+                source.display,
+                plural(applied, "edit")
+            );
+        }
+    }
+    Ok(())
+}
+
+fn parse(file: &str) -> ExitCode {
+    let sources = match load(std::slice::from_ref(&file.to_string())) {
+        Ok(sources) => sources,
+        Err(code) => return code,
+    };
+    let Some(id) = sources.ids().next() else {
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let parse = tessera_syntax::parse(id, &sources.get(id).text);
+    print!("{}", tessera_syntax::dump(&parse.module));
+    for diag in &parse.diagnostics {
+        eprint!("{}", render_short(diag, &sources));
+    }
+    if parse.diagnostics.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_ERRORS)
+    }
+}

@@ -1,0 +1,455 @@
+//! The abstract syntax tree. Every node carries the byte span it was parsed
+//! from; parts that failed to parse are `Error` nodes, so a broken file still
+//! yields a tree for the checker and the language server.
+
+use tessera_base::Span;
+
+/// A parsed `.tsr` file: its top-level statements in order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Module {
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StmtKind {
+    Expr(Expr),
+    /// `a = b = value`: `targets` are `[a, b]`.
+    Assign {
+        targets: Vec<Expr>,
+        value: Expr,
+    },
+    /// `x: f32 = 0.0`
+    AnnAssign {
+        target: Expr,
+        ty: Type,
+        value: Option<Expr>,
+    },
+    /// `acc += x`
+    AugAssign {
+        target: Expr,
+        op: BinOp,
+        value: Expr,
+    },
+    If {
+        branches: Vec<IfBranch>,
+        orelse: Option<Block>,
+    },
+    For {
+        target: Expr,
+        iter: Expr,
+        body: Block,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+    },
+    With {
+        items: Vec<WithItem>,
+        body: Block,
+    },
+    Def(Box<FnDef>),
+    Return(Option<Expr>),
+    Break,
+    Continue,
+    Pass,
+    Assert {
+        cond: Expr,
+        message: Option<Expr>,
+    },
+    /// `import a.b as c, d`
+    Import(Vec<ImportPath>),
+    /// `from a.b import c as d, e`
+    FromImport {
+        module: Path,
+        names: Vec<ImportName>,
+    },
+    /// Statements that could not be parsed; the block nested under a broken
+    /// header is kept so that it can still be checked.
+    Error(Vec<Stmt>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IfBranch {
+    pub cond: Expr,
+    pub body: Block,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WithItem {
+    pub expr: Expr,
+    pub alias: Option<Ident>,
+}
+
+/// A dotted module path: `tessera.op`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Path {
+    pub segments: Vec<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ImportPath {
+    pub path: Path,
+    pub alias: Option<Ident>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ImportName {
+    pub name: Ident,
+    pub alias: Option<Ident>,
+}
+
+/// `@kernel tile[(128,)] shared(16_KiB)`: the clauses are `kernel`,
+/// `tile[(128,)]` and `shared(16_KiB)`; the first names the decorator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Decorator {
+    pub clauses: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FnDef {
+    pub decorators: Vec<Decorator>,
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub ret: Option<Type>,
+    pub effects: Option<EffectsClause>,
+    pub where_clause: Option<WhereClause>,
+    pub body: Block,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Param {
+    pub name: Ident,
+    /// The span of `mut`, when the parameter is writable.
+    pub mutable: Option<Span>,
+    pub ty: Option<Type>,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+/// `effects(random, io)` in a signature.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EffectsClause {
+    pub effects: Vec<Ident>,
+    pub span: Span,
+}
+
+/// `where D % 8 == 0, S <= 8192`; top-level `and`s are split into separate
+/// constraints, so `a and b` and `a, b` are the same clause.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WhereClause {
+    pub constraints: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Type {
+    pub kind: TypeKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TypeKind {
+    /// `f32`, `bf16[B, S, D]`, `shared f16[BM, BK]`, `tensor[float]`.
+    Named {
+        space: Option<Ident>,
+        name: Ident,
+        dims: Option<Vec<Expr>>,
+    },
+    /// `(f32, i32)`
+    Tuple(Vec<Type>),
+    /// `None` as a return type: the function returns nothing.
+    None,
+}
+
+/// An expression. Its nesting depth is tracked so the parser can refuse
+/// pathologically deep trees before they reach recursive passes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+    depth: u16,
+}
+
+/// A 64-bit float stored by its bits, so that the tree can be compared and
+/// hashed (the incremental database needs both).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct F64(u64);
+
+impl F64 {
+    pub fn new(value: f64) -> F64 {
+        F64(value.to_bits())
+    }
+
+    pub fn get(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl std::fmt::Debug for F64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.get())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ExprKind {
+    Name(String),
+    Int(u64),
+    Float(F64),
+    /// A size literal, in bytes.
+    Size(u64),
+    Str(String),
+    Bool(bool),
+    None,
+    Tuple(Vec<Expr>),
+    List(Vec<Expr>),
+    Dict(Vec<(Expr, Expr)>),
+    Paren(Box<Expr>),
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// `a..b` or `a..=b`
+    Range {
+        start: Box<Expr>,
+        end: Box<Expr>,
+        inclusive: bool,
+    },
+    /// `then if cond else orelse`
+    IfElse {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        orelse: Box<Expr>,
+    },
+    Call {
+        callee: Box<Expr>,
+        args: Vec<Arg>,
+    },
+    /// `base[args]`: indexing, slicing (`A[:, k:k+128]`), generic brackets
+    /// (`tshared.alloc[f16]`) and launch brackets (`k[grid=(g,)]`).
+    Subscript {
+        base: Box<Expr>,
+        args: Vec<Arg>,
+    },
+    Attr {
+        base: Box<Expr>,
+        name: Ident,
+    },
+    /// `lower:upper:step`, only inside subscripts.
+    Slice {
+        lower: Option<Box<Expr>>,
+        upper: Option<Box<Expr>>,
+        step: Option<Box<Expr>>,
+    },
+    Error,
+}
+
+/// An argument of a call or subscript: positional, or `name=value`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Pos,
+    Not,
+    Invert,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Mod,
+    Pow,
+    MatMul,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
+            BinOp::Mod => "%",
+            BinOp::Pow => "**",
+            BinOp::MatMul => "@",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::In => "in",
+            BinOp::NotIn => "not in",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::In
+                | BinOp::NotIn
+        )
+    }
+}
+
+impl UnaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::Pos => "+",
+            UnaryOp::Not => "not",
+            UnaryOp::Invert => "~",
+        }
+    }
+}
+
+/// The deepest expression the parser builds; deeper ones become errors (E0014).
+pub const MAX_EXPR_DEPTH: u16 = 256;
+
+impl Expr {
+    /// Builds an expression node, computing its depth from its children.
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        let mut depth = 0u16;
+        kind.for_each_child(|child| depth = depth.max(child.depth));
+        Expr {
+            kind,
+            span,
+            depth: depth.saturating_add(1),
+        }
+    }
+
+    pub fn error(span: Span) -> Expr {
+        Expr::new(ExprKind::Error, span)
+    }
+
+    pub fn depth(&self) -> u16 {
+        self.depth
+    }
+
+    /// Marks an error node that stands for an over-deep tree, so that the
+    /// nodes built around it are over the limit too and reported only once.
+    pub(crate) fn set_depth(&mut self, depth: u16) {
+        self.depth = depth;
+    }
+
+    /// The expression inside any parentheses.
+    pub fn unparen(&self) -> &Expr {
+        match &self.kind {
+            ExprKind::Paren(inner) => inner.unparen(),
+            _ => self,
+        }
+    }
+}
+
+impl ExprKind {
+    /// Calls `f` on each direct child expression, in source order.
+    pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
+        match self {
+            ExprKind::Name(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Size(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bool(_)
+            | ExprKind::None
+            | ExprKind::Error => {}
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(f),
+            ExprKind::Dict(entries) => entries.iter().for_each(|(k, v)| {
+                f(k);
+                f(v);
+            }),
+            ExprKind::Paren(inner) => f(inner),
+            ExprKind::Unary { operand, .. } => f(operand),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                f(lhs);
+                f(rhs);
+            }
+            ExprKind::Range { start, end, .. } => {
+                f(start);
+                f(end);
+            }
+            ExprKind::IfElse { cond, then, orelse } => {
+                f(then);
+                f(cond);
+                f(orelse);
+            }
+            ExprKind::Call { callee, args } | ExprKind::Subscript { base: callee, args } => {
+                f(callee);
+                args.iter().for_each(|a| f(&a.value));
+            }
+            ExprKind::Attr { base, .. } => f(base),
+            ExprKind::Slice { lower, upper, step } => {
+                [lower, upper, step]
+                    .into_iter()
+                    .flatten()
+                    .for_each(|e| f(e));
+            }
+        }
+    }
+}

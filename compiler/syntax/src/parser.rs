@@ -1,0 +1,501 @@
+//! Drives the generated parser and turns its errors into diagnostics.
+//!
+//! [`Ctx`] is the state the grammar actions share: the token stream (to look
+//! at the tokens around an error) and the diagnostics found while parsing.
+//! Checks that the grammar is deliberately too permissive for (assignment
+//! targets, chained comparisons, argument order, `where` without
+//! constraints, decorators without `def`) are made here, so that they get a
+//! precise message instead of "unexpected token".
+
+use lalrpop_util::{ErrorRecovery, ParseError};
+use tessera_base::{FileId, Span};
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+
+use crate::ast::*;
+use crate::layout::Spanned;
+use crate::token::Tok;
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, unused_parens, unused_imports)]
+    grammar
+);
+
+pub(crate) struct Ctx<'a> {
+    file: FileId,
+    tokens: &'a [Spanned<'a>],
+    pub(crate) diags: Vec<Diagnostic>,
+}
+
+type Recovery<'a> = ErrorRecovery<u32, Tok<'a>, ()>;
+
+/// Parses a token stream into top-level statements plus parse diagnostics.
+pub(crate) fn parse_tokens<'a>(
+    file: FileId,
+    tokens: &'a [Spanned<'a>],
+) -> (Vec<Stmt>, Vec<Diagnostic>) {
+    let mut ctx = Ctx {
+        file,
+        tokens,
+        diags: Vec::new(),
+    };
+    let result =
+        grammar::ModuleParser::new().parse(&mut ctx, tokens.iter().cloned().map(Ok::<_, ()>));
+    let body = match result {
+        Ok(body) => body,
+        Err(error) => {
+            // Recovery failed (it cannot at the end of the input); report
+            // the error and keep nothing of the tree.
+            ctx.report(error);
+            Vec::new()
+        }
+    };
+    (body, ctx.diags)
+}
+
+impl<'a> Ctx<'a> {
+    fn error(&mut self, diag: Diagnostic) {
+        self.diags.push(diag);
+    }
+
+    fn at(&self, span: Span) -> tessera_base::FileSpan {
+        span.in_file(self.file)
+    }
+
+    pub(crate) fn recovered(&mut self, recovery: Recovery<'a>) {
+        self.report(recovery.error);
+    }
+
+    /// The token before the one starting at `offset`, if any.
+    fn token_before(&self, offset: u32) -> Option<&Spanned<'a>> {
+        let i = self.tokens.partition_point(|t| t.0 < offset);
+        i.checked_sub(1).map(|i| &self.tokens[i])
+    }
+
+    /// The span of the decorator on the logical line before the token at
+    /// `offset`, if that line is a decorator.
+    fn decorator_before(&self, offset: u32) -> Option<Span> {
+        let i = self.tokens.partition_point(|t| t.0 < offset);
+        let newline = i
+            .checked_sub(1)
+            .filter(|&n| self.tokens[n].1 == Tok::Newline)?;
+        let line_start = self.tokens[..newline]
+            .iter()
+            .rposition(|t| matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent))
+            .map_or(0, |j| j + 1);
+        let at = self.tokens.get(line_start).filter(|t| t.1 == Tok::At)?;
+        Some(Span::new(at.0, self.tokens[newline - 1].2))
+    }
+
+    fn report(&mut self, error: ParseError<u32, Tok<'a>, ()>) {
+        match error {
+            ParseError::UnrecognizedToken {
+                token: (l, tok, r),
+                expected,
+            } => self.unexpected(Some(tok), Span::new(l, r), &expected),
+            ParseError::UnrecognizedEof { location, expected } => {
+                self.unexpected(None, Span::empty(location), &expected)
+            }
+            ParseError::InvalidToken { location } => self.error(
+                Diagnostic::error(Code::E0030, "invalid token")
+                    .with_primary(self.at(Span::empty(location)), ""),
+            ),
+            ParseError::ExtraToken { token: (l, tok, r) } => {
+                self.unexpected(Some(tok), Span::new(l, r), &[])
+            }
+            ParseError::User { error: () } => {}
+        }
+    }
+
+    fn unexpected(&mut self, found: Option<Tok<'a>>, span: Span, expected: &[String]) {
+        let expects = |t: &str| expected.iter().any(|e| e.trim_matches('"') == t);
+        if let Some(deco) = self.decorator_before(span.start).filter(|_| expects("def")) {
+            self.error(
+                Diagnostic::error(Code::E0033, "a decorator must be followed by a function")
+                    .with_primary(self.at(deco), "this decorator applies to nothing")
+                    .with_help("put a `def` right after the decorator, or remove it"),
+            );
+            return;
+        }
+        if matches!(found, Some(Tok::Newline) | None) && expects(":") {
+            let prev_end = self.token_before(span.start).map_or(span.start, |t| t.2);
+            let at = Span::empty(prev_end);
+            self.error(
+                Diagnostic::error(Code::E0031, "missing `:` at the end of the line")
+                    .with_primary(self.at(at), "expected `:` here")
+                    .with_fix(
+                        Fix::new("add `:`", Applicability::MachineApplicable)
+                            .with_edit(self.at(at), ":"),
+                    ),
+            );
+            return;
+        }
+        let described = describe_expected(expected);
+        let (code, message, label) = match &found {
+            None => (
+                Code::E0032,
+                "unexpected end of file".to_string(),
+                "the file ends here".to_string(),
+            ),
+            Some(tok) => {
+                let message = match &described {
+                    Some(what) => format!("expected {what}, found {tok}"),
+                    None => format!("unexpected {tok}"),
+                };
+                (Code::E0030, message, format!("unexpected {tok}"))
+            }
+        };
+        let mut diag = Diagnostic::error(code, message).with_primary(self.at(span), label);
+        if found.is_none() {
+            if let Some(what) = &described {
+                diag = diag.with_note(format!("expected {what}"));
+            }
+        }
+        self.error(diag);
+    }
+
+    pub(crate) fn expr(&mut self, kind: ExprKind, span: Span) -> Expr {
+        let expr = Expr::new(kind, span);
+        if expr.depth() <= MAX_EXPR_DEPTH {
+            return expr;
+        }
+        // Report once per over-deep tree: its children are not errors yet.
+        let mut child_is_error = false;
+        expr.kind.for_each_child(|c| {
+            child_is_error |= c.depth() > MAX_EXPR_DEPTH - 1 && c.kind == ExprKind::Error
+        });
+        if !child_is_error {
+            self.error(
+                Diagnostic::error(Code::E0014, "expression nested too deeply")
+                    .with_primary(
+                        self.at(span),
+                        format!("more than {MAX_EXPR_DEPTH} levels of nesting"),
+                    )
+                    .with_help("split it into smaller expressions with intermediate variables"),
+            );
+        }
+        let mut error = Expr::error(span);
+        error.set_depth(MAX_EXPR_DEPTH);
+        error
+    }
+
+    pub(crate) fn binary(&mut self, op: BinOp, lhs: Expr, rhs: Expr, span: Span) -> Expr {
+        self.expr(
+            ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+            },
+            span,
+        )
+    }
+
+    pub(crate) fn unary(&mut self, op: UnaryOp, operand: Expr, span: Span) -> Expr {
+        self.expr(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+        )
+    }
+
+    pub(crate) fn range(&mut self, start: Expr, end: Expr, inclusive: bool, span: Span) -> Expr {
+        self.expr(
+            ExprKind::Range {
+                start: Box::new(start),
+                end: Box::new(end),
+                inclusive,
+            },
+            span,
+        )
+    }
+
+    pub(crate) fn tuple(&mut self, first: Expr, rest: Vec<Expr>, span: Span) -> Expr {
+        let mut items = vec![first];
+        items.extend(rest);
+        self.expr(ExprKind::Tuple(items), span)
+    }
+
+    pub(crate) fn compare(&mut self, op: BinOp, lhs: Expr, rhs: Expr, span: Span) -> Expr {
+        if let ExprKind::Binary {
+            op: inner,
+            rhs: middle,
+            ..
+        } = &lhs.kind
+        {
+            if inner.is_comparison() {
+                let help = format!(
+                    "write it as two comparisons joined by `and`: `... {} ... and ... {} ...`",
+                    inner.symbol(),
+                    op.symbol()
+                );
+                let diag = Diagnostic::error(Code::E0036, "comparison operators cannot be chained")
+                    .with_primary(self.at(span), "this compares the result of a comparison")
+                    .with_secondary(
+                        self.at(middle.span),
+                        "this operand is used by both comparisons",
+                    )
+                    .with_help(help);
+                self.error(diag);
+            }
+        }
+        self.binary(op, lhs, rhs, span)
+    }
+
+    fn check_args(&mut self, args: &[Arg]) {
+        let mut keyword: Option<Span> = None;
+        for arg in args {
+            match (&arg.name, keyword) {
+                (Some(_), None) => keyword = Some(arg.span),
+                (None, Some(kw)) => {
+                    let diag = Diagnostic::error(
+                        Code::E0037,
+                        "positional argument after keyword argument",
+                    )
+                    .with_primary(self.at(arg.span), "this positional argument")
+                    .with_secondary(self.at(kw), "comes after this keyword argument")
+                    .with_help("move positional arguments before keyword arguments");
+                    self.error(diag);
+                    return;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub(crate) fn call(&mut self, callee: Expr, args: Vec<Arg>, span: Span) -> Expr {
+        self.check_args(&args);
+        self.expr(
+            ExprKind::Call {
+                callee: Box::new(callee),
+                args,
+            },
+            span,
+        )
+    }
+
+    pub(crate) fn subscript(&mut self, base: Expr, args: Vec<Arg>, span: Span) -> Expr {
+        self.check_args(&args);
+        self.expr(
+            ExprKind::Subscript {
+                base: Box::new(base),
+                args,
+            },
+            span,
+        )
+    }
+
+    /// Reports an expression that cannot be assigned to.
+    pub(crate) fn check_target(&mut self, target: &Expr) {
+        match &target.kind {
+            ExprKind::Name(_)
+            | ExprKind::Attr { .. }
+            | ExprKind::Subscript { .. }
+            | ExprKind::Error => {}
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().for_each(|t| self.check_target(t))
+            }
+            ExprKind::Paren(inner) => self.check_target(inner),
+            other => {
+                let what = match other {
+                    ExprKind::Call { .. } => "a function call",
+                    ExprKind::Binary { .. } | ExprKind::Unary { .. } => "an operator expression",
+                    ExprKind::Int(_)
+                    | ExprKind::Float(_)
+                    | ExprKind::Size(_)
+                    | ExprKind::Str(_) => "a literal",
+                    ExprKind::Bool(_) | ExprKind::None => "a constant",
+                    _ => "this expression",
+                };
+                let diag = Diagnostic::error(Code::E0035, format!("cannot assign to {what}"))
+                    .with_primary(self.at(target.span), "not a place that can be assigned")
+                    .with_help("assign to a variable, an element (`x[i]`) or an attribute (`x.a`)");
+                self.error(diag);
+            }
+        }
+    }
+
+    pub(crate) fn assign(&mut self, first: Expr, mut rest: Vec<Expr>, span: Span) -> Stmt {
+        let value = rest
+            .pop()
+            .expect("the grammar requires at least one `= value`");
+        let mut targets = vec![first];
+        targets.extend(rest);
+        targets.iter().for_each(|t| self.check_target(t));
+        Stmt {
+            kind: StmtKind::Assign { targets, value },
+            span,
+        }
+    }
+
+    pub(crate) fn where_clause(&mut self, constraints: Vec<Expr>, span: Span) -> WhereClause {
+        if constraints.is_empty() {
+            let diag = Diagnostic::error(Code::E0034, "`where` clause without constraints")
+                .with_primary(
+                    self.at(span),
+                    "expected at least one constraint after `where`",
+                )
+                .with_help(
+                    "list constraints such as `where D % 8 == 0, S <= 8192`, or remove `where`",
+                );
+            self.error(diag);
+        }
+        let mut split = Vec::with_capacity(constraints.len());
+        for c in constraints {
+            split_and(c, &mut split);
+        }
+        WhereClause {
+            constraints: split,
+            span,
+        }
+    }
+
+    pub(crate) fn stray_decorators(
+        &mut self,
+        decorators: Vec<Decorator>,
+        stmts: Vec<Stmt>,
+    ) -> Vec<Stmt> {
+        for deco in &decorators {
+            let diag = Diagnostic::error(Code::E0033, "a decorator must be followed by a function")
+                .with_primary(self.at(deco.span), "this decorator")
+                .with_help("put the decorator directly above a `def`, or remove it");
+            self.error(diag);
+        }
+        stmts
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fn_def(
+        &mut self,
+        name: Ident,
+        params: Vec<Param>,
+        ret: Option<Type>,
+        effects: Option<EffectsClause>,
+        where_clause: Option<WhereClause>,
+        body: Block,
+        span: Span,
+    ) -> FnDef {
+        let mut first_default: Option<Span> = None;
+        for param in &params {
+            match (&param.default, first_default) {
+                (Some(d), None) => first_default = Some(d.span),
+                (None, Some(d)) => {
+                    let diag = Diagnostic::error(
+                        Code::E0041,
+                        format!("parameter `{}` needs a default value", param.name.name),
+                    )
+                    .with_primary(self.at(param.span), "a parameter without a default")
+                    .with_secondary(self.at(d), "follows one with a default")
+                    .with_help("move the parameters with defaults to the end");
+                    self.error(diag);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        FnDef {
+            decorators: Vec::new(),
+            name,
+            params,
+            ret,
+            effects,
+            where_clause,
+            body,
+            span,
+        }
+    }
+}
+
+/// Splits `a and b and c` into `[a, b, c]`.
+fn split_and(expr: Expr, out: &mut Vec<Expr>) {
+    match expr.kind {
+        ExprKind::Binary {
+            op: BinOp::And,
+            lhs,
+            rhs,
+        } => {
+            split_and(*lhs, out);
+            split_and(*rhs, out);
+        }
+        _ => out.push(expr),
+    }
+}
+
+/// "`)`, `,` or an expression" from the grammar's terminal names; `None`
+/// when the list is too long to be helpful.
+fn describe_expected(expected: &[String]) -> Option<String> {
+    const EXPRESSION_STARTS: [&str; 6] = ["name", "int", "string", "(", "[", "-"];
+    let names: Vec<&str> = expected.iter().map(|e| e.trim_matches('"')).collect();
+    let expression = EXPRESSION_STARTS.iter().all(|s| names.contains(s));
+    let mut items: Vec<String> = Vec::new();
+    if expression {
+        items.push("an expression".into());
+    }
+    for name in &names {
+        let starts_expression = matches!(
+            *name,
+            "name"
+                | "int"
+                | "float"
+                | "size"
+                | "string"
+                | "invalid"
+                | "("
+                | "["
+                | "{"
+                | "-"
+                | "+"
+                | "~"
+                | "not"
+                | "True"
+                | "False"
+                | "None"
+                | "effects"
+        );
+        if expression && starts_expression {
+            continue;
+        }
+        items.push(match *name {
+            "name" => "a name".into(),
+            "int" | "float" | "size" => "a number".into(),
+            "string" => "a string".into(),
+            "NEWLINE" => "end of line".into(),
+            "INDENT" => "an indented block".into(),
+            "DEDENT" => "end of block".into(),
+            "invalid" => continue,
+            other => format!("`{other}`"),
+        });
+    }
+    items.dedup();
+    match items.len() {
+        0 => None,
+        1 => Some(items.remove(0)),
+        2..=5 => {
+            let last = items.pop().expect("checked length");
+            Some(format!("{} or {last}", items.join(", ")))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_lists_read_as_prose() {
+        let list = |names: &[&str]| names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>();
+        assert_eq!(
+            describe_expected(&list(&[")", ","])),
+            Some("`)` or `,`".into())
+        );
+        assert_eq!(
+            describe_expected(&list(&["name", "int", "string", "(", "[", "-", "not", ")"])),
+            Some("an expression or `)`".into())
+        );
+        assert_eq!(
+            describe_expected(&list(&["a", "b", "c", "d", "e", "f"])),
+            None
+        );
+    }
+}
