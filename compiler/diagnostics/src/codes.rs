@@ -210,16 +210,6 @@ if x > 0
 
 Add the colon; `tessera check --fix` does it for you.",
 
-    E0032: "unexpected end of file" =>
-"The file ended in the middle of a construct, for example right after an
-operator or inside an unfinished function header.
-
-```tessera
-y = x +
-```
-
-Finish the construct.",
-
     E0033: "decorator not followed by a function" =>
 "Decorators such as `@kernel` or `@deterministic(seed=42)` apply to the
 function defined right after them. Here something other than `def` follows.
@@ -288,24 +278,12 @@ Remove the statement or move it into a loop.",
 return 3
 ```",
 
-    E0040: "invalid clause in a function signature" =>
-"After the parameters and the return type, a signature may carry an
-`effects(...)` clause listing effect names, and a `where` clause.
-
-```tessera
-def f(x: f32[N]) -> f32[N] effects(random, io) where N % 4 == 0:
-    ...
-```
-
-Effects are named by plain identifiers: `random`, `io`, `memory`,
-`collective`.",
-
     E0041: "parameter without default after one with a default" =>
 "Once a parameter has a default value, every later parameter needs one too.
 
 ```tessera
 def f(eps: f32 = 1e-5, x: f32[N]):
-    ...
+    pass
 ```
 
 Move the parameters with defaults to the end.",

@@ -108,7 +108,9 @@ impl<'a> Ctx<'a> {
 
     fn unexpected(&mut self, found: Option<Tok<'a>>, span: Span, expected: &[String]) {
         let expects = |t: &str| expected.iter().any(|e| e.trim_matches('"') == t);
-        if let Some(deco) = self.decorator_before(span.start).filter(|_| expects("def")) {
+        // At the end of the input every token comes before the error.
+        let offset = if found.is_some() { span.start } else { u32::MAX };
+        if let Some(deco) = self.decorator_before(offset).filter(|_| expects("def")) {
             self.error(
                 Diagnostic::error(Code::E0033, "a decorator must be followed by a function")
                     .with_primary(self.at(deco), "this decorator applies to nothing")
@@ -132,7 +134,7 @@ impl<'a> Ctx<'a> {
         let described = describe_expected(expected);
         let (code, message, label) = match &found {
             None => (
-                Code::E0032,
+                Code::E0030,
                 "unexpected end of file".to_string(),
                 "the file ends here".to_string(),
             ),

@@ -1,0 +1,116 @@
+//! The language reference is tested: its Tessera code blocks parse as their
+//! tag says, and `spec/diagnostics.md` lists exactly the registered codes.
+
+use std::path::{Path, PathBuf};
+
+use tessera_base::FileId;
+use tessera_diagnostics::CODES;
+
+fn spec_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec")
+}
+
+/// `(tag, first line, code)` of every fenced block tagged `tessera` or
+/// `tessera-error` in `text`.
+fn blocks(text: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match &mut open {
+            None => {
+                if let Some(tag) = trimmed.strip_prefix("```") {
+                    open = Some((tag.trim().to_string(), i + 2, String::new()));
+                }
+            }
+            Some((_, _, code)) if trimmed.starts_with("```") => {
+                let _ = code;
+                let (tag, line, code) = open.take().expect("a block is open");
+                if tag == "tessera" || tag == "tessera-error" {
+                    out.push((tag, line, code));
+                }
+            }
+            Some((_, _, code)) => {
+                code.push_str(line);
+                code.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn spec_code_blocks_parse_as_tagged() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(spec_dir())
+        .expect("spec/ exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    files.sort();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (tag, line, code) in blocks(&text) {
+            checked += 1;
+            let parse = tessera_syntax::parse(FileId(0), &code);
+            let errors: Vec<String> = parse
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| format!("{} {}", d.code, d.message))
+                .collect();
+            let name = file.file_name().unwrap().to_string_lossy();
+            match tag.as_str() {
+                "tessera" if !errors.is_empty() => {
+                    failures.push(format!("{name}:{line}: block tagged `tessera` has errors: {errors:?}"))
+                }
+                "tessera-error" if errors.is_empty() => {
+                    failures.push(format!("{name}:{line}: block tagged `tessera-error` has no error"))
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(checked > 0, "no Tessera code blocks found in spec/");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn diagnostics_chapter_lists_every_code() {
+    let text = std::fs::read_to_string(spec_dir().join("diagnostics.md")).expect("spec/diagnostics.md exists");
+    let listed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.len() == 5 && w.starts_with('E') && w[1..].bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    for info in CODES {
+        assert!(listed.contains(&info.code.as_str()), "spec/diagnostics.md does not list {}", info.code);
+    }
+    for code in &listed {
+        assert!(
+            CODES.iter().any(|i| i.code.as_str() == *code),
+            "spec/diagnostics.md lists {code}, which is not a registered code"
+        );
+    }
+}
+
+/// The examples in `--explain` texts are real: a `tessera` block in the
+/// explanation of a code makes the compiler report that code.
+#[test]
+fn explanation_examples_report_their_code() {
+    let mut demonstrated = 0;
+    for info in CODES {
+        assert!(!info.title.is_empty(), "{} has no title", info.code);
+        for (_, _, example) in blocks(info.explanation) {
+            let mut sources = tessera_driver::Sources::default();
+            let file = sources.add("example.tsr".into(), tessera_driver::Input::Stdin, example.clone());
+            let codes: Vec<_> = tessera_driver::check_file(&sources, file).iter().map(|d| d.code).collect();
+            assert!(codes.contains(&info.code), "the example of {} reports {codes:?}:\n{example}", info.code);
+            demonstrated += 1;
+        }
+    }
+    assert!(demonstrated >= CODES.len() - 3, "most codes should have an example");
+}

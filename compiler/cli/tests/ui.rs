@@ -1,0 +1,148 @@
+//! The UI test harness: every `tests/ui/**/*.tsr` is checked with the real
+//! `tessera` binary and its output compared with the blessed `.stderr` (and
+//! `.stdout`, when the command prints one) beside it. `TESSERA_BLESS=1`
+//! rewrites the expected files.
+//!
+//! Inline annotations say which errors a file must produce:
+//! `#~ ERROR E0031` expects an error with that code on the same line;
+//! `#~^ ERROR E0031` on the line above (one `^` per line up). Every error
+//! must be annotated and every annotation matched.
+//!
+//! A first line `# ui-args: ...` replaces the default arguments
+//! `check --color=never` (the file's path is appended).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn collect(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+    out.sort();
+}
+
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+fn tessera(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(workspace_root())
+        .output()
+        .expect("the tessera binary runs");
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// `(line, code)` pairs from `#~` annotations (1-based lines).
+fn annotations(text: &str) -> Vec<(usize, String)> {
+    let mut expected = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(at) = line.find("#~") else { continue };
+        let rest = &line[at + 2..];
+        let up = rest.chars().take_while(|&c| c == '^').count();
+        let mut words = rest[up..].split_whitespace();
+        if words.next() == Some("ERROR") {
+            if let Some(code) = words.next() {
+                expected.push((i + 1 - up, code.to_string()));
+            }
+        }
+    }
+    expected.sort();
+    expected
+}
+
+/// `(line, code)` of every error the compiler reports for `rel`.
+fn reported(rel: &str) -> Vec<(usize, String)> {
+    let run = tessera(&["check", "--message-format=json", rel]);
+    let mut found: Vec<(usize, String)> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("each JSON line parses"))
+        .filter(|d| d["severity"] == "error")
+        .map(|d| (d["line"].as_u64().unwrap_or(0) as usize, d["code"].as_str().unwrap_or("").to_string()))
+        .collect();
+    found.sort();
+    found
+}
+
+fn compare_or_bless(path: &Path, actual: &str, failures: &mut Vec<String>) {
+    let bless = std::env::var_os("TESSERA_BLESS").is_some();
+    let expected = std::fs::read_to_string(path).unwrap_or_default();
+    if expected == actual {
+        return;
+    }
+    if bless {
+        if actual.is_empty() {
+            let _ = std::fs::remove_file(path);
+        } else {
+            std::fs::write(path, actual).unwrap();
+        }
+    } else {
+        failures.push(format!(
+            "{}: output differs (run with TESSERA_BLESS=1 to update)\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        ));
+    }
+}
+
+#[test]
+fn ui() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    collect(&root.join("tests/ui"), "tsr", &mut files);
+    assert!(files.len() >= 40, "expected the UI corpus, found {} files", files.len());
+    let mut failures = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let mut args: Vec<String> = match text.lines().next().and_then(|l| l.strip_prefix("# ui-args:")) {
+            Some(custom) => custom.split_whitespace().map(str::to_string).collect(),
+            None => vec!["check".into(), "--color=never".into()],
+        };
+        args.push(rel.clone());
+        let run = tessera(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        if run.code == 101 || run.stderr.contains("panicked") {
+            failures.push(format!("{rel}: the compiler crashed:\n{}", run.stderr));
+            continue;
+        }
+        compare_or_bless(&file.with_extension("stderr"), &run.stderr, &mut failures);
+        compare_or_bless(&file.with_extension("stdout"), &run.stdout, &mut failures);
+
+        let expected = annotations(&text);
+        let found = reported(&rel);
+        if expected != found {
+            failures.push(format!("{rel}: annotated errors {expected:?}, reported {found:?}"));
+        }
+        let expected_exit = if found.is_empty() { 0 } else { 1 };
+        if args[0] == "check" && !args.iter().any(|a| a == "--explain") && run.code != expected_exit {
+            failures.push(format!("{rel}: exit code {} (expected {expected_exit})", run.code));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} UI tests failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+}
+
+/// Every example and every verbatim seed code block checks clean.
+#[test]
+fn examples_and_seeds_check_clean() {
+    for dir in ["examples", "tests/seeds"] {
+        let run = tessera(&["check", "--message-format=short", dir]);
+        assert_eq!(run.code, 0, "`tessera check {dir}` reported:\n{}", run.stderr);
+    }
+}
