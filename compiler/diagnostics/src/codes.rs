@@ -88,7 +88,8 @@ b = 1__000    # `_` may only separate single digits
 c = 16_KB     # size literals use KiB, MiB or GiB
 ```
 
-Size literals are integers with a binary unit: `16_KiB`, `4_MiB`, `1_GiB`.",
+Size literals are integers with a binary unit: `16_KiB`, `4_MiB`, `1_GiB`,
+`1_TiB`.",
 
     E0004: "invalid escape sequence" =>
 "A string contains a backslash escape that Tessera does not know.
@@ -107,9 +108,10 @@ not UTF-8, usually because it was saved in another encoding or is binary.
 Re-save the file as UTF-8.",
 
     E0010: "indentation mixes tabs and spaces" =>
-"The indentation of a line is not an extension of the indentation of the
-block it is in, because one uses tabs and the other spaces. Tessera compares
-indentation as text, so a tab never equals a number of spaces.
+"The indentation of a line compares differently with the block it is in
+depending on how wide a tab is: Tessera, like Python, requires the order
+to be the same with a tab counted as 8 columns and as 1, so tabs and
+spaces cannot stand in for each other.
 
 ```tessera
 def f(x: f32) -> f32:
@@ -287,6 +289,489 @@ def f(eps: f32 = 1e-5, x: f32[N]):
 ```
 
 Move the parameters with defaults to the end.",
+
+    E0101: "unknown name" =>
+"A name is used that is not a parameter, a local, a function of this file,
+an import or a builtin.
+
+```tessera
+@kernel
+def k(x: f32[N], out: mut f32[N]):
+    i = launch.thread_id()
+    out[i] = x[j]
+```
+
+Define the name first, or fix its spelling; the help line suggests the
+closest known name.",
+
+    E0102: "unknown member of a namespace" =>
+"A builtin namespace (`op`, `tile`, `launch`, `tshared`, `rng`, `dist`,
+`numerics`, `effects`, ...) has no member of this name.
+
+```tessera
+@kernel
+def k(out: mut f32[N]):
+    out[launch.thread_idx()] = 1.0
+```",
+
+    E0103: "unknown decorator" =>
+"Tessera's decorators are `@kernel`, `@deterministic(seed=...)`,
+`@numerics(policy)`, `@test`, `@host` and `@autotune(...)`.
+
+```tessera
+@kernal
+def k(x: f32[N]):
+    pass
+```",
+
+    E0104: "function defined twice" =>
+"Two functions in one file have the same name.
+
+```tessera
+def f(x: f32) -> f32:
+    return x
+
+def f(x: f32) -> f32:
+    return x
+```",
+
+    E0105: "unresolved import" =>
+"An import names a module that does not exist, or a member the module does
+not have. Modules are `tessera` (the builtins) and sibling `.tsr` files.
+
+```tessera
+from tessera import tiles
+```",
+
+    E0106: "duplicate parameter" =>
+"Two parameters of one function have the same name.
+
+```tessera
+def f(x: f32, x: f32) -> f32:
+    return x
+```",
+
+    E0107: "nested function" =>
+"Functions are defined at the top level of a file only.
+
+```tessera
+def outer():
+    def inner():
+        pass
+```",
+
+    E0201: "unknown type" =>
+"A type annotation names something that is not a dtype. The dtypes are
+`f64 f32 tf32 f16 bf16 fp8_e4m3 fp8_e5m2 fp4_e2m1 nvfp4 i8 i16 i32 i64
+u8 u16 u32 u64 bool`; `tensor[dtype]` is a tensor of unknown rank.
+
+```tessera
+def f(x: bf61[N]) -> bf16[N]:
+    return x
+```",
+
+    E0202: "unknown memory space" =>
+"A memory-space qualifier is not one of `register shared lds global managed
+host tmem constant local`.
+
+```tessera
+def f(x: sharde f32[N]):
+    pass
+```",
+
+    E0203: "type mismatch" =>
+"A value's dtype or shape does not fit where it is used: an argument whose
+dtype differs from its parameter's, or a value whose shape differs from
+the declared one.
+
+```tessera
+def f(x: f32[N]) -> f32[N]:
+    return x
+
+def g(y: i32[N]) -> f32[N]:
+    return f(y)
+```
+
+Convert explicitly with `cast(value, dtype)`.",
+
+    E0204: "wrong arguments" =>
+"A call passes too many or too few arguments, or a keyword argument the
+function does not have.
+
+```tessera
+def f(x: f32) -> f32:
+    return x
+
+def g() -> f32:
+    return f(1.0, 2.0)
+```",
+
+    E0205: "write to a parameter that is not `mut`" =>
+"Parameters are read-only unless declared `mut`; a kernel's outputs are
+`mut` parameters.
+
+```tessera
+@kernel
+def fill(out: f32[N]):
+    out[launch.thread_id()] = 0.0
+```
+
+Declare the parameter `out: mut f32[N]`; `tessera check --fix` does it.",
+
+    E0206: "a kernel returns a value" =>
+"Kernels produce results by writing into `mut` parameters; they return
+nothing.
+
+```tessera
+@kernel
+def k(x: f32[N]) -> f32:
+    return x[0]
+```",
+
+    E0207: "launch brackets on a function that is not a kernel" =>
+"Only `@kernel` functions are launched with `f[grid=..., block=...](...)`.
+
+```tessera
+def f(x: f32[N]):
+    pass
+
+def main():
+    f[grid=(1,), block=(32,)](zeros(32))
+```",
+
+    E0208: "kernel-only operation outside a kernel" =>
+"Thread intrinsics, barriers and shared memory exist only inside
+`@kernel` functions, and kernels are launched from host code only.
+
+```tessera
+def f() -> i32:
+    return tile_linear_id()
+```",
+
+    E0209: "host-only operation inside a kernel" =>
+"Tensor creation, printing, random tensors and stream operations run on
+the host, not inside kernels.
+
+```tessera
+@kernel
+def k(x: f32[N]):
+    print(x)
+```",
+
+    E0210: "kernel called without launch brackets" =>
+"A kernel runs as a grid of blocks; calling it like a function does not
+say how many.
+
+```tessera
+@kernel
+def k(x: mut f32[N]):
+    x[launch.thread_id()] = 0.0
+
+def main():
+    k(zeros(256))
+```
+
+Launch it: `k[grid=(1,), block=(256,)](x)`.",
+
+    E0211: "shared memory escapes its kernel" =>
+"A shared-memory buffer lives only while its block runs; it cannot be
+returned or stored beyond the kernel.",
+
+    E0212: "memory space not available on the target" =>
+"Tensor memory (`tmem`) exists on sm_100 and later; the current targets
+(sm_80, sm_90a, gfx90a, gfx942) have none.
+
+```tessera
+@kernel
+def k(acc: mut tmem f32[128, 128]):
+    pass
+```",
+
+    E0214: "not callable" =>
+"Something that is not a function is called.
+
+```tessera
+def f(x: f32[N]) -> f32[N]:
+    return x(1)
+```",
+
+    E0301: "unsupported shape constraint" =>
+"A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
+comparisons `S <= 8192`, equalities `D == H * Dh` and ranges
+`B in 1..=4096`.
+
+```tessera
+def f(x: f32[N]) -> f32[N] where N:
+    return x
+```",
+
+    E0302: "dims disagree" =>
+"A dim symbol of a function gets two different sizes from its arguments,
+or an argument's dim differs from a fixed or derived dim of the parameter.
+
+```tessera
+def add(a: f32[N], b: f32[N]) -> f32[N]:
+    return a + b
+
+def g(x: f32[4], y: f32[8]) -> f32[4]:
+    return add(x, y)
+```",
+
+    E0303: "wrong number of dims" =>
+"A tensor has a different rank than expected.
+
+```tessera
+def f(x: f32[M, N]) -> f32[M, N]:
+    return x
+
+def g(y: f32[8]) -> f32[8, 8]:
+    return f(y)
+```",
+
+    E0304: "shape constraint violated" =>
+"A call passes tensors whose dims break a `where` constraint of the callee.
+The message names the argument, the dim, the symbol and its value, and
+the rule.
+
+```tessera
+def attention(q: bf16[B, S, D]) -> bf16[B, S, D] where D % 8 == 0:
+    return q
+
+def caller(q: bf16[2, 16, 100]) -> bf16[2, 16, 100]:
+    return attention(q)
+```
+
+Constraints that cannot be decided at compile time are checked once at
+run time, on entry, with the same message.",
+
+    E0305: "matmul inner dims differ" =>
+"In `a @ b` (and `op.matmul`, `tile.dot`) the last dim of `a` must equal
+the second-to-last dim of `b`.
+
+```tessera
+def f(a: f32[4, 8], b: f32[16, 4]) -> f32[4, 4]:
+    return a @ b
+```",
+
+    E0306: "shapes do not broadcast" =>
+"Elementwise operators broadcast as NumPy does: dims are matched from the
+right, and each pair must be equal or one of them 1.
+
+```tessera
+def f(a: f32[4, 8], b: f32[4]) -> f32[4, 8]:
+    return a + b
+```",
+
+    E0307: "axis out of range" =>
+"A reduction or concatenation names an axis the tensor does not have.
+
+```tessera
+def f(x: f32[4, 8]) -> f32[4]:
+    return op.sum(x, axis=2)
+```",
+
+    E0308: "reshape changes the number of elements" =>
+"A reshape keeps every element; the new dims must have the same product.
+
+```tessera
+def f(x: f32[4, 8]) -> f32[5, 6]:
+    return op.reshape(x, (5, 6))
+```",
+
+    E0309: "concatenated tensors differ" =>
+"Tensors concatenated along an axis must agree in every other dim.
+
+```tessera
+def f(a: f32[4, 8], b: f32[4, 9]) -> f32[8, 8]:
+    return op.concat((a, b), axis=0)
+```",
+
+    E0310: "too many indices" =>
+"A tensor is indexed with more indices than it has dims.
+
+```tessera
+def f(x: f32[4]) -> f32:
+    return x[0, 1]
+```",
+
+    E0401: "effect not declared" =>
+"A function with an `effects(...)` clause performs an effect the clause
+does not list (directly or through a call). The clause must cover what
+the compiler infers.
+
+```tessera
+def f(n: i64) -> f32[n] effects(io):
+    return rng.uniform(n, stream=rng.stream(\"f\"))
+```
+
+Add the effect; `tessera check --fix` does it.",
+
+    E0402: "unknown effect" =>
+"The effects are `random`, `io`, `memory` and `collective`.
+
+```tessera
+def f(x: f32) -> f32 effects(randomness):
+    return x
+```",
+
+    E0501: "random numbers without a bound stream in deterministic code" =>
+"Inside `@deterministic`, every random draw names its stream, so the
+numbers depend only on (function, mesh coordinates, step, seed).
+
+```tessera
+@deterministic(seed=42)
+def f(n: i64) -> f32[n] effects(random):
+    return rng.uniform(n)
+```
+
+Pass `stream=rng.stream(\"name\")`.",
+
+    E0502: "unordered floating-point atomic in deterministic code" =>
+"Floating-point addition is not associative, so atomics that add in
+arrival order give different bits from run to run.
+
+```tessera
+@kernel
+@deterministic(seed=1)
+def k(x: f32[N], out: mut f32[1]):
+    atomic_add(out[0], x[launch.thread_id()])
+```
+
+Use a tree reduction (`tile.reduce(x, op=\"sum\", order=\"tree\")`), or
+wrap the region in `with nondeterministic(\"why\"):`.",
+
+    E0503: "unordered reduction in deterministic code" =>
+"Reductions in `@deterministic` code use a fixed tree order; asking for
+`order=\"unordered\"` there contradicts the contract.
+
+```tessera
+@kernel
+@deterministic(seed=1)
+def k(x: f32[N], out: mut f32[1]):
+    out[0] = tile.reduce(x, op=\"sum\", order=\"unordered\")
+```",
+
+    E0504: "nondeterministic operation in deterministic code" =>
+"An operation whose result depends on timing (such as a scatter-add with
+colliding indices) is used in `@deterministic` code.
+
+```tessera
+@deterministic(seed=1)
+def f(t: f32[N], i: i64[M], v: f32[M]) -> f32[N] effects(memory):
+    return op.scatter_add(t, i, v)
+```",
+
+    E0601: "barrier under thread-dependent control flow" =>
+"A barrier must be reached by every thread of the block. Under a condition
+that depends on the thread id, some threads skip it and the block hangs.
+
+```tessera
+@kernel
+def k(x: mut f32[N]):
+    i = tile_linear_id()
+    if i < 16:
+        tbarrier()
+```
+
+Move the barrier out of the condition.",
+
+    E0701: "accumulation without an accumulate dtype" =>
+"A reducing or accumulating operation on low-precision values (bf16, f16,
+fp8, fp4) must state its accumulate dtype, or inherit one from the
+numerics policy in force. With no policy, f32 and f64 values accumulate in
+their own type; lower precisions need an explicit choice.
+
+```tessera
+def f(a: bf16[M, K], b: bf16[K, N]) -> bf16[M, N]:
+    return op.matmul(a, b)
+```
+
+Write `op.matmul(a, b, accumulate=f32)` or put the function under
+`@numerics(Training)`.",
+
+    E0702: "implicit downcast" =>
+"A value is stored into a narrower floating-point type without saying how
+to round.
+
+```tessera
+@kernel
+def k(x: f32[N], out: mut bf16[N]):
+    i = launch.thread_id()
+    out[i] = x[i]
+```
+
+Write `cast(x[i], bf16, rounding=\"nearest_even\")`; `tessera check --fix`
+does it.",
+
+    E0703: "unknown numerics policy" =>
+"`@numerics(P)` and `with numerics(P):` take a preset (`Training`,
+`Inference`, `NVFP4`) or a policy bound at the top level with
+`P = numerics.policy(...)`.
+
+```tessera
+@numerics(Trainng)
+def f(x: bf16[N]) -> bf16[N]:
+    return x
+```",
+
+    E0801: "async copy destination read before its wait" =>
+"The destination of `tile.async_copy(..., stage=s)` is undefined until
+`tile.wait_async(stage=s)` completes; a read before that races with the
+copy.
+
+```tessera
+@kernel
+def k(x: f32[N], out: mut f32[N]):
+    buf = tshared.alloc[f32](128)
+    tile.async_copy(buf, x, stage=0)
+    out[0] = buf[0]
+    tile.wait_async(stage=0)
+```",
+
+    E0802: "async copy never waited for" =>
+"Every `tile.async_copy` must be completed by a `tile.wait_async` of its
+stage before the kernel ends.
+
+```tessera
+@kernel
+def k(x: f32[N]):
+    buf = tshared.alloc[f32](128)
+    tile.async_copy(buf, x, stage=0)
+```",
+
+    E0803: "async copy stage already in flight" =>
+"Stages are unique per region: a stage cannot be reused until the copies
+already in it have been waited for.
+
+```tessera
+@kernel
+def k(x: f32[N], y: f32[N]):
+    a = tshared.alloc[f32](128)
+    b = tshared.alloc[f32](128)
+    tile.async_copy(a, x, stage=0)
+    tile.async_copy(b, y, stage=0)
+    tile.wait_async(stage=0)
+```",
+
+    E0804: "wait for a stage with no copy in flight" =>
+"`tile.wait_async(stage=s)` waits for copies issued into stage `s`; here
+none is in flight.
+
+```tessera
+@kernel
+def k(x: f32[N]):
+    tile.wait_async(stage=1)
+```",
+
+    E0805: "shared memory over budget" =>
+"The shared memory a kernel allocates exceeds what its header declares
+(`shared(16_KiB)`) or what the target provides per block.
+
+```tessera
+@kernel tile[(128,)] shared(1_KiB)
+def k(x: f32[N]):
+    buf = tshared.alloc[f32](1024)
+```",
 }
 
 #[cfg(test)]

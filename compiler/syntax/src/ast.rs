@@ -4,6 +4,8 @@
 
 use tessera_base::Span;
 
+pub use crate::spans::map_spans;
+
 /// A parsed `.tsr` file: its top-level statements in order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Module {

@@ -10,6 +10,7 @@ mod dump;
 mod layout;
 mod lexer;
 mod parser;
+mod spans;
 mod token;
 mod validate;
 

@@ -1,0 +1,103 @@
+//! The compiler database: the salsa storage behind the CLI (and, with its
+//! own inputs, the language server).
+
+use tessera_base::FileId;
+use tessera_diagnostics::Diagnostic;
+use tessera_hir::{Options, SourceFile, Workspace};
+
+use crate::Sources;
+
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    /// Set right after construction (an input needs a database to exist).
+    workspace: Option<Workspace>,
+    files: Vec<SourceFile>,
+    /// Problems found while loading (invalid UTF-8), by file.
+    load_diagnostics: Vec<Vec<Diagnostic>>,
+}
+
+impl Default for Database {
+    fn default() -> Database {
+        Database::with_events(None)
+    }
+}
+
+impl Database {
+    /// A database that reports salsa's events (used by tests that prove
+    /// what re-executes after an edit).
+    pub fn with_events(events: Option<Box<dyn Fn(salsa::Event) + Send + Sync + 'static>>) -> Database {
+        let storage = salsa::Storage::new(events);
+        let mut db = Database {
+            storage,
+            workspace: None,
+            files: Vec::new(),
+            load_diagnostics: Vec::new(),
+        };
+        db.workspace = Some(Workspace::new(&db, Vec::new(), Options::default()));
+        db
+    }
+
+    /// Makes the database hold `sources` (replacing what it held).
+    pub fn load(&mut self, sources: &Sources) {
+        self.files = sources
+            .ids()
+            .map(|id| {
+                let source = sources.get(id);
+                SourceFile::new(self, id, source.display.clone(), source.text.clone())
+            })
+            .collect();
+        self.load_diagnostics = sources.ids().map(|id| sources.get(id).load_diagnostics.clone()).collect();
+        use salsa::Setter;
+        let files = self.files.clone();
+        tessera_hir::Db::workspace(self).set_files(self).to(files);
+    }
+
+    pub fn set_options(&mut self, options: Options) {
+        use salsa::Setter;
+        tessera_hir::Db::workspace(self).set_options(self).to(options);
+    }
+
+    /// Adds one file (used by tests and benchmarks that build sources in memory).
+    pub fn add_file(&mut self, path: &str, text: &str) -> FileId {
+        use salsa::Setter;
+        let id = FileId(self.files.len() as u32);
+        let file = SourceFile::new(self, id, path.to_string(), text.to_string());
+        self.files.push(file);
+        self.load_diagnostics.push(Vec::new());
+        let files = self.files.clone();
+        tessera_hir::Db::workspace(self).set_files(self).to(files);
+        id
+    }
+
+    /// Replaces the text of a file (an edit).
+    pub fn set_text(&mut self, file: FileId, text: &str) {
+        use salsa::Setter;
+        let source = self.files[file.0 as usize];
+        source.set_text(self).to(text.to_string());
+    }
+
+    pub fn source(&self, file: FileId) -> SourceFile {
+        self.files[file.0 as usize]
+    }
+
+    /// Every diagnostic of `file`, in source order.
+    pub fn check(&self, file: FileId) -> Vec<Diagnostic> {
+        let loaded = &self.load_diagnostics[file.0 as usize];
+        if !loaded.is_empty() {
+            return loaded.clone();
+        }
+        tessera_hir::check_file(self, self.source(file)).clone()
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl tessera_hir::Db for Database {
+    fn workspace(&self) -> Workspace {
+        self.workspace.expect("created with the database")
+    }
+}

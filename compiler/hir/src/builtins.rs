@@ -1,0 +1,301 @@
+//! The op table: every builtin namespace member and global builtin, with
+//! what each check needs to know about it. One concept, one place: type
+//! rules, effects, determinism, barrier safety, numerics, and (later)
+//! completion and hover all read this table.
+
+use crate::effects::{Effect, EffectSet};
+
+/// Where a builtin may be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Context {
+    Anywhere,
+    /// Only inside `@kernel` functions (thread intrinsics, shared memory).
+    Kernel,
+    /// Only outside kernels (tensor creation, launches, printing).
+    Host,
+}
+
+/// How a builtin relates to the determinism contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Det {
+    Deterministic,
+    /// Draws random numbers: needs a bound stream (`stream=`) in
+    /// `@deterministic` code.
+    Rng,
+    /// An atomic read-modify-write: unordered, so nondeterministic for floats.
+    Atomic,
+    /// A reduction: tree-ordered in `@deterministic` code; an explicit
+    /// `order="unordered"` is rejected there.
+    Reduction,
+    /// Nondeterministic by nature; the text names the deterministic alternative.
+    Nondeterministic(&'static str),
+}
+
+/// How the result's type follows from the arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// Returns nothing.
+    Unit,
+    /// Returns an integer index (thread ids, counts).
+    Index,
+    /// Returns a value of the first argument's type.
+    SameAsFirst,
+    /// Elementwise over its tensor arguments, with NumPy broadcasting.
+    Broadcast,
+    /// `A[.., M, K] @ B[.., K, N] -> [.., M, N]`.
+    Matmul,
+    /// Removes the `axis` (default: all) dimension.
+    Reduce,
+    /// Swaps the last two dimensions (or those named by `dims`).
+    Transpose,
+    /// New dims given by the `shape` argument; element counts must match.
+    Reshape,
+    /// Concatenation along `axis`: other dims must match.
+    Concat,
+    /// A host tensor whose dims are the shape arguments.
+    Create,
+    /// A shared-memory buffer: dtype from the bracket, dims from the arguments.
+    AllocShared,
+    /// `range(...)`.
+    Range,
+    /// Converts to the dtype given as second argument.
+    Cast,
+    /// A namespace-specific object the checker does not look into.
+    Opaque,
+    /// A numerics policy value.
+    Policy,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Builtin {
+    /// `tile.async_copy`, or a plain name for globals.
+    pub path: &'static str,
+    /// Parameters as shown in completion and hover.
+    pub params: &'static str,
+    pub doc: &'static str,
+    pub context: Context,
+    pub effects: EffectSet,
+    pub det: Det,
+    /// Returns a value that differs between threads of a block.
+    pub thread_dependent: bool,
+    /// Must be reached by every thread of the block (a barrier).
+    pub block_collective: bool,
+    /// Reduces or accumulates, so it needs an accumulate dtype (numerics).
+    pub accumulates: bool,
+    pub shape: Shape,
+}
+
+const fn op(path: &'static str, params: &'static str, doc: &'static str, shape: Shape) -> Builtin {
+    Builtin {
+        path,
+        params,
+        doc,
+        context: Context::Anywhere,
+        effects: EffectSet::PURE,
+        det: Det::Deterministic,
+        thread_dependent: false,
+        block_collective: false,
+        accumulates: false,
+        shape,
+    }
+}
+
+impl Builtin {
+    const fn kernel(mut self) -> Builtin {
+        self.context = Context::Kernel;
+        self
+    }
+    const fn host(mut self) -> Builtin {
+        self.context = Context::Host;
+        self
+    }
+    const fn effects(mut self, effects: &[Effect]) -> Builtin {
+        self.effects = EffectSet::of(effects);
+        self
+    }
+    const fn det(mut self, det: Det) -> Builtin {
+        self.det = det;
+        self
+    }
+    const fn thread_dependent(mut self) -> Builtin {
+        self.thread_dependent = true;
+        self
+    }
+    const fn block_collective(mut self) -> Builtin {
+        self.block_collective = true;
+        self
+    }
+    const fn accumulates(mut self) -> Builtin {
+        self.accumulates = true;
+        self
+    }
+
+    /// The member name: `async_copy` for `tile.async_copy`.
+    pub fn name(&self) -> &'static str {
+        self.path.rsplit('.').next().unwrap_or(self.path)
+    }
+
+    pub fn namespace(&self) -> Option<&'static str> {
+        self.path.rsplit_once('.').map(|(ns, _)| ns)
+    }
+}
+
+use Effect::*;
+use Shape::*;
+
+/// The builtin namespaces.
+pub const NAMESPACES: [&str; 14] = [
+    "op", "tile", "launch", "tshared", "rng", "dist", "numerics", "effects", "tensor", "stream", "graph", "autotune",
+    "mesh", "tessera",
+];
+
+pub static BUILTINS: &[Builtin] = &[
+    // ---- globals
+    op("range", "(start, stop = None, step = 1)", "Integers from `start` to `stop` by `step`.", Range),
+    op("len", "(x)", "The size of the first dimension of `x`.", Index),
+    op("min", "(a, b)", "The smaller of two values.", SameAsFirst),
+    op("max", "(a, b)", "The larger of two values.", SameAsFirst),
+    op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst),
+    op("ceil_div", "(a, b)", "`a` divided by `b`, rounded up.", Index),
+    op("sqrt", "(x)", "Square root, elementwise.", SameAsFirst),
+    op("exp", "(x)", "Exponential, elementwise.", SameAsFirst),
+    op("log", "(x)", "Natural logarithm, elementwise.", SameAsFirst),
+    op("tanh", "(x)", "Hyperbolic tangent, elementwise.", SameAsFirst),
+    op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast),
+    op("print", "(*values)", "Prints values on the host.", Unit).host().effects(&[Io]),
+    op("zeros", "(*shape, dtype = f32)", "A host tensor of zeros.", Create).host(),
+    op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),
+    op("full", "(*shape, value, dtype = f32)", "A host tensor filled with `value`.", Create).host(),
+    op("empty", "(*shape, dtype = f32)", "An uninitialized host tensor.", Create).host(),
+    op("arange", "(n, dtype = f32)", "The values `0 .. n` as a host tensor.", Create).host(),
+    op("rand", "(*shape, seed, dtype = f32)", "Uniform random values in [0, 1).", Create).host().effects(&[Random]).det(Det::Rng),
+    op("randn", "(*shape, seed, dtype = f32)", "Standard normal random values.", Create).host().effects(&[Random]).det(Det::Rng),
+    op("assert_allclose", "(actual, expected, rtol = 1e-5, atol = 1e-8)", "Fails unless the tensors agree within the tolerances.", Unit).host().effects(&[Io]),
+    op("tile_linear_id", "()", "This tile's index within its group.", Index).kernel().thread_dependent(),
+    op("group_tile_count", "()", "The number of tiles in a group.", Index).kernel(),
+    op("group_linear_id", "()", "This group's index in the grid (the same for all tiles of a group).", Index).kernel(),
+    op("tbarrier", "()", "Waits until every tile of the group arrives; shared-memory writes before it are visible after it.", Unit).kernel().block_collective(),
+    op("atomic_add", "(target, value)", "Adds `value` to `target` atomically; the order of concurrent adds is unspecified.", Unit)
+        .kernel().effects(&[Memory]).det(Det::Atomic),
+    op("nondeterministic", "(reason)", "A region (`with nondeterministic(\"why\"):`) where the determinism contract is waived.", Opaque),
+    // ---- launch
+    op("launch.thread_id", "()", "The global index of this thread.", Index).kernel().thread_dependent(),
+    op("launch.block_id", "()", "The index of this thread's block.", Index).kernel(),
+    op("launch.block_dim", "()", "Threads per block.", Index).kernel(),
+    op("launch.grid", "(blocks, threads)", "A launch configuration for a kernel.", Opaque).host(),
+    // ---- tshared
+    op("tshared.alloc", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer for the tile group.", AllocShared).kernel(),
+    // ---- tile
+    op("tile.alloc_shared", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer.", AllocShared).kernel(),
+    op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel(),
+    op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
+    op("tile.cp_async", "(src, index)", "Copies a tile of `src` asynchronously (seed form).", SameAsFirst).kernel(),
+    op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
+    op("tile.range", "(x, axis, step)", "Iterates the tile blocks of `x` along `axis`.", Range).kernel(),
+    op("tile.mma", "(A, B, C, BM, BN, BK)", "Iterates the tensor-core fragments of `C += A @ B`.", Range).kernel().accumulates(),
+    op("tile.mma_sync", "(m, n, k)", "One tensor-core multiply-accumulate step.", Unit).kernel(),
+    op("tile.dot", "(a, b, accumulate = None)", "Tile matrix product.", Matmul).kernel().accumulates(),
+    op("tile.softmax", "(x, axis = -1)", "Softmax along `axis`.", SameAsFirst).kernel().accumulates(),
+    op("tile.relu", "(x)", "max(x, 0), elementwise.", SameAsFirst).kernel(),
+    op("tile.exp", "(x)", "Exponential, elementwise.", SameAsFirst).kernel(),
+    op("tile.reduce", "(x, op = \"sum\", axis = None, order = \"tree\")", "Reduces `x`; `order=\"tree\"` fixes the association order.", Reduce).kernel().accumulates().det(Det::Reduction),
+    op("tile.sum", "(x, axis = None)", "Sum of `x`.", Reduce).kernel().accumulates().det(Det::Reduction),
+    op("tile.warp_shuffle_down", "(value, offset)", "The value of the lane `offset` above this one.", SameAsFirst).kernel().thread_dependent(),
+    op("tile.warp_shuffle_xor", "(value, mask)", "The value of the lane `lane ^ mask` (butterfly).", SameAsFirst).kernel().thread_dependent(),
+    op("tile.vote_any", "(predicate)", "Whether the predicate holds on any lane of the warp.", SameAsFirst).kernel(),
+    op("tile.vote_all", "(predicate)", "Whether the predicate holds on every lane of the warp.", SameAsFirst).kernel(),
+    op("tile.lane_id", "()", "This thread's lane within its warp.", Index).kernel().thread_dependent(),
+    op("tile.warp_id", "()", "This thread's warp within its block.", Index).kernel().thread_dependent(),
+    op("tile.cooperative_group", "(size)", "A cooperative group of `size` threads.", Opaque).kernel(),
+    op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().effects(&[Memory]).det(Det::Atomic),
+    // ---- rng
+    op("rng.uniform", "(*shape, stream = None, dtype = f32)", "Uniform random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),
+    op("rng.normal", "(*shape, stream = None, dtype = f32)", "Normal random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),
+    op("rng.stream", "(name)", "A named counter-based random stream.", Opaque),
+    // ---- op (operator level)
+    op("op.matmul", "(a, b, tile_shape = None, accumulate = None)", "Matrix product `a @ b`.", Matmul).accumulates(),
+    op("op.softmax", "(x, axis = -1)", "Numerically stable softmax along `axis`.", SameAsFirst).accumulates(),
+    op("op.layernorm", "(x, weight, bias, eps = 1e-5)", "Layer normalization over the last dimension.", SameAsFirst).accumulates(),
+    op("op.rmsnorm", "(x, weight, eps = 1e-6)", "RMS normalization over the last dimension.", SameAsFirst).accumulates(),
+    op("op.sum", "(x, axis = None, accumulate = None)", "Sum along `axis`.", Reduce).accumulates().det(Det::Reduction),
+    op("op.mean", "(x, axis = None, accumulate = None)", "Mean along `axis`.", Reduce).accumulates().det(Det::Reduction),
+    op("op.add", "(a, b)", "Elementwise sum with broadcasting.", Broadcast),
+    op("op.mul", "(a, b)", "Elementwise product with broadcasting.", Broadcast),
+    op("op.relu", "(x)", "max(x, 0), elementwise.", SameAsFirst),
+    op("op.gelu", "(x)", "GELU activation, elementwise.", SameAsFirst),
+    op("op.transpose", "(x, dims = None)", "Swaps two dimensions (the last two by default).", Transpose),
+    op("op.reshape", "(x, shape)", "The same elements with new dims.", Reshape),
+    op("op.concat", "(tensors, axis = 0)", "Concatenates along `axis`.", Concat),
+    op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
+    op("op.flash_attention", "(q, k, v, causal = False)", "Fused attention.", SameAsFirst).accumulates(),
+    op("op.scatter_add", "(target, index, values)", "Adds `values` at `index`; colliding indices add in unspecified order.", SameAsFirst)
+        .effects(&[Memory]).det(Det::Nondeterministic("sort the indices and use `op.segment_sum`, which adds in a fixed order")),
+    op("op.segment_sum", "(values, segments)", "Sums values per segment in a fixed order.", Opaque).accumulates(),
+    op("op.all_reduce", "(x, op = \"sum\", axis = None, mesh = None, algo = \"binary_tree\", deterministic = True)", "Reduces `x` across a mesh axis.", SameAsFirst)
+        .effects(&[Collective]).accumulates(),
+    op("op.all_gather", "(x, axis)", "Gathers `x` across a mesh axis.", Opaque).effects(&[Collective]),
+    op("op.reduce_scatter", "(x, axis)", "Reduces and scatters `x` across a mesh axis.", Opaque).effects(&[Collective]).accumulates(),
+    // ---- dist
+    op("dist.Mesh", "(axes, devices)", "A device mesh with named axes.", Opaque).host(),
+    op("dist.tensor", "(shape, layout, mesh, dtype)", "A tensor sharded over a mesh.", Opaque).host(),
+    op("dist.ShardSpec", "(partition = None, mesh_axes = None, replicate = False, reduce = None)", "How a tensor is sharded.", Opaque),
+    // ---- numerics
+    op("numerics.policy", "(storage, compute, accumulate, rounding = \"nearest_even\", saturate = False, denorm = \"preserve\")", "A numerics policy.", Policy),
+    op("numerics.Training", "", "bf16 storage and compute, f32 accumulation.", Policy),
+    op("numerics.Inference", "", "fp8 storage, bf16 compute and accumulation.", Policy),
+    op("numerics.NVFP4", "", "nvfp4 storage, f16 compute, f32 accumulation.", Policy),
+    op("numerics.AdaptivePrecision", "(low, high, threshold)", "Switches between two policies on a measured range.", Policy),
+    // ---- effects
+    op("effects.suspend", "(effect)", "A region whose named effect does not propagate outward.", Opaque),
+    // ---- stream, graph, autotune
+    op("stream.new", "()", "A new stream.", Opaque).host(),
+    op("stream.memcpy_async", "(dst, src, stream)", "An asynchronous copy on `stream`.", Unit).host().effects(&[Memory]),
+    op("stream.synchronize", "()", "Waits for all streams.", Unit).host(),
+    op("graph.capture", "()", "Records launches into a graph.", Opaque).host(),
+    op("graph.launch", "(g)", "Replays a captured graph.", Unit).host(),
+    op("autotune.search", "(kernel, params, objective)", "Searches kernel configurations.", Opaque).host(),
+];
+
+/// Looks up a builtin by its full path (`tile.async_copy`) or global name.
+pub fn lookup(path: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.path == path)
+}
+
+/// Members of a namespace, for did-you-mean and completion.
+pub fn members(namespace: &str) -> impl Iterator<Item = &'static Builtin> + '_ {
+    BUILTINS.iter().filter(move |b| b.namespace() == Some(namespace))
+}
+
+/// Global builtins (no namespace).
+pub fn globals() -> impl Iterator<Item = &'static Builtin> {
+    BUILTINS.iter().filter(|b| b.namespace().is_none())
+}
+
+/// The preset policies: (name, storage, compute, accumulate).
+pub const PRESET_POLICIES: [(&str, crate::ty::DType, crate::ty::DType, crate::ty::DType); 3] = [
+    ("Training", crate::ty::DType::Bf16, crate::ty::DType::Bf16, crate::ty::DType::F32),
+    ("Inference", crate::ty::DType::Fp8E4m3, crate::ty::DType::Bf16, crate::ty::DType::Bf16),
+    ("NVFP4", crate::ty::DType::Nvfp4, crate::ty::DType::F16, crate::ty::DType::F32),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_unique_and_namespaced() {
+        for (i, b) in BUILTINS.iter().enumerate() {
+            assert!(BUILTINS[..i].iter().all(|o| o.path != b.path), "duplicate {}", b.path);
+            if let Some(ns) = b.namespace() {
+                assert!(NAMESPACES.contains(&ns), "{} is in an unknown namespace", b.path);
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_finds_members() {
+        assert_eq!(lookup("tile.async_copy").map(|b| b.name()), Some("async_copy"));
+        assert!(members("tshared").any(|b| b.name() == "alloc"));
+        assert!(globals().any(|b| b.path == "tbarrier"));
+    }
+}

@@ -1,0 +1,1159 @@
+//! Inference over one function body: resolves names, gives every
+//! expression a type with symbolic dims, checks calls against signatures
+//! (arity, dtypes, dims, `where` constraints) and the op table (context,
+//! shape rules), and enforces `mut`, kernel and memory-space rules. It then
+//! runs the per-function analyses over what it learned.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tessera_base::Span;
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
+
+pub use crate::body::BodyInfo;
+use crate::body::{Call, CallTarget, Guard};
+use crate::builtins::{self, Builtin, Context, Shape};
+use crate::db::{self, relative, Anchor, Db, FnId, SourceFile};
+use crate::effects::{Effect, EffectSet};
+use crate::names::did_you_mean;
+use crate::poly::Poly;
+use crate::signature::{dim_poly, FnKind, Signature};
+use crate::solve::{self, ConstraintKind, Verdict};
+use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
+
+pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
+    let file = func.file(db);
+    let sig = db::signature(db, func);
+    let mut cx = Infer {
+        db,
+        file,
+        sig,
+        locals: HashMap::new(),
+        info: BodyInfo {
+            anchors: vec![Anchor { file, name: func.name(db).clone() }],
+            ..BodyInfo::default()
+        },
+        suspended: EffectSet::PURE,
+    };
+    for p in &sig.params {
+        cx.locals.insert(p.name.clone(), Local { ty: p.ty.clone(), param: true });
+    }
+    cx.block(&def.body);
+    let mut info = cx.info;
+    let ctx = crate::body::BodyCtx::new(db, def, sig, &info);
+    let determinism = crate::determinism::check(&ctx);
+    let mut more = determinism.diagnostics;
+    more.extend(crate::barrier::check(&ctx));
+    more.extend(crate::numerics::check(&ctx));
+    more.extend(crate::async_copy::check(&ctx));
+    info.tree_reductions = determinism.tree_reductions;
+    info.diagnostics.extend(more);
+    info
+}
+
+struct Local {
+    ty: Ty,
+    param: bool,
+}
+
+struct Infer<'a> {
+    db: &'a dyn Db,
+    file: SourceFile,
+    sig: &'a Signature,
+    locals: HashMap<String, Local>,
+    info: BodyInfo,
+    /// Effects suspended by enclosing `with effects.suspend(...)` regions.
+    suspended: EffectSet,
+}
+
+/// An argument after inference.
+struct ArgTy<'e> {
+    name: Option<&'e str>,
+    ty: Ty,
+    expr: &'e Expr,
+}
+
+impl<'a> Infer<'a> {
+    fn error(&mut self, diag: Diagnostic) {
+        self.info.diagnostics.push(diag);
+    }
+
+    fn at(&self, span: Span) -> tessera_base::FileSpan {
+        relative(span, 0)
+    }
+
+    fn is_kernel(&self) -> bool {
+        self.sig.kind == FnKind::Kernel
+    }
+
+    /// An anchor index for spans inside another function.
+    fn anchor(&mut self, file: SourceFile, name: &str) -> u32 {
+        if let Some(i) = self.info.anchors.iter().position(|a| a.file == file && a.name == name) {
+            return i as u32;
+        }
+        self.info.anchors.push(Anchor { file, name: name.to_string() });
+        (self.info.anchors.len() - 1) as u32
+    }
+
+    fn record(&mut self, span: Span, ty: &Ty) {
+        self.info.types.push((span, ty.clone()));
+    }
+
+    // ------------------------------------------------------------ statements
+
+    fn block(&mut self, block: &Block) {
+        for stmt in &block.stmts {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match &stmt.kind {
+            StmtKind::Expr(e) => {
+                self.expr(e);
+            }
+            StmtKind::Assign { targets, value } => {
+                let ty = self.expr(value);
+                for target in targets {
+                    self.assign(target, &ty, value);
+                }
+            }
+            StmtKind::AnnAssign { target, ty, value } => {
+                let declared = crate::signature::lower_type(self.db, ty, &mut self.info.diagnostics);
+                if let Some(value) = value {
+                    let actual = self.expr(value);
+                    self.check_assignable(&actual, &declared, value, "this value");
+                }
+                if let ExprKind::Name(n) = &target.kind {
+                    self.bind(n, target.span, declared);
+                } else {
+                    self.assign(target, &declared, target);
+                }
+            }
+            StmtKind::AugAssign { target, op, value } => {
+                let current = self.expr(target);
+                let rhs = self.expr(value);
+                let result = self.binary(*op, &current, &rhs, stmt.span, target, value);
+                self.check_store_target(target);
+                self.check_assignable(&result, &current, value, "the result");
+            }
+            StmtKind::If { branches, orelse } => {
+                for branch in branches {
+                    self.expr(&branch.cond);
+                    self.block(&branch.body);
+                }
+                if let Some(b) = orelse {
+                    self.block(b);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                self.expr(cond);
+                self.block(body);
+            }
+            StmtKind::For { target, iter, body } => {
+                let iter_ty = self.expr(iter);
+                let element = match iter_ty {
+                    Ty::Range => Ty::Int,
+                    Ty::List(item) => *item,
+                    Ty::Tensor(t) if t.rank() == Some(1) => t.dtype.map_or(Ty::Unknown, Ty::Scalar),
+                    _ => Ty::Unknown,
+                };
+                self.assign(target, &element, iter);
+                self.block(body);
+            }
+            StmtKind::With { items, body } => {
+                let outer = self.suspended;
+                for item in items {
+                    self.expr(&item.expr);
+                    if let Some(effect) = suspended_effect(&item.expr) {
+                        self.suspended.insert(effect);
+                    }
+                    if let Some(alias) = &item.alias {
+                        self.bind(&alias.name, alias.span, Ty::Unknown);
+                    }
+                }
+                self.block(body);
+                self.suspended = outer;
+            }
+            StmtKind::Return(value) => self.ret(stmt, value.as_ref()),
+            StmtKind::Assert { cond, message } => {
+                self.expr(cond);
+                if let Some(m) = message {
+                    self.expr(m);
+                }
+            }
+            StmtKind::Def(def) => self.error(
+                Diagnostic::error(Code::E0107, "functions cannot be nested")
+                    .with_primary(self.at(def.name.span), "defined inside another function")
+                    .with_help("move it to the top level of the file"),
+            ),
+            StmtKind::Error(children) => children.iter().for_each(|s| self.stmt(s)),
+            StmtKind::Import(_) | StmtKind::FromImport { .. } | StmtKind::Break | StmtKind::Continue | StmtKind::Pass => {}
+        }
+    }
+
+    fn ret(&mut self, stmt: &Stmt, value: Option<&Expr>) {
+        let Some(value) = value else { return };
+        let ty = self.expr(value);
+        if self.is_kernel() {
+            self.error(
+                Diagnostic::error(Code::E0206, "a kernel cannot return a value")
+                    .with_primary(self.at(stmt.span), "this returns a value from a kernel")
+                    .with_help("write results into a `mut` parameter instead"),
+            );
+            return;
+        }
+        if let Ty::Tensor(TensorTy { space: Some(Space::Shared), .. }) = &ty {
+            self.error(
+                Diagnostic::error(Code::E0211, "a shared-memory buffer cannot escape its kernel")
+                    .with_primary(self.at(value.span), "this buffer lives in shared memory")
+                    .with_help("copy the data into a global tensor and return that"),
+            );
+            return;
+        }
+        let declared = self.sig.ret.clone();
+        self.check_assignable(&ty, &declared, value, "the returned value");
+    }
+
+    /// Binds or stores into an assignment target.
+    fn assign(&mut self, target: &Expr, ty: &Ty, value: &Expr) {
+        match &target.kind {
+            ExprKind::Name(n) => {
+                if let Some(local) = self.locals.get(n) {
+                    if !local.param {
+                        let current = local.ty.clone();
+                        self.check_assignable(ty, &current, value, "this value");
+                    }
+                }
+                self.bind(n, target.span, ty.clone());
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                let parts: Vec<Ty> = match ty {
+                    Ty::Tuple(parts) if parts.len() == items.len() => parts.clone(),
+                    _ => vec![Ty::Unknown; items.len()],
+                };
+                let values: Vec<&Expr> = match &value.kind {
+                    ExprKind::Tuple(vs) if vs.len() == items.len() => vs.iter().collect(),
+                    _ => vec![value; items.len()],
+                };
+                for ((item, part), v) in items.iter().zip(&parts).zip(values) {
+                    self.assign(item, part, v);
+                }
+            }
+            ExprKind::Paren(inner) => self.assign(inner, ty, value),
+            ExprKind::Subscript { .. } => {
+                let place = self.expr(target);
+                self.check_store_target(target);
+                self.check_assignable(ty, &place, value, "this value");
+            }
+            _ => {
+                self.expr(target);
+            }
+        }
+    }
+
+    fn bind(&mut self, name: &str, span: Span, ty: Ty) {
+        self.record(span, &ty);
+        if !self.locals.contains_key(name) {
+            self.info.locals.push((name.to_string(), span, ty.clone()));
+        }
+        let param = self.locals.get(name).is_some_and(|l| l.param);
+        self.locals.insert(name.to_string(), Local { ty, param });
+    }
+
+    /// A store through `x[...]` needs `x` to be writable.
+    fn check_store_target(&mut self, target: &Expr) {
+        let mut base = target;
+        while let ExprKind::Subscript { base: b, .. } | ExprKind::Attr { base: b, .. } = &base.kind {
+            base = b;
+        }
+        let ExprKind::Name(name) = &base.kind else { return };
+        let Some(param) = self.sig.param(name) else { return };
+        if param.mutable || self.locals.get(name).is_some_and(|l| !l.param) {
+            return;
+        }
+        let mut diag = Diagnostic::error(Code::E0205, format!("cannot write to `{name}`: the parameter is not `mut`"))
+            .with_primary(self.at(target.span), "this writes into the parameter")
+            .with_secondary(self.at(param.span), "declared without `mut`");
+        if let Some(at) = param.type_start {
+            diag = diag.with_fix(
+                Fix::new(format!("make `{name}` writable"), Applicability::MachineApplicable)
+                    .with_edit(self.at(at), "mut "),
+            );
+        }
+        self.error(diag);
+    }
+
+    /// Checks that a value of type `actual` may be stored where `expected`
+    /// is: dtypes may widen, never narrow implicitly; dims must agree.
+    fn check_assignable(&mut self, actual: &Ty, expected: &Ty, value: &Expr, what: &str) {
+        let (Some(from), Some(to)) = (actual.dtype(), expected.dtype()) else { return };
+        if from != to && !from.widens_to(to) {
+            if from.is_float() && to.is_float() {
+                self.error(crate::numerics::implicit_downcast(value, from, to));
+            } else {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("type mismatch: expected {to}, found {from}"))
+                        .with_primary(self.at(value.span), format!("{what} is {actual}"))
+                        .with_help(format!("convert it explicitly with `cast(..., {to})`")),
+                );
+            }
+            return;
+        }
+        if let (Ty::Tensor(a), Ty::Tensor(e)) = (actual, expected) {
+            if let (Some(ad), Some(ed)) = (&a.dims, &e.dims) {
+                let differs = ad.len() != ed.len()
+                    || ad.iter().zip(ed).any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
+                if differs {
+                    self.error(
+                        Diagnostic::error(Code::E0203, format!("shape mismatch: expected {expected}, found {actual}"))
+                            .with_primary(self.at(value.span), format!("{what} is {actual}")),
+                    );
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn expr(&mut self, e: &Expr) -> Ty {
+        let ty = self.expr_inner(e);
+        self.record(e.span, &ty);
+        ty
+    }
+
+    fn expr_inner(&mut self, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::Int(_) => Ty::Int,
+            ExprKind::Float(_) => Ty::Float,
+            ExprKind::Size(_) => Ty::Size,
+            ExprKind::Str(_) => Ty::Str,
+            ExprKind::Bool(_) => Ty::Bool,
+            ExprKind::None => Ty::None,
+            ExprKind::Error => Ty::Unknown,
+            ExprKind::Paren(inner) => self.expr(inner),
+            ExprKind::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.expr(i)).collect()),
+            ExprKind::List(items) => {
+                let tys: Vec<Ty> = items.iter().map(|i| self.expr(i)).collect();
+                Ty::List(Box::new(tys.into_iter().next().unwrap_or(Ty::Unknown)))
+            }
+            ExprKind::Dict(entries) => {
+                for (k, v) in entries {
+                    self.expr(k);
+                    self.expr(v);
+                }
+                Ty::Unknown
+            }
+            ExprKind::Unary { op, operand } => {
+                let ty = self.expr(operand);
+                if *op == UnaryOp::Not { Ty::Bool } else { ty }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs);
+                let r = self.expr(rhs);
+                self.binary(*op, &l, &r, e.span, lhs, rhs)
+            }
+            ExprKind::Range { start, end, .. } => {
+                self.expr(start);
+                self.expr(end);
+                Ty::Range
+            }
+            ExprKind::IfElse { cond, then, orelse } => {
+                self.expr(cond);
+                let t = self.expr(then);
+                let o = self.expr(orelse);
+                if t.is_unknown() { o } else { t }
+            }
+            ExprKind::Attr { base, name } => {
+                let base_ty = self.expr(base);
+                self.attr(&base_ty, base, &name.name, name.span)
+            }
+            ExprKind::Subscript { base, args } => {
+                let base_ty = self.expr(base);
+                self.subscript(&base_ty, args, e)
+            }
+            ExprKind::Call { callee, args } => self.call(e, callee, args),
+            ExprKind::Slice { lower, upper, step } => {
+                for part in [lower, upper, step].into_iter().flatten() {
+                    self.expr(part);
+                }
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn name(&mut self, name: &str, span: Span) -> Ty {
+        if let Some(local) = self.locals.get(name) {
+            return local.ty.clone();
+        }
+        let tree = db::item_tree(self.db, self.file);
+        if tree.functions.iter().any(|f| f == name) {
+            return Ty::Function(name.to_string());
+        }
+        if let Some(import) = tree.imports.iter().find(|i| i.binding == name) {
+            return self.imported(import);
+        }
+        if tree.globals.iter().any(|g| g == name) {
+            return Ty::Unknown;
+        }
+        if let Some(ty) = global_builtin(name) {
+            return ty;
+        }
+        let mut candidates: Vec<&str> = self.locals.keys().map(String::as_str).collect();
+        candidates.extend(tree.functions.iter().map(String::as_str));
+        candidates.extend(builtins::globals().map(|b| b.path));
+        candidates.extend(builtins::NAMESPACES);
+        candidates.extend(ALL_DTYPES.iter().map(|d| d.name()));
+        let mut diag = Diagnostic::error(Code::E0101, format!("unknown name `{name}`"))
+            .with_primary(self.at(span), "not defined here");
+        if let Some(s) = did_you_mean(name, candidates) {
+            diag = diag.with_help(format!("did you mean `{s}`?"));
+        }
+        self.error(diag);
+        Ty::Unknown
+    }
+
+    fn imported(&mut self, import: &db::Import) -> Ty {
+        if import.module == "tessera" || import.module.starts_with("tessera.") {
+            return match &import.member {
+                Some(m) => global_builtin(m).unwrap_or(Ty::Unknown),
+                None => Ty::Unknown,
+            };
+        }
+        match (&import.member, crate::module::resolve_module(self.db, self.file, &import.module)) {
+            (Some(member), Some(file)) if db::item_tree(self.db, file).functions.contains(member) => {
+                Ty::Function(format!("{}::{member}", import.module))
+            }
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn attr(&mut self, base: &Ty, base_expr: &Expr, name: &str, span: Span) -> Ty {
+        match base {
+            Ty::Namespace(ns) => {
+                let path = format!("{ns}.{name}");
+                if let Some(b) = builtins::lookup(&path) {
+                    return Ty::Builtin(b);
+                }
+                let mut diag = Diagnostic::error(Code::E0102, format!("`{ns}` has no member `{name}`"))
+                    .with_primary(self.at(span), format!("not in `{ns}`"));
+                if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
+                    diag = diag.with_help(format!("did you mean `{ns}.{s}`?"));
+                }
+                self.error(diag);
+                Ty::Unknown
+            }
+            Ty::Tensor(t) => match name {
+                "T" => transpose(t).map_or_else(
+                    || {
+                        self.error(
+                            Diagnostic::error(Code::E0303, format!("`.T` needs at least 2 dims, `{}` has {}", crate::pretty::expr(base_expr), t.rank().unwrap_or(0)))
+                                .with_primary(self.at(span), "transposes the last two dims"),
+                        );
+                        Ty::Unknown
+                    },
+                    Ty::Tensor,
+                ),
+                "shape" => match &t.dims {
+                    Some(d) => Ty::Tuple(vec![Ty::Int; d.len()]),
+                    None => Ty::Unknown,
+                },
+                "ndim" => Ty::Int,
+                "dtype" => t.dtype.map_or(Ty::Unknown, Ty::DTypeValue),
+                _ => Ty::Unknown,
+            },
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn subscript(&mut self, base: &Ty, args: &[Arg], e: &Expr) -> Ty {
+        let arg_tys: Vec<Ty> = args.iter().map(|a| self.expr(&a.value)).collect();
+        match base {
+            Ty::Tensor(t) => {
+                let Some(dims) = &t.dims else {
+                    return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: t.space });
+                };
+                if args.len() > dims.len() {
+                    self.error(
+                        Diagnostic::error(Code::E0310, format!("too many indices: {} for a tensor with {} dims", args.len(), dims.len()))
+                            .with_primary(self.at(e.span), format!("this tensor is {base}")),
+                    );
+                    return Ty::Unknown;
+                }
+                let mut kept = Vec::new();
+                for (i, dim) in dims.iter().enumerate() {
+                    match args.get(i).map(|a| &a.value.kind) {
+                        None => kept.push(dim.clone()),
+                        Some(ExprKind::Slice { lower, upper, step: None }) => kept.push(slice_len(dim, lower.as_deref(), upper.as_deref())),
+                        Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
+                        Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => kept.push(dim.clone()),
+                        Some(_) => {}
+                    }
+                }
+                if kept.is_empty() {
+                    t.dtype.map_or(Ty::Unknown, Ty::Scalar)
+                } else {
+                    Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(kept), space: t.space })
+                }
+            }
+            Ty::List(item) => (**item).clone(),
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
+        if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
+            return match (l, r) {
+                (Ty::Tensor(t), _) | (_, Ty::Tensor(t)) if !matches!(op, BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn) => {
+                    Ty::Tensor(TensorTy { dtype: Some(DType::Bool), dims: t.dims.clone(), space: None })
+                }
+                _ => Ty::Bool,
+            };
+        }
+        if op == BinOp::MatMul {
+            return self.matmul(l, r, span, lhs, rhs, None);
+        }
+        match (l, r) {
+            (Ty::Tensor(a), Ty::Tensor(b)) => {
+                let dims = match (&a.dims, &b.dims) {
+                    (Some(x), Some(y)) => match broadcast(x, y) {
+                        Some(d) => Some(d),
+                        None => {
+                            self.error(
+                                Diagnostic::error(Code::E0306, format!("cannot broadcast {l} with {r}"))
+                                    .with_primary(self.at(span), format!("`{}` does not broadcast", op.symbol()))
+                                    .with_secondary(self.at(lhs.span), format!("this is {l}"))
+                                    .with_secondary(self.at(rhs.span), format!("this is {r}"))
+                                    .with_note("dims are matched from the right; each pair must be equal or one of them 1"),
+                            );
+                            return Ty::Unknown;
+                        }
+                    },
+                    _ => None,
+                };
+                Ty::Tensor(TensorTy { dtype: promote(a.dtype, b.dtype), dims, space: None })
+            }
+            (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {
+                let dtype = match other.dtype() {
+                    Some(d) => promote(t.dtype, Some(d)),
+                    None => t.dtype,
+                };
+                Ty::Tensor(TensorTy { dtype, dims: t.dims.clone(), space: None })
+            }
+            (Ty::Scalar(a), Ty::Scalar(b)) => promote(Some(*a), Some(*b)).map_or(Ty::Unknown, Ty::Scalar),
+            (Ty::Scalar(a), _) | (_, Ty::Scalar(a)) => Ty::Scalar(*a),
+            (Ty::Float, _) | (_, Ty::Float) => Ty::Float,
+            (Ty::Int, Ty::Int) | (Ty::Size, _) | (_, Ty::Size) => Ty::Int,
+            _ => Ty::Unknown,
+        }
+    }
+
+    fn matmul(&mut self, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr, accumulate: Option<DType>) -> Ty {
+        let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else { return Ty::Unknown };
+        let dtype = accumulate.or(promote(a.dtype, b.dtype));
+        let (Some(ad), Some(bd)) = (&a.dims, &b.dims) else {
+            return Ty::Tensor(TensorTy { dtype, dims: None, space: None });
+        };
+        if ad.len() < 2 || bd.len() < 2 {
+            self.error(
+                Diagnostic::error(Code::E0303, "matmul needs operands with at least 2 dims")
+                    .with_primary(self.at(span), format!("the operands are {l} and {r}")),
+            );
+            return Ty::Unknown;
+        }
+        let (m, k1) = (&ad[ad.len() - 2], &ad[ad.len() - 1]);
+        let (k2, n) = (&bd[bd.len() - 2], &bd[bd.len() - 1]);
+        if !may_equal(k1, k2) {
+            self.error(
+                Diagnostic::error(Code::E0305, format!("matmul inner dims differ: {k1} and {k2}"))
+                    .with_primary(self.at(span), format!("{l} @ {r}"))
+                    .with_secondary(self.at(lhs.span), format!("the last dim of this is {k1}"))
+                    .with_secondary(self.at(rhs.span), format!("the second-to-last dim of this is {k2}"))
+                    .with_help("the left operand's columns must equal the right operand's rows"),
+            );
+            return Ty::Unknown;
+        }
+        let batch = match broadcast(&ad[..ad.len() - 2], &bd[..bd.len() - 2]) {
+            Some(b) => b,
+            None => {
+                self.error(
+                    Diagnostic::error(Code::E0306, format!("cannot broadcast the batch dims of {l} and {r}"))
+                        .with_primary(self.at(span), "the batch dims do not broadcast"),
+                );
+                return Ty::Unknown;
+            }
+        };
+        let mut dims = batch;
+        dims.push(m.clone());
+        dims.push(n.clone());
+        Ty::Tensor(TensorTy { dtype, dims: Some(dims), space: None })
+    }
+
+    // ------------------------------------------------------------ calls
+
+    fn call(&mut self, e: &Expr, callee: &Expr, args: &[Arg]) -> Ty {
+        // Brackets before the call: launch configuration or a generic dtype.
+        let (target_expr, brackets) = match &callee.kind {
+            ExprKind::Subscript { base, args } => (&**base, Some(args.as_slice())),
+            _ => (callee, None),
+        };
+        let target = self.expr(target_expr);
+        if let Some(brackets) = brackets {
+            for a in brackets {
+                if !matches!(target, Ty::Builtin(_)) {
+                    self.expr(&a.value);
+                }
+            }
+        }
+        let arg_tys: Vec<ArgTy> = args
+            .iter()
+            .map(|a| ArgTy { name: a.name.as_ref().map(|n| n.name.as_str()), ty: self.expr(&a.value), expr: &a.value })
+            .collect();
+        match target {
+            Ty::Builtin(b) => {
+                if brackets.is_some() && b.shape != Shape::AllocShared {
+                    self.not_a_kernel(callee, &format!("`{}`", b.path));
+                }
+                self.builtin_call(e, b, &arg_tys, brackets)
+            }
+            Ty::Function(name) => self.user_call(e, target_expr, &name, &arg_tys, brackets.is_some()),
+            Ty::Namespace("numerics") => Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default()),
+            Ty::DTypeValue(d) => match arg_tys.first().map(|a| &a.ty) {
+                Some(Ty::Tensor(t)) => Ty::Tensor(TensorTy { dtype: Some(d), ..t.clone() }),
+                _ => Ty::Scalar(d),
+            },
+            Ty::Unknown | Ty::Policy(_) | Ty::Namespace(_) => Ty::Unknown,
+            other => {
+                self.error(
+                    Diagnostic::error(Code::E0214, format!("`{}` is not callable", crate::pretty::expr(target_expr)))
+                        .with_primary(self.at(target_expr.span), format!("this is {other}")),
+                );
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn not_a_kernel(&mut self, callee: &Expr, what: &str) {
+        self.error(
+            Diagnostic::error(Code::E0207, format!("launch brackets on {what}, which is not a kernel"))
+                .with_primary(self.at(callee.span), "only `@kernel` functions are launched with `[grid=..., block=...]`")
+                .with_help("call it without brackets, or mark it `@kernel`"),
+        );
+    }
+
+    fn builtin_call(&mut self, e: &Expr, b: &'static Builtin, args: &[ArgTy], brackets: Option<&[Arg]>) -> Ty {
+        self.info.calls.push(Call { span: e.span, target: CallTarget::Builtin(b), launched: false });
+        let effects = b.effects.minus(self.suspended);
+        self.info.direct_effects = self.info.direct_effects.union(effects);
+        match (b.context, self.is_kernel()) {
+            (Context::Kernel, false) => self.error(
+                Diagnostic::error(Code::E0208, format!("`{}` can only be used inside a kernel", b.path))
+                    .with_primary(self.at(e.span), "this is not a `@kernel` function")
+                    .with_help("move this code into a `@kernel` function and launch it"),
+            ),
+            (Context::Host, true) => self.error(
+                Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside a kernel", b.path))
+                    .with_primary(self.at(e.span), "host-only operation in a kernel")
+                    .with_help("do this on the host, before or after the launch"),
+            ),
+            _ => {}
+        }
+        let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+        let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));
+        let first = positional.first().map(|a| a.ty.clone()).unwrap_or(Ty::Unknown);
+        match b.shape {
+            Shape::Unit => Ty::None,
+            Shape::Index => Ty::Int,
+            Shape::Range => Ty::Range,
+            Shape::Opaque => Ty::Unknown,
+            Shape::Policy => Ty::Policy(b.name().to_string()),
+            Shape::SameAsFirst => first,
+            Shape::Cast => match positional.get(1).map(|a| &a.ty) {
+                Some(Ty::DTypeValue(d)) => match first {
+                    Ty::Tensor(t) => Ty::Tensor(TensorTy { dtype: Some(*d), ..t }),
+                    _ => Ty::Scalar(*d),
+                },
+                _ => Ty::Unknown,
+            },
+            Shape::Broadcast => match positional.as_slice() {
+                [a, c, ..] => self.binary(BinOp::Add, &a.ty, &c.ty, e.span, a.expr, c.expr),
+                _ => first,
+            },
+            Shape::Matmul => match positional.as_slice() {
+                [a, c, ..] => {
+                    let acc = keyword("accumulate").and_then(|a| a.ty.dtype().or(match a.ty {
+                        Ty::DTypeValue(d) => Some(d),
+                        _ => None,
+                    }));
+                    self.matmul(&a.ty, &c.ty, e.span, a.expr, c.expr, acc)
+                }
+                _ => Ty::Unknown,
+            },
+            Shape::Reduce => self.reduce(e, &first, keyword("axis").or(positional.get(1).copied())),
+            Shape::Transpose => match &first {
+                Ty::Tensor(t) => transpose(t).map_or(Ty::Unknown, Ty::Tensor),
+                _ => Ty::Unknown,
+            },
+            Shape::Reshape => self.reshape(e, &first, keyword("shape").or(positional.get(1).copied())),
+            Shape::Concat => self.concat(e, positional.first().copied(), keyword("axis").or(positional.get(1).copied())),
+            Shape::Create | Shape::AllocShared => {
+                let dtype = brackets
+                    .and_then(|br| br.first())
+                    .and_then(|a| match &a.value.kind {
+                        ExprKind::Name(n) => DType::from_name(n),
+                        _ => None,
+                    })
+                    .or_else(|| keyword("dtype").and_then(|a| match a.ty {
+                        Ty::DTypeValue(d) => Some(d),
+                        _ => None,
+                    }))
+                    .or((b.shape == Shape::Create).then_some(DType::F32));
+                let dims: Vec<Poly> = positional
+                    .iter()
+                    .filter(|a| matches!(a.ty, Ty::Int | Ty::Unknown) || matches!(a.expr.kind, ExprKind::Int(_)))
+                    .map(|a| dim_poly(a.expr))
+                    .collect();
+                let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
+                Ty::Tensor(TensorTy { dtype, dims: Some(dims), space })
+            }
+        }
+    }
+
+    fn reduce(&mut self, e: &Expr, x: &Ty, axis: Option<&ArgTy>) -> Ty {
+        let Ty::Tensor(t) = x else { return x.clone() };
+        let Some(axis) = axis else {
+            return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
+        };
+        let (Some(dims), Some(k)) = (&t.dims, int_value(axis.expr)) else {
+            return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: None });
+        };
+        let rank = dims.len() as i64;
+        let index = if k < 0 { k + rank } else { k };
+        if !(0..rank).contains(&index) {
+            self.error(
+                Diagnostic::error(Code::E0307, format!("axis {k} is out of range for a tensor with {rank} dims"))
+                    .with_primary(self.at(axis.expr.span), format!("valid axes are {}..{}", -rank, rank - 1))
+                    .with_secondary(self.at(e.span), format!("reduces {x}")),
+            );
+            return Ty::Unknown;
+        }
+        let mut kept = dims.clone();
+        kept.remove(index as usize);
+        Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(kept), space: None })
+    }
+
+    fn reshape(&mut self, e: &Expr, x: &Ty, shape: Option<&ArgTy>) -> Ty {
+        let (Ty::Tensor(t), Some(shape)) = (x, shape) else { return Ty::Unknown };
+        let new_dims: Vec<Poly> = match &shape.expr.unparen().kind {
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().map(dim_poly).collect(),
+            _ => return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: None }),
+        };
+        if let Some(dims) = &t.dims {
+            let count = |ds: &[Poly]| ds.iter().fold(Poly::constant(1), |acc, d| acc.mul(d));
+            let (before, after) = (count(dims), count(&new_dims));
+            if let (Some(a), Some(b)) = (before.as_const(), after.as_const()) {
+                if a != b {
+                    self.error(
+                        Diagnostic::error(Code::E0308, format!("cannot reshape {x} into [{}]", join(&new_dims)))
+                            .with_primary(self.at(shape.expr.span), format!("this holds {b} elements"))
+                            .with_secondary(self.at(e.span), format!("the tensor holds {a}"))
+                            .with_help("a reshape keeps the number of elements"),
+                    );
+                    return Ty::Unknown;
+                }
+            } else if before != after {
+                self.info.guards.push(Guard {
+                    call: e.span,
+                    callee: "op.reshape".into(),
+                    constraint: format!("{before} == {after}"),
+                });
+            }
+        }
+        Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(new_dims), space: None })
+    }
+
+    fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
+        let Some(Ty::Tuple(parts)) = tensors.map(|t| &t.ty) else { return Ty::Unknown };
+        let parts: Vec<TensorTy> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Ty::Tensor(t) => Some(t.clone()),
+                _ => None,
+            })
+            .collect();
+        let axis = axis.and_then(|a| int_value(a.expr)).unwrap_or(0);
+        let Some(first) = parts.first() else { return Ty::Unknown };
+        let Some(first_dims) = &first.dims else { return Ty::Unknown };
+        let rank = first_dims.len() as i64;
+        let index = if axis < 0 { axis + rank } else { axis };
+        if !(0..rank).contains(&index) {
+            self.error(
+                Diagnostic::error(Code::E0307, format!("axis {axis} is out of range for tensors with {rank} dims"))
+                    .with_primary(self.at(e.span), "concatenates along a dim that does not exist"),
+            );
+            return Ty::Unknown;
+        }
+        let mut total = Poly::constant(0);
+        for part in &parts {
+            let Some(dims) = &part.dims else { return Ty::Unknown };
+            let same = dims.len() == first_dims.len()
+                && dims.iter().zip(first_dims).enumerate().all(|(i, (a, b))| i as i64 == index || may_equal(a, b));
+            if !same {
+                self.error(
+                    Diagnostic::error(Code::E0309, "concatenated tensors differ outside the concatenation axis")
+                        .with_primary(self.at(e.span), format!("[{}] and [{}] differ in a dim other than {index}", join(first_dims), join(dims)))
+                        .with_help(format!("only dim {index} may differ")),
+                );
+                return Ty::Unknown;
+            }
+            total = total.add(&dims[index as usize]);
+        }
+        let mut dims = first_dims.clone();
+        dims[index as usize] = total;
+        Ty::Tensor(TensorTy { dtype: first.dtype, dims: Some(dims), space: None })
+    }
+
+    fn user_call(&mut self, e: &Expr, callee: &Expr, name: &str, args: &[ArgTy], launched: bool) -> Ty {
+        let (file, fn_name) = match name.rsplit_once("::") {
+            Some((module, member)) => match crate::module::resolve_module(self.db, self.file, module) {
+                Some(f) => (f, member.to_string()),
+                None => return Ty::Unknown,
+            },
+            None => (self.file, name.to_string()),
+        };
+        let func = FnId::new(self.db, file, fn_name.clone());
+        let sig = db::signature(self.db, func);
+        self.info.calls.push(Call { span: e.span, target: CallTarget::Function { file, name: fn_name.clone() }, launched });
+        self.info.calls_to.push((file, fn_name.clone(), e.span, self.suspended));
+        match (sig.kind, launched) {
+            (FnKind::Kernel, false) => self.error(
+                Diagnostic::error(Code::E0210, format!("kernel `{fn_name}` must be launched with a grid and a block"))
+                    .with_primary(self.at(e.span), "called like a function")
+                    .with_help(format!("launch it: `{fn_name}[grid=(blocks,), block=(threads,)](...)`")),
+            ),
+            (FnKind::Function, true) => self.not_a_kernel(callee, &format!("`{fn_name}`")),
+            _ => {}
+        }
+        if sig.kind == FnKind::Kernel && self.is_kernel() {
+            self.error(
+                Diagnostic::error(Code::E0208, format!("kernel `{fn_name}` cannot be launched from inside a kernel"))
+                    .with_primary(self.at(e.span), "launches are made from host code"),
+            );
+        }
+        let anchor = self.anchor(file, &fn_name);
+        let Some(bindings) = self.bind_args(e, &fn_name, sig, args, anchor) else {
+            return Ty::Unknown;
+        };
+        self.check_constraints(e, &fn_name, sig, &bindings, anchor);
+        let map = |s: &str| bindings.get(s).map(|b| b.value.clone());
+        substitute_ty(&sig.ret, &map)
+    }
+
+    /// Matches arguments to parameters and binds the callee's dim symbols.
+    fn bind_args(&mut self, e: &Expr, fn_name: &str, sig: &Signature, args: &[ArgTy], anchor: u32) -> Option<BTreeMap<String, Binding>> {
+        let mut assigned: Vec<Option<&ArgTy>> = vec![None; sig.params.len()];
+        let mut positional = 0;
+        for arg in args {
+            let index = match arg.name {
+                None => {
+                    positional += 1;
+                    positional - 1
+                }
+                Some(n) => match sig.params.iter().position(|p| p.name == n) {
+                    Some(i) => i,
+                    None => {
+                        let mut diag = Diagnostic::error(Code::E0204, format!("`{fn_name}` has no parameter `{n}`"))
+                            .with_primary(self.at(arg.expr.span), "unknown keyword argument");
+                        if let Some(s) = did_you_mean(n, sig.params.iter().map(|p| p.name.as_str())) {
+                            diag = diag.with_help(format!("did you mean `{s}`?"));
+                        }
+                        self.error(diag);
+                        return None;
+                    }
+                },
+            };
+            if index >= sig.params.len() {
+                self.error(
+                    Diagnostic::error(Code::E0204, format!("`{fn_name}` takes {} arguments, but {} were given", sig.params.len(), args.len()))
+                        .with_primary(self.at(arg.expr.span), "an argument too many")
+                        .with_secondary(relative(sig.name_span, anchor), "defined here"),
+                );
+                return None;
+            }
+            assigned[index] = Some(arg);
+        }
+        if let Some(missing) = sig.params.iter().zip(&assigned).find(|(p, a)| a.is_none() && !p.has_default) {
+            self.error(
+                Diagnostic::error(Code::E0204, format!("missing argument `{}` in the call to `{fn_name}`", missing.0.name))
+                    .with_primary(self.at(e.span), format!("`{}` is not given", missing.0.name))
+                    .with_secondary(relative(missing.0.span, anchor), "this parameter has no default"),
+            );
+            return None;
+        }
+        let mut bindings: BTreeMap<String, Binding> = BTreeMap::new();
+        let mut ok = true;
+        for (param, arg) in sig.params.iter().zip(assigned) {
+            let Some(arg) = arg else { continue };
+            let arg_name = crate::pretty::expr(arg.expr);
+            if let (Some(pd), Some(ad)) = (param.ty.dtype(), arg.ty.dtype()) {
+                let compatible = pd == ad || (!matches!(arg.ty, Ty::Tensor(_)) && ad.widens_to(pd));
+                if !compatible {
+                    self.error(
+                        Diagnostic::error(Code::E0203, format!("argument `{arg_name}` has the wrong dtype for `{fn_name}`"))
+                            .with_primary(self.at(arg.expr.span), format!("this is {}, but parameter `{}` is {}", arg.ty, param.name, param.ty))
+                            .with_secondary(relative(param.span, anchor), "the parameter")
+                            .with_help(format!("convert it with `cast({arg_name}, {pd})`")),
+                    );
+                    ok = false;
+                    continue;
+                }
+            }
+            let (Ty::Tensor(pt), Ty::Tensor(at)) = (&param.ty, &arg.ty) else { continue };
+            let (Some(pdims), Some(adims)) = (&pt.dims, &at.dims) else { continue };
+            if pdims.len() != adims.len() {
+                self.error(
+                    Diagnostic::error(Code::E0303, format!("argument `{arg_name}` has {} dims, `{fn_name}` expects {}", adims.len(), pdims.len()))
+                        .with_primary(self.at(arg.expr.span), format!("this is {}", arg.ty))
+                        .with_secondary(relative(param.span, anchor), format!("parameter `{}` is {}", param.name, param.ty)),
+                );
+                ok = false;
+                continue;
+            }
+            for (i, (pd, ad)) in pdims.iter().zip(adims).enumerate() {
+                let Some(sym) = pd.as_sym() else { continue };
+                match bindings.get(sym) {
+                    Some(prev) if !may_equal(&prev.value, ad) => {
+                        self.error(
+                            Diagnostic::error(Code::E0302, format!("dim `{sym}` of `{fn_name}` gets two different sizes"))
+                                .with_primary(self.at(arg.expr.span), format!("dim {i} of `{arg_name}` is {sym} = {ad}"))
+                                .with_secondary(self.at(prev.arg_span), format!("but dim {} of `{}` is {sym} = {}", prev.dim, prev.arg, prev.value))
+                                .with_help(format!("pass tensors whose `{sym}` dims agree")),
+                        );
+                        ok = false;
+                    }
+                    Some(_) => {}
+                    None => {
+                        bindings.insert(sym.to_string(), Binding { value: ad.clone(), arg: arg_name.clone(), dim: i, arg_span: arg.expr.span });
+                    }
+                }
+            }
+            // Composite dims (`H * Dh`, constants) are checked once every
+            // symbol they mention is bound.
+            for (i, (pd, ad)) in pdims.iter().zip(adims).enumerate() {
+                if pd.as_sym().is_some() {
+                    continue;
+                }
+                let expected = pd.substitute(&|s| bindings.get(s).map(|b| b.value.clone()));
+                if !may_equal(&expected, ad) {
+                    self.error(
+                        Diagnostic::error(Code::E0302, format!("argument `{arg_name}` has the wrong size in dim {i}"))
+                            .with_primary(self.at(arg.expr.span), format!("dim {i} is {ad}, but `{fn_name}` expects {pd} = {expected}"))
+                            .with_secondary(relative(param.span, anchor), format!("parameter `{}` is {}", param.name, param.ty)),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(bindings)
+    }
+
+    fn check_constraints(&mut self, e: &Expr, fn_name: &str, sig: &Signature, bindings: &BTreeMap<String, Binding>, anchor: u32) {
+        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
+        let mut values: BTreeMap<String, Poly> = bindings.iter().map(|(k, b)| (k.clone(), b.value.clone())).collect();
+        let kinds: Vec<ConstraintKind> = sig.constraints.iter().map(|c| c.kind.clone()).collect();
+        solve::derive(&kinds, &mut values);
+        for constraint in &sig.constraints {
+            let concrete = constraint.kind.substitute(&|s| values.get(s).cloned());
+            match solve::decide(&concrete, &facts) {
+                Verdict::Holds => {}
+                Verdict::Unknown => self.info.guards.push(Guard {
+                    call: e.span,
+                    callee: fn_name.to_string(),
+                    constraint: concrete.to_string(),
+                }),
+                Verdict::Violated(arithmetic) => {
+                    self.constraint_violated(e, fn_name, constraint, &arithmetic, bindings, &values, anchor);
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn constraint_violated(
+        &mut self,
+        e: &Expr,
+        fn_name: &str,
+        constraint: &crate::solve::Constraint,
+        arithmetic: &str,
+        bindings: &BTreeMap<String, Binding>,
+        values: &BTreeMap<String, Poly>,
+        anchor: u32,
+    ) {
+        let symbols: Vec<String> = constraint_symbols(&constraint.kind);
+        let blamed = symbols.iter().find_map(|s| bindings.get(s).map(|b| (s.clone(), b)));
+        let rule = relative(constraint.span, anchor);
+        let Some((sym, binding)) = blamed else {
+            self.error(
+                Diagnostic::error(Code::E0304, format!("this call breaks a shape constraint of `{fn_name}`"))
+                    .with_primary(self.at(e.span), format!("requires {}: {arithmetic}", constraint.text))
+                    .with_secondary(rule, "the rule"),
+            );
+            return;
+        };
+        let value = values.get(&sym).cloned().unwrap_or_else(|| binding.value.clone());
+        let message = format!(
+            "argument `{}`, dim {} ({sym} = {value}): requires {}",
+            binding.arg, binding.dim, constraint.text
+        );
+        let help = match (&constraint.kind, value.as_const()) {
+            (ConstraintKind::Divisible { by, .. }, Some(v)) if constraint_symbols(&constraint.kind).len() == 1 => {
+                let padded = (v + by - 1) / by * by;
+                format!("pad dim {} of `{}` to {padded}, or relax the constraint", binding.dim, binding.arg)
+            }
+            _ => format!("pass a `{}` whose dim {} satisfies {}, or relax the constraint", binding.arg, binding.dim, constraint.text),
+        };
+        self.error(
+            Diagnostic::error(Code::E0304, format!("argument `{}` breaks a shape constraint of `{fn_name}`", binding.arg))
+                .with_primary(self.at(binding.arg_span), format!("dim {} of `{}` is {sym} = {value}, and {arithmetic}", binding.dim, binding.arg))
+                .with_secondary(rule, "the rule")
+                .with_note(message)
+                .with_help(help),
+        );
+    }
+}
+
+struct Binding {
+    value: Poly,
+    arg: String,
+    dim: usize,
+    arg_span: Span,
+}
+
+fn constraint_symbols(c: &ConstraintKind) -> Vec<String> {
+    let polys: Vec<&Poly> = match c {
+        ConstraintKind::Divisible { dim, .. } => vec![dim],
+        ConstraintKind::Compare { lhs, rhs, .. } => vec![lhs, rhs],
+        ConstraintKind::InRange { dim, lo, hi, .. } => vec![dim, lo, hi],
+    };
+    let mut out: Vec<String> = Vec::new();
+    for p in polys {
+        for s in p.symbols() {
+            if !out.iter().any(|o| o == s) {
+                out.push(s.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Names that resolve without a definition: namespaces, global builtins,
+/// dtypes used as values, policy presets.
+fn global_builtin(name: &str) -> Option<Ty> {
+    if let Some(ns) = builtins::NAMESPACES.iter().find(|n| **n == name) {
+        return Some(Ty::Namespace(ns));
+    }
+    if let Some(b) = builtins::lookup(name).filter(|b| b.namespace().is_none()) {
+        return Some(Ty::Builtin(b));
+    }
+    if let Some(d) = DType::from_name(name) {
+        return Some(Ty::DTypeValue(d));
+    }
+    if builtins::PRESET_POLICIES.iter().any(|p| p.0 == name) {
+        return Some(Ty::Policy(name.to_string()));
+    }
+    None
+}
+
+/// The effect a `with effects.suspend("io")` item suspends.
+fn suspended_effect(e: &Expr) -> Option<Effect> {
+    let ExprKind::Call { callee, args } = &e.kind else { return None };
+    let ExprKind::Attr { base, name } = &callee.kind else { return None };
+    if !matches!(&base.kind, ExprKind::Name(n) if n == "effects") || name.name != "suspend" {
+        return None;
+    }
+    match &args.first()?.value.kind {
+        ExprKind::Str(s) => Effect::from_name(s),
+        _ => None,
+    }
+}
+
+fn int_value(e: &Expr) -> Option<i64> {
+    match &e.unparen().kind {
+        ExprKind::Int(v) => i64::try_from(*v).ok(),
+        ExprKind::Unary { op: UnaryOp::Neg, operand } => int_value(operand).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// Dims that are not provably different.
+fn may_equal(a: &Poly, b: &Poly) -> bool {
+    match (a.as_const(), b.as_const()) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
+}
+
+/// NumPy broadcasting over dims aligned from the right.
+fn broadcast(a: &[Poly], b: &[Poly]) -> Option<Vec<Poly>> {
+    let n = a.len().max(b.len());
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let x = (i + a.len()).checked_sub(n).map(|j| &a[j]);
+        let y = (i + b.len()).checked_sub(n).map(|j| &b[j]);
+        out.push(match (x, y) {
+            (Some(x), None) => x.clone(),
+            (None, Some(y)) => y.clone(),
+            (Some(x), Some(y)) if x.as_const() == Some(1) => y.clone(),
+            (Some(x), Some(y)) if y.as_const() == Some(1) => x.clone(),
+            (Some(x), Some(y)) if may_equal(x, y) => x.clone(),
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+fn transpose(t: &TensorTy) -> Option<TensorTy> {
+    let dims = t.dims.as_ref()?;
+    if dims.len() < 2 {
+        return None;
+    }
+    let mut dims = dims.clone();
+    let n = dims.len();
+    dims.swap(n - 1, n - 2);
+    Some(TensorTy { dtype: t.dtype, dims: Some(dims), space: t.space })
+}
+
+/// The usual arithmetic promotion: the wider type wins; f16 with bf16 is f32.
+fn promote(a: Option<DType>, b: Option<DType>) -> Option<DType> {
+    match (a, b) {
+        (Some(x), Some(y)) if x == y => Some(x),
+        (Some(x), Some(y)) if y.widens_to(x) => Some(x),
+        (Some(x), Some(y)) if x.widens_to(y) => Some(y),
+        (Some(_), Some(_)) => Some(DType::F32),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn slice_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>) -> Poly {
+    let lo = lower.map_or(Poly::constant(0), dim_poly);
+    let hi = upper.map_or(dim.clone(), dim_poly);
+    hi.sub(&lo)
+}
+
+fn substitute_ty(ty: &Ty, map: &dyn Fn(&str) -> Option<Poly>) -> Ty {
+    match ty {
+        Ty::Tensor(t) => Ty::Tensor(TensorTy {
+            dtype: t.dtype,
+            dims: t.dims.as_ref().map(|d| d.iter().map(|p| p.substitute(map)).collect()),
+            space: t.space,
+        }),
+        Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| substitute_ty(t, map)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn join(dims: &[Poly]) -> String {
+    dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}

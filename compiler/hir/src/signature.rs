@@ -1,0 +1,347 @@
+//! Function signatures: parameter and return types, shape constraints,
+//! declared effects and the attributes decorators give (kernel, determinism,
+//! numerics policy, shared-memory budget).
+
+use tessera_base::Span;
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Type, TypeKind};
+
+use crate::db::{relative, Db, SourceFile};
+use crate::effects::{Effect, EffectSet};
+use crate::names::did_you_mean;
+use crate::poly::Poly;
+use crate::solve::{CmpOp, Constraint, ConstraintKind};
+use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FnKind {
+    /// `@kernel`: written per tile/thread, launched with brackets.
+    Kernel,
+    /// Any other function: operator-level code and host code.
+    Function,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamSig {
+    pub name: String,
+    pub ty: Ty,
+    pub mutable: bool,
+    pub has_default: bool,
+    pub span: Span,
+    /// Where `mut` would go: the start of the type annotation.
+    pub type_start: Option<Span>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    pub name: String,
+    pub kind: FnKind,
+    pub params: Vec<ParamSig>,
+    pub ret: Ty,
+    pub ret_span: Option<Span>,
+    pub constraints: Vec<Constraint>,
+    /// The `effects(...)` clause: its set and its span.
+    pub declared_effects: Option<(EffectSet, Span)>,
+    /// `@deterministic(seed=N)`: `Some(seed)`.
+    pub deterministic: Option<Option<i64>>,
+    /// `@numerics(P)`: the policy's name.
+    pub numerics: Option<String>,
+    /// `shared(16_KiB)` in a kernel header.
+    pub shared_budget: Option<u64>,
+    pub is_test: bool,
+    pub name_span: Span,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Signature {
+    pub fn missing(name: &str) -> Signature {
+        Signature {
+            name: name.to_string(),
+            kind: FnKind::Function,
+            params: Vec::new(),
+            ret: Ty::Unknown,
+            ret_span: None,
+            constraints: Vec::new(),
+            declared_effects: None,
+            deterministic: None,
+            numerics: None,
+            shared_budget: None,
+            is_test: false,
+            name_span: Span::default(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub fn param(&self, name: &str) -> Option<&ParamSig> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}
+
+const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics", "test", "host", "autotune"];
+
+pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
+    let mut lowering = Lowering { db, diags: Vec::new() };
+    let mut sig = Signature::missing(&def.name.name);
+    sig.name_span = def.name.span;
+    for deco in &def.decorators {
+        lowering.decorator(deco.clauses.as_slice(), &mut sig);
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for p in &def.params {
+        if seen.contains(&p.name.name.as_str()) {
+            lowering.diags.push(
+                Diagnostic::error(Code::E0106, format!("duplicate parameter `{}`", p.name.name))
+                    .with_primary(relative(p.name.span, 0), "this name is already a parameter"),
+            );
+        }
+        seen.push(&p.name.name);
+        sig.params.push(ParamSig {
+            name: p.name.name.clone(),
+            ty: p.ty.as_ref().map_or(Ty::Unknown, |t| lowering.ty(t)),
+            mutable: p.mutable.is_some(),
+            has_default: p.default.is_some(),
+            span: p.span,
+            type_start: p.ty.as_ref().map(|t| Span::empty(t.span.start)),
+        });
+    }
+    if let Some(ret) = &def.ret {
+        sig.ret = lowering.ty(ret);
+        sig.ret_span = Some(ret.span);
+    } else {
+        sig.ret = Ty::None;
+    }
+    if let Some(clause) = &def.effects {
+        let mut set = EffectSet::PURE;
+        for e in &clause.effects {
+            match Effect::from_name(&e.name) {
+                Some(effect) => set.insert(effect),
+                None => {
+                    let names = crate::effects::ALL_EFFECTS.map(Effect::name);
+                    let mut diag = Diagnostic::error(Code::E0402, format!("unknown effect `{}`", e.name))
+                        .with_primary(relative(e.span, 0), "not an effect")
+                        .with_note("the effects are `random`, `io`, `memory` and `collective`");
+                    if let Some(s) = did_you_mean(&e.name, names.iter().copied()) {
+                        diag = diag.with_help(format!("did you mean `{s}`?"));
+                    }
+                    lowering.diags.push(diag);
+                }
+            }
+        }
+        sig.declared_effects = Some((set, clause.span));
+    }
+    if let Some(clause) = &def.where_clause {
+        for c in &clause.constraints {
+            if let Some(kind) = lowering.constraint(c) {
+                sig.constraints.push(Constraint { kind, text: crate::pretty::expr(c), span: c.span });
+            }
+        }
+    }
+    sig.diagnostics = lowering.diags;
+    sig
+}
+
+/// Lowers a type annotation inside a body (`x: f32 = 0.0`).
+pub(crate) fn lower_type(db: &dyn Db, ty: &Type, diags: &mut Vec<Diagnostic>) -> Ty {
+    let mut lowering = Lowering { db, diags: Vec::new() };
+    let lowered = lowering.ty(ty);
+    diags.append(&mut lowering.diags);
+    lowered
+}
+
+struct Lowering<'a> {
+    db: &'a dyn Db,
+    diags: Vec<Diagnostic>,
+}
+
+impl Lowering<'_> {
+    fn decorator(&mut self, clauses: &[Expr], sig: &mut Signature) {
+        let Some(head) = clauses.first() else { return };
+        let (name, args) = match &head.kind {
+            ExprKind::Name(n) => (n.as_str(), &[][..]),
+            ExprKind::Call { callee, args } => match &callee.kind {
+                ExprKind::Name(n) => (n.as_str(), args.as_slice()),
+                _ => return self.unknown_decorator(head),
+            },
+            _ => return self.unknown_decorator(head),
+        };
+        match name {
+            "kernel" => {
+                sig.kind = FnKind::Kernel;
+                for clause in &clauses[1..] {
+                    if let ExprKind::Call { callee, args } = &clause.kind {
+                        if matches!(&callee.kind, ExprKind::Name(n) if n == "shared") {
+                            sig.shared_budget = args.first().and_then(|a| match a.value.kind {
+                                ExprKind::Size(b) | ExprKind::Int(b) => Some(b),
+                                _ => None,
+                            });
+                        }
+                    }
+                }
+            }
+            "deterministic" => {
+                let seed = args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == "seed"));
+                sig.deterministic = Some(seed.and_then(|a| match a.value.kind {
+                    ExprKind::Int(v) => i64::try_from(v).ok(),
+                    _ => None,
+                }));
+            }
+            "numerics" => {
+                sig.numerics = args.first().map(|a| crate::pretty::expr(&a.value));
+            }
+            "test" => sig.is_test = true,
+            "host" | "autotune" => {}
+            _ => self.unknown_decorator(head),
+        }
+    }
+
+    fn unknown_decorator(&mut self, head: &Expr) {
+        let text = crate::pretty::expr(head);
+        let name = text.split('(').next().unwrap_or(&text).to_string();
+        let mut diag = Diagnostic::error(Code::E0103, format!("unknown decorator `@{name}`"))
+            .with_primary(relative(head.span, 0), "not a decorator Tessera knows");
+        if let Some(s) = did_you_mean(&name, DECORATORS.iter().copied()) {
+            diag = diag.with_help(format!("did you mean `@{s}`?"));
+        } else {
+            diag = diag.with_note(format!("the decorators are {}", DECORATORS.map(|d| format!("`@{d}`")).join(", ")));
+        }
+        self.diags.push(diag);
+    }
+
+    pub(crate) fn ty(&mut self, ty: &Type) -> Ty {
+        match &ty.kind {
+            TypeKind::None => Ty::None,
+            TypeKind::Tuple(items) => Ty::Tuple(items.iter().map(|t| self.ty(t)).collect()),
+            TypeKind::Named { space, name, dims } => {
+                let space = space.as_ref().and_then(|s| self.space(&s.name, s.span));
+                if name.name == "tensor" {
+                    let dtype = dims.as_ref().and_then(|d| d.first()).and_then(|e| match &e.kind {
+                        ExprKind::Name(n) => self.dtype(n, e.span),
+                        _ => None,
+                    });
+                    return Ty::Tensor(TensorTy { dtype, dims: None, space });
+                }
+                let Some(dtype) = self.dtype(&name.name, name.span) else {
+                    return Ty::Unknown;
+                };
+                match dims {
+                    None => Ty::Scalar(dtype),
+                    Some(dims) => Ty::Tensor(TensorTy {
+                        dtype: Some(dtype),
+                        dims: Some(dims.iter().map(dim_poly).collect()),
+                        space,
+                    }),
+                }
+            }
+        }
+    }
+
+    fn dtype(&mut self, name: &str, span: Span) -> Option<DType> {
+        if let Some(d) = DType::from_name(name) {
+            return Some(d);
+        }
+        let mut diag = Diagnostic::error(Code::E0201, format!("unknown type `{name}`"))
+            .with_primary(relative(span, 0), "not a dtype");
+        match did_you_mean(name, ALL_DTYPES.iter().map(|d| d.name())) {
+            Some(s) => diag = diag.with_help(format!("did you mean `{s}`?")),
+            None => diag = diag.with_note("the dtypes are f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, fp4_e2m1, nvfp4, i8–i64, u8–u64 and bool"),
+        }
+        self.diags.push(diag);
+        None
+    }
+
+    fn space(&mut self, name: &str, span: Span) -> Option<Space> {
+        let Some(space) = Space::from_name(name) else {
+            const SPACES: [&str; 9] = ["register", "shared", "lds", "global", "managed", "host", "tmem", "constant", "local"];
+            let mut diag = Diagnostic::error(Code::E0202, format!("unknown memory space `{name}`"))
+                .with_primary(relative(span, 0), "not a memory space");
+            if let Some(s) = did_you_mean(name, SPACES.iter().copied()) {
+                diag = diag.with_help(format!("did you mean `{s}`?"));
+            }
+            self.diags.push(diag);
+            return None;
+        };
+        let target = self.db.workspace().options(self.db).target;
+        if space == Space::Tmem && !target.has_tmem() {
+            self.diags.push(
+                Diagnostic::error(Code::E0212, format!("the target {} has no tensor memory", target.name()))
+                    .with_primary(relative(span, 0), "`tmem` needs sm_100 or later")
+                    .with_help("keep the accumulator in `register` or `shared` memory on this target"),
+            );
+        }
+        Some(space)
+    }
+
+    fn constraint(&mut self, c: &Expr) -> Option<ConstraintKind> {
+        let kind = match &c.unparen().kind {
+            ExprKind::Binary { op: BinOp::Eq, lhs, rhs } if is_mod(lhs) && int(rhs) == Some(0) => {
+                let ExprKind::Binary { lhs: dim, rhs: by, .. } = &lhs.unparen().kind else { unreachable!() };
+                int(by).filter(|&k| k > 0).map(|by| ConstraintKind::Divisible { dim: dim_poly(dim), by })
+            }
+            ExprKind::Binary { op: BinOp::In, lhs, rhs } => match &rhs.unparen().kind {
+                ExprKind::Range { start, end, inclusive } => Some(ConstraintKind::InRange {
+                    dim: dim_poly(lhs),
+                    lo: dim_poly(start),
+                    hi: dim_poly(end),
+                    inclusive: *inclusive,
+                }),
+                _ => None,
+            },
+            ExprKind::Binary { op, lhs, rhs } => cmp_op(*op).map(|op| ConstraintKind::Compare {
+                lhs: dim_poly(lhs),
+                op,
+                rhs: dim_poly(rhs),
+            }),
+            _ => None,
+        };
+        if kind.is_none() {
+            self.diags.push(
+                Diagnostic::error(Code::E0301, "unsupported shape constraint")
+                    .with_primary(relative(c.span, 0), "not a constraint on dims")
+                    .with_help("write `D % 8 == 0`, a comparison such as `S <= 8192` or `D == H * Dh`, or `B in 1..=4096`"),
+            );
+        }
+        kind
+    }
+}
+
+fn is_mod(e: &Expr) -> bool {
+    matches!(&e.unparen().kind, ExprKind::Binary { op: BinOp::Mod, .. })
+}
+
+fn int(e: &Expr) -> Option<i64> {
+    match &e.unparen().kind {
+        ExprKind::Int(v) => i64::try_from(*v).ok(),
+        ExprKind::Unary { op: tessera_syntax::ast::UnaryOp::Neg, operand } => int(operand).map(|v| -v),
+        _ => None,
+    }
+}
+
+fn cmp_op(op: BinOp) -> Option<CmpOp> {
+    Some(match op {
+        BinOp::Eq => CmpOp::Eq,
+        BinOp::Ne => CmpOp::Ne,
+        BinOp::Lt => CmpOp::Lt,
+        BinOp::Le => CmpOp::Le,
+        BinOp::Gt => CmpOp::Gt,
+        BinOp::Ge => CmpOp::Ge,
+        _ => return None,
+    })
+}
+
+/// A dim expression as a polynomial; what is not polynomial is opaque.
+pub fn dim_poly(e: &Expr) -> Poly {
+    match &e.kind {
+        ExprKind::Name(n) => Poly::sym(n),
+        ExprKind::Int(v) => Poly::constant(i64::try_from(*v).unwrap_or(i64::MAX)),
+        ExprKind::Paren(inner) => dim_poly(inner),
+        ExprKind::Unary { op: tessera_syntax::ast::UnaryOp::Neg, operand } => dim_poly(operand).neg(),
+        ExprKind::Binary { op: BinOp::Add, lhs, rhs } => dim_poly(lhs).add(&dim_poly(rhs)),
+        ExprKind::Binary { op: BinOp::Sub, lhs, rhs } => dim_poly(lhs).sub(&dim_poly(rhs)),
+        ExprKind::Binary { op: BinOp::Mul, lhs, rhs } => dim_poly(lhs).mul(&dim_poly(rhs)),
+        ExprKind::Binary { op: BinOp::Shl, lhs, rhs } => match int(rhs) {
+            Some(k) if (0..62).contains(&k) => dim_poly(lhs).mul(&Poly::constant(1 << k)),
+            _ => Poly::opaque(&crate::pretty::expr(e)),
+        },
+        _ => Poly::opaque(&crate::pretty::expr(e)),
+    }
+}
