@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_diagnostics::{render_human, render_json, render_short, Code, Diagnostic};
-use tessera_driver::{Input, Sources};
+use tessera_driver::{Input, Sources, Stage};
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
 const EXIT_ERRORS: u8 = 1;
@@ -60,6 +60,9 @@ struct CheckArgs {
     /// Explain an error code in detail, with an example
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
+    /// Stop after parsing: report only lexical and syntax errors
+    #[arg(long)]
+    syntax_only: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -88,9 +91,7 @@ fn main() -> ExitCode {
     match worker.map(|handle| handle.join()) {
         Ok(Ok(code)) => code,
         _ => {
-            eprintln!(
-                "error: internal compiler error; please report it with the input that caused it"
-            );
+            eprintln!("error: internal compiler error; please report it with the input that caused it");
             ExitCode::from(101)
         }
     }
@@ -136,8 +137,9 @@ fn check(args: CheckArgs) -> ExitCode {
         Color::Never => false,
         Color::Auto => std::io::stderr().is_terminal(),
     };
+    let stage = if args.syntax_only { Stage::Syntax } else { Stage::Full };
     if args.fix {
-        if let Err(code) = fix(&mut sources) {
+        if let Err(code) = fix(&mut sources, stage) {
             return code;
         }
     }
@@ -147,7 +149,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let stderr = std::io::stderr();
     let (mut out, mut err) = (stdout.lock(), stderr.lock());
     for file in sources.ids().collect::<Vec<_>>() {
-        let diags = tessera_driver::check_file(&sources, file);
+        let diags = tessera_driver::check_file_to(&sources, file, stage);
         let file_errors = diags.iter().filter(|d| d.is_error()).count();
         errors += file_errors;
         files_with_errors += usize::from(file_errors > 0);
@@ -196,7 +198,7 @@ fn summary(errors: usize, files_with_errors: usize, files: usize) -> String {
 
 /// Applies machine-applicable fixes until none are left (overlapping fixes
 /// need another round), writes the changed files back and says what changed.
-fn fix(sources: &mut Sources) -> Result<(), ExitCode> {
+fn fix(sources: &mut Sources, stage: Stage) -> Result<(), ExitCode> {
     const MAX_ROUNDS: usize = 8;
     for file in sources.ids().collect::<Vec<_>>() {
         if sources.get(file).input == Input::Stdin {
@@ -206,7 +208,7 @@ fn fix(sources: &mut Sources) -> Result<(), ExitCode> {
         let original = sources.get(file).text.clone();
         let mut applied = 0;
         for _ in 0..MAX_ROUNDS {
-            let diags: Vec<Diagnostic> = tessera_driver::check_file(sources, file);
+            let diags: Vec<Diagnostic> = tessera_driver::check_file_to(sources, file, stage);
             let outcome = tessera_driver::apply_machine_fixes(sources, file, &diags);
             applied += outcome.applied;
             if outcome.applied == 0 || outcome.skipped == 0 {
@@ -222,11 +224,7 @@ fn fix(sources: &mut Sources) -> Result<(), ExitCode> {
                 eprintln!("error: cannot write `{}`: {error}", source.display);
                 return Err(ExitCode::from(EXIT_USAGE));
             }
-            eprintln!(
-                "fixed {}: applied {}",
-                source.display,
-                plural(applied, "edit")
-            );
+            eprintln!("fixed {}: applied {}", source.display, plural(applied, "edit"));
         }
     }
     Ok(())

@@ -87,7 +87,11 @@ fn diagnostics_chapter_lists_every_code() {
         .filter(|w| w.len() == 5 && w.starts_with('E') && w[1..].bytes().all(|b| b.is_ascii_digit()))
         .collect();
     for info in CODES {
-        assert!(listed.contains(&info.code.as_str()), "spec/diagnostics.md does not list {}", info.code);
+        assert!(
+            listed.contains(&info.code.as_str()),
+            "spec/diagnostics.md does not list {}",
+            info.code
+        );
     }
     for code in &listed {
         assert!(
@@ -107,8 +111,15 @@ fn explanation_examples_report_their_code() {
         for (_, _, example) in blocks(info.explanation) {
             let mut sources = tessera_driver::Sources::default();
             let file = sources.add("example.tsr".into(), tessera_driver::Input::Stdin, example.clone());
-            let codes: Vec<_> = tessera_driver::check_file(&sources, file).iter().map(|d| d.code).collect();
-            assert!(codes.contains(&info.code), "the example of {} reports {codes:?}:\n{example}", info.code);
+            let codes: Vec<_> = tessera_driver::check_file(&sources, file)
+                .iter()
+                .map(|d| d.code)
+                .collect();
+            assert!(
+                codes.contains(&info.code),
+                "the example of {} reports {codes:?}:\n{example}",
+                info.code
+            );
             demonstrated += 1;
         }
     }

@@ -8,14 +8,19 @@
 //! `#~^ ERROR E0031` on the line above (one `^` per line up). Every error
 //! must be annotated and every annotation matched.
 //!
-//! A first line `# ui-args: ...` replaces the default arguments
-//! `check --color=never` (the file's path is appended).
+//! The arguments are `check --color=never` and the file's path; a file
+//! `ui-args` in the test's directory replaces the first part for every test
+//! there (`check --color=never --syntax-only` for the syntax corpus), and a
+//! first line `# ui-args: ...` in a test replaces it for that test.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn collect(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
@@ -69,14 +74,23 @@ fn annotations(text: &str) -> Vec<(usize, String)> {
 }
 
 /// `(line, code)` of every error the compiler reports for `rel`.
-fn reported(rel: &str) -> Vec<(usize, String)> {
-    let run = tessera(&["check", "--message-format=json", rel]);
+fn reported(rel: &str, syntax_only: bool) -> Vec<(usize, String)> {
+    let mut args = vec!["check", "--message-format=json", rel];
+    if syntax_only {
+        args.push("--syntax-only");
+    }
+    let run = tessera(&args);
     let mut found: Vec<(usize, String)> = run
         .stdout
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("each JSON line parses"))
         .filter(|d| d["severity"] == "error")
-        .map(|d| (d["line"].as_u64().unwrap_or(0) as usize, d["code"].as_str().unwrap_or("").to_string()))
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap_or(0) as usize,
+                d["code"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect();
     found.sort();
     found
@@ -112,10 +126,19 @@ fn ui() {
     for file in &files {
         let rel = file.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        let mut args: Vec<String> = match text.lines().next().and_then(|l| l.strip_prefix("# ui-args:")) {
+        let dir_args = file
+            .parent()
+            .and_then(|d| std::fs::read_to_string(d.join("ui-args")).ok());
+        let custom = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# ui-args:"))
+            .map(str::to_string);
+        let mut args: Vec<String> = match custom.or(dir_args) {
             Some(custom) => custom.split_whitespace().map(str::to_string).collect(),
             None => vec!["check".into(), "--color=never".into()],
         };
+        let syntax_only = args.iter().any(|a| a == "--syntax-only");
         args.push(rel.clone());
         let run = tessera(&args.iter().map(String::as_str).collect::<Vec<_>>());
         if run.code == 101 || run.stderr.contains("panicked") {
@@ -126,7 +149,7 @@ fn ui() {
         compare_or_bless(&file.with_extension("stdout"), &run.stdout, &mut failures);
 
         let expected = annotations(&text);
-        let found = reported(&rel);
+        let found = reported(&rel, syntax_only);
         if expected != found {
             failures.push(format!("{rel}: annotated errors {expected:?}, reported {found:?}"));
         }
@@ -135,14 +158,51 @@ fn ui() {
             failures.push(format!("{rel}: exit code {} (expected {expected_exit})", run.code));
         }
     }
-    assert!(failures.is_empty(), "{} of {} UI tests failed:\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} UI tests failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
 }
 
-/// Every example and every verbatim seed code block checks clean.
+/// Every example checks clean.
 #[test]
-fn examples_and_seeds_check_clean() {
-    for dir in ["examples", "tests/seeds"] {
-        let run = tessera(&["check", "--message-format=short", dir]);
-        assert_eq!(run.code, 0, "`tessera check {dir}` reported:\n{}", run.stderr);
+fn examples_check_clean() {
+    let run = tessera(&["check", "--message-format=short", "examples"]);
+    assert_eq!(run.code, 0, "`tessera check examples` reported:\n{}", run.stderr);
+}
+
+/// Each verbatim seed code block reports exactly the codes that
+/// `spec/conformance.md` documents for it ("clean" for none).
+#[test]
+fn seeds_conform_as_documented() {
+    let root = workspace_root();
+    let table = std::fs::read_to_string(root.join("spec/conformance.md")).unwrap();
+    let mut seeds = Vec::new();
+    collect(&root.join("tests/seeds"), "tsr", &mut seeds);
+    assert!(!seeds.is_empty());
+    for seed in seeds {
+        let name = seed.file_name().unwrap().to_string_lossy().into_owned();
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("spec/conformance.md has no row for {name}"));
+        let documented: Vec<String> = row
+            .split('|')
+            .nth(4)
+            .unwrap_or("")
+            .split_whitespace()
+            .filter(|w| *w != "clean")
+            .map(|w| w.trim_matches(',').to_string())
+            .collect();
+        let rel = format!("tests/seeds/{name}");
+        let mut reported: Vec<String> = reported(&rel, false).into_iter().map(|(_, code)| code).collect();
+        reported.dedup();
+        assert_eq!(
+            reported, documented,
+            "{name}: reported codes differ from spec/conformance.md"
+        );
     }
 }

@@ -13,9 +13,7 @@ impl Code {
 
     /// The registry entry of a code such as `"E0030"`.
     pub fn lookup(code: &str) -> Option<&'static CodeInfo> {
-        CODES
-            .iter()
-            .find(|info| info.code.0.eq_ignore_ascii_case(code))
+        CODES.iter().find(|info| info.code.0.eq_ignore_ascii_case(code))
     }
 
     pub fn info(self) -> &'static CodeInfo {
@@ -781,12 +779,7 @@ mod tests {
     #[test]
     fn codes_are_sorted_and_unique() {
         for pair in CODES.windows(2) {
-            assert!(
-                pair[0].code < pair[1].code,
-                "{} before {}",
-                pair[0].code,
-                pair[1].code
-            );
+            assert!(pair[0].code < pair[1].code, "{} before {}", pair[0].code, pair[1].code);
         }
     }
 

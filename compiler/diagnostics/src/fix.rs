@@ -57,10 +57,7 @@ impl Fix {
 /// Applies edits of one file to its text. Edits are applied from the end of
 /// the text backwards; an edit that overlaps one already applied is skipped
 /// and counted in the second element of the result.
-pub fn apply_edits<'a>(
-    text: &str,
-    edits: impl IntoIterator<Item = &'a TextEdit>,
-) -> (String, usize) {
+pub fn apply_edits<'a>(text: &str, edits: impl IntoIterator<Item = &'a TextEdit>) -> (String, usize) {
     let mut edits: Vec<&TextEdit> = edits.into_iter().collect();
     edits.sort_by_key(|e| (e.span.span.start, e.span.span.end));
     let mut out = text.to_string();
@@ -97,10 +94,7 @@ mod tests {
     #[test]
     fn edits_apply_back_to_front() {
         let edits = [edit(0, 0, "mut "), edit(5, 6, "Y")];
-        assert_eq!(
-            apply_edits("f32 x y", &edits),
-            ("mut f32 xYy".to_string(), 0)
-        );
+        assert_eq!(apply_edits("f32 x y", &edits), ("mut f32 xYy".to_string(), 0));
     }
 
     #[test]

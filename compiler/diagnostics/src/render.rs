@@ -41,23 +41,14 @@ pub fn render_human(diag: &Diagnostic, sources: &dyn SourceLookup, color: bool) 
     };
     let id = |span: FileSpan| {
         let text = sources.text(span.file);
-        (
-            sources.path(span.file).to_string(),
-            clamp(text, span.span).range(),
-        )
+        (sources.path(span.file).to_string(), clamp(text, span.span).range())
     };
-    let config = Config::default()
-        .with_color(color)
-        .with_index_type(IndexType::Byte);
+    let config = Config::default().with_color(color).with_index_type(IndexType::Byte);
     let mut report = Report::build(ReportKind::Custom(&title, kind_color), id(primary))
         .with_config(config)
         .with_message(&diag.message);
     for (order, label) in diag.labels.iter().enumerate() {
-        let label_color = if label.primary {
-            kind_color
-        } else {
-            Color::Blue
-        };
+        let label_color = if label.primary { kind_color } else { Color::Blue };
         let mut l = AriadneLabel::new(id(label.span)).with_order(order as i32);
         if !label.message.is_empty() {
             l = l.with_message(&label.message);
@@ -167,12 +158,7 @@ pub fn render_short(diag: &Diagnostic, sources: &dyn SourceLookup) -> String {
     let location = match diag.primary_span() {
         Some(span) => {
             let pos = sources.line_index(span.file).line_col(span.span.start);
-            format!(
-                "{}:{}:{}: ",
-                sources.path(span.file),
-                pos.line + 1,
-                pos.col + 1
-            )
+            format!("{}:{}:{}: ", sources.path(span.file), pos.line + 1, pos.col + 1)
         }
         None => String::new(),
     };
@@ -334,8 +320,7 @@ mod tests {
     #[test]
     fn json_has_the_documented_fields() {
         let src = source("if x > 0\n    y = x\n");
-        let json: serde_json::Value =
-            serde_json::from_str(&render_json(&missing_colon(), &src)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&render_json(&missing_colon(), &src)).unwrap();
         assert_eq!(json["code"], "E0031");
         assert_eq!(json["severity"], "error");
         assert_eq!(json["line"], 1);
@@ -353,9 +338,6 @@ mod tests {
         let out = render_human(&missing_colon(), &src, false);
         assert!(out.starts_with("error[E0031]: missing `:`"), "{out}");
         assert!(out.contains("t.tsr:1:9"), "{out}");
-        assert!(
-            out.contains("fix (machine-applicable): add `:`: `if x > 0:`"),
-            "{out}"
-        );
+        assert!(out.contains("fix (machine-applicable): add `:`: `if x > 0:`"), "{out}");
     }
 }

@@ -48,7 +48,10 @@ impl Database {
                 SourceFile::new(self, id, source.display.clone(), source.text.clone())
             })
             .collect();
-        self.load_diagnostics = sources.ids().map(|id| sources.get(id).load_diagnostics.clone()).collect();
+        self.load_diagnostics = sources
+            .ids()
+            .map(|id| sources.get(id).load_diagnostics.clone())
+            .collect();
         use salsa::Setter;
         let files = self.files.clone();
         tessera_hir::Db::workspace(self).set_files(self).to(files);

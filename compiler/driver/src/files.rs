@@ -179,20 +179,10 @@ fn load_file(sources: &mut Sources, path: &Path) -> Result<(), LoadError> {
         });
     }
     let bytes = std::fs::read(path).map_err(io)?;
-    add_bytes(
-        sources,
-        display.clone(),
-        Input::Path(path.to_path_buf()),
-        bytes,
-    )
+    add_bytes(sources, display.clone(), Input::Path(path.to_path_buf()), bytes)
 }
 
-fn add_bytes(
-    sources: &mut Sources,
-    display: String,
-    input: Input,
-    bytes: Vec<u8>,
-) -> Result<(), LoadError> {
+fn add_bytes(sources: &mut Sources, display: String, input: Input, bytes: Vec<u8>) -> Result<(), LoadError> {
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
         return Err(LoadError::TooLarge {
             path: display,

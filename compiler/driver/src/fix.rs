@@ -15,11 +15,7 @@ pub struct FixOutcome {
 
 /// Applies every machine-applicable fix among `diags` to the text of `file`
 /// in `sources`. Returns what was done; the text is updated in place.
-pub fn apply_machine_fixes(
-    sources: &mut Sources,
-    file: FileId,
-    diags: &[Diagnostic],
-) -> FixOutcome {
+pub fn apply_machine_fixes(sources: &mut Sources, file: FileId, diags: &[Diagnostic]) -> FixOutcome {
     let fixes: Vec<_> = diags
         .iter()
         .flat_map(|d| &d.fixes)

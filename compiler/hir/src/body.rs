@@ -19,7 +19,10 @@ use crate::ty::Ty;
 pub enum CallTarget {
     Builtin(&'static Builtin),
     /// A user function, by file and name.
-    Function { file: SourceFile, name: String },
+    Function {
+        file: SourceFile,
+        name: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -187,9 +187,10 @@ pub static BUILTINS: &[Builtin] = &[
     op("tshared.alloc", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer for the tile group.", AllocShared).kernel(),
     // ---- tile
     op("tile.alloc_shared", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer.", AllocShared).kernel(),
+    op("tile.zeros", "[dtype](*dims)", "A register tile of zeros (an accumulator).", Create).kernel(),
     op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel(),
     op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
-    op("tile.cp_async", "(src, index)", "Copies a tile of `src` asynchronously (seed form).", SameAsFirst).kernel(),
+    op("tile.cp_async", "(src)", "Copies the tile `src` into shared memory and returns the copy (seed form; completes by the next `tile.barrier()`).", SameAsFirst).kernel(),
     op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
     op("tile.range", "(x, axis, step)", "Iterates the tile blocks of `x` along `axis`.", Range).kernel(),
     op("tile.mma", "(A, B, C, BM, BN, BK)", "Iterates the tensor-core fragments of `C += A @ B`.", Range).kernel().accumulates(),
@@ -273,9 +274,24 @@ pub fn globals() -> impl Iterator<Item = &'static Builtin> {
 
 /// The preset policies: (name, storage, compute, accumulate).
 pub const PRESET_POLICIES: [(&str, crate::ty::DType, crate::ty::DType, crate::ty::DType); 3] = [
-    ("Training", crate::ty::DType::Bf16, crate::ty::DType::Bf16, crate::ty::DType::F32),
-    ("Inference", crate::ty::DType::Fp8E4m3, crate::ty::DType::Bf16, crate::ty::DType::Bf16),
-    ("NVFP4", crate::ty::DType::Nvfp4, crate::ty::DType::F16, crate::ty::DType::F32),
+    (
+        "Training",
+        crate::ty::DType::Bf16,
+        crate::ty::DType::Bf16,
+        crate::ty::DType::F32,
+    ),
+    (
+        "Inference",
+        crate::ty::DType::Fp8E4m3,
+        crate::ty::DType::Bf16,
+        crate::ty::DType::Bf16,
+    ),
+    (
+        "NVFP4",
+        crate::ty::DType::Nvfp4,
+        crate::ty::DType::F16,
+        crate::ty::DType::F32,
+    ),
 ];
 
 #[cfg(test)]

@@ -127,12 +127,18 @@ pub fn item_tree(db: &dyn Db, file: SourceFile) -> ItemTree {
     let mut tree = ItemTree::default();
     for stmt in &parse(db, file).module.body {
         match &stmt.kind {
-            StmtKind::Def(def) if !tree.functions.contains(&def.name.name) => tree.functions.push(def.name.name.clone()),
+            StmtKind::Def(def) if !tree.functions.contains(&def.name.name) => {
+                tree.functions.push(def.name.name.clone())
+            }
             StmtKind::Import(paths) => {
                 for p in paths {
                     let module: Vec<&str> = p.path.segments.iter().map(|s| s.name.as_str()).collect();
                     let binding = p.alias.as_ref().map_or(module[0].to_string(), |a| a.name.clone());
-                    tree.imports.push(Import { module: module.join("."), member: None, binding });
+                    tree.imports.push(Import {
+                        module: module.join("."),
+                        member: None,
+                        binding,
+                    });
                 }
             }
             StmtKind::FromImport { module, names } => {
@@ -182,10 +188,14 @@ pub fn fn_offset<'db>(db: &'db dyn Db, func: FnId<'db>) -> u32 {
 
 fn find_def<'db>(db: &'db dyn Db, func: FnId<'db>) -> Option<(&'db FnDef, u32)> {
     let name = func.name(db);
-    parse(db, func.file(db)).module.body.iter().find_map(|stmt| match &stmt.kind {
-        StmtKind::Def(def) if &def.name.name == name => Some((&**def, stmt.span.start)),
-        _ => None,
-    })
+    parse(db, func.file(db))
+        .module
+        .body
+        .iter()
+        .find_map(|stmt| match &stmt.kind {
+            StmtKind::Def(def) if &def.name.name == name => Some((&**def, stmt.span.start)),
+            _ => None,
+        })
 }
 
 #[salsa::tracked(returns(ref))]
@@ -216,7 +226,10 @@ pub fn check_file(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
     diags.extend(crate::module::check_module(db, file));
     for name in &item_tree(db, file).functions {
         let func = FnId::new(db, file, name.clone());
-        let anchors = [Anchor { file, name: name.clone() }];
+        let anchors = [Anchor {
+            file,
+            name: name.clone(),
+        }];
         for diag in &signature(db, func).diagnostics {
             diags.push(absolute(db, diag, &anchors));
         }
@@ -253,7 +266,9 @@ pub fn relative(span: Span, anchor: u32) -> tessera_base::FileSpan {
 pub fn absolute(db: &dyn Db, diag: &Diagnostic, anchors: &[Anchor]) -> Diagnostic {
     let mut diag = diag.clone();
     let resolve = |fs: &mut tessera_base::FileSpan| {
-        let Some(k) = fs.file.0.checked_sub(RELATIVE_BASE) else { return };
+        let Some(k) = fs.file.0.checked_sub(RELATIVE_BASE) else {
+            return;
+        };
         let Some(anchor) = anchors.get(k as usize) else { return };
         let offset = fn_offset(db, FnId::new(db, anchor.file, anchor.name.clone()));
         fs.file = anchor.file.id(db);

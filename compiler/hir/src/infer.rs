@@ -30,13 +30,22 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
         sig,
         locals: HashMap::new(),
         info: BodyInfo {
-            anchors: vec![Anchor { file, name: func.name(db).clone() }],
+            anchors: vec![Anchor {
+                file,
+                name: func.name(db).clone(),
+            }],
             ..BodyInfo::default()
         },
         suspended: EffectSet::PURE,
     };
     for p in &sig.params {
-        cx.locals.insert(p.name.clone(), Local { ty: p.ty.clone(), param: true });
+        cx.locals.insert(
+            p.name.clone(),
+            Local {
+                ty: p.ty.clone(),
+                param: true,
+            },
+        );
     }
     cx.block(&def.body);
     let mut info = cx.info;
@@ -91,7 +100,10 @@ impl<'a> Infer<'a> {
         if let Some(i) = self.info.anchors.iter().position(|a| a.file == file && a.name == name) {
             return i as u32;
         }
-        self.info.anchors.push(Anchor { file, name: name.to_string() });
+        self.info.anchors.push(Anchor {
+            file,
+            name: name.to_string(),
+        });
         (self.info.anchors.len() - 1) as u32
     }
 
@@ -188,7 +200,11 @@ impl<'a> Infer<'a> {
                     .with_help("move it to the top level of the file"),
             ),
             StmtKind::Error(children) => children.iter().for_each(|s| self.stmt(s)),
-            StmtKind::Import(_) | StmtKind::FromImport { .. } | StmtKind::Break | StmtKind::Continue | StmtKind::Pass => {}
+            StmtKind::Import(_)
+            | StmtKind::FromImport { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Pass => {}
         }
     }
 
@@ -203,7 +219,11 @@ impl<'a> Infer<'a> {
             );
             return;
         }
-        if let Ty::Tensor(TensorTy { space: Some(Space::Shared), .. }) = &ty {
+        if let Ty::Tensor(TensorTy {
+            space: Some(Space::Shared),
+            ..
+        }) = &ty
+        {
             self.error(
                 Diagnostic::error(Code::E0211, "a shared-memory buffer cannot escape its kernel")
                     .with_primary(self.at(value.span), "this buffer lives in shared memory")
@@ -272,9 +292,12 @@ impl<'a> Infer<'a> {
         if param.mutable || self.locals.get(name).is_some_and(|l| !l.param) {
             return;
         }
-        let mut diag = Diagnostic::error(Code::E0205, format!("cannot write to `{name}`: the parameter is not `mut`"))
-            .with_primary(self.at(target.span), "this writes into the parameter")
-            .with_secondary(self.at(param.span), "declared without `mut`");
+        let mut diag = Diagnostic::error(
+            Code::E0205,
+            format!("cannot write to `{name}`: the parameter is not `mut`"),
+        )
+        .with_primary(self.at(target.span), "this writes into the parameter")
+        .with_secondary(self.at(param.span), "declared without `mut`");
         if let Some(at) = param.type_start {
             diag = diag.with_fix(
                 Fix::new(format!("make `{name}` writable"), Applicability::MachineApplicable)
@@ -287,7 +310,9 @@ impl<'a> Infer<'a> {
     /// Checks that a value of type `actual` may be stored where `expected`
     /// is: dtypes may widen, never narrow implicitly; dims must agree.
     fn check_assignable(&mut self, actual: &Ty, expected: &Ty, value: &Expr, what: &str) {
-        let (Some(from), Some(to)) = (actual.dtype(), expected.dtype()) else { return };
+        let (Some(from), Some(to)) = (actual.dtype(), expected.dtype()) else {
+            return;
+        };
         if from != to && !from.widens_to(to) {
             if from.is_float() && to.is_float() {
                 self.error(crate::numerics::implicit_downcast(value, from, to));
@@ -303,11 +328,17 @@ impl<'a> Infer<'a> {
         if let (Ty::Tensor(a), Ty::Tensor(e)) = (actual, expected) {
             if let (Some(ad), Some(ed)) = (&a.dims, &e.dims) {
                 let differs = ad.len() != ed.len()
-                    || ad.iter().zip(ed).any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
+                    || ad
+                        .iter()
+                        .zip(ed)
+                        .any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
                 if differs {
                     self.error(
-                        Diagnostic::error(Code::E0203, format!("shape mismatch: expected {expected}, found {actual}"))
-                            .with_primary(self.at(value.span), format!("{what} is {actual}")),
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("shape mismatch: expected {expected}, found {actual}"),
+                        )
+                        .with_primary(self.at(value.span), format!("{what} is {actual}")),
                     );
                 }
             }
@@ -347,7 +378,11 @@ impl<'a> Infer<'a> {
             }
             ExprKind::Unary { op, operand } => {
                 let ty = self.expr(operand);
-                if *op == UnaryOp::Not { Ty::Bool } else { ty }
+                if *op == UnaryOp::Not {
+                    Ty::Bool
+                } else {
+                    ty
+                }
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.expr(lhs);
@@ -363,7 +398,11 @@ impl<'a> Infer<'a> {
                 self.expr(cond);
                 let t = self.expr(then);
                 let o = self.expr(orelse);
-                if t.is_unknown() { o } else { t }
+                if t.is_unknown() {
+                    o
+                } else {
+                    t
+                }
             }
             ExprKind::Attr { base, name } => {
                 let base_ty = self.expr(base);
@@ -400,6 +439,10 @@ impl<'a> Infer<'a> {
         if let Some(ty) = global_builtin(name) {
             return ty;
         }
+        // Dim symbols of the signature are integers in the body.
+        if self.sig.params.iter().any(|p| mentions_dim(&p.ty, name)) {
+            return Ty::Int;
+        }
         let mut candidates: Vec<&str> = self.locals.keys().map(String::as_str).collect();
         candidates.extend(tree.functions.iter().map(String::as_str));
         candidates.extend(builtins::globals().map(|b| b.path));
@@ -421,7 +464,10 @@ impl<'a> Infer<'a> {
                 None => Ty::Unknown,
             };
         }
-        match (&import.member, crate::module::resolve_module(self.db, self.file, &import.module)) {
+        match (
+            &import.member,
+            crate::module::resolve_module(self.db, self.file, &import.module),
+        ) {
             (Some(member), Some(file)) if db::item_tree(self.db, file).functions.contains(member) => {
                 Ty::Function(format!("{}::{member}", import.module))
             }
@@ -448,8 +494,15 @@ impl<'a> Infer<'a> {
                 "T" => transpose(t).map_or_else(
                     || {
                         self.error(
-                            Diagnostic::error(Code::E0303, format!("`.T` needs at least 2 dims, `{}` has {}", crate::pretty::expr(base_expr), t.rank().unwrap_or(0)))
-                                .with_primary(self.at(span), "transposes the last two dims"),
+                            Diagnostic::error(
+                                Code::E0303,
+                                format!(
+                                    "`.T` needs at least 2 dims, `{}` has {}",
+                                    crate::pretty::expr(base_expr),
+                                    t.rank().unwrap_or(0)
+                                ),
+                            )
+                            .with_primary(self.at(span), "transposes the last two dims"),
                         );
                         Ty::Unknown
                     },
@@ -472,12 +525,19 @@ impl<'a> Infer<'a> {
         match base {
             Ty::Tensor(t) => {
                 let Some(dims) = &t.dims else {
-                    return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: t.space });
+                    return Ty::Tensor(TensorTy {
+                        dtype: t.dtype,
+                        dims: None,
+                        space: t.space,
+                    });
                 };
                 if args.len() > dims.len() {
                     self.error(
-                        Diagnostic::error(Code::E0310, format!("too many indices: {} for a tensor with {} dims", args.len(), dims.len()))
-                            .with_primary(self.at(e.span), format!("this tensor is {base}")),
+                        Diagnostic::error(
+                            Code::E0310,
+                            format!("too many indices: {} for a tensor with {} dims", args.len(), dims.len()),
+                        )
+                        .with_primary(self.at(e.span), format!("this tensor is {base}")),
                     );
                     return Ty::Unknown;
                 }
@@ -485,7 +545,11 @@ impl<'a> Infer<'a> {
                 for (i, dim) in dims.iter().enumerate() {
                     match args.get(i).map(|a| &a.value.kind) {
                         None => kept.push(dim.clone()),
-                        Some(ExprKind::Slice { lower, upper, step: None }) => kept.push(slice_len(dim, lower.as_deref(), upper.as_deref())),
+                        Some(ExprKind::Slice {
+                            lower,
+                            upper,
+                            step: None,
+                        }) => kept.push(slice_len(dim, lower.as_deref(), upper.as_deref())),
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => kept.push(dim.clone()),
                         Some(_) => {}
@@ -494,7 +558,11 @@ impl<'a> Infer<'a> {
                 if kept.is_empty() {
                     t.dtype.map_or(Ty::Unknown, Ty::Scalar)
                 } else {
-                    Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(kept), space: t.space })
+                    Ty::Tensor(TensorTy {
+                        dtype: t.dtype,
+                        dims: Some(kept),
+                        space: t.space,
+                    })
                 }
             }
             Ty::List(item) => (**item).clone(),
@@ -505,8 +573,14 @@ impl<'a> Infer<'a> {
     fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
         if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
             return match (l, r) {
-                (Ty::Tensor(t), _) | (_, Ty::Tensor(t)) if !matches!(op, BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn) => {
-                    Ty::Tensor(TensorTy { dtype: Some(DType::Bool), dims: t.dims.clone(), space: None })
+                (Ty::Tensor(t), _) | (_, Ty::Tensor(t))
+                    if !matches!(op, BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn) =>
+                {
+                    Ty::Tensor(TensorTy {
+                        dtype: Some(DType::Bool),
+                        dims: t.dims.clone(),
+                        space: None,
+                    })
                 }
                 _ => Ty::Bool,
             };
@@ -525,21 +599,31 @@ impl<'a> Infer<'a> {
                                     .with_primary(self.at(span), format!("`{}` does not broadcast", op.symbol()))
                                     .with_secondary(self.at(lhs.span), format!("this is {l}"))
                                     .with_secondary(self.at(rhs.span), format!("this is {r}"))
-                                    .with_note("dims are matched from the right; each pair must be equal or one of them 1"),
+                                    .with_note(
+                                        "dims are matched from the right; each pair must be equal or one of them 1",
+                                    ),
                             );
                             return Ty::Unknown;
                         }
                     },
                     _ => None,
                 };
-                Ty::Tensor(TensorTy { dtype: promote(a.dtype, b.dtype), dims, space: None })
+                Ty::Tensor(TensorTy {
+                    dtype: promote(a.dtype, b.dtype),
+                    dims,
+                    space: None,
+                })
             }
             (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {
                 let dtype = match other.dtype() {
                     Some(d) => promote(t.dtype, Some(d)),
                     None => t.dtype,
                 };
-                Ty::Tensor(TensorTy { dtype, dims: t.dims.clone(), space: None })
+                Ty::Tensor(TensorTy {
+                    dtype,
+                    dims: t.dims.clone(),
+                    space: None,
+                })
             }
             (Ty::Scalar(a), Ty::Scalar(b)) => promote(Some(*a), Some(*b)).map_or(Ty::Unknown, Ty::Scalar),
             (Ty::Scalar(a), _) | (_, Ty::Scalar(a)) => Ty::Scalar(*a),
@@ -550,10 +634,16 @@ impl<'a> Infer<'a> {
     }
 
     fn matmul(&mut self, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr, accumulate: Option<DType>) -> Ty {
-        let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else { return Ty::Unknown };
+        let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else {
+            return Ty::Unknown;
+        };
         let dtype = accumulate.or(promote(a.dtype, b.dtype));
         let (Some(ad), Some(bd)) = (&a.dims, &b.dims) else {
-            return Ty::Tensor(TensorTy { dtype, dims: None, space: None });
+            return Ty::Tensor(TensorTy {
+                dtype,
+                dims: None,
+                space: None,
+            });
         };
         if ad.len() < 2 || bd.len() < 2 {
             self.error(
@@ -587,7 +677,11 @@ impl<'a> Infer<'a> {
         let mut dims = batch;
         dims.push(m.clone());
         dims.push(n.clone());
-        Ty::Tensor(TensorTy { dtype, dims: Some(dims), space: None })
+        Ty::Tensor(TensorTy {
+            dtype,
+            dims: Some(dims),
+            space: None,
+        })
     }
 
     // ------------------------------------------------------------ calls
@@ -608,7 +702,11 @@ impl<'a> Infer<'a> {
         }
         let arg_tys: Vec<ArgTy> = args
             .iter()
-            .map(|a| ArgTy { name: a.name.as_ref().map(|n| n.name.as_str()), ty: self.expr(&a.value), expr: &a.value })
+            .map(|a| ArgTy {
+                name: a.name.as_ref().map(|n| n.name.as_str()),
+                ty: self.expr(&a.value),
+                expr: &a.value,
+            })
             .collect();
         match target {
             Ty::Builtin(b) => {
@@ -618,16 +716,24 @@ impl<'a> Infer<'a> {
                 self.builtin_call(e, b, &arg_tys, brackets)
             }
             Ty::Function(name) => self.user_call(e, target_expr, &name, &arg_tys, brackets.is_some()),
-            Ty::Namespace("numerics") => Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default()),
+            Ty::Namespace("numerics") => {
+                Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default())
+            }
             Ty::DTypeValue(d) => match arg_tys.first().map(|a| &a.ty) {
-                Some(Ty::Tensor(t)) => Ty::Tensor(TensorTy { dtype: Some(d), ..t.clone() }),
+                Some(Ty::Tensor(t)) => Ty::Tensor(TensorTy {
+                    dtype: Some(d),
+                    ..t.clone()
+                }),
                 _ => Ty::Scalar(d),
             },
             Ty::Unknown | Ty::Policy(_) | Ty::Namespace(_) => Ty::Unknown,
             other => {
                 self.error(
-                    Diagnostic::error(Code::E0214, format!("`{}` is not callable", crate::pretty::expr(target_expr)))
-                        .with_primary(self.at(target_expr.span), format!("this is {other}")),
+                    Diagnostic::error(
+                        Code::E0214,
+                        format!("`{}` is not callable", crate::pretty::expr(target_expr)),
+                    )
+                    .with_primary(self.at(target_expr.span), format!("this is {other}")),
                 );
                 Ty::Unknown
             }
@@ -637,13 +743,20 @@ impl<'a> Infer<'a> {
     fn not_a_kernel(&mut self, callee: &Expr, what: &str) {
         self.error(
             Diagnostic::error(Code::E0207, format!("launch brackets on {what}, which is not a kernel"))
-                .with_primary(self.at(callee.span), "only `@kernel` functions are launched with `[grid=..., block=...]`")
+                .with_primary(
+                    self.at(callee.span),
+                    "only `@kernel` functions are launched with `[grid=..., block=...]`",
+                )
                 .with_help("call it without brackets, or mark it `@kernel`"),
         );
     }
 
     fn builtin_call(&mut self, e: &Expr, b: &'static Builtin, args: &[ArgTy], brackets: Option<&[Arg]>) -> Ty {
-        self.info.calls.push(Call { span: e.span, target: CallTarget::Builtin(b), launched: false });
+        self.info.calls.push(Call {
+            span: e.span,
+            target: CallTarget::Builtin(b),
+            launched: false,
+        });
         let effects = b.effects.minus(self.suspended);
         self.info.direct_effects = self.info.direct_effects.union(effects);
         match (b.context, self.is_kernel()) {
@@ -682,10 +795,12 @@ impl<'a> Infer<'a> {
             },
             Shape::Matmul => match positional.as_slice() {
                 [a, c, ..] => {
-                    let acc = keyword("accumulate").and_then(|a| a.ty.dtype().or(match a.ty {
-                        Ty::DTypeValue(d) => Some(d),
-                        _ => None,
-                    }));
+                    let acc = keyword("accumulate").and_then(|a| {
+                        a.ty.dtype().or(match a.ty {
+                            Ty::DTypeValue(d) => Some(d),
+                            _ => None,
+                        })
+                    });
                     self.matmul(&a.ty, &c.ty, e.span, a.expr, c.expr, acc)
                 }
                 _ => Ty::Unknown,
@@ -696,7 +811,11 @@ impl<'a> Infer<'a> {
                 _ => Ty::Unknown,
             },
             Shape::Reshape => self.reshape(e, &first, keyword("shape").or(positional.get(1).copied())),
-            Shape::Concat => self.concat(e, positional.first().copied(), keyword("axis").or(positional.get(1).copied())),
+            Shape::Concat => self.concat(
+                e,
+                positional.first().copied(),
+                keyword("axis").or(positional.get(1).copied()),
+            ),
             Shape::Create | Shape::AllocShared => {
                 let dtype = brackets
                     .and_then(|br| br.first())
@@ -704,10 +823,12 @@ impl<'a> Infer<'a> {
                         ExprKind::Name(n) => DType::from_name(n),
                         _ => None,
                     })
-                    .or_else(|| keyword("dtype").and_then(|a| match a.ty {
-                        Ty::DTypeValue(d) => Some(d),
-                        _ => None,
-                    }))
+                    .or_else(|| {
+                        keyword("dtype").and_then(|a| match a.ty {
+                            Ty::DTypeValue(d) => Some(d),
+                            _ => None,
+                        })
+                    })
                     .or((b.shape == Shape::Create).then_some(DType::F32));
                 let dims: Vec<Poly> = positional
                     .iter()
@@ -715,7 +836,9 @@ impl<'a> Infer<'a> {
                     .map(|a| dim_poly(a.expr))
                     .collect();
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
-                Ty::Tensor(TensorTy { dtype, dims: Some(dims), space })
+                // `tile.alloc_shared()` with no dims has a rank fixed later.
+                let dims = (!dims.is_empty() || b.shape == Shape::Create).then_some(dims);
+                Ty::Tensor(TensorTy { dtype, dims, space })
             }
         }
     }
@@ -726,28 +849,50 @@ impl<'a> Infer<'a> {
             return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
         };
         let (Some(dims), Some(k)) = (&t.dims, int_value(axis.expr)) else {
-            return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: None });
+            return Ty::Tensor(TensorTy {
+                dtype: t.dtype,
+                dims: None,
+                space: None,
+            });
         };
         let rank = dims.len() as i64;
         let index = if k < 0 { k + rank } else { k };
         if !(0..rank).contains(&index) {
             self.error(
-                Diagnostic::error(Code::E0307, format!("axis {k} is out of range for a tensor with {rank} dims"))
-                    .with_primary(self.at(axis.expr.span), format!("valid axes are {}..{}", -rank, rank - 1))
-                    .with_secondary(self.at(e.span), format!("reduces {x}")),
+                Diagnostic::error(
+                    Code::E0307,
+                    format!("axis {k} is out of range for a tensor with {rank} dims"),
+                )
+                .with_primary(
+                    self.at(axis.expr.span),
+                    format!("valid axes are {}..{}", -rank, rank - 1),
+                )
+                .with_secondary(self.at(e.span), format!("reduces {x}")),
             );
             return Ty::Unknown;
         }
         let mut kept = dims.clone();
         kept.remove(index as usize);
-        Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(kept), space: None })
+        Ty::Tensor(TensorTy {
+            dtype: t.dtype,
+            dims: Some(kept),
+            space: None,
+        })
     }
 
     fn reshape(&mut self, e: &Expr, x: &Ty, shape: Option<&ArgTy>) -> Ty {
-        let (Ty::Tensor(t), Some(shape)) = (x, shape) else { return Ty::Unknown };
+        let (Ty::Tensor(t), Some(shape)) = (x, shape) else {
+            return Ty::Unknown;
+        };
         let new_dims: Vec<Poly> = match &shape.expr.unparen().kind {
             ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().map(dim_poly).collect(),
-            _ => return Ty::Tensor(TensorTy { dtype: t.dtype, dims: None, space: None }),
+            _ => {
+                return Ty::Tensor(TensorTy {
+                    dtype: t.dtype,
+                    dims: None,
+                    space: None,
+                })
+            }
         };
         if let Some(dims) = &t.dims {
             let count = |ds: &[Poly]| ds.iter().fold(Poly::constant(1), |acc, d| acc.mul(d));
@@ -770,11 +915,17 @@ impl<'a> Infer<'a> {
                 });
             }
         }
-        Ty::Tensor(TensorTy { dtype: t.dtype, dims: Some(new_dims), space: None })
+        Ty::Tensor(TensorTy {
+            dtype: t.dtype,
+            dims: Some(new_dims),
+            space: None,
+        })
     }
 
     fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
-        let Some(Ty::Tuple(parts)) = tensors.map(|t| &t.ty) else { return Ty::Unknown };
+        let Some(Ty::Tuple(parts)) = tensors.map(|t| &t.ty) else {
+            return Ty::Unknown;
+        };
         let parts: Vec<TensorTy> = parts
             .iter()
             .filter_map(|p| match p {
@@ -784,13 +935,18 @@ impl<'a> Infer<'a> {
             .collect();
         let axis = axis.and_then(|a| int_value(a.expr)).unwrap_or(0);
         let Some(first) = parts.first() else { return Ty::Unknown };
-        let Some(first_dims) = &first.dims else { return Ty::Unknown };
+        let Some(first_dims) = &first.dims else {
+            return Ty::Unknown;
+        };
         let rank = first_dims.len() as i64;
         let index = if axis < 0 { axis + rank } else { axis };
         if !(0..rank).contains(&index) {
             self.error(
-                Diagnostic::error(Code::E0307, format!("axis {axis} is out of range for tensors with {rank} dims"))
-                    .with_primary(self.at(e.span), "concatenates along a dim that does not exist"),
+                Diagnostic::error(
+                    Code::E0307,
+                    format!("axis {axis} is out of range for tensors with {rank} dims"),
+                )
+                .with_primary(self.at(e.span), "concatenates along a dim that does not exist"),
             );
             return Ty::Unknown;
         }
@@ -798,12 +954,26 @@ impl<'a> Infer<'a> {
         for part in &parts {
             let Some(dims) = &part.dims else { return Ty::Unknown };
             let same = dims.len() == first_dims.len()
-                && dims.iter().zip(first_dims).enumerate().all(|(i, (a, b))| i as i64 == index || may_equal(a, b));
+                && dims
+                    .iter()
+                    .zip(first_dims)
+                    .enumerate()
+                    .all(|(i, (a, b))| i as i64 == index || may_equal(a, b));
             if !same {
                 self.error(
-                    Diagnostic::error(Code::E0309, "concatenated tensors differ outside the concatenation axis")
-                        .with_primary(self.at(e.span), format!("[{}] and [{}] differ in a dim other than {index}", join(first_dims), join(dims)))
-                        .with_help(format!("only dim {index} may differ")),
+                    Diagnostic::error(
+                        Code::E0309,
+                        "concatenated tensors differ outside the concatenation axis",
+                    )
+                    .with_primary(
+                        self.at(e.span),
+                        format!(
+                            "[{}] and [{}] differ in a dim other than {index}",
+                            join(first_dims),
+                            join(dims)
+                        ),
+                    )
+                    .with_help(format!("only dim {index} may differ")),
                 );
                 return Ty::Unknown;
             }
@@ -811,7 +981,11 @@ impl<'a> Infer<'a> {
         }
         let mut dims = first_dims.clone();
         dims[index as usize] = total;
-        Ty::Tensor(TensorTy { dtype: first.dtype, dims: Some(dims), space: None })
+        Ty::Tensor(TensorTy {
+            dtype: first.dtype,
+            dims: Some(dims),
+            space: None,
+        })
     }
 
     fn user_call(&mut self, e: &Expr, callee: &Expr, name: &str, args: &[ArgTy], launched: bool) -> Ty {
@@ -824,21 +998,34 @@ impl<'a> Infer<'a> {
         };
         let func = FnId::new(self.db, file, fn_name.clone());
         let sig = db::signature(self.db, func);
-        self.info.calls.push(Call { span: e.span, target: CallTarget::Function { file, name: fn_name.clone() }, launched });
+        self.info.calls.push(Call {
+            span: e.span,
+            target: CallTarget::Function {
+                file,
+                name: fn_name.clone(),
+            },
+            launched,
+        });
         self.info.calls_to.push((file, fn_name.clone(), e.span, self.suspended));
         match (sig.kind, launched) {
             (FnKind::Kernel, false) => self.error(
-                Diagnostic::error(Code::E0210, format!("kernel `{fn_name}` must be launched with a grid and a block"))
-                    .with_primary(self.at(e.span), "called like a function")
-                    .with_help(format!("launch it: `{fn_name}[grid=(blocks,), block=(threads,)](...)`")),
+                Diagnostic::error(
+                    Code::E0210,
+                    format!("kernel `{fn_name}` must be launched with a grid and a block"),
+                )
+                .with_primary(self.at(e.span), "called like a function")
+                .with_help(format!("launch it: `{fn_name}[grid=(blocks,), block=(threads,)](...)`")),
             ),
             (FnKind::Function, true) => self.not_a_kernel(callee, &format!("`{fn_name}`")),
             _ => {}
         }
         if sig.kind == FnKind::Kernel && self.is_kernel() {
             self.error(
-                Diagnostic::error(Code::E0208, format!("kernel `{fn_name}` cannot be launched from inside a kernel"))
-                    .with_primary(self.at(e.span), "launches are made from host code"),
+                Diagnostic::error(
+                    Code::E0208,
+                    format!("kernel `{fn_name}` cannot be launched from inside a kernel"),
+                )
+                .with_primary(self.at(e.span), "launches are made from host code"),
             );
         }
         let anchor = self.anchor(file, &fn_name);
@@ -851,7 +1038,14 @@ impl<'a> Infer<'a> {
     }
 
     /// Matches arguments to parameters and binds the callee's dim symbols.
-    fn bind_args(&mut self, e: &Expr, fn_name: &str, sig: &Signature, args: &[ArgTy], anchor: u32) -> Option<BTreeMap<String, Binding>> {
+    fn bind_args(
+        &mut self,
+        e: &Expr,
+        fn_name: &str,
+        sig: &Signature,
+        args: &[ArgTy],
+        anchor: u32,
+    ) -> Option<BTreeMap<String, Binding>> {
         let mut assigned: Vec<Option<&ArgTy>> = vec![None; sig.params.len()];
         let mut positional = 0;
         for arg in args {
@@ -875,19 +1069,34 @@ impl<'a> Infer<'a> {
             };
             if index >= sig.params.len() {
                 self.error(
-                    Diagnostic::error(Code::E0204, format!("`{fn_name}` takes {} arguments, but {} were given", sig.params.len(), args.len()))
-                        .with_primary(self.at(arg.expr.span), "an argument too many")
-                        .with_secondary(relative(sig.name_span, anchor), "defined here"),
+                    Diagnostic::error(
+                        Code::E0204,
+                        format!(
+                            "`{fn_name}` takes {} arguments, but {} were given",
+                            sig.params.len(),
+                            args.len()
+                        ),
+                    )
+                    .with_primary(self.at(arg.expr.span), "an argument too many")
+                    .with_secondary(relative(sig.name_span, anchor), "defined here"),
                 );
                 return None;
             }
             assigned[index] = Some(arg);
         }
-        if let Some(missing) = sig.params.iter().zip(&assigned).find(|(p, a)| a.is_none() && !p.has_default) {
+        if let Some(missing) = sig
+            .params
+            .iter()
+            .zip(&assigned)
+            .find(|(p, a)| a.is_none() && !p.has_default)
+        {
             self.error(
-                Diagnostic::error(Code::E0204, format!("missing argument `{}` in the call to `{fn_name}`", missing.0.name))
-                    .with_primary(self.at(e.span), format!("`{}` is not given", missing.0.name))
-                    .with_secondary(relative(missing.0.span, anchor), "this parameter has no default"),
+                Diagnostic::error(
+                    Code::E0204,
+                    format!("missing argument `{}` in the call to `{fn_name}`", missing.0.name),
+                )
+                .with_primary(self.at(e.span), format!("`{}` is not given", missing.0.name))
+                .with_secondary(relative(missing.0.span, anchor), "this parameter has no default"),
             );
             return None;
         }
@@ -900,22 +1109,42 @@ impl<'a> Infer<'a> {
                 let compatible = pd == ad || (!matches!(arg.ty, Ty::Tensor(_)) && ad.widens_to(pd));
                 if !compatible {
                     self.error(
-                        Diagnostic::error(Code::E0203, format!("argument `{arg_name}` has the wrong dtype for `{fn_name}`"))
-                            .with_primary(self.at(arg.expr.span), format!("this is {}, but parameter `{}` is {}", arg.ty, param.name, param.ty))
-                            .with_secondary(relative(param.span, anchor), "the parameter")
-                            .with_help(format!("convert it with `cast({arg_name}, {pd})`")),
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("argument `{arg_name}` has the wrong dtype for `{fn_name}`"),
+                        )
+                        .with_primary(
+                            self.at(arg.expr.span),
+                            format!("this is {}, but parameter `{}` is {}", arg.ty, param.name, param.ty),
+                        )
+                        .with_secondary(relative(param.span, anchor), "the parameter")
+                        .with_help(format!("convert it with `cast({arg_name}, {pd})`")),
                     );
                     ok = false;
                     continue;
                 }
             }
-            let (Ty::Tensor(pt), Ty::Tensor(at)) = (&param.ty, &arg.ty) else { continue };
-            let (Some(pdims), Some(adims)) = (&pt.dims, &at.dims) else { continue };
+            let (Ty::Tensor(pt), Ty::Tensor(at)) = (&param.ty, &arg.ty) else {
+                continue;
+            };
+            let (Some(pdims), Some(adims)) = (&pt.dims, &at.dims) else {
+                continue;
+            };
             if pdims.len() != adims.len() {
                 self.error(
-                    Diagnostic::error(Code::E0303, format!("argument `{arg_name}` has {} dims, `{fn_name}` expects {}", adims.len(), pdims.len()))
-                        .with_primary(self.at(arg.expr.span), format!("this is {}", arg.ty))
-                        .with_secondary(relative(param.span, anchor), format!("parameter `{}` is {}", param.name, param.ty)),
+                    Diagnostic::error(
+                        Code::E0303,
+                        format!(
+                            "argument `{arg_name}` has {} dims, `{fn_name}` expects {}",
+                            adims.len(),
+                            pdims.len()
+                        ),
+                    )
+                    .with_primary(self.at(arg.expr.span), format!("this is {}", arg.ty))
+                    .with_secondary(
+                        relative(param.span, anchor),
+                        format!("parameter `{}` is {}", param.name, param.ty),
+                    ),
                 );
                 ok = false;
                 continue;
@@ -925,16 +1154,33 @@ impl<'a> Infer<'a> {
                 match bindings.get(sym) {
                     Some(prev) if !may_equal(&prev.value, ad) => {
                         self.error(
-                            Diagnostic::error(Code::E0302, format!("dim `{sym}` of `{fn_name}` gets two different sizes"))
-                                .with_primary(self.at(arg.expr.span), format!("dim {i} of `{arg_name}` is {sym} = {ad}"))
-                                .with_secondary(self.at(prev.arg_span), format!("but dim {} of `{}` is {sym} = {}", prev.dim, prev.arg, prev.value))
-                                .with_help(format!("pass tensors whose `{sym}` dims agree")),
+                            Diagnostic::error(
+                                Code::E0302,
+                                format!("dim `{sym}` of `{fn_name}` gets two different sizes"),
+                            )
+                            .with_primary(
+                                self.at(arg.expr.span),
+                                format!("dim {i} of `{arg_name}` is {sym} = {ad}"),
+                            )
+                            .with_secondary(
+                                self.at(prev.arg_span),
+                                format!("but dim {} of `{}` is {sym} = {}", prev.dim, prev.arg, prev.value),
+                            )
+                            .with_help(format!("pass tensors whose `{sym}` dims agree")),
                         );
                         ok = false;
                     }
                     Some(_) => {}
                     None => {
-                        bindings.insert(sym.to_string(), Binding { value: ad.clone(), arg: arg_name.clone(), dim: i, arg_span: arg.expr.span });
+                        bindings.insert(
+                            sym.to_string(),
+                            Binding {
+                                value: ad.clone(),
+                                arg: arg_name.clone(),
+                                dim: i,
+                                arg_span: arg.expr.span,
+                            },
+                        );
                     }
                 }
             }
@@ -947,9 +1193,18 @@ impl<'a> Infer<'a> {
                 let expected = pd.substitute(&|s| bindings.get(s).map(|b| b.value.clone()));
                 if !may_equal(&expected, ad) {
                     self.error(
-                        Diagnostic::error(Code::E0302, format!("argument `{arg_name}` has the wrong size in dim {i}"))
-                            .with_primary(self.at(arg.expr.span), format!("dim {i} is {ad}, but `{fn_name}` expects {pd} = {expected}"))
-                            .with_secondary(relative(param.span, anchor), format!("parameter `{}` is {}", param.name, param.ty)),
+                        Diagnostic::error(
+                            Code::E0302,
+                            format!("argument `{arg_name}` has the wrong size in dim {i}"),
+                        )
+                        .with_primary(
+                            self.at(arg.expr.span),
+                            format!("dim {i} is {ad}, but `{fn_name}` expects {pd} = {expected}"),
+                        )
+                        .with_secondary(
+                            relative(param.span, anchor),
+                            format!("parameter `{}` is {}", param.name, param.ty),
+                        ),
                     );
                     ok = false;
                 }
@@ -958,7 +1213,14 @@ impl<'a> Infer<'a> {
         ok.then_some(bindings)
     }
 
-    fn check_constraints(&mut self, e: &Expr, fn_name: &str, sig: &Signature, bindings: &BTreeMap<String, Binding>, anchor: u32) {
+    fn check_constraints(
+        &mut self,
+        e: &Expr,
+        fn_name: &str,
+        sig: &Signature,
+        bindings: &BTreeMap<String, Binding>,
+        anchor: u32,
+    ) {
         let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
         let mut values: BTreeMap<String, Poly> = bindings.iter().map(|(k, b)| (k.clone(), b.value.clone())).collect();
         let kinds: Vec<ConstraintKind> = sig.constraints.iter().map(|c| c.kind.clone()).collect();
@@ -995,9 +1257,12 @@ impl<'a> Infer<'a> {
         let rule = relative(constraint.span, anchor);
         let Some((sym, binding)) = blamed else {
             self.error(
-                Diagnostic::error(Code::E0304, format!("this call breaks a shape constraint of `{fn_name}`"))
-                    .with_primary(self.at(e.span), format!("requires {}: {arithmetic}", constraint.text))
-                    .with_secondary(rule, "the rule"),
+                Diagnostic::error(
+                    Code::E0304,
+                    format!("this call breaks a shape constraint of `{fn_name}`"),
+                )
+                .with_primary(self.at(e.span), format!("requires {}: {arithmetic}", constraint.text))
+                .with_secondary(rule, "the rule"),
             );
             return;
         };
@@ -1009,16 +1274,31 @@ impl<'a> Infer<'a> {
         let help = match (&constraint.kind, value.as_const()) {
             (ConstraintKind::Divisible { by, .. }, Some(v)) if constraint_symbols(&constraint.kind).len() == 1 => {
                 let padded = (v + by - 1) / by * by;
-                format!("pad dim {} of `{}` to {padded}, or relax the constraint", binding.dim, binding.arg)
+                format!(
+                    "pad dim {} of `{}` to {padded}, or relax the constraint",
+                    binding.dim, binding.arg
+                )
             }
-            _ => format!("pass a `{}` whose dim {} satisfies {}, or relax the constraint", binding.arg, binding.dim, constraint.text),
+            _ => format!(
+                "pass a `{}` whose dim {} satisfies {}, or relax the constraint",
+                binding.arg, binding.dim, constraint.text
+            ),
         };
         self.error(
-            Diagnostic::error(Code::E0304, format!("argument `{}` breaks a shape constraint of `{fn_name}`", binding.arg))
-                .with_primary(self.at(binding.arg_span), format!("dim {} of `{}` is {sym} = {value}, and {arithmetic}", binding.dim, binding.arg))
-                .with_secondary(rule, "the rule")
-                .with_note(message)
-                .with_help(help),
+            Diagnostic::error(
+                Code::E0304,
+                format!("argument `{}` breaks a shape constraint of `{fn_name}`", binding.arg),
+            )
+            .with_primary(
+                self.at(binding.arg_span),
+                format!(
+                    "dim {} of `{}` is {sym} = {value}, and {arithmetic}",
+                    binding.dim, binding.arg
+                ),
+            )
+            .with_secondary(rule, "the rule")
+            .with_note(message)
+            .with_help(help),
         );
     }
 }
@@ -1028,6 +1308,14 @@ struct Binding {
     arg: String,
     dim: usize,
     arg_span: Span,
+}
+
+fn mentions_dim(ty: &Ty, name: &str) -> bool {
+    match ty {
+        Ty::Tensor(t) => t.dims.iter().flatten().any(|d| d.symbols().any(|s| s == name)),
+        Ty::Tuple(items) => items.iter().any(|t| mentions_dim(t, name)),
+        _ => false,
+    }
 }
 
 fn constraint_symbols(c: &ConstraintKind) -> Vec<String> {
@@ -1067,8 +1355,12 @@ fn global_builtin(name: &str) -> Option<Ty> {
 
 /// The effect a `with effects.suspend("io")` item suspends.
 fn suspended_effect(e: &Expr) -> Option<Effect> {
-    let ExprKind::Call { callee, args } = &e.kind else { return None };
-    let ExprKind::Attr { base, name } = &callee.kind else { return None };
+    let ExprKind::Call { callee, args } = &e.kind else {
+        return None;
+    };
+    let ExprKind::Attr { base, name } = &callee.kind else {
+        return None;
+    };
     if !matches!(&base.kind, ExprKind::Name(n) if n == "effects") || name.name != "suspend" {
         return None;
     }
@@ -1081,7 +1373,10 @@ fn suspended_effect(e: &Expr) -> Option<Effect> {
 fn int_value(e: &Expr) -> Option<i64> {
     match &e.unparen().kind {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
-        ExprKind::Unary { op: UnaryOp::Neg, operand } => int_value(operand).map(|v| -v),
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            operand,
+        } => int_value(operand).map(|v| -v),
         _ => None,
     }
 }
@@ -1121,7 +1416,11 @@ fn transpose(t: &TensorTy) -> Option<TensorTy> {
     let mut dims = dims.clone();
     let n = dims.len();
     dims.swap(n - 1, n - 2);
-    Some(TensorTy { dtype: t.dtype, dims: Some(dims), space: t.space })
+    Some(TensorTy {
+        dtype: t.dtype,
+        dims: Some(dims),
+        space: t.space,
+    })
 }
 
 /// The usual arithmetic promotion: the wider type wins; f16 with bf16 is f32.

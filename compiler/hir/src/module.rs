@@ -13,7 +13,11 @@ pub(crate) fn resolve_module(db: &dyn Db, from: SourceFile, module: &str) -> Opt
     let path = from.path(db);
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
     let relative = format!("{}.tsr", module.replace('.', "/"));
-    let wanted = if dir.is_empty() { relative } else { format!("{dir}/{relative}") };
+    let wanted = if dir.is_empty() {
+        relative
+    } else {
+        format!("{dir}/{relative}")
+    };
     db::file_by_path(db, &wanted)
 }
 
@@ -51,11 +55,16 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                 if path == "tessera" {
                     for n in names {
                         let known = builtins::NAMESPACES.contains(&n.name.name.as_str())
+                            || crate::signature::DECORATORS.contains(&n.name.name.as_str())
                             || builtins::lookup(&n.name.name).is_some_and(|b| b.namespace().is_none());
                         if !known {
-                            let candidates = builtins::NAMESPACES.iter().copied().chain(builtins::globals().map(|b| b.path));
-                            let mut diag = Diagnostic::error(Code::E0105, format!("`tessera` has no member `{}`", n.name.name))
-                                .with_primary(n.name.span.in_file(id), "not in the standard library");
+                            let candidates = builtins::NAMESPACES
+                                .iter()
+                                .copied()
+                                .chain(builtins::globals().map(|b| b.path));
+                            let mut diag =
+                                Diagnostic::error(Code::E0105, format!("`tessera` has no member `{}`", n.name.name))
+                                    .with_primary(n.name.span.in_file(id), "not in the standard library");
                             if let Some(s) = did_you_mean(&n.name.name, candidates) {
                                 diag = diag.with_help(format!("did you mean `{s}`?"));
                             }
@@ -89,5 +98,8 @@ fn module_exists(db: &dyn Db, file: SourceFile, module: &str) -> bool {
 fn unresolved(module: &str, at: tessera_base::FileSpan) -> Diagnostic {
     Diagnostic::error(Code::E0105, format!("cannot find module `{module}`"))
         .with_primary(at, "no such module")
-        .with_help(format!("modules are `tessera` and sibling files: `{}.tsr` next to this file", module.replace('.', "/")))
+        .with_help(format!(
+            "modules are `tessera` and sibling files: `{}.tsr` next to this file",
+            module.replace('.', "/")
+        ))
 }

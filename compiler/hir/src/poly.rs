@@ -94,7 +94,11 @@ impl Poly {
 
     pub fn neg(&self) -> Poly {
         Poly {
-            terms: self.terms.iter().map(|(m, c)| (m.clone(), c.saturating_neg())).collect(),
+            terms: self
+                .terms
+                .iter()
+                .map(|(m, c)| (m.clone(), c.saturating_neg()))
+                .collect(),
         }
     }
 
@@ -147,7 +151,11 @@ impl fmt::Display for Poly {
         let mut terms: Vec<(&Vec<Atom>, &i64)> = self.terms.iter().collect();
         terms.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
         for (i, (monomial, &coeff)) in terms.into_iter().enumerate() {
-            let (sign, magnitude) = if coeff < 0 { ("-", coeff.unsigned_abs()) } else { ("+", coeff as u64) };
+            let (sign, magnitude) = if coeff < 0 {
+                ("-", coeff.unsigned_abs())
+            } else {
+                ("+", coeff as u64)
+            };
             match (i, sign) {
                 (0, "-") => f.write_str("-")?,
                 (0, _) => {}

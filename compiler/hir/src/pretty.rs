@@ -47,7 +47,10 @@ pub fn expr(e: &Expr) -> String {
         ExprKind::Tuple(items) => format!("({})", list(items)),
         ExprKind::List(items) => format!("[{}]", list(items)),
         ExprKind::Dict(entries) => {
-            let entries: Vec<String> = entries.iter().map(|(k, v)| format!("{}: {}", expr(k), expr(v))).collect();
+            let entries: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", expr(k), expr(v)))
+                .collect();
             format!("{{{}}}", entries.join(", "))
         }
         ExprKind::Paren(inner) => format!("({})", expr(inner)),
@@ -60,7 +63,12 @@ pub fn expr(e: &Expr) -> String {
             format!("{} {} {}", wrap(lhs, p), op.symbol(), wrap(rhs, p + 1))
         }
         ExprKind::Range { start, end, inclusive } => {
-            format!("{}{}{}", wrap(start, 7), if *inclusive { "..=" } else { ".." }, wrap(end, 7))
+            format!(
+                "{}{}{}",
+                wrap(start, 7),
+                if *inclusive { "..=" } else { ".." },
+                wrap(end, 7)
+            )
         }
         ExprKind::IfElse { cond, then, orelse } => {
             format!("{} if {} else {}", wrap(then, 2), wrap(cond, 2), expr(orelse))

@@ -77,7 +77,7 @@ impl Signature {
     }
 }
 
-const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics", "test", "host", "autotune"];
+pub(crate) const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics", "test", "host", "autotune"];
 
 pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
     let mut lowering = Lowering { db, diags: Vec::new() };
@@ -132,7 +132,11 @@ pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
     if let Some(clause) = &def.where_clause {
         for c in &clause.constraints {
             if let Some(kind) = lowering.constraint(c) {
-                sig.constraints.push(Constraint { kind, text: crate::pretty::expr(c), span: c.span });
+                sig.constraints.push(Constraint {
+                    kind,
+                    text: crate::pretty::expr(c),
+                    span: c.span,
+                });
             }
         }
     }
@@ -202,7 +206,10 @@ impl Lowering<'_> {
         if let Some(s) = did_you_mean(&name, DECORATORS.iter().copied()) {
             diag = diag.with_help(format!("did you mean `@{s}`?"));
         } else {
-            diag = diag.with_note(format!("the decorators are {}", DECORATORS.map(|d| format!("`@{d}`")).join(", ")));
+            diag = diag.with_note(format!(
+                "the decorators are {}",
+                DECORATORS.map(|d| format!("`@{d}`")).join(", ")
+            ));
         }
         self.diags.push(diag);
     }
@@ -218,7 +225,11 @@ impl Lowering<'_> {
                         ExprKind::Name(n) => self.dtype(n, e.span),
                         _ => None,
                     });
-                    return Ty::Tensor(TensorTy { dtype, dims: None, space });
+                    return Ty::Tensor(TensorTy {
+                        dtype,
+                        dims: None,
+                        space,
+                    });
                 }
                 let Some(dtype) = self.dtype(&name.name, name.span) else {
                     return Ty::Unknown;
@@ -251,7 +262,9 @@ impl Lowering<'_> {
 
     fn space(&mut self, name: &str, span: Span) -> Option<Space> {
         let Some(space) = Space::from_name(name) else {
-            const SPACES: [&str; 9] = ["register", "shared", "lds", "global", "managed", "host", "tmem", "constant", "local"];
+            const SPACES: [&str; 9] = [
+                "register", "shared", "lds", "global", "managed", "host", "tmem", "constant", "local",
+            ];
             let mut diag = Diagnostic::error(Code::E0202, format!("unknown memory space `{name}`"))
                 .with_primary(relative(span, 0), "not a memory space");
             if let Some(s) = did_you_mean(name, SPACES.iter().copied()) {
@@ -263,9 +276,12 @@ impl Lowering<'_> {
         let target = self.db.workspace().options(self.db).target;
         if space == Space::Tmem && !target.has_tmem() {
             self.diags.push(
-                Diagnostic::error(Code::E0212, format!("the target {} has no tensor memory", target.name()))
-                    .with_primary(relative(span, 0), "`tmem` needs sm_100 or later")
-                    .with_help("keep the accumulator in `register` or `shared` memory on this target"),
+                Diagnostic::error(
+                    Code::E0212,
+                    format!("the target {} has no tensor memory", target.name()),
+                )
+                .with_primary(relative(span, 0), "`tmem` needs sm_100 or later")
+                .with_help("keep the accumulator in `register` or `shared` memory on this target"),
             );
         }
         Some(space)
@@ -273,11 +289,23 @@ impl Lowering<'_> {
 
     fn constraint(&mut self, c: &Expr) -> Option<ConstraintKind> {
         let kind = match &c.unparen().kind {
-            ExprKind::Binary { op: BinOp::Eq, lhs, rhs } if is_mod(lhs) && int(rhs) == Some(0) => {
-                let ExprKind::Binary { lhs: dim, rhs: by, .. } = &lhs.unparen().kind else { unreachable!() };
-                int(by).filter(|&k| k > 0).map(|by| ConstraintKind::Divisible { dim: dim_poly(dim), by })
+            ExprKind::Binary {
+                op: BinOp::Eq,
+                lhs,
+                rhs,
+            } if is_mod(lhs) && int(rhs) == Some(0) => {
+                let ExprKind::Binary { lhs: dim, rhs: by, .. } = &lhs.unparen().kind else {
+                    unreachable!()
+                };
+                int(by)
+                    .filter(|&k| k > 0)
+                    .map(|by| ConstraintKind::Divisible { dim: dim_poly(dim), by })
             }
-            ExprKind::Binary { op: BinOp::In, lhs, rhs } => match &rhs.unparen().kind {
+            ExprKind::Binary {
+                op: BinOp::In,
+                lhs,
+                rhs,
+            } => match &rhs.unparen().kind {
                 ExprKind::Range { start, end, inclusive } => Some(ConstraintKind::InRange {
                     dim: dim_poly(lhs),
                     lo: dim_poly(start),
@@ -297,7 +325,9 @@ impl Lowering<'_> {
             self.diags.push(
                 Diagnostic::error(Code::E0301, "unsupported shape constraint")
                     .with_primary(relative(c.span, 0), "not a constraint on dims")
-                    .with_help("write `D % 8 == 0`, a comparison such as `S <= 8192` or `D == H * Dh`, or `B in 1..=4096`"),
+                    .with_help(
+                        "write `D % 8 == 0`, a comparison such as `S <= 8192` or `D == H * Dh`, or `B in 1..=4096`",
+                    ),
             );
         }
         kind
@@ -311,7 +341,10 @@ fn is_mod(e: &Expr) -> bool {
 fn int(e: &Expr) -> Option<i64> {
     match &e.unparen().kind {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
-        ExprKind::Unary { op: tessera_syntax::ast::UnaryOp::Neg, operand } => int(operand).map(|v| -v),
+        ExprKind::Unary {
+            op: tessera_syntax::ast::UnaryOp::Neg,
+            operand,
+        } => int(operand).map(|v| -v),
         _ => None,
     }
 }
@@ -334,11 +367,30 @@ pub fn dim_poly(e: &Expr) -> Poly {
         ExprKind::Name(n) => Poly::sym(n),
         ExprKind::Int(v) => Poly::constant(i64::try_from(*v).unwrap_or(i64::MAX)),
         ExprKind::Paren(inner) => dim_poly(inner),
-        ExprKind::Unary { op: tessera_syntax::ast::UnaryOp::Neg, operand } => dim_poly(operand).neg(),
-        ExprKind::Binary { op: BinOp::Add, lhs, rhs } => dim_poly(lhs).add(&dim_poly(rhs)),
-        ExprKind::Binary { op: BinOp::Sub, lhs, rhs } => dim_poly(lhs).sub(&dim_poly(rhs)),
-        ExprKind::Binary { op: BinOp::Mul, lhs, rhs } => dim_poly(lhs).mul(&dim_poly(rhs)),
-        ExprKind::Binary { op: BinOp::Shl, lhs, rhs } => match int(rhs) {
+        ExprKind::Unary {
+            op: tessera_syntax::ast::UnaryOp::Neg,
+            operand,
+        } => dim_poly(operand).neg(),
+        ExprKind::Binary {
+            op: BinOp::Add,
+            lhs,
+            rhs,
+        } => dim_poly(lhs).add(&dim_poly(rhs)),
+        ExprKind::Binary {
+            op: BinOp::Sub,
+            lhs,
+            rhs,
+        } => dim_poly(lhs).sub(&dim_poly(rhs)),
+        ExprKind::Binary {
+            op: BinOp::Mul,
+            lhs,
+            rhs,
+        } => dim_poly(lhs).mul(&dim_poly(rhs)),
+        ExprKind::Binary {
+            op: BinOp::Shl,
+            lhs,
+            rhs,
+        } => match int(rhs) {
             Some(k) if (0..62).contains(&k) => dim_poly(lhs).mul(&Poly::constant(1 << k)),
             _ => Poly::opaque(&crate::pretty::expr(e)),
         },

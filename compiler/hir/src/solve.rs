@@ -53,7 +53,12 @@ pub enum ConstraintKind {
     /// `lhs op rhs`
     Compare { lhs: Poly, op: CmpOp, rhs: Poly },
     /// `dim in lo..hi` or `dim in lo..=hi`
-    InRange { dim: Poly, lo: Poly, hi: Poly, inclusive: bool },
+    InRange {
+        dim: Poly,
+        lo: Poly,
+        hi: Poly,
+        inclusive: bool,
+    },
 }
 
 /// A constraint from a `where` clause, with its source text and span
@@ -80,7 +85,10 @@ impl fmt::Display for ConstraintKind {
 impl ConstraintKind {
     pub fn substitute(&self, map: &dyn Fn(&str) -> Option<Poly>) -> ConstraintKind {
         match self {
-            ConstraintKind::Divisible { dim, by } => ConstraintKind::Divisible { dim: dim.substitute(map), by: *by },
+            ConstraintKind::Divisible { dim, by } => ConstraintKind::Divisible {
+                dim: dim.substitute(map),
+                by: *by,
+            },
             ConstraintKind::Compare { lhs, op, rhs } => ConstraintKind::Compare {
                 lhs: lhs.substitute(map),
                 op: *op,
@@ -141,8 +149,22 @@ pub fn decide(constraint: &ConstraintKind, facts: &[ConstraintKind]) -> Verdict 
         }
         ConstraintKind::InRange { dim, lo, hi, inclusive } => {
             let upper = if *inclusive { CmpOp::Le } else { CmpOp::Lt };
-            let low = decide(&ConstraintKind::Compare { lhs: dim.clone(), op: CmpOp::Ge, rhs: lo.clone() }, facts);
-            let high = decide(&ConstraintKind::Compare { lhs: dim.clone(), op: upper, rhs: hi.clone() }, facts);
+            let low = decide(
+                &ConstraintKind::Compare {
+                    lhs: dim.clone(),
+                    op: CmpOp::Ge,
+                    rhs: lo.clone(),
+                },
+                facts,
+            );
+            let high = decide(
+                &ConstraintKind::Compare {
+                    lhs: dim.clone(),
+                    op: upper,
+                    rhs: hi.clone(),
+                },
+                facts,
+            );
             match (low, high) {
                 (Verdict::Holds, Verdict::Holds) => Verdict::Holds,
                 (Verdict::Violated(_), _) | (_, Verdict::Violated(_)) => Verdict::Violated(match dim.as_const() {
@@ -160,9 +182,11 @@ fn proves_divisible(dim: &Poly, by: i64, facts: &[ConstraintKind]) -> bool {
     let Some(sym) = dim.as_sym() else { return false };
     facts.iter().any(|f| match f {
         ConstraintKind::Divisible { dim, by: m } => dim.as_sym() == Some(sym) && m % by == 0,
-        ConstraintKind::Compare { lhs, op: CmpOp::Eq, rhs } => {
-            lhs.as_sym() == Some(sym) && rhs.as_const().is_some_and(|v| v % by == 0)
-        }
+        ConstraintKind::Compare {
+            lhs,
+            op: CmpOp::Eq,
+            rhs,
+        } => lhs.as_sym() == Some(sym) && rhs.as_const().is_some_and(|v| v % by == 0),
         _ => false,
     })
 }
@@ -186,7 +210,12 @@ fn proves_bound(sym: &str, op: CmpOp, bound: i64, facts: &[ConstraintKind]) -> b
                     CmpOp::Ne => {}
                 }
             }
-            ConstraintKind::InRange { dim, lo: l, hi: h, inclusive } if dim.as_sym() == Some(sym) => {
+            ConstraintKind::InRange {
+                dim,
+                lo: l,
+                hi: h,
+                inclusive,
+            } if dim.as_sym() == Some(sym) => {
                 if let (Some(l), Some(h)) = (l.as_const(), h.as_const()) {
                     lo = lo.max(l);
                     hi = hi.min(if *inclusive { h } else { h.saturating_sub(1) });
@@ -211,7 +240,14 @@ pub fn derive(constraints: &[ConstraintKind], bound: &mut BTreeMap<String, Poly>
     for _ in 0..constraints.len() {
         let mut learned = false;
         for c in constraints {
-            let ConstraintKind::Compare { lhs, op: CmpOp::Eq, rhs } = c else { continue };
+            let ConstraintKind::Compare {
+                lhs,
+                op: CmpOp::Eq,
+                rhs,
+            } = c
+            else {
+                continue;
+            };
             let subst = |p: &Poly| p.substitute(&|s| bound.get(s).cloned());
             let (l, r) = (subst(lhs), subst(rhs));
             for (known, unknown) in [(&l, &r), (&r, &l)] {
@@ -220,7 +256,9 @@ pub fn derive(constraints: &[ConstraintKind], bound: &mut BTreeMap<String, Poly>
                 let [sym] = unknowns.as_slice() else { continue };
                 // unknown = coeff * sym + rest, with coeff and rest constant
                 let rest = unknown.substitute(&|s| (s == *sym).then(|| Poly::constant(0)));
-                let coeff = unknown.substitute(&|s| (s == *sym).then(|| Poly::constant(1))).sub(&rest);
+                let coeff = unknown
+                    .substitute(&|s| (s == *sym).then(|| Poly::constant(1)))
+                    .sub(&rest);
                 if let (Some(c), Some(r)) = (coeff.as_const(), rest.as_const()) {
                     if c != 0 && (value - r) % c == 0 {
                         bound.insert(sym.to_string(), Poly::constant((value - r) / c));
@@ -240,14 +278,24 @@ mod tests {
     use super::*;
 
     fn div(sym: &str, by: i64) -> ConstraintKind {
-        ConstraintKind::Divisible { dim: Poly::sym(sym), by }
+        ConstraintKind::Divisible {
+            dim: Poly::sym(sym),
+            by,
+        }
     }
 
     #[test]
     fn concrete_constraints_are_decided() {
-        let c = ConstraintKind::Divisible { dim: Poly::constant(100), by: 8 };
+        let c = ConstraintKind::Divisible {
+            dim: Poly::constant(100),
+            by: 8,
+        };
         assert_eq!(decide(&c, &[]), Verdict::Violated("100 % 8 == 4".into()));
-        let c = ConstraintKind::Compare { lhs: Poly::constant(4096), op: CmpOp::Le, rhs: Poly::constant(8192) };
+        let c = ConstraintKind::Compare {
+            lhs: Poly::constant(4096),
+            op: CmpOp::Le,
+            rhs: Poly::constant(8192),
+        };
         assert_eq!(decide(&c, &[]), Verdict::Holds);
         let c = ConstraintKind::InRange {
             dim: Poly::constant(0),
@@ -262,10 +310,17 @@ mod tests {
     fn symbolic_constraints_follow_from_facts() {
         assert_eq!(decide(&div("D", 8), &[div("D", 16)]), Verdict::Holds);
         assert_eq!(decide(&div("D", 16), &[div("D", 8)]), Verdict::Unknown);
-        let le = |v| ConstraintKind::Compare { lhs: Poly::sym("S"), op: CmpOp::Le, rhs: Poly::constant(v) };
+        let le = |v| ConstraintKind::Compare {
+            lhs: Poly::sym("S"),
+            op: CmpOp::Le,
+            rhs: Poly::constant(v),
+        };
         assert_eq!(decide(&le(8192), &[le(4096)]), Verdict::Holds);
         assert_eq!(decide(&le(4096), &[le(8192)]), Verdict::Unknown);
-        let eight_n = ConstraintKind::Divisible { dim: Poly::constant(8).mul(&Poly::sym("N")), by: 8 };
+        let eight_n = ConstraintKind::Divisible {
+            dim: Poly::constant(8).mul(&Poly::sym("N")),
+            by: 8,
+        };
         assert_eq!(decide(&eight_n, &[]), Verdict::Holds);
     }
 
@@ -276,7 +331,10 @@ mod tests {
             op: CmpOp::Eq,
             rhs: Poly::sym("H").mul(&Poly::sym("Dh")),
         };
-        let mut bound = BTreeMap::from([("D".to_string(), Poly::constant(512)), ("H".to_string(), Poly::constant(8))]);
+        let mut bound = BTreeMap::from([
+            ("D".to_string(), Poly::constant(512)),
+            ("H".to_string(), Poly::constant(8)),
+        ]);
         derive(&[eq], &mut bound);
         assert_eq!(bound.get("Dh").and_then(Poly::as_const), Some(64));
     }

@@ -348,14 +348,7 @@ impl BinOp {
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
-            BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::In
-                | BinOp::NotIn
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::In | BinOp::NotIn
         )
     }
 }
@@ -447,10 +440,7 @@ impl ExprKind {
             }
             ExprKind::Attr { base, .. } => f(base),
             ExprKind::Slice { lower, upper, step } => {
-                [lower, upper, step]
-                    .into_iter()
-                    .flatten()
-                    .for_each(|e| f(e));
+                [lower, upper, step].into_iter().flatten().for_each(|e| f(e));
             }
         }
     }

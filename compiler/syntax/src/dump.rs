@@ -30,21 +30,11 @@ fn write_stmt(out: &mut String, stmt: &Stmt, depth: usize) {
         StmtKind::Expr(e) => line(out, depth, &expr(e)),
         StmtKind::Assign { targets, value } => {
             let targets: Vec<String> = targets.iter().map(expr).collect();
-            line(
-                out,
-                depth,
-                &format!("(= {} {})", targets.join(" "), expr(value)),
-            );
+            line(out, depth, &format!("(= {} {})", targets.join(" "), expr(value)));
         }
         StmtKind::AnnAssign { target, ty, value } => {
-            let value = value
-                .as_ref()
-                .map_or(String::new(), |v| format!(" {}", expr(v)));
-            line(
-                out,
-                depth,
-                &format!("(: {} {}{value})", expr(target), type_(ty)),
-            );
+            let value = value.as_ref().map_or(String::new(), |v| format!(" {}", expr(v)));
+            line(out, depth, &format!("(: {} {}{value})", expr(target), type_(ty)));
         }
         StmtKind::AugAssign { target, op, value } => {
             line(
@@ -56,28 +46,16 @@ fn write_stmt(out: &mut String, stmt: &Stmt, depth: usize) {
         StmtKind::If { branches, orelse } => {
             for (i, branch) in branches.iter().enumerate() {
                 let word = if i == 0 { "if" } else { "elif" };
-                write_block(
-                    out,
-                    &format!("{word} {}", expr(&branch.cond)),
-                    &branch.body,
-                    depth,
-                );
+                write_block(out, &format!("{word} {}", expr(&branch.cond)), &branch.body, depth);
             }
             if let Some(orelse) = orelse {
                 write_block(out, "else", orelse, depth);
             }
         }
         StmtKind::For { target, iter, body } => {
-            write_block(
-                out,
-                &format!("for {} in {}", expr(target), expr(iter)),
-                body,
-                depth,
-            );
+            write_block(out, &format!("for {} in {}", expr(target), expr(iter)), body, depth);
         }
-        StmtKind::While { cond, body } => {
-            write_block(out, &format!("while {}", expr(cond)), body, depth)
-        }
+        StmtKind::While { cond, body } => write_block(out, &format!("while {}", expr(cond)), body, depth),
         StmtKind::With { items, body } => {
             let items: Vec<String> = items
                 .iter()
@@ -97,23 +75,15 @@ fn write_stmt(out: &mut String, stmt: &Stmt, depth: usize) {
         StmtKind::Continue => line(out, depth, "continue"),
         StmtKind::Pass => line(out, depth, "pass"),
         StmtKind::Assert { cond, message } => {
-            let message = message
-                .as_ref()
-                .map_or(String::new(), |m| format!(" {}", expr(m)));
+            let message = message.as_ref().map_or(String::new(), |m| format!(" {}", expr(m)));
             line(out, depth, &format!("assert {}{message}", expr(cond)));
         }
         StmtKind::Import(paths) => {
-            let paths: Vec<String> = paths
-                .iter()
-                .map(|p| aliased(&path(&p.path), &p.alias))
-                .collect();
+            let paths: Vec<String> = paths.iter().map(|p| aliased(&path(&p.path), &p.alias)).collect();
             line(out, depth, &format!("import {}", paths.join(", ")));
         }
         StmtKind::FromImport { module, names } => {
-            let names: Vec<String> = names
-                .iter()
-                .map(|n| aliased(&n.name.name, &n.alias))
-                .collect();
+            let names: Vec<String> = names.iter().map(|n| aliased(&n.name.name, &n.alias)).collect();
             line(
                 out,
                 depth,
@@ -174,11 +144,7 @@ fn aliased(name: &str, alias: &Option<Ident>) -> String {
 }
 
 fn path(p: &Path) -> String {
-    p.segments
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect::<Vec<_>>()
-        .join(".")
+    p.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
 }
 
 fn type_(ty: &Type) -> String {
@@ -257,11 +223,7 @@ pub(crate) fn expr(e: &Expr) -> String {
         ExprKind::Binary { op, lhs, rhs } => {
             format!("({} {} {})", op.symbol(), expr(lhs), expr(rhs))
         }
-        ExprKind::Range {
-            start,
-            end,
-            inclusive,
-        } => {
+        ExprKind::Range { start, end, inclusive } => {
             let op = if *inclusive { "..=" } else { ".." };
             format!("({op} {} {})", expr(start), expr(end))
         }

@@ -51,6 +51,8 @@ struct Layout<'a> {
     line_break_in_brackets: bool,
     /// The current logical line starts with a keyword that opens a block.
     line_opens_block: bool,
+    /// E0014 for blocks was reported (once per file is enough).
+    depth_reported: bool,
 }
 
 /// Runs the lexer and the layout pass over `text`.
@@ -73,6 +75,7 @@ pub(crate) fn tokens(file: FileId, text: &str) -> (Vec<Spanned<'_>>, Vec<Diagnos
         at_line_start: true,
         line_break_in_brackets: false,
         line_opens_block: false,
+        depth_reported: false,
     };
     for (lexeme, span) in lexer.by_ref() {
         match lexeme {
@@ -131,6 +134,7 @@ fn starts_statement_only(tok: &Tok) -> bool {
             | Tok::Assert
             | Tok::Elif
             | Tok::With
+            | Tok::From
     )
 }
 
@@ -165,8 +169,7 @@ impl<'a> Layout<'a> {
             return;
         }
         let after_operand = self.out.last().is_some_and(|t| ends_operand(&t.1));
-        let starts_new_statement =
-            starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand);
+        let starts_new_statement = starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand);
         if std::mem::take(&mut self.line_break_in_brackets)
             && starts_new_statement
             && self.indent_of(span.start).0 <= self.levels.last().map_or(0, |l| l.width8)
@@ -234,12 +237,9 @@ impl<'a> Layout<'a> {
             None => {
                 let Some((open, open_span)) = self.brackets.last().cloned() else {
                     self.error(
-                        Diagnostic::error(
-                            Code::E0022,
-                            format!("unmatched closing delimiter {tok}"),
-                        )
-                        .with_primary(self.at(span), "nothing is open here")
-                        .with_help("remove it, or add the opening delimiter it was meant to close"),
+                        Diagnostic::error(Code::E0022, format!("unmatched closing delimiter {tok}"))
+                            .with_primary(self.at(span), "nothing is open here")
+                            .with_help("remove it, or add the opening delimiter it was meant to close"),
                     );
                     return false;
                 };
@@ -280,52 +280,34 @@ impl<'a> Layout<'a> {
     /// The indentation before `offset` on its line, as (tab = 8, tab = 1)
     /// widths, and whether it mixes tabs and spaces.
     fn indent_of(&self, offset: u32) -> (usize, usize, Span) {
-        let start = self.text[..offset as usize]
-            .rfind('\n')
-            .map_or(0, |i| i + 1);
+        let start = self.text[..offset as usize].rfind('\n').map_or(0, |i| i + 1);
         let indent = &self.text[start..offset as usize];
         let mut width8 = 0;
         for c in indent.chars() {
-            width8 = if c == '\t' {
-                (width8 / 8 + 1) * 8
-            } else {
-                width8 + 1
-            };
+            width8 = if c == '\t' { (width8 / 8 + 1) * 8 } else { width8 + 1 };
         }
-        (
-            width8,
-            indent.chars().count(),
-            Span::from_range(start..offset as usize),
-        )
+        (width8, indent.chars().count(), Span::from_range(start..offset as usize))
     }
 
     fn indentation(&mut self, offset: u32) {
         let (width8, width1, indent_span) = self.indent_of(offset);
         let opener = self.trailing_colon.take();
-        let current = self
-            .levels
-            .last()
-            .expect("the outermost level is never popped");
+        let current = self.levels.last().expect("the outermost level is never popped");
         let (current8, current1) = (current.width8, current.width1);
         let inconsistent = width8.cmp(&current8) != width1.cmp(&current1);
         if inconsistent {
             self.error(
-                Diagnostic::error(
-                    Code::E0010,
-                    "indentation mixes tabs and spaces inconsistently",
-                )
-                .with_primary(
-                    self.at(indent_span),
-                    "this indentation uses tabs and spaces differently from the block it is in",
-                )
-                .with_help("indent with spaces only"),
+                Diagnostic::error(Code::E0010, "indentation mixes tabs and spaces inconsistently")
+                    .with_primary(
+                        self.at(indent_span),
+                        "this indentation uses tabs and spaces differently from the block it is in",
+                    )
+                    .with_help("indent with spaces only"),
             );
         }
         let here = Span::empty(offset);
         let opener = match opener {
-            None if width8 > current8 && self.line_opens_block && !inconsistent => {
-                self.insert_missing_colon()
-            }
+            None if width8 > current8 && self.line_opens_block && !inconsistent => self.insert_missing_colon(),
             other => other,
         };
         if width8 > current8 {
@@ -340,15 +322,18 @@ impl<'a> Layout<'a> {
                         .with_help("remove the indentation, or end the line before with `:`"),
                 );
             }
-            if real && self.levels.len() >= MAX_BLOCK_DEPTH {
-                self.error(
-                    Diagnostic::error(Code::E0014, "blocks nested too deeply")
-                        .with_primary(
-                            self.at(indent_span),
-                            format!("more than {MAX_BLOCK_DEPTH} levels of blocks"),
-                        )
-                        .with_help("move the inner code into a function"),
-                );
+            // `levels` holds the top level too: a body at depth 100 is the 101st entry.
+            if real && self.levels.len() > MAX_BLOCK_DEPTH {
+                if !std::mem::replace(&mut self.depth_reported, true) {
+                    self.error(
+                        Diagnostic::error(Code::E0014, "blocks nested too deeply")
+                            .with_primary(
+                                self.at(indent_span),
+                                format!("more than {MAX_BLOCK_DEPTH} levels of blocks"),
+                            )
+                            .with_help("move the inner code into a function"),
+                    );
+                }
                 self.synthetic_block(here);
                 self.levels.push(Level {
                     width8,
@@ -379,8 +364,11 @@ impl<'a> Layout<'a> {
         if self.levels.last().is_some_and(|l| l.width8 < width8) {
             if !inconsistent {
                 self.error(
-                Diagnostic::error(Code::E0011, "unindent does not match any outer indentation level")
-                    .with_primary(self.at(indent_span), "this line is indented less than its block, but more than the block around it")
+                    Diagnostic::error(Code::E0011, "unindent does not match any outer indentation level")
+                        .with_primary(
+                            self.at(indent_span),
+                            "this line is indented less than its block, but more than the block around it",
+                        )
                         .with_help("indent it to the level of the block it belongs to"),
                 );
             }
@@ -405,10 +393,7 @@ impl<'a> Layout<'a> {
         self.error(
             Diagnostic::error(Code::E0031, "missing `:` at the end of the line")
                 .with_primary(self.at(at), "expected `:` here")
-                .with_fix(
-                    Fix::new("add `:`", Applicability::MachineApplicable)
-                        .with_edit(self.at(at), ":"),
-                ),
+                .with_fix(Fix::new("add `:`", Applicability::MachineApplicable).with_edit(self.at(at), ":")),
         );
         self.out.insert(newline, (end, Tok::Colon, end));
         Some(at)
@@ -433,7 +418,13 @@ impl<'a> Layout<'a> {
     }
 
     fn finish(&mut self) {
-        let end = Span::empty(self.text.len() as u32);
+        // Errors at the end point just after the last token, on its line.
+        let last = self
+            .out
+            .iter()
+            .rev()
+            .find(|t| !matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent));
+        let end = Span::empty(last.map_or(0, |t| t.2));
         self.close_unclosed(end.start, "the file ends here");
         if self.line_has_tokens {
             self.emit(Tok::Newline, end);
@@ -470,9 +461,7 @@ mod tests {
                 Tok::Newline => "NL".into(),
                 Tok::Indent => "INDENT".into(),
                 Tok::Dedent => "DEDENT".into(),
-                other => other
-                    .text()
-                    .map_or_else(|| format!("{other:?}"), str::to_string),
+                other => other.text().map_or_else(|| format!("{other:?}"), str::to_string),
             })
             .collect();
         out.extend(diags.iter().map(|d| format!("!{}", d.code)));
@@ -502,10 +491,7 @@ mod tests {
 
     #[test]
     fn unexpected_indent_is_a_phantom_level() {
-        check(
-            "a\n    b\n    c\nd\n",
-            expect!["a NL b NL c NL d NL !E0012"],
-        );
+        check("a\n    b\n    c\nd\n", expect!["a NL b NL c NL d NL !E0012"]);
     }
 
     #[test]
@@ -530,10 +516,7 @@ mod tests {
             "def f():\nx\n",
             expect!["def f ( ) : NL INDENT pass NL DEDENT x NL !E0013"],
         );
-        check(
-            "def f():",
-            expect!["def f ( ) : NL INDENT pass NL DEDENT !E0013"],
-        );
+        check("def f():", expect!["def f ( ) : NL INDENT pass NL DEDENT !E0013"]);
     }
 
     #[test]
@@ -572,10 +555,7 @@ mod tests {
     fn over_deep_brackets_are_skipped() {
         let text = format!("x = {}1{}\n", "(".repeat(250), ")".repeat(250));
         let (toks, diags) = tokens(FileId(0), &text);
-        assert_eq!(
-            diags.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(),
-            ["E0014"]
-        );
+        assert_eq!(diags.iter().map(|d| d.code.as_str()).collect::<Vec<_>>(), ["E0014"]);
         let opens = toks.iter().filter(|t| t.1 == Tok::LParen).count();
         let closes = toks.iter().filter(|t| t.1 == Tok::RParen).count();
         assert_eq!((opens, closes), (MAX_BRACKET_DEPTH, MAX_BRACKET_DEPTH));

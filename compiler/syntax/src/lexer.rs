@@ -190,8 +190,7 @@ enum StringEnd {
 fn scan_number(lex: &mut logos::Lexer<Raw>) {
     let rest = lex.remainder().as_bytes();
     let first = lex.slice().as_bytes()[0];
-    let radix_prefixed =
-        first == b'0' && matches!(rest.first(), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B'));
+    let radix_prefixed = first == b'0' && matches!(rest.first(), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B'));
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut i = 0;
     loop {
@@ -203,8 +202,7 @@ fn scan_number(lex: &mut logos::Lexer<Raw>) {
         let after = rest.get(i + 1).copied();
         if !radix_prefixed && matches!(prev, b'e' | b'E') && matches!(next, Some(b'+' | b'-')) {
             i += 1; // the sign of an exponent
-        } else if !radix_prefixed && next == Some(b'.') && after.is_some_and(|b| b.is_ascii_digit())
-        {
+        } else if !radix_prefixed && next == Some(b'.') && after.is_some_and(|b| b.is_ascii_digit()) {
             i += 1; // a fraction; `1..n` stays an integer followed by `..`
         } else {
             break;
@@ -222,6 +220,7 @@ fn scan_string(lex: &mut logos::Lexer<Raw>) -> StringEnd {
     let mut i = if triple { 2 } else { 0 };
     while i < rest.len() {
         match rest[i] {
+            b'\\' if rest[i + 1..].starts_with(b"\r\n") => i += 3,
             b'\\' if i + 1 < rest.len() && rest[i + 1] != b'\n' => i += 2,
             b'\n' if !triple => break,
             b if b == quote && !triple => {
@@ -263,8 +262,13 @@ pub(crate) struct Lexer<'a> {
 
 impl<'a> Lexer<'a> {
     pub(crate) fn new(file: FileId, text: &'a str) -> Lexer<'a> {
+        let mut raw = Raw::lexer(text);
+        // A byte-order mark is an encoding signature, not source text.
+        if text.starts_with('\u{feff}') {
+            raw.bump('\u{feff}'.len_utf8());
+        }
         Lexer {
-            raw: Raw::lexer(text),
+            raw,
             text,
             file,
             diags: Vec::new(),
@@ -293,15 +297,14 @@ impl<'a> Iterator for Lexer<'a> {
             Ok(raw) => Lexeme::Token(convert(raw, slice, span, self.file, &mut self.diags)),
             Err(()) => {
                 let c = slice.chars().next().unwrap_or('?');
+                let shown = if c.is_control() || c.is_whitespace() {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                };
                 self.diags.push(
-                    Diagnostic::error(
-                        Code::E0001,
-                        format!("unexpected character `{}`", c.escape_default()),
-                    )
-                    .with_primary(
-                        span.in_file(self.file),
-                        "this character does not start any token",
-                    ),
+                    Diagnostic::error(Code::E0001, format!("unexpected character `{shown}`"))
+                        .with_primary(span.in_file(self.file), "this character does not start any token"),
                 );
                 Lexeme::Token(Tok::Error)
             }
@@ -310,24 +313,13 @@ impl<'a> Iterator for Lexer<'a> {
     }
 }
 
-fn convert<'a>(
-    raw: Raw,
-    slice: &'a str,
-    span: Span,
-    file: FileId,
-    diags: &mut Vec<Diagnostic>,
-) -> Tok<'a> {
+fn convert<'a>(raw: Raw, slice: &'a str, span: Span, file: FileId, diags: &mut Vec<Diagnostic>) -> Tok<'a> {
     match raw {
         Raw::Ident => Tok::Name(slice),
         Raw::Number => match number_value(slice) {
             Ok(tok) => tok,
-            Err(NumberError {
-                message,
-                label,
-                help,
-            }) => {
-                let mut diag =
-                    Diagnostic::error(Code::E0003, message).with_primary(span.in_file(file), label);
+            Err(NumberError { message, label, help }) => {
+                let mut diag = Diagnostic::error(Code::E0003, message).with_primary(span.in_file(file), label);
                 if let Some(help) = help {
                     diag = diag.with_help(help);
                 }
@@ -340,17 +332,15 @@ fn convert<'a>(
                 diags.push(
                     Diagnostic::error(Code::E0002, "unterminated string literal")
                         .with_primary(span.in_file(file), "this string is never closed")
-                        .with_help(format!("close it with {}", &slice[..1])),
+                        .with_help(format!("close it with {}", closing_quote(slice))),
                 );
             }
             Tok::Str(string_value(slice, end, span, file, diags))
         }
         Raw::Backslash => {
             diags.push(
-                Diagnostic::error(Code::E0001, "unexpected character `\\`").with_primary(
-                    span.in_file(file),
-                    "a backslash continues a line only at its very end",
-                ),
+                Diagnostic::error(Code::E0001, "unexpected character `\\`")
+                    .with_primary(span.in_file(file), "a backslash continues a line only at its very end"),
             );
             Tok::Error
         }
@@ -400,12 +390,7 @@ fn number_error(message: impl Into<String>, label: impl Into<String>) -> NumberE
 }
 
 /// Size units of size literals and their multipliers.
-const SIZE_UNITS: [(&str, u64); 4] = [
-    ("KiB", 1 << 10),
-    ("MiB", 1 << 20),
-    ("GiB", 1 << 30),
-    ("TiB", 1 << 40),
-];
+const SIZE_UNITS: [(&str, u64); 4] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)];
 
 /// Checks `_` placement in a run of digits: only between two digits.
 fn check_underscores(digits: &str) -> Result<(), NumberError> {
@@ -419,16 +404,27 @@ fn check_underscores(digits: &str) -> Result<(), NumberError> {
     Ok(())
 }
 
+fn check_leading_zeros(digits: &str) -> Result<(), NumberError> {
+    if digits.len() > 1 && digits.starts_with('0') && digits.bytes().any(|b| b != b'0' && b != b'_') {
+        return Err(NumberError {
+            message: "leading zeros in a decimal literal".into(),
+            label: "a decimal literal cannot start with `0`".into(),
+            help: Some("write `0o` for an octal literal, or drop the leading zeros".into()),
+        });
+    }
+    Ok(())
+}
+
 /// The value of a number literal, or why it is invalid.
 fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
     let lower = text.get(..2).map(str::to_ascii_lowercase);
     let radix = match lower.as_deref() {
-        Some("0x") => Some((16, "hexadecimal")),
-        Some("0o") => Some((8, "octal")),
-        Some("0b") => Some((2, "binary")),
+        Some("0x") => Some((16, "hexadecimal", "a")),
+        Some("0o") => Some((8, "octal", "an")),
+        Some("0b") => Some((2, "binary", "a")),
         _ => Option::None,
     };
-    if let Some((radix, name)) = radix {
+    if let Some((radix, name, article)) = radix {
         let digits = &text[2..];
         if digits.is_empty() {
             return Err(number_error(
@@ -439,15 +435,13 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
         if let Some(bad) = digits.chars().find(|&c| c != '_' && !c.is_digit(radix)) {
             return Err(number_error(
                 format!("invalid digit `{bad}` in {name} literal"),
-                format!("`{bad}` is not a {name} digit"),
+                format!("`{bad}` is not {article} {name} digit"),
             ));
         }
         check_underscores(digits)?;
         return u64::from_str_radix(&digits.replace('_', ""), radix)
             .map(Tok::Int)
-            .map_err(|_| {
-                number_error("integer literal is too large", "it does not fit in 64 bits")
-            });
+            .map_err(|_| number_error("integer literal is too large", "it does not fit in 64 bits"));
     }
 
     let bytes = text.as_bytes();
@@ -483,22 +477,18 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
 
     if !suffix.is_empty() {
         let unit = suffix.strip_prefix('_').unwrap_or(suffix);
-        let multiplier = SIZE_UNITS
-            .iter()
-            .find(|(name, _)| *name == unit)
-            .map(|&(_, m)| m);
+        let multiplier = SIZE_UNITS.iter().find(|(name, _)| *name == unit).map(|&(_, m)| m);
         return match multiplier {
             Some(multiplier) if !is_float => {
                 check_underscores(number)?;
+                check_leading_zeros(number)?;
                 number
                     .replace('_', "")
                     .parse::<u64>()
                     .ok()
                     .and_then(|n| n.checked_mul(multiplier))
                     .map(Tok::Size)
-                    .ok_or_else(|| {
-                        number_error("size literal is too large", "it does not fit in 64 bits")
-                    })
+                    .ok_or_else(|| number_error("size literal is too large", "it does not fit in 64 bits"))
             }
             Some(_) => Err(number_error(
                 "size literals must be whole numbers",
@@ -516,12 +506,10 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
     check_underscores(int_part)?;
     if is_float {
         let cleaned = number.replace('_', "");
-        if let Some(fraction) = number
-            .get(int_end + 1..)
-            .map(|f| f.split(['e', 'E']).next().unwrap_or(""))
-        {
-            if !fraction.is_empty() {
-                check_underscores(fraction)?;
+        // Each run of digits (integer part, fraction, exponent) is checked.
+        for run in number.split(['.', 'e', 'E', '+', '-']).skip(1) {
+            if !run.is_empty() {
+                check_underscores(run)?;
             }
         }
         return match cleaned.parse::<f64>() {
@@ -532,10 +520,7 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
             )),
         };
     }
-    if int_part.len() > 1
-        && int_part.starts_with('0')
-        && int_part.bytes().any(|b| b != b'0' && b != b'_')
-    {
+    if int_part.len() > 1 && int_part.starts_with('0') && int_part.bytes().any(|b| b != b'0' && b != b'_') {
         return Err(NumberError {
             message: "leading zeros in a decimal literal".into(),
             label: "a decimal literal cannot start with `0`".into(),
@@ -549,16 +534,20 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
         .map_err(|_| number_error("integer literal is too large", "it does not fit in 64 bits"))
 }
 
+/// The quote that closes a string: a single quote character, or three.
+fn closing_quote(text: &str) -> &str {
+    let quote = text.as_bytes()[0];
+    if text.as_bytes().starts_with(&[quote; 3]) {
+        &text[..3]
+    } else {
+        &text[..1]
+    }
+}
+
 /// The value of a string literal with escapes resolved; bad escapes are reported.
-fn string_value(
-    text: &str,
-    end: StringEnd,
-    span: Span,
-    file: FileId,
-    diags: &mut Vec<Diagnostic>,
-) -> String {
+fn string_value(text: &str, end: StringEnd, span: Span, file: FileId, diags: &mut Vec<Diagnostic>) -> String {
     let quote = &text[..1];
-    let triple = text.len() >= 3 && text[..3] == quote.repeat(3);
+    let triple = text.as_bytes().starts_with(&[quote.as_bytes()[0]; 3]);
     let open = if triple { 3 } else { 1 };
     let close = match end {
         StringEnd::Closed => open,
@@ -569,6 +558,10 @@ fn string_value(
     let mut out = String::with_capacity(body.len());
     let mut chars = body.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
+        // A string's value does not depend on the file's line endings.
+        if c == '\r' && chars.peek().is_some_and(|&(_, n)| n == '\n') {
+            continue;
+        }
         if c != '\\' {
             out.push(c);
             continue;
@@ -586,6 +579,10 @@ fn string_value(
             't' => Some('\t'),
             '0' => Some('\0'),
             '\n' => continue,
+            '\r' if chars.peek().is_some_and(|&(_, n)| n == '\n') => {
+                chars.next();
+                continue;
+            }
             'u' => unicode_escape(body, &mut chars),
             _ => Option::None,
         };
@@ -594,14 +591,23 @@ fn string_value(
             Option::None => {
                 let end = chars.peek().map_or(body.len(), |&(j, _)| j);
                 let at = Span::from_range(body_start + i..body_start + end);
-                diags.push(
-                    Diagnostic::error(
-                        Code::E0004,
-                        format!("invalid escape sequence `{}`", &body[i..end]),
+                let (label, help) = if e == 'u' {
+                    (
+                        "not a valid Unicode escape",
+                        "write a code point of 1 to 6 hex digits in braces, at most 10FFFF: `\\u{3bb}`",
                     )
-                    .with_primary(at.in_file(file), "unknown escape")
-                    .with_help("write `\\\\` for a literal backslash"),
+                } else {
+                    ("unknown escape", "write `\\\\` for a literal backslash")
+                };
+                diags.push(
+                    Diagnostic::error(Code::E0004, format!("invalid escape sequence `{}`", &body[i..end]))
+                        .with_primary(at.in_file(file), label)
+                        .with_help(help),
                 );
+                // Keep the character, so the value is what was most likely meant.
+                if e != 'u' {
+                    out.push(e);
+                }
             }
         }
     }
@@ -609,10 +615,7 @@ fn string_value(
 }
 
 /// `\u{XXXX}`: after the `u`, braces around one to six hex digits.
-fn unicode_escape(
-    body: &str,
-    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
-) -> Option<char> {
+fn unicode_escape(body: &str, chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>) -> Option<char> {
     let (open, '{') = *chars.peek()? else {
         return Option::None;
     };
@@ -655,30 +658,22 @@ mod tests {
 
     #[test]
     fn invalid_literals_say_why() {
-        assert_eq!(
-            value("0x1G"),
-            Err("invalid digit `G` in hexadecimal literal".into())
-        );
+        assert_eq!(value("0x1G"), Err("invalid digit `G` in hexadecimal literal".into()));
         assert_eq!(value("0x"), Err("hexadecimal literal has no digits".into()));
         assert_eq!(value("1__0"), Err("misplaced `_` in number literal".into()));
         assert_eq!(value("1_"), Err("misplaced `_` in number literal".into()));
-        assert_eq!(
-            value("16_KB"),
-            Err("invalid suffix `_KB` on number literal".into())
-        );
-        assert_eq!(
-            value("1.5KiB"),
-            Err("size literals must be whole numbers".into())
-        );
+        assert_eq!(value("16_KB"), Err("invalid suffix `_KB` on number literal".into()));
+        assert_eq!(value("1.5KiB"), Err("size literals must be whole numbers".into()));
         assert_eq!(
             value("99999999999999999999"),
             Err("integer literal is too large".into())
         );
-        assert_eq!(
-            value("007"),
-            Err("leading zeros in a decimal literal".into())
-        );
+        assert_eq!(value("007"), Err("leading zeros in a decimal literal".into()));
         assert_eq!(value("1e999"), Err("float literal is out of range".into()));
+        assert_eq!(value("1.5e3_"), Err("misplaced `_` in number literal".into()));
+        assert_eq!(value("1e1_"), Err("misplaced `_` in number literal".into()));
+        assert_eq!(value("01_KiB"), Err("leading zeros in a decimal literal".into()));
+        assert_eq!(value("1_000.000_1e1_0"), Ok(Tok::Float(1000.0001e10)));
     }
 
     fn kinds(text: &str) -> Vec<String> {
@@ -703,10 +698,7 @@ mod tests {
         assert_eq!(kinds(r#""a\tb" # c"#), [r#"Str("a\tb")"#]);
         assert_eq!(kinds("'''x\ny'''"), [r#"Str("x\ny")"#]);
         assert_eq!(kinds(r#""\u{1F600}""#), ["Str(\"😀\")"]);
-        assert_eq!(
-            kinds("a \\\nb"),
-            ["Name(\"a\")", "Continuation", "Name(\"b\")"]
-        );
+        assert_eq!(kinds("a \\\nb"), ["Name(\"a\")", "Continuation", "Name(\"b\")"]);
     }
 
     #[test]
@@ -716,5 +708,42 @@ mod tests {
         let codes: Vec<_> = lexer.diags.iter().map(|d| d.code.as_str()).collect();
         assert_eq!(codes, ["E0002", "E0001", "E0001"]);
         assert_eq!(toks.len(), 6);
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::*;
+
+    fn values(text: &str) -> (Vec<String>, Vec<&'static str>) {
+        let mut lexer = Lexer::new(FileId(0), text);
+        let toks = lexer
+            .by_ref()
+            .filter_map(|(l, _)| match l {
+                Lexeme::Token(Tok::Str(s)) => Some(s),
+                Lexeme::Token(Tok::Name(n)) => Some(format!("name {n}")),
+                _ => None,
+            })
+            .collect();
+        (toks, lexer.diags.iter().map(|d| d.code.as_str()).collect())
+    }
+
+    #[test]
+    fn multibyte_characters_in_strings() {
+        assert_eq!(
+            values("\"aλ\" 'λ' \"\\é\""),
+            (vec!["aλ".into(), "λ".into(), "é".into()], vec!["E0004"])
+        );
+    }
+
+    #[test]
+    fn line_endings_do_not_change_string_values() {
+        assert_eq!(values("'''a\r\nb'''").0, ["a\nb"]);
+        assert_eq!(values("'''a\\\r\nb'''"), (vec!["ab".into()], vec![]));
+    }
+
+    #[test]
+    fn byte_order_mark_is_skipped() {
+        assert_eq!(values("\u{feff}x"), (vec!["name x".into()], vec![]));
     }
 }

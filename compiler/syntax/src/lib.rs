@@ -14,8 +14,8 @@ mod spans;
 mod token;
 mod validate;
 
-use tessera_base::{FileId, Span};
-use tessera_diagnostics::Diagnostic;
+use tessera_base::{FileId, LineIndex, Span};
+use tessera_diagnostics::{Code, Diagnostic};
 
 pub use dump::dump;
 
@@ -35,34 +35,34 @@ pub fn parse(file: FileId, text: &str) -> Parse {
         body,
         span: Span::new(0, text.len() as u32),
     };
-    merge_parse_errors(&mut diagnostics, parse_diags, text);
-    diagnostics.extend(validate::validate(file, &module));
+    let index = LineIndex::new(text);
+    merge_parse_errors(&mut diagnostics, parse_diags, &index);
+    merge_parse_errors(&mut diagnostics, validate::validate(file, &module), &index);
     diagnostics.sort_by_key(|d| d.primary_span().map(|s| (s.span.start, s.span.end)));
-    Parse {
-        module,
-        diagnostics,
-    }
+    Parse { module, diagnostics }
 }
 
-/// Adds parse errors, dropping those on a line that already has an error:
-/// the first error on a line explains it, later ones are its echoes (a
-/// stray character also fails to parse, an unclosed bracket breaks the
-/// statement around it).
-fn merge_parse_errors(diags: &mut Vec<Diagnostic>, parse_diags: Vec<Diagnostic>, text: &str) {
-    let line_of = |d: &Diagnostic| {
-        let offset = d
-            .primary_span()
-            .map_or(0, |s| s.span.start as usize)
-            .min(text.len());
-        text.as_bytes()[..offset]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-    };
-    let mut lines: Vec<usize> = diags.iter().map(line_of).collect();
+/// Adds parse (or validation) errors, dropping the echoes of errors
+/// already reported: the first error on a line explains it (a stray
+/// character also fails to parse), and everything between an unclosed
+/// bracket and the point where the layout pass closed it is garbled by it.
+fn merge_parse_errors(diags: &mut Vec<Diagnostic>, parse_diags: Vec<Diagnostic>, index: &LineIndex) {
+    let line_of = |d: &Diagnostic| index.line_col(d.primary_span().map_or(0, |s| s.span.start)).line;
+    let mut lines: Vec<u32> = diags.iter().map(line_of).collect();
+    let garbled: Vec<Span> = diags
+        .iter()
+        .filter(|d| d.code == Code::E0020)
+        .map(|d| {
+            d.labels
+                .iter()
+                .fold(d.labels[0].span.span, |acc, l| acc.cover(l.span.span))
+        })
+        .collect();
     for diag in parse_diags {
         let line = line_of(&diag);
-        if !lines.contains(&line) {
+        let start = diag.primary_span().map_or(0, |s| s.span.start);
+        let in_garbled = garbled.iter().any(|g| g.start <= start && start <= g.end);
+        if !lines.contains(&line) && !in_garbled {
             lines.push(line);
             diags.push(diag);
         }

@@ -29,17 +29,13 @@ pub(crate) struct Ctx<'a> {
 type Recovery<'a> = ErrorRecovery<u32, Tok<'a>, ()>;
 
 /// Parses a token stream into top-level statements plus parse diagnostics.
-pub(crate) fn parse_tokens<'a>(
-    file: FileId,
-    tokens: &'a [Spanned<'a>],
-) -> (Vec<Stmt>, Vec<Diagnostic>) {
+pub(crate) fn parse_tokens<'a>(file: FileId, tokens: &'a [Spanned<'a>]) -> (Vec<Stmt>, Vec<Diagnostic>) {
     let mut ctx = Ctx {
         file,
         tokens,
         diags: Vec::new(),
     };
-    let result =
-        grammar::ModuleParser::new().parse(&mut ctx, tokens.iter().cloned().map(Ok::<_, ()>));
+    let result = grammar::ModuleParser::new().parse(&mut ctx, tokens.iter().cloned().map(Ok::<_, ()>));
     let body = match result {
         Ok(body) => body,
         Err(error) => {
@@ -74,10 +70,17 @@ impl<'a> Ctx<'a> {
     /// The span of the decorator on the logical line before the token at
     /// `offset`, if that line is a decorator.
     fn decorator_before(&self, offset: u32) -> Option<Span> {
-        let i = self.tokens.partition_point(|t| t.0 < offset);
-        let newline = i
-            .checked_sub(1)
-            .filter(|&n| self.tokens[n].1 == Tok::Newline)?;
+        let mut i = self.tokens.partition_point(|t| t.0 < offset);
+        // The layout pass puts zero-width NEWLINEs where an unexpected
+        // DEDENT or the end of the input also sits: they come first.
+        while self
+            .tokens
+            .get(i)
+            .is_some_and(|t| t.1 == Tok::Newline && t.0 == offset && t.2 == offset)
+        {
+            i += 1;
+        }
+        let newline = i.checked_sub(1).filter(|&n| self.tokens[n].1 == Tok::Newline)?;
         let line_start = self.tokens[..newline]
             .iter()
             .rposition(|t| matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent))
@@ -96,12 +99,9 @@ impl<'a> Ctx<'a> {
                 self.unexpected(None, Span::empty(location), &expected)
             }
             ParseError::InvalidToken { location } => self.error(
-                Diagnostic::error(Code::E0030, "invalid token")
-                    .with_primary(self.at(Span::empty(location)), ""),
+                Diagnostic::error(Code::E0030, "invalid token").with_primary(self.at(Span::empty(location)), ""),
             ),
-            ParseError::ExtraToken { token: (l, tok, r) } => {
-                self.unexpected(Some(tok), Span::new(l, r), &[])
-            }
+            ParseError::ExtraToken { token: (l, tok, r) } => self.unexpected(Some(tok), Span::new(l, r), &[]),
             ParseError::User { error: () } => {}
         }
     }
@@ -124,10 +124,7 @@ impl<'a> Ctx<'a> {
             self.error(
                 Diagnostic::error(Code::E0031, "missing `:` at the end of the line")
                     .with_primary(self.at(at), "expected `:` here")
-                    .with_fix(
-                        Fix::new("add `:`", Applicability::MachineApplicable)
-                            .with_edit(self.at(at), ":"),
-                    ),
+                    .with_fix(Fix::new("add `:`", Applicability::MachineApplicable).with_edit(self.at(at), ":")),
             );
             return;
         }
@@ -162,16 +159,12 @@ impl<'a> Ctx<'a> {
         }
         // Report once per over-deep tree: its children are not errors yet.
         let mut child_is_error = false;
-        expr.kind.for_each_child(|c| {
-            child_is_error |= c.depth() > MAX_EXPR_DEPTH - 1 && c.kind == ExprKind::Error
-        });
+        expr.kind
+            .for_each_child(|c| child_is_error |= c.depth() > MAX_EXPR_DEPTH - 1 && c.kind == ExprKind::Error);
         if !child_is_error {
             self.error(
                 Diagnostic::error(Code::E0014, "expression nested too deeply")
-                    .with_primary(
-                        self.at(span),
-                        format!("more than {MAX_EXPR_DEPTH} levels of nesting"),
-                    )
+                    .with_primary(self.at(span), format!("more than {MAX_EXPR_DEPTH} levels of nesting"))
                     .with_help("split it into smaller expressions with intermediate variables"),
             );
         }
@@ -220,9 +213,7 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn compare(&mut self, op: BinOp, lhs: Expr, rhs: Expr, span: Span) -> Expr {
         if let ExprKind::Binary {
-            op: inner,
-            rhs: middle,
-            ..
+            op: inner, rhs: middle, ..
         } = &lhs.kind
         {
             if inner.is_comparison() {
@@ -233,10 +224,7 @@ impl<'a> Ctx<'a> {
                 );
                 let diag = Diagnostic::error(Code::E0036, "comparison operators cannot be chained")
                     .with_primary(self.at(span), "this compares the result of a comparison")
-                    .with_secondary(
-                        self.at(middle.span),
-                        "this operand is used by both comparisons",
-                    )
+                    .with_secondary(self.at(middle.span), "this operand is used by both comparisons")
                     .with_help(help);
                 self.error(diag);
             }
@@ -250,13 +238,10 @@ impl<'a> Ctx<'a> {
             match (&arg.name, keyword) {
                 (Some(_), None) => keyword = Some(arg.span),
                 (None, Some(kw)) => {
-                    let diag = Diagnostic::error(
-                        Code::E0037,
-                        "positional argument after keyword argument",
-                    )
-                    .with_primary(self.at(arg.span), "this positional argument")
-                    .with_secondary(self.at(kw), "comes after this keyword argument")
-                    .with_help("move positional arguments before keyword arguments");
+                    let diag = Diagnostic::error(Code::E0037, "positional argument after keyword argument")
+                        .with_primary(self.at(arg.span), "this positional argument")
+                        .with_secondary(self.at(kw), "comes after this keyword argument")
+                        .with_help("move positional arguments before keyword arguments");
                     self.error(diag);
                     return;
                 }
@@ -290,22 +275,14 @@ impl<'a> Ctx<'a> {
     /// Reports an expression that cannot be assigned to.
     pub(crate) fn check_target(&mut self, target: &Expr) {
         match &target.kind {
-            ExprKind::Name(_)
-            | ExprKind::Attr { .. }
-            | ExprKind::Subscript { .. }
-            | ExprKind::Error => {}
-            ExprKind::Tuple(items) | ExprKind::List(items) => {
-                items.iter().for_each(|t| self.check_target(t))
-            }
+            ExprKind::Name(_) | ExprKind::Attr { .. } | ExprKind::Subscript { .. } | ExprKind::Error => {}
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|t| self.check_target(t)),
             ExprKind::Paren(inner) => self.check_target(inner),
             other => {
                 let what = match other {
                     ExprKind::Call { .. } => "a function call",
                     ExprKind::Binary { .. } | ExprKind::Unary { .. } => "an operator expression",
-                    ExprKind::Int(_)
-                    | ExprKind::Float(_)
-                    | ExprKind::Size(_)
-                    | ExprKind::Str(_) => "a literal",
+                    ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Size(_) | ExprKind::Str(_) => "a literal",
                     ExprKind::Bool(_) | ExprKind::None => "a constant",
                     _ => "this expression",
                 };
@@ -318,9 +295,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn assign(&mut self, first: Expr, mut rest: Vec<Expr>, span: Span) -> Stmt {
-        let value = rest
-            .pop()
-            .expect("the grammar requires at least one `= value`");
+        let value = rest.pop().expect("the grammar requires at least one `= value`");
         let mut targets = vec![first];
         targets.extend(rest);
         targets.iter().for_each(|t| self.check_target(t));
@@ -333,13 +308,8 @@ impl<'a> Ctx<'a> {
     pub(crate) fn where_clause(&mut self, constraints: Vec<Expr>, span: Span) -> WhereClause {
         if constraints.is_empty() {
             let diag = Diagnostic::error(Code::E0034, "`where` clause without constraints")
-                .with_primary(
-                    self.at(span),
-                    "expected at least one constraint after `where`",
-                )
-                .with_help(
-                    "list constraints such as `where D % 8 == 0, S <= 8192`, or remove `where`",
-                );
+                .with_primary(self.at(span), "expected at least one constraint after `where`")
+                .with_help("list constraints such as `where D % 8 == 0, S <= 8192`, or remove `where`");
             self.error(diag);
         }
         let mut split = Vec::with_capacity(constraints.len());
@@ -352,11 +322,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub(crate) fn stray_decorators(
-        &mut self,
-        decorators: Vec<Decorator>,
-        stmts: Vec<Stmt>,
-    ) -> Vec<Stmt> {
+    pub(crate) fn stray_decorators(&mut self, decorators: Vec<Decorator>, stmts: Vec<Stmt>) -> Vec<Stmt> {
         for deco in &decorators {
             let diag = Diagnostic::error(Code::E0033, "a decorator must be followed by a function")
                 .with_primary(self.at(deco.span), "this decorator")
@@ -487,17 +453,11 @@ mod tests {
     #[test]
     fn expected_lists_read_as_prose() {
         let list = |names: &[&str]| names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>();
-        assert_eq!(
-            describe_expected(&list(&[")", ","])),
-            Some("`)` or `,`".into())
-        );
+        assert_eq!(describe_expected(&list(&[")", ","])), Some("`)` or `,`".into()));
         assert_eq!(
             describe_expected(&list(&["name", "int", "string", "(", "[", "-", "not", ")"])),
             Some("an expression or `)`".into())
         );
-        assert_eq!(
-            describe_expected(&list(&["a", "b", "c", "d", "e", "f"])),
-            None
-        );
+        assert_eq!(describe_expected(&list(&["a", "b", "c", "d", "e", "f"])), None);
     }
 }

@@ -176,9 +176,7 @@ impl Tok<'_> {
             ShlEq => "<<=",
             ShrEq => ">>=",
             AtEq => "@=",
-            Name(_) | Int(_) | Float(_) | Size(_) | Str(_) | Error | Newline | Indent | Dedent => {
-                return Option::None
-            }
+            Name(_) | Int(_) | Float(_) | Size(_) | Str(_) | Error | Newline | Indent | Dedent => return Option::None,
         })
     }
 
@@ -202,9 +200,11 @@ impl fmt::Display for Tok<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Tok::Name(n) => write!(f, "name `{n}`"),
-            Tok::Int(_) | Tok::Float(_) | Tok::Size(_) => f.write_str("a number"),
-            Tok::Str(_) => f.write_str("a string"),
-            Tok::Error => f.write_str("an invalid character"),
+            Tok::Int(v) => write!(f, "number `{v}`"),
+            Tok::Float(v) => write!(f, "number `{v:?}`"),
+            Tok::Size(v) => write!(f, "size `{v}`"),
+            Tok::Str(s) => write!(f, "string {s:?}"),
+            Tok::Error => f.write_str("invalid character"),
             Tok::Newline => f.write_str("end of line"),
             Tok::Indent => f.write_str("an indented block"),
             Tok::Dedent => f.write_str("end of block"),

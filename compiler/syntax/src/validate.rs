@@ -42,28 +42,16 @@ fn stmt(file: FileId, stmt: &Stmt, scope: Scope, diags: &mut Vec<Diagnostic>) {
                     .with_primary(at, "not inside a `for` or `while`"),
             );
         }
-        StmtKind::Return(_) if !scope.in_function => diags.push(
-            Diagnostic::error(Code::E0039, "`return` outside a function")
-                .with_primary(at, "not inside a `def`"),
-        ),
+        StmtKind::Return(_) if !scope.in_function => diags
+            .push(Diagnostic::error(Code::E0039, "`return` outside a function").with_primary(at, "not inside a `def`")),
         StmtKind::If { branches, orelse } => {
-            branches
-                .iter()
-                .for_each(|b| block(file, &b.body, scope, diags));
+            branches.iter().for_each(|b| block(file, &b.body, scope, diags));
             if let Some(orelse) = orelse {
                 block(file, orelse, scope, diags);
             }
         }
         StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
-            block(
-                file,
-                body,
-                Scope {
-                    in_loop: true,
-                    ..scope
-                },
-                diags,
-            );
+            block(file, body, Scope { in_loop: true, ..scope }, diags);
         }
         StmtKind::With { body, .. } => block(file, body, scope, diags),
         StmtKind::Def(def) => block(
