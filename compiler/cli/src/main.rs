@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_diagnostics::{render_human, render_json, render_short, Code, Diagnostic};
-use tessera_driver::{Input, Sources, Stage};
+use tessera_driver::{Database, Input, Sources, Stage};
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
 const EXIT_ERRORS: u8 = 1;
@@ -138,8 +138,10 @@ fn check(args: CheckArgs) -> ExitCode {
         Color::Auto => std::io::stderr().is_terminal(),
     };
     let stage = if args.syntax_only { Stage::Syntax } else { Stage::Full };
+    let mut db = Database::default();
+    db.load(&sources);
     if args.fix {
-        if let Err(code) = fix(&mut sources, stage) {
+        if let Err(code) = fix(&mut sources, &mut db, stage) {
             return code;
         }
     }
@@ -149,7 +151,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let stderr = std::io::stderr();
     let (mut out, mut err) = (stdout.lock(), stderr.lock());
     for file in sources.ids().collect::<Vec<_>>() {
-        let diags = tessera_driver::check_file_to(&sources, file, stage);
+        let diags = db.check_to(file, stage);
         let file_errors = diags.iter().filter(|d| d.is_error()).count();
         errors += file_errors;
         files_with_errors += usize::from(file_errors > 0);
@@ -198,7 +200,7 @@ fn summary(errors: usize, files_with_errors: usize, files: usize) -> String {
 
 /// Applies machine-applicable fixes until none are left (overlapping fixes
 /// need another round), writes the changed files back and says what changed.
-fn fix(sources: &mut Sources, stage: Stage) -> Result<(), ExitCode> {
+fn fix(sources: &mut Sources, db: &mut Database, stage: Stage) -> Result<(), ExitCode> {
     const MAX_ROUNDS: usize = 8;
     for file in sources.ids().collect::<Vec<_>>() {
         if sources.get(file).input == Input::Stdin {
@@ -208,8 +210,9 @@ fn fix(sources: &mut Sources, stage: Stage) -> Result<(), ExitCode> {
         let original = sources.get(file).text.clone();
         let mut applied = 0;
         for _ in 0..MAX_ROUNDS {
-            let diags: Vec<Diagnostic> = tessera_driver::check_file_to(sources, file, stage);
+            let diags: Vec<Diagnostic> = db.check_to(file, stage);
             let outcome = tessera_driver::apply_machine_fixes(sources, file, &diags);
+            db.set_text(file, &sources.get(file).text);
             applied += outcome.applied;
             if outcome.applied == 0 || outcome.skipped == 0 {
                 break;

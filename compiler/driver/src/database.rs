@@ -5,7 +5,7 @@ use tessera_base::FileId;
 use tessera_diagnostics::Diagnostic;
 use tessera_hir::{Options, SourceFile, Workspace};
 
-use crate::Sources;
+use crate::{Sources, Stage};
 
 #[salsa::db]
 #[derive(Clone)]
@@ -87,11 +87,20 @@ impl Database {
 
     /// Every diagnostic of `file`, in source order.
     pub fn check(&self, file: FileId) -> Vec<Diagnostic> {
+        self.check_to(file, Stage::Full)
+    }
+
+    /// The diagnostics of `file` up to `stage`, in source order.
+    pub fn check_to(&self, file: FileId, stage: Stage) -> Vec<Diagnostic> {
         let loaded = &self.load_diagnostics[file.0 as usize];
         if !loaded.is_empty() {
             return loaded.clone();
         }
-        tessera_hir::check_file(self, self.source(file)).clone()
+        let source = self.source(file);
+        match stage {
+            Stage::Syntax => tessera_hir::db::parse(self, source).diagnostics.clone(),
+            Stage::Full => tessera_hir::check_file(self, source).clone(),
+        }
     }
 }
 

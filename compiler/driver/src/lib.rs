@@ -22,22 +22,10 @@ pub enum Stage {
     Full,
 }
 
-/// Everything the compiler reports about one file, in source order.
+/// Everything the compiler reports about one file, in source order (a
+/// one-off check; to check many files, load them into one [`Database`]).
 pub fn check_file(sources: &Sources, file: FileId) -> Vec<Diagnostic> {
-    check_file_to(sources, file, Stage::Full)
-}
-
-/// What the compiler reports about one file up to `stage`.
-pub fn check_file_to(sources: &Sources, file: FileId, stage: Stage) -> Vec<Diagnostic> {
-    let source = sources.get(file);
-    if stage == Stage::Syntax || !source.load_diagnostics.is_empty() {
-        let mut diags = source.load_diagnostics.clone();
-        if diags.is_empty() {
-            diags = tessera_syntax::parse(file, &source.text).diagnostics;
-        }
-        return diags;
-    }
     let mut db = Database::default();
     db.load(sources);
-    db.check(file)
+    db.check_to(file, Stage::Full)
 }
