@@ -594,15 +594,20 @@ def f(x: f32[4]) -> f32:
 
     E0401: "effect not declared" =>
 "A function with an `effects(...)` clause performs an effect the clause
-does not list (directly or through a call). The clause must cover what
-the compiler infers.
+does not list, directly or through a function it calls. The clause must
+cover what the compiler infers; functions without a clause are only
+inferred.
 
 ```tessera
-def f(n: i64) -> f32[n] effects(io):
-    return rng.uniform(n, stream=rng.stream(\"f\"))
+def log_mean(x: f32[N]) -> f32 effects(random):
+    m = op.mean(x)
+    print(m)
+    return m
 ```
 
-Add the effect; `tessera check --fix` does it.",
+Add the effect; `tessera check --fix` does it. An effect that must not
+propagate can be suspended around the call with
+`with effects.suspend(\"io\"):`.",
 
     E0402: "unknown effect" =>
 "The effects are `random`, `io`, `memory` and `collective`.
@@ -674,10 +679,13 @@ def k(x: mut f32[N]):
 Move the barrier out of the condition.",
 
     E0701: "accumulation without an accumulate dtype" =>
-"A reducing or accumulating operation on low-precision values (bf16, f16,
-fp8, fp4) must state its accumulate dtype, or inherit one from the
-numerics policy in force. With no policy, f32 and f64 values accumulate in
-their own type; lower precisions need an explicit choice.
+"A reducing or accumulating operation (`op.matmul`, `op.sum`, `op.softmax`,
+`tile.dot`, ...) needs an accumulate dtype. It has one when the call says
+`accumulate=`, when its accumulator fixes it (the `C` of
+`tile.mma(A, B, C, ...)`), or when a numerics policy that states one is in
+force (`@numerics(P)` or `with numerics(P):`). Otherwise f32 and f64 values
+accumulate in their own type, and lower precisions (tf32, f16, bf16, fp8,
+fp4, nvfp4) are an error.
 
 ```tessera
 def f(a: bf16[M, K], b: bf16[K, N]) -> bf16[M, N]:

@@ -68,6 +68,8 @@ pub struct BodyInfo {
 /// What an analysis of one function body sees.
 pub struct BodyCtx<'a> {
     pub db: &'a dyn Db,
+    /// The file the function is defined in.
+    pub file: SourceFile,
     pub def: &'a FnDef,
     pub sig: &'a Signature,
     /// Calls by the span of the call expression.
@@ -77,9 +79,16 @@ pub struct BodyCtx<'a> {
 }
 
 impl<'a> BodyCtx<'a> {
-    pub fn new(db: &'a dyn Db, def: &'a FnDef, sig: &'a Signature, info: &'a BodyInfo) -> BodyCtx<'a> {
+    pub fn new(
+        db: &'a dyn Db,
+        file: SourceFile,
+        def: &'a FnDef,
+        sig: &'a Signature,
+        info: &'a BodyInfo,
+    ) -> BodyCtx<'a> {
         BodyCtx {
             db,
+            file,
             def,
             sig,
             calls: info.calls.iter().map(|c| (c.span, c)).collect(),

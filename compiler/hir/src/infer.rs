@@ -49,7 +49,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
     }
     cx.block(&def.body);
     let mut info = cx.info;
-    let ctx = crate::body::BodyCtx::new(db, def, sig, &info);
+    let ctx = crate::body::BodyCtx::new(db, file, def, sig, &info);
     let determinism = crate::determinism::check(&ctx);
     let mut more = determinism.diagnostics;
     more.extend(crate::barrier::check(&ctx));
@@ -700,6 +700,11 @@ impl<'a> Infer<'a> {
                 }
             }
         }
+        // `numerics(P)` names a policy, which the numerics check resolves
+        // (and reports, E0703); it is not a value to look up here.
+        if target == Ty::Namespace("numerics") {
+            return Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default());
+        }
         let arg_tys: Vec<ArgTy> = args
             .iter()
             .map(|a| ArgTy {
@@ -716,9 +721,6 @@ impl<'a> Infer<'a> {
                 self.builtin_call(e, b, &arg_tys, brackets)
             }
             Ty::Function(name) => self.user_call(e, target_expr, &name, &arg_tys, brackets.is_some()),
-            Ty::Namespace("numerics") => {
-                Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default())
-            }
             Ty::DTypeValue(d) => match arg_tys.first().map(|a| &a.ty) {
                 Some(Ty::Tensor(t)) => Ty::Tensor(TensorTy {
                     dtype: Some(d),
@@ -832,7 +834,11 @@ impl<'a> Infer<'a> {
                     .or((b.shape == Shape::Create).then_some(DType::F32));
                 let dims: Vec<Poly> = positional
                     .iter()
-                    .filter(|a| matches!(a.ty, Ty::Int | Ty::Unknown) || matches!(a.expr.kind, ExprKind::Int(_)))
+                    .filter(|a| match &a.ty {
+                        Ty::Int | Ty::Unknown => true,
+                        Ty::Scalar(d) => d.is_int(),
+                        _ => false,
+                    })
                     .map(|a| dim_poly(a.expr))
                     .collect();
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);

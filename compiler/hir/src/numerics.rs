@@ -1,22 +1,385 @@
+//! The numerics contract (seed 001 §2.2): accumulating operations have an
+//! accumulate dtype (E0701), policies are known (E0703), and narrowing float
+//! conversions are explicit (E0702, reported by inference through
+//! `implicit_downcast`).
+//!
+//! The policy in force at a point is that of the innermost enclosing
+//! `with numerics(P):`, else the function's `@numerics(P)`, else none.
+
+use std::collections::BTreeMap;
+
+use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::Expr;
+use tessera_syntax::ast::{Arg, Block, Expr, ExprKind, Stmt, StmtKind};
 
 use crate::body::BodyCtx;
-use crate::db::relative;
-use crate::ty::DType;
+use crate::builtins::{Builtin, PRESET_POLICIES};
+use crate::db::{self, relative, Db, SourceFile};
+use crate::names::did_you_mean;
+use crate::ty::{DType, Ty};
 
-pub(crate) fn check(_ctx: &BodyCtx) -> Vec<Diagnostic> {
-    Vec::new()
+pub(crate) fn check(ctx: &BodyCtx) -> Vec<Diagnostic> {
+    let module = module_policies(ctx.db, ctx.file).clone();
+    let mut checker = Checker {
+        ctx,
+        module,
+        diags: Vec::new(),
+    };
+    // Decorators apply outermost first, so the last `@numerics` is the one
+    // in force (as in the signature).
+    let mut in_force = None;
+    for deco in &ctx.def.decorators {
+        let Some(ExprKind::Call { callee, args }) = deco.clauses.first().map(|c| &c.kind) else {
+            continue;
+        };
+        if matches!(&callee.kind, ExprKind::Name(n) if n == "numerics") {
+            if let Some(arg) = args.first() {
+                in_force = Some(checker.policy(&arg.value));
+            }
+        }
+    }
+    checker.block(&ctx.def.body, in_force.as_ref());
+    checker.diags
 }
 
-/// An implicit float downcast, with the fix that makes it explicit.
+/// What a top-level binding is, for `@numerics(P)` and `with numerics(P):`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Binding {
+    /// `P = numerics.policy(...)` or an alias of a preset; whether it states
+    /// an accumulate dtype.
+    Policy { states_accumulate: bool },
+    /// Anything else: not a policy.
+    Other,
+    /// Bound by an import: another file or module decides what it is.
+    Imported,
+}
+
+/// A policy in force.
+struct InForce {
+    name: String,
+    /// Whether it supplies an accumulate dtype. A policy the checker cannot
+    /// look into (a local variable, `numerics.AdaptivePrecision(...)`) is
+    /// trusted to.
+    states_accumulate: bool,
+}
+
+struct Checker<'a, 'c> {
+    ctx: &'c BodyCtx<'a>,
+    module: BTreeMap<String, Binding>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Checker<'_, '_> {
+    fn block(&mut self, block: &Block, policy: Option<&InForce>) {
+        for stmt in &block.stmts {
+            self.stmt(stmt, policy);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, policy: Option<&InForce>) {
+        match &stmt.kind {
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(e, policy),
+            StmtKind::Assign { targets, value } => {
+                targets.iter().for_each(|t| self.expr(t, policy));
+                self.expr(value, policy);
+            }
+            StmtKind::AnnAssign { target, value, .. } => {
+                self.expr(target, policy);
+                if let Some(v) = value {
+                    self.expr(v, policy);
+                }
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                self.expr(target, policy);
+                self.expr(value, policy);
+            }
+            StmtKind::If { branches, orelse } => {
+                for branch in branches {
+                    self.expr(&branch.cond, policy);
+                    self.block(&branch.body, policy);
+                }
+                if let Some(b) = orelse {
+                    self.block(b, policy);
+                }
+            }
+            StmtKind::For { target, iter, body } => {
+                self.expr(target, policy);
+                self.expr(iter, policy);
+                self.block(body, policy);
+            }
+            StmtKind::While { cond, body } => {
+                self.expr(cond, policy);
+                self.block(body, policy);
+            }
+            StmtKind::With { items, body } => {
+                let mut inner = None;
+                for item in items {
+                    match numerics_region(&item.expr) {
+                        Some(arg) => inner = Some(self.policy(arg)),
+                        None => self.expr(&item.expr, policy),
+                    }
+                }
+                self.block(body, inner.as_ref().or(policy));
+            }
+            StmtKind::Assert { cond, message } => {
+                self.expr(cond, policy);
+                if let Some(m) = message {
+                    self.expr(m, policy);
+                }
+            }
+            StmtKind::Error(children) => children.iter().for_each(|s| self.stmt(s, policy)),
+            StmtKind::Return(None)
+            | StmtKind::Def(_)
+            | StmtKind::Import(_)
+            | StmtKind::FromImport { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Pass => {}
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, policy: Option<&InForce>) {
+        if let ExprKind::Call { args, .. } = &e.kind {
+            if let Some(b) = self.ctx.builtin(e.span).filter(|b| b.accumulates) {
+                self.accumulating_call(e, b, args, policy);
+            }
+        }
+        e.kind.for_each_child(|child| self.expr(child, policy));
+    }
+
+    /// E0701: the call must get an accumulate dtype from somewhere.
+    fn accumulating_call(&mut self, e: &Expr, b: &Builtin, args: &[Arg], policy: Option<&InForce>) {
+        let keyword = |name: &str| args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == name));
+        if keyword("accumulate").is_some_and(|a| !matches!(a.value.kind, ExprKind::None)) {
+            return;
+        }
+        let positional: Vec<&Arg> = args.iter().filter(|a| a.name.is_none()).collect();
+        // `tile.mma(A, B, C, ...)` accumulates into `C`: its dtype is the
+        // accumulate dtype.
+        let is_mma = b.path == "tile.mma";
+        if is_mma
+            && positional
+                .get(2)
+                .copied()
+                .or(keyword("C"))
+                .and_then(|c| self.dtype(c))
+                .is_some()
+        {
+            return;
+        }
+        if policy.is_some_and(|p| p.states_accumulate) {
+            return;
+        }
+        // Without a policy, f32 and f64 accumulate in their own type; the
+        // narrower formats lose too much to do so silently.
+        let Some(input) = positional.first().and_then(|a| self.dtype(a)) else {
+            return;
+        };
+        if !matches!(
+            input,
+            DType::Tf32 | DType::F16 | DType::Bf16 | DType::Fp8E4m3 | DType::Fp8E5m2 | DType::Fp4E2m1 | DType::Nvfp4
+        ) {
+            return;
+        }
+        let why = match policy {
+            Some(p) => format!(
+                "this accumulates {input} values, and the policy `{}` states no accumulate dtype",
+                p.name
+            ),
+            None => format!("this accumulates {input} values, and no numerics policy is in force"),
+        };
+        let diag = Diagnostic::error(
+            Code::E0701,
+            format!("`{}` on {input} values has no accumulate dtype", b.path),
+        )
+        .with_primary(relative(e.span, 0), why);
+        if is_mma {
+            self.diags.push(diag.with_help(
+                "give the accumulator `C` a dtype (`C: mut f32[M, N]`), or put the function under a policy such as `@numerics(Training)`",
+            ));
+            return;
+        }
+        // After the last argument, so a trailing comma or a comment before
+        // the closing parenthesis stays valid.
+        let (at, text) = match args.last() {
+            Some(last) => (Span::empty(last.span.end), ", accumulate=f32"),
+            None => (Span::empty(e.span.end.saturating_sub(1)), "accumulate=f32"),
+        };
+        self.diags.push(
+            diag.with_help("pass `accumulate=f32`, or put the function under a policy such as `@numerics(Training)`")
+                .with_fix(
+                    Fix::new("accumulate in f32", Applicability::MaybeIncorrect).with_edit(relative(at, 0), text),
+                ),
+        );
+    }
+
+    fn dtype(&self, arg: &Arg) -> Option<DType> {
+        self.ctx.type_of(arg.value.span).and_then(Ty::dtype)
+    }
+
+    /// Resolves the argument of `@numerics(...)` or `with numerics(...)`,
+    /// reporting an unknown policy (E0703). After an error the region is
+    /// treated as governed, so it does not also report E0701.
+    fn policy(&mut self, arg: &Expr) -> InForce {
+        let text = crate::pretty::expr(arg);
+        let opaque = |name: &str| InForce {
+            name: name.to_string(),
+            states_accumulate: true,
+        };
+        let name = match &arg.unparen().kind {
+            ExprKind::Name(n) => n.as_str(),
+            // `numerics.Training`; inference resolves namespace members.
+            ExprKind::Attr { base, .. } if matches!(&base.kind, ExprKind::Name(ns) if ns == "numerics") => {
+                return opaque(&text);
+            }
+            ExprKind::Call { callee, args } if is_policy_call(callee) => {
+                return InForce {
+                    name: "numerics.policy(...)".into(),
+                    states_accumulate: states_accumulate(args),
+                };
+            }
+            _ => return opaque(&text),
+        };
+        match self.module.get(name) {
+            Some(Binding::Policy { states_accumulate }) => {
+                return InForce {
+                    name: name.to_string(),
+                    states_accumulate: *states_accumulate,
+                };
+            }
+            Some(Binding::Other) => {
+                self.diags.push(
+                    Diagnostic::error(Code::E0703, format!("`{name}` is not a numerics policy"))
+                        .with_primary(relative(arg.span, 0), "bound at the top level, but not to a policy")
+                        .with_help(format!(
+                            "bind it with `{name} = numerics.policy(storage=..., compute=..., accumulate=...)`"
+                        )),
+                );
+                return opaque(name);
+            }
+            Some(Binding::Imported) => return opaque(name),
+            None => {}
+        }
+        // A local bound to a policy value is typed as one by inference.
+        if is_preset(name) || matches!(self.ctx.type_of(arg.span), Some(Ty::Policy(_))) {
+            return opaque(name);
+        }
+        let module_policies = self
+            .module
+            .iter()
+            .filter(|(_, b)| matches!(b, Binding::Policy { .. }))
+            .map(|(n, _)| n.as_str());
+        let help = match did_you_mean(name, PRESET_POLICIES.iter().map(|p| p.0).chain(module_policies)) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => "use a preset (`Training`, `Inference`, `NVFP4`) or bind a policy at the top level with `numerics.policy(...)`".into(),
+        };
+        self.diags.push(
+            Diagnostic::error(Code::E0703, format!("unknown numerics policy `{name}`"))
+                .with_primary(relative(arg.span, 0), "not a preset or a policy of this file")
+                .with_help(help),
+        );
+        opaque(name)
+    }
+}
+
+/// The policy argument of a `with numerics(P):` item.
+fn numerics_region(e: &Expr) -> Option<&Expr> {
+    let ExprKind::Call { callee, args } = &e.kind else {
+        return None;
+    };
+    if !matches!(&callee.kind, ExprKind::Name(n) if n == "numerics") {
+        return None;
+    }
+    match args.as_slice() {
+        [arg] if arg.name.is_none() => Some(&arg.value),
+        _ => None,
+    }
+}
+
+fn is_preset(name: &str) -> bool {
+    PRESET_POLICIES.iter().any(|p| p.0 == name)
+}
+
+/// `numerics.<member>`.
+fn is_numerics_member(e: &Expr, member: &str) -> bool {
+    matches!(&e.kind, ExprKind::Attr { base, name }
+        if name.name == member && matches!(&base.kind, ExprKind::Name(n) if n == "numerics"))
+}
+
+/// `numerics.policy`, the callee of a policy definition.
+fn is_policy_call(callee: &Expr) -> bool {
+    is_numerics_member(callee, "policy")
+}
+
+fn states_accumulate(args: &[Arg]) -> bool {
+    args.iter()
+        .any(|a| a.name.as_ref().is_some_and(|n| n.name == "accumulate") && !matches!(a.value.kind, ExprKind::None))
+}
+
+/// The top-level bindings of a file, by name; a later binding replaces an
+/// earlier one, as at run time. A query of its own, without positions, so
+/// an edit inside a function body does not re-run every body's checks.
+#[salsa::tracked(returns(ref))]
+fn module_policies(db: &dyn Db, file: SourceFile) -> BTreeMap<String, Binding> {
+    let mut out = BTreeMap::new();
+    for import in &db::item_tree(db, file).imports {
+        out.insert(import.binding.clone(), Binding::Imported);
+    }
+    for stmt in &db::parse(db, file).module.body {
+        let (targets, value): (Vec<&Expr>, &Expr) = match &stmt.kind {
+            StmtKind::Assign { targets, value } => (targets.iter().collect(), value),
+            StmtKind::AnnAssign {
+                target,
+                value: Some(value),
+                ..
+            } => (vec![target], value),
+            _ => continue,
+        };
+        let value = value.unparen();
+        let binding = match &value.kind {
+            ExprKind::Call { callee, args } if is_policy_call(callee) => Binding::Policy {
+                states_accumulate: states_accumulate(args),
+            },
+            // Switches between two policies, each of which states its own.
+            ExprKind::Call { callee, .. } if is_numerics_member(callee, "AdaptivePrecision") => Binding::Policy {
+                states_accumulate: true,
+            },
+            ExprKind::Name(n) if is_preset(n) => Binding::Policy {
+                states_accumulate: true,
+            },
+            ExprKind::Attr { name, .. } if is_preset(&name.name) && is_numerics_member(value, &name.name) => {
+                Binding::Policy {
+                    states_accumulate: true,
+                }
+            }
+            _ => Binding::Other,
+        };
+        for target in targets {
+            if let ExprKind::Name(n) = &target.kind {
+                out.insert(n.clone(), binding);
+            }
+        }
+    }
+    out
+}
+
+/// An implicit float downcast, with the fix that makes it explicit. The fix
+/// wraps the value's own text, so it keeps its spelling and comments.
 pub(crate) fn implicit_downcast(value: &Expr, from: DType, to: DType) -> Diagnostic {
-    let text = crate::pretty::expr(value);
+    let start = Span::empty(value.span.start);
+    let end = Span::empty(value.span.end);
     Diagnostic::error(Code::E0702, format!("implicit downcast from {from} to {to}"))
-        .with_primary(relative(value.span, 0), format!("this {from} value would be rounded to {to}"))
+        .with_primary(
+            relative(value.span, 0),
+            format!("this {from} value would be rounded to {to}"),
+        )
         .with_help("make the conversion explicit, with its rounding mode")
         .with_fix(
-            Fix::new(format!("cast to {to} with round-to-nearest-even"), Applicability::MachineApplicable)
-                .with_edit(relative(value.span, 0), format!("cast({text}, {to}, rounding=\"nearest_even\")")),
+            Fix::new(
+                format!("cast to {to} with round-to-nearest-even"),
+                Applicability::MachineApplicable,
+            )
+            .with_edit(relative(start, 0), "cast(")
+            .with_edit(relative(end, 0), format!(", {to}, rounding=\"nearest_even\")")),
         )
 }
