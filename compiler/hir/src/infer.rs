@@ -703,6 +703,12 @@ impl<'a> Infer<'a> {
         // `numerics(P)` names a policy, which the numerics check resolves
         // (and reports, E0703); it is not a value to look up here.
         if target == Ty::Namespace("numerics") {
+            for a in args {
+                let global_name = matches!(&a.value.kind, ExprKind::Name(n) if !self.locals.contains_key(n));
+                if !global_name {
+                    self.expr(&a.value);
+                }
+            }
             return Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default());
         }
         let arg_tys: Vec<ArgTy> = args
