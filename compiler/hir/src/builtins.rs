@@ -177,6 +177,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tbarrier", "()", "Waits until every tile of the group arrives; shared-memory writes before it are visible after it.", Unit).kernel().block_collective(),
     op("atomic_add", "(target, value)", "Adds `value` to `target` atomically; the order of concurrent adds is unspecified.", Unit)
         .kernel().effects(&[Memory]).det(Det::Atomic),
+    op("deterministic", "(seed)", "A region (`with deterministic(seed=N):`) under the determinism contract.", Opaque),
     op("nondeterministic", "(reason)", "A region (`with nondeterministic(\"why\"):`) where the determinism contract is waived.", Opaque),
     // ---- launch
     op("launch.thread_id", "()", "The global index of this thread.", Index).kernel().thread_dependent(),
