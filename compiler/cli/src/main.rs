@@ -107,7 +107,8 @@ fn run(cli: Cli) -> ExitCode {
 fn explain(code: &str) -> ExitCode {
     match Code::lookup(code) {
         Some(info) => {
-            println!("{}: {}\n\n{}", info.code, info.title, info.explanation);
+            // A closed pipe (`| head`) is not an error worth reporting.
+            let _ = writeln!(std::io::stdout(), "{}: {}\n\n{}", info.code, info.title, info.explanation);
             ExitCode::SUCCESS
         }
         None => {
@@ -242,7 +243,7 @@ fn parse(file: &str) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     };
     let parse = tessera_syntax::parse(id, &sources.get(id).text);
-    print!("{}", tessera_syntax::dump(&parse.module));
+    let _ = write!(std::io::stdout(), "{}", tessera_syntax::dump(&parse.module));
     for diag in &parse.diagnostics {
         eprint!("{}", render_short(diag, &sources));
     }

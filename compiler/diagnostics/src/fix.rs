@@ -60,6 +60,8 @@ impl Fix {
 pub fn apply_edits<'a>(text: &str, edits: impl IntoIterator<Item = &'a TextEdit>) -> (String, usize) {
     let mut edits: Vec<&TextEdit> = edits.into_iter().collect();
     edits.sort_by_key(|e| (e.span.span.start, e.span.span.end));
+    // Two diagnostics may suggest the same edit (a `mut` for each write).
+    edits.dedup_by(|a, b| a.span == b.span && a.text == b.text);
     let mut out = text.to_string();
     let mut skipped = 0;
     let mut floor = u32::MAX;
@@ -95,6 +97,12 @@ mod tests {
     fn edits_apply_back_to_front() {
         let edits = [edit(0, 0, "mut "), edit(5, 6, "Y")];
         assert_eq!(apply_edits("f32 x y", &edits), ("mut f32 xYy".to_string(), 0));
+    }
+
+    #[test]
+    fn identical_edits_apply_once() {
+        let edits = [edit(5, 5, "mut "), edit(5, 5, "mut ")];
+        assert_eq!(apply_edits("out: f32", &edits), ("out: mut f32".to_string(), 0));
     }
 
     #[test]

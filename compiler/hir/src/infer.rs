@@ -78,6 +78,7 @@ struct Infer<'a> {
 /// An argument after inference.
 struct ArgTy<'e> {
     name: Option<&'e str>,
+    name_span: Option<Span>,
     ty: Ty,
     expr: &'e Expr,
 }
@@ -277,8 +278,16 @@ impl<'a> Infer<'a> {
         if !self.locals.contains_key(name) {
             self.info.locals.push((name.to_string(), span, ty.clone()));
         }
-        let param = self.locals.get(name).is_some_and(|l| l.param);
-        self.locals.insert(name.to_string(), Local { ty, param });
+        // A declared local keeps its (wider) type when a narrower value is
+        // stored; rebinding a parameter's name makes it a plain local.
+        let ty = match self.locals.get(name) {
+            Some(old) if !old.param => match (old.ty.dtype(), ty.dtype()) {
+                (Some(wide), Some(narrow)) if wide != narrow && narrow.widens_to(wide) => old.ty.clone(),
+                _ => ty,
+            },
+            _ => ty,
+        };
+        self.locals.insert(name.to_string(), Local { ty, param: false });
     }
 
     /// A store through `x[...]` needs `x` to be writable.
@@ -439,8 +448,10 @@ impl<'a> Infer<'a> {
         if let Some(ty) = global_builtin(name) {
             return ty;
         }
-        // Dim symbols of the signature are integers in the body.
-        if self.sig.params.iter().any(|p| mentions_dim(&p.ty, name)) {
+        // Dim symbols of the signature (parameters, return type, `where`)
+        // are integers in the body.
+        let in_constraints = self.sig.constraints.iter().any(|c| constraint_symbols(&c.kind).iter().any(|s| s == name));
+        if in_constraints || mentions_dim(&self.sig.ret, name) || self.sig.params.iter().any(|p| mentions_dim(&p.ty, name)) {
             return Ty::Int;
         }
         let mut candidates: Vec<&str> = self.locals.keys().map(String::as_str).collect();
@@ -535,7 +546,7 @@ impl<'a> Infer<'a> {
                     self.error(
                         Diagnostic::error(
                             Code::E0310,
-                            format!("too many indices: {} for a tensor with {} dims", args.len(), dims.len()),
+                            format!("too many indices: {} for a tensor with {}", args.len(), dims_word(dims.len())),
                         )
                         .with_primary(self.at(e.span), format!("this tensor is {base}")),
                     );
@@ -551,7 +562,11 @@ impl<'a> Infer<'a> {
                             step: None,
                         }) => kept.push(slice_len(dim, lower.as_deref(), upper.as_deref())),
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
-                        Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => kept.push(dim.clone()),
+                        // Indexing with an index tensor gathers: its dims replace this one.
+                        Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => match &arg_tys[i] {
+                            Ty::Tensor(TensorTy { dims: Some(index_dims), .. }) => kept.extend(index_dims.iter().cloned()),
+                            _ => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
+                        },
                         Some(_) => {}
                     }
                 }
@@ -631,6 +646,30 @@ impl<'a> Infer<'a> {
             (Ty::Int, Ty::Int) | (Ty::Size, _) | (_, Ty::Size) => Ty::Int,
             _ => Ty::Unknown,
         }
+    }
+
+    /// The broadcast of two tensor types for the operation `what`.
+    fn broadcast_op(&mut self, what: &str, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
+        let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else {
+            return self.binary(BinOp::Add, l, r, span, lhs, rhs);
+        };
+        let dims = match (&a.dims, &b.dims) {
+            (Some(x), Some(y)) => match broadcast(x, y) {
+                Some(d) => Some(d),
+                None => {
+                    self.error(
+                        Diagnostic::error(Code::E0306, format!("cannot broadcast {l} with {r}"))
+                            .with_primary(self.at(span), format!("{what} does not broadcast"))
+                            .with_secondary(self.at(lhs.span), format!("this is {l}"))
+                            .with_secondary(self.at(rhs.span), format!("this is {r}"))
+                            .with_note("dims are matched from the right; each pair must be equal or one of them 1"),
+                    );
+                    return Ty::Unknown;
+                }
+            },
+            _ => None,
+        };
+        Ty::Tensor(TensorTy { dtype: promote(a.dtype, b.dtype), dims, space: None })
     }
 
     fn matmul(&mut self, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr, accumulate: Option<DType>) -> Ty {
@@ -715,13 +754,16 @@ impl<'a> Infer<'a> {
             .iter()
             .map(|a| ArgTy {
                 name: a.name.as_ref().map(|n| n.name.as_str()),
+                name_span: a.name.as_ref().map(|n| n.span),
                 ty: self.expr(&a.value),
                 expr: &a.value,
             })
             .collect();
         match target {
             Ty::Builtin(b) => {
-                if brackets.is_some() && b.shape != Shape::AllocShared {
+                // Brackets on a builtin give a dtype (`tshared.alloc[f16]`,
+                // `tile.zeros[f32]`); only creators take one.
+                if brackets.is_some() && !matches!(b.shape, Shape::AllocShared | Shape::Create) {
                     self.not_a_kernel(callee, &format!("`{}`", b.path));
                 }
                 self.builtin_call(e, b, &arg_tys, brackets)
@@ -798,7 +840,7 @@ impl<'a> Infer<'a> {
                 _ => Ty::Unknown,
             },
             Shape::Broadcast => match positional.as_slice() {
-                [a, c, ..] => self.binary(BinOp::Add, &a.ty, &c.ty, e.span, a.expr, c.expr),
+                [a, c, ..] => self.broadcast_op(&format!("`{}`", b.path), &a.ty, &c.ty, e.span, a.expr, c.expr),
                 _ => first,
             },
             Shape::Matmul => match positional.as_slice() {
@@ -877,7 +919,7 @@ impl<'a> Infer<'a> {
                 )
                 .with_primary(
                     self.at(axis.expr.span),
-                    format!("valid axes are {}..{}", -rank, rank - 1),
+                    format!("valid axes are {}..={}", -rank, rank - 1),
                 )
                 .with_secondary(self.at(e.span), format!("reduces {x}")),
             );
@@ -1044,9 +1086,8 @@ impl<'a> Infer<'a> {
         let Some(bindings) = self.bind_args(e, &fn_name, sig, args, anchor) else {
             return Ty::Unknown;
         };
-        self.check_constraints(e, &fn_name, sig, &bindings, anchor);
-        let map = |s: &str| bindings.get(s).map(|b| b.value.clone());
-        substitute_ty(&sig.ret, &map)
+        let values = self.check_constraints(e, &fn_name, sig, &bindings, anchor);
+        substitute_ty(&sig.ret, &|s: &str| values.get(s).cloned())
     }
 
     /// Matches arguments to parameters and binds the callee's dim symbols.
@@ -1070,7 +1111,7 @@ impl<'a> Infer<'a> {
                     Some(i) => i,
                     None => {
                         let mut diag = Diagnostic::error(Code::E0204, format!("`{fn_name}` has no parameter `{n}`"))
-                            .with_primary(self.at(arg.expr.span), "unknown keyword argument");
+                            .with_primary(self.at(arg.name_span.unwrap_or(arg.expr.span)), "unknown keyword argument");
                         if let Some(s) = did_you_mean(n, sig.params.iter().map(|p| p.name.as_str())) {
                             diag = diag.with_help(format!("did you mean `{s}`?"));
                         }
@@ -1211,7 +1252,11 @@ impl<'a> Infer<'a> {
                         )
                         .with_primary(
                             self.at(arg.expr.span),
-                            format!("dim {i} is {ad}, but `{fn_name}` expects {pd} = {expected}"),
+                            if pd == &expected {
+                                format!("dim {i} is {ad}, but `{fn_name}` expects {pd}")
+                            } else {
+                                format!("dim {i} is {ad}, but `{fn_name}` expects {pd} = {expected}")
+                            },
                         )
                         .with_secondary(
                             relative(param.span, anchor),
@@ -1225,6 +1270,8 @@ impl<'a> Infer<'a> {
         ok.then_some(bindings)
     }
 
+    /// Checks the callee's constraints; returns every dim symbol's value,
+    /// derived ones included.
     fn check_constraints(
         &mut self,
         e: &Expr,
@@ -1232,7 +1279,7 @@ impl<'a> Infer<'a> {
         sig: &Signature,
         bindings: &BTreeMap<String, Binding>,
         anchor: u32,
-    ) {
+    ) -> BTreeMap<String, Poly> {
         let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
         let mut values: BTreeMap<String, Poly> = bindings.iter().map(|(k, b)| (k.clone(), b.value.clone())).collect();
         let kinds: Vec<ConstraintKind> = sig.constraints.iter().map(|c| c.kind.clone()).collect();
@@ -1251,6 +1298,7 @@ impl<'a> Infer<'a> {
                 }
             }
         }
+        values
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1292,7 +1340,7 @@ impl<'a> Infer<'a> {
                 )
             }
             _ => format!(
-                "pass a `{}` whose dim {} satisfies {}, or relax the constraint",
+                "pass for `{}` a tensor whose dim {} satisfies {}, or relax the constraint",
                 binding.arg, binding.dim, constraint.text
             ),
         };
@@ -1462,6 +1510,15 @@ fn substitute_ty(ty: &Ty, map: &dyn Fn(&str) -> Option<Poly>) -> Ty {
         }),
         Ty::Tuple(items) => Ty::Tuple(items.iter().map(|t| substitute_ty(t, map)).collect()),
         other => other.clone(),
+    }
+}
+
+/// "1 dim", "3 dims".
+fn dims_word(n: usize) -> String {
+    if n == 1 {
+        "1 dim".to_string()
+    } else {
+        format!("{n} dims")
     }
 }
 

@@ -314,6 +314,8 @@ impl Lowering<'_> {
                 }),
                 _ => None,
             },
+            // Only `% k == 0` is a divisibility constraint; other remainders are not supported.
+            ExprKind::Binary { lhs, .. } if is_mod(lhs) => None,
             ExprKind::Binary { op, lhs, rhs } => cmp_op(*op).map(|op| ConstraintKind::Compare {
                 lhs: dim_poly(lhs),
                 op,

@@ -142,8 +142,16 @@ pub fn decide(constraint: &ConstraintKind, facts: &[ConstraintKind]) -> Verdict 
                     })
                 };
             }
+            if *op == CmpOp::Eq {
+                if let Some(why) = no_integer_solution(&diff) {
+                    return Verdict::Violated(why);
+                }
+            }
             match (lhs.as_sym(), rhs.as_const()) {
                 (Some(sym), Some(bound)) if proves_bound(sym, *op, bound, facts) => Verdict::Holds,
+                (Some(sym), Some(bound)) if proves_bound(sym, negate(*op), bound, facts) => {
+                    Verdict::Violated(format!("{sym} {} {bound} contradicts the caller's own constraints", op.symbol()))
+                }
                 _ => Verdict::Unknown,
             }
         }
@@ -175,6 +183,28 @@ pub fn decide(constraint: &ConstraintKind, facts: &[ConstraintKind]) -> Verdict 
             }
         }
     }
+}
+
+fn negate(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+        CmpOp::Lt => CmpOp::Ge,
+        CmpOp::Le => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::Le,
+        CmpOp::Ge => CmpOp::Lt,
+    }
+}
+
+/// `c * X + r == 0` has no integer solution when `c` does not divide `r`
+/// (a derived dim that does not divide: `100 == 8 * Dh`).
+fn no_integer_solution(diff: &Poly) -> Option<String> {
+    let symbols: Vec<&str> = diff.symbols().collect();
+    let [sym] = symbols.as_slice() else { return None };
+    let rest = diff.substitute(&|s| (s == *sym).then(|| Poly::constant(0)));
+    let coeff = diff.substitute(&|s| (s == *sym).then(|| Poly::constant(1))).sub(&rest);
+    let (c, r) = (coeff.as_const()?, rest.as_const()?);
+    (c != 0 && r % c != 0).then(|| format!("{} is not a multiple of {}", r.abs(), c.abs()))
 }
 
 /// Whether the facts make every term of `dim` a multiple of `by`.
@@ -322,6 +352,19 @@ mod tests {
             by: 8,
         };
         assert_eq!(decide(&eight_n, &[]), Verdict::Holds);
+    }
+
+    #[test]
+    fn contradictions_and_indivisible_derivations_are_refuted() {
+        let gt = ConstraintKind::Compare { lhs: Poly::sym("S"), op: CmpOp::Gt, rhs: Poly::constant(9000) };
+        let le = ConstraintKind::Compare { lhs: Poly::sym("S"), op: CmpOp::Le, rhs: Poly::constant(8192) };
+        assert!(matches!(decide(&le, &[gt]), Verdict::Violated(_)));
+        let eq = ConstraintKind::Compare {
+            lhs: Poly::constant(100),
+            op: CmpOp::Eq,
+            rhs: Poly::constant(8).mul(&Poly::sym("Dh")),
+        };
+        assert_eq!(decide(&eq, &[]), Verdict::Violated("100 is not a multiple of 8".into()));
     }
 
     #[test]

@@ -206,7 +206,7 @@ impl fmt::Display for Tok<'_> {
             Tok::Str(s) => write!(f, "string {s:?}"),
             Tok::Error => f.write_str("invalid character"),
             Tok::Newline => f.write_str("end of line"),
-            Tok::Indent => f.write_str("an indented block"),
+            Tok::Indent => f.write_str("indentation"),
             Tok::Dedent => f.write_str("end of block"),
             other => write!(f, "`{}`", other.text().unwrap_or("?")),
         }
