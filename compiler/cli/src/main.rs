@@ -151,7 +151,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let (mut out, mut err) = (stdout.lock(), stderr.lock());
-    for file in sources.ids().collect::<Vec<_>>() {
+    for file in sources.requested().collect::<Vec<_>>() {
         let diags = db.check_to(file, stage);
         let file_errors = diags.iter().filter(|d| d.is_error()).count();
         errors += file_errors;
@@ -167,7 +167,7 @@ fn check(args: CheckArgs) -> ExitCode {
             }
         }
     }
-    let files = sources.ids().count();
+    let files = sources.requested().count();
     if matches!(args.message_format, MessageFormat::Human) {
         let _ = writeln!(err, "{}", summary(errors, files_with_errors, files));
     }
@@ -203,7 +203,7 @@ fn summary(errors: usize, files_with_errors: usize, files: usize) -> String {
 /// need another round), writes the changed files back and says what changed.
 fn fix(sources: &mut Sources, db: &mut Database, stage: Stage) -> Result<(), ExitCode> {
     const MAX_ROUNDS: usize = 8;
-    for file in sources.ids().collect::<Vec<_>>() {
+    for file in sources.requested().collect::<Vec<_>>() {
         if sources.get(file).input == Input::Stdin {
             eprintln!("error: `--fix` cannot rewrite standard input");
             return Err(ExitCode::from(EXIT_USAGE));

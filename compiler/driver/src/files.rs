@@ -24,6 +24,8 @@ pub struct SourceFile {
     pub line_index: LineIndex,
     /// Problems found while reading, such as invalid UTF-8.
     pub load_diagnostics: Vec<Diagnostic>,
+    /// Named on the command line (rather than loaded because one imports it).
+    pub requested: bool,
 }
 
 /// The loaded files, indexed by [`FileId`].
@@ -41,8 +43,14 @@ impl Sources {
             text,
             line_index,
             load_diagnostics: Vec::new(),
+            requested: true,
         });
         FileId(self.files.len() as u32 - 1)
+    }
+
+    /// The files named by the user, in order.
+    pub fn requested(&self) -> impl Iterator<Item = FileId> + '_ {
+        self.ids().filter(|&id| self.get(id).requested)
     }
 
     pub fn get(&self, file: FileId) -> &SourceFile {
@@ -148,7 +156,68 @@ pub fn load(args: &[String]) -> Result<Sources, LoadError> {
             load_file(&mut sources, path)?;
         }
     }
+    load_imports(&mut sources);
     Ok(sources)
+}
+
+/// The path as shown and as imports resolve against it: `./a/b.tsr` and
+/// `a/./b.tsr` are both `a/b.tsr`.
+fn display_path(path: &Path) -> String {
+    let parts: Vec<String> = path
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let joined = parts.join("/");
+    if path.is_absolute() && !joined.starts_with('/') {
+        format!("/{}", joined.trim_start_matches('/'))
+    } else {
+        joined.replace("//", "/")
+    }
+}
+
+/// Loads the sibling modules the loaded files import (`import helpers` →
+/// `helpers.tsr` beside the importer), transitively. They are checked only
+/// as far as their importers need; a module that cannot be read is left out,
+/// and the import is then reported as unresolved.
+fn load_imports(sources: &mut Sources) {
+    let mut next = 0;
+    while next < sources.files.len() {
+        let importer = &sources.files[next];
+        next += 1;
+        let Input::Path(path) = &importer.input else { continue };
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parse = tessera_syntax::parse(FileId(0), &importer.text);
+        let mut modules: Vec<String> = Vec::new();
+        for stmt in &parse.module.body {
+            match &stmt.kind {
+                tessera_syntax::ast::StmtKind::Import(paths) => {
+                    modules.extend(paths.iter().map(|p| dotted(&p.path)));
+                }
+                tessera_syntax::ast::StmtKind::FromImport { module, .. } => modules.push(dotted(module)),
+                _ => {}
+            }
+        }
+        for module in modules {
+            if module == "tessera" || module.starts_with("tessera.") {
+                continue;
+            }
+            let candidate = dir.join(format!("{}.tsr", module.replace('.', "/")));
+            let display = display_path(&candidate);
+            if sources.files.iter().any(|f| f.display == display) || !candidate.is_file() {
+                continue;
+            }
+            if load_file(sources, &candidate).is_ok() {
+                if let Some(last) = sources.files.last_mut() {
+                    last.requested = false;
+                }
+            }
+        }
+    }
+}
+
+fn dotted(path: &tessera_syntax::ast::Path) -> String {
+    path.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
 }
 
 fn collect_tsr(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -166,7 +235,7 @@ fn collect_tsr(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 fn load_file(sources: &mut Sources, path: &Path) -> Result<(), LoadError> {
-    let display = path.display().to_string();
+    let display = display_path(path);
     let io = |error| LoadError::Io {
         path: display.clone(),
         error,
