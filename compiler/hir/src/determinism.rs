@@ -200,12 +200,11 @@ fn unbound_rng(call: &Expr, b: &Builtin, args: &[Arg]) -> Diagnostic {
     if !b.params.contains("stream") {
         return diag.with_help("draw from a counter-based stream: `rng.uniform(..., stream=rng.stream(\"name\"))`");
     }
-    // The call ends with its closing parenthesis; the argument goes before it.
-    let at = Span::empty(call.span.end.saturating_sub(1));
-    let text = if args.is_empty() {
-        "stream=rng.stream(\"name\")"
-    } else {
-        ", stream=rng.stream(\"name\")"
+    // After the last argument (a trailing comma stays valid after it), or
+    // just inside the parentheses when there is none.
+    let (at, text) = match args.last() {
+        Some(last) => (Span::empty(last.span.end), ", stream=rng.stream(\"name\")"),
+        None => (Span::empty(call.span.end.saturating_sub(1)), "stream=rng.stream(\"name\")"),
     };
     diag.with_help("pass `stream=rng.stream(\"name\")` so the numbers depend only on the seed and the stream")
         .with_fix(
