@@ -22,7 +22,11 @@ fn source(functions: usize, edited: usize, variant: u32) -> String {
                  smem[i % 128] = x[i] * {c}.0\n    tbarrier()\n    if i < N:\n        out[i] = smem[i % 128]\n\n"
             ));
         } else {
-            let callee = if i % 4 == 1 { String::new() } else { format!("    w = g{}(y, b)\n", i - 1) };
+            let callee = if i % 4 == 1 {
+                String::new()
+            } else {
+                format!("    w = g{}(y, b)\n", i - 1)
+            };
             text.push_str(&format!(
                 "def g{i}(a: f32[M, K], b: f32[K, N]) -> f32[M, N] where K % 8 == 0, M <= 8192:\n    \
                  y = op.matmul(a, b)\n    z = y * {c}.0 + 1.0\n{callee}    s = op.sum(z, axis=0)\n    \
@@ -74,8 +78,19 @@ fn main() {
 
     let p50 = percentile(&edits, 0.5);
     println!("re-check after editing one body of a {lines}-line file ({FUNCTIONS} functions), {EDITS} edits:");
-    println!("  p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms", ms(p50), ms(percentile(&edits, 0.99)), ms(edits[edits.len() - 1]));
-    println!("anchor, cold check of the same file in a fresh database: median {:.2} ms", ms(percentile(&cold, 0.5)));
-    println!("ratio re-check / cold check: {:.3}", ms(p50) / ms(percentile(&cold, 0.5)));
+    println!(
+        "  p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms(p50),
+        ms(percentile(&edits, 0.99)),
+        ms(edits[edits.len() - 1])
+    );
+    println!(
+        "anchor, cold check of the same file in a fresh database: median {:.2} ms",
+        ms(percentile(&cold, 0.5))
+    );
+    println!(
+        "ratio re-check / cold check: {:.3}",
+        ms(p50) / ms(percentile(&cold, 0.5))
+    );
     println!("budget: 5 ms; p50 / budget = {:.2}", ms(p50) / 5.0);
 }

@@ -108,7 +108,13 @@ fn explain(code: &str) -> ExitCode {
     match Code::lookup(code) {
         Some(info) => {
             // A closed pipe (`| head`) is not an error worth reporting.
-            let _ = writeln!(std::io::stdout(), "{}: {}\n\n{}", info.code, info.title, info.explanation);
+            let _ = writeln!(
+                std::io::stdout(),
+                "{}: {}\n\n{}",
+                info.code,
+                info.title,
+                info.explanation
+            );
             ExitCode::SUCCESS
         }
         None => {
@@ -158,7 +164,7 @@ fn check(args: CheckArgs) -> ExitCode {
         files_with_errors += usize::from(file_errors > 0);
         for diag in &diags {
             let written = match args.message_format {
-                MessageFormat::Human => write!(err, "{}\n", render_human(diag, &sources, color)),
+                MessageFormat::Human => writeln!(err, "{}", render_human(diag, &sources, color)),
                 MessageFormat::Short => write!(err, "{}", render_short(diag, &sources)),
                 MessageFormat::Json => writeln!(out, "{}", render_json(diag, &sources)),
             };

@@ -217,7 +217,11 @@ fn load_imports(sources: &mut Sources) {
 }
 
 fn dotted(path: &tessera_syntax::ast::Path) -> String {
-    path.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
+    path.segments
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn collect_tsr(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {

@@ -43,9 +43,16 @@ fn editing_one_body_reruns_only_its_inference() {
     let reinferred: Vec<&String> = second.iter().filter(|e| e.starts_with("infer(")).collect();
     let edited = tessera_hir::FnId::new(&db, db.source(file), "f100".to_string());
     let edited_key = format!("infer({:?})", salsa::plumbing::AsId::as_id(&edited));
-    assert_eq!(reinferred, [&edited_key], "only the edited body is re-inferred: {second:#?}");
+    assert_eq!(
+        reinferred,
+        [&edited_key],
+        "only the edited body is re-inferred: {second:#?}"
+    );
     // The edited function's signature is recomputed (it reads the whole
     // definition) but comes out equal, so no caller is re-checked.
     let signatures: Vec<&String> = second.iter().filter(|e| e.starts_with("signature(")).collect();
-    assert!(signatures.len() <= 1, "only the edited function's signature may run again: {signatures:?}");
+    assert!(
+        signatures.len() <= 1,
+        "only the edited function's signature may run again: {signatures:?}"
+    );
 }

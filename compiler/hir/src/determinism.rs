@@ -204,7 +204,10 @@ fn unbound_rng(call: &Expr, b: &Builtin, args: &[Arg]) -> Diagnostic {
     // just inside the parentheses when there is none.
     let (at, text) = match args.last() {
         Some(last) => (Span::empty(last.span.end), ", stream=rng.stream(\"name\")"),
-        None => (Span::empty(call.span.end.saturating_sub(1)), "stream=rng.stream(\"name\")"),
+        None => (
+            Span::empty(call.span.end.saturating_sub(1)),
+            "stream=rng.stream(\"name\")",
+        ),
     };
     diag.with_help("pass `stream=rng.stream(\"name\")` so the numbers depend only on the seed and the stream")
         .with_fix(

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind};
+use tessera_syntax::ast::{Block, FnDef, Stmt, StmtKind};
 
 use crate::body::CallTarget;
 use crate::db::{self, Db, FnId, SourceFile};
@@ -224,7 +224,7 @@ fn suspend_regions(block: &Block) -> Vec<(Span, EffectSet)> {
                 StmtKind::With { items, body } => {
                     let set = items
                         .iter()
-                        .filter_map(|item| suspended_effect(&item.expr))
+                        .filter_map(|item| crate::infer::suspended_effect(&item.expr))
                         .fold(EffectSet::PURE, |acc, e| acc.union(EffectSet::of(&[e])));
                     if !set.is_pure() {
                         out.push((body.span, set));
@@ -248,23 +248,6 @@ fn suspend_regions(block: &Block) -> Vec<(Span, EffectSet)> {
     let mut out = Vec::new();
     walk(&block.stmts, &mut out);
     out
-}
-
-/// The effect named by `effects.suspend("io")`, as inference reads it.
-fn suspended_effect(e: &Expr) -> Option<Effect> {
-    let ExprKind::Call { callee, args } = &e.kind else {
-        return None;
-    };
-    let ExprKind::Attr { base, name } = &callee.kind else {
-        return None;
-    };
-    if !matches!(&base.kind, ExprKind::Name(n) if n == "effects") || name.name != "suspend" {
-        return None;
-    }
-    match &args.first()?.value.kind {
-        ExprKind::Str(s) => Effect::from_name(s),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

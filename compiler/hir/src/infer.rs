@@ -450,8 +450,15 @@ impl<'a> Infer<'a> {
         }
         // Dim symbols of the signature (parameters, return type, `where`)
         // are integers in the body.
-        let in_constraints = self.sig.constraints.iter().any(|c| constraint_symbols(&c.kind).iter().any(|s| s == name));
-        if in_constraints || mentions_dim(&self.sig.ret, name) || self.sig.params.iter().any(|p| mentions_dim(&p.ty, name)) {
+        let in_constraints = self
+            .sig
+            .constraints
+            .iter()
+            .any(|c| constraint_symbols(&c.kind).iter().any(|s| s == name));
+        if in_constraints
+            || mentions_dim(&self.sig.ret, name)
+            || self.sig.params.iter().any(|p| mentions_dim(&p.ty, name))
+        {
             return Ty::Int;
         }
         let mut candidates: Vec<&str> = self.locals.keys().map(String::as_str).collect();
@@ -546,7 +553,11 @@ impl<'a> Infer<'a> {
                     self.error(
                         Diagnostic::error(
                             Code::E0310,
-                            format!("too many indices: {} for a tensor with {}", args.len(), dims_word(dims.len())),
+                            format!(
+                                "too many indices: {} for a tensor with {}",
+                                args.len(),
+                                dims_word(dims.len())
+                            ),
                         )
                         .with_primary(self.at(e.span), format!("this tensor is {base}")),
                     );
@@ -564,7 +575,9 @@ impl<'a> Infer<'a> {
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         // Indexing with an index tensor gathers: its dims replace this one.
                         Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => match &arg_tys[i] {
-                            Ty::Tensor(TensorTy { dims: Some(index_dims), .. }) => kept.extend(index_dims.iter().cloned()),
+                            Ty::Tensor(TensorTy {
+                                dims: Some(index_dims), ..
+                            }) => kept.extend(index_dims.iter().cloned()),
                             _ => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         },
                         Some(_) => {}
@@ -669,7 +682,11 @@ impl<'a> Infer<'a> {
             },
             _ => None,
         };
-        Ty::Tensor(TensorTy { dtype: promote(a.dtype, b.dtype), dims, space: None })
+        Ty::Tensor(TensorTy {
+            dtype: promote(a.dtype, b.dtype),
+            dims,
+            space: None,
+        })
     }
 
     fn matmul(&mut self, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr, accumulate: Option<DType>) -> Ty {
@@ -1111,7 +1128,10 @@ impl<'a> Infer<'a> {
                     Some(i) => i,
                     None => {
                         let mut diag = Diagnostic::error(Code::E0204, format!("`{fn_name}` has no parameter `{n}`"))
-                            .with_primary(self.at(arg.name_span.unwrap_or(arg.expr.span)), "unknown keyword argument");
+                            .with_primary(
+                                self.at(arg.name_span.unwrap_or(arg.expr.span)),
+                                "unknown keyword argument",
+                            );
                         if let Some(s) = did_you_mean(n, sig.params.iter().map(|p| p.name.as_str())) {
                             diag = diag.with_help(format!("did you mean `{s}`?"));
                         }
@@ -1414,7 +1434,7 @@ fn global_builtin(name: &str) -> Option<Ty> {
 }
 
 /// The effect a `with effects.suspend("io")` item suspends.
-fn suspended_effect(e: &Expr) -> Option<Effect> {
+pub(crate) fn suspended_effect(e: &Expr) -> Option<Effect> {
     let ExprKind::Call { callee, args } = &e.kind else {
         return None;
     };

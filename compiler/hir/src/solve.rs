@@ -149,9 +149,10 @@ pub fn decide(constraint: &ConstraintKind, facts: &[ConstraintKind]) -> Verdict 
             }
             match (lhs.as_sym(), rhs.as_const()) {
                 (Some(sym), Some(bound)) if proves_bound(sym, *op, bound, facts) => Verdict::Holds,
-                (Some(sym), Some(bound)) if proves_bound(sym, negate(*op), bound, facts) => {
-                    Verdict::Violated(format!("{sym} {} {bound} contradicts the caller's own constraints", op.symbol()))
-                }
+                (Some(sym), Some(bound)) if proves_bound(sym, negate(*op), bound, facts) => Verdict::Violated(format!(
+                    "{sym} {} {bound} contradicts the caller's own constraints",
+                    op.symbol()
+                )),
                 _ => Verdict::Unknown,
             }
         }
@@ -356,8 +357,16 @@ mod tests {
 
     #[test]
     fn contradictions_and_indivisible_derivations_are_refuted() {
-        let gt = ConstraintKind::Compare { lhs: Poly::sym("S"), op: CmpOp::Gt, rhs: Poly::constant(9000) };
-        let le = ConstraintKind::Compare { lhs: Poly::sym("S"), op: CmpOp::Le, rhs: Poly::constant(8192) };
+        let gt = ConstraintKind::Compare {
+            lhs: Poly::sym("S"),
+            op: CmpOp::Gt,
+            rhs: Poly::constant(9000),
+        };
+        let le = ConstraintKind::Compare {
+            lhs: Poly::sym("S"),
+            op: CmpOp::Le,
+            rhs: Poly::constant(8192),
+        };
         assert!(matches!(decide(&le, &[gt]), Verdict::Violated(_)));
         let eq = ConstraintKind::Compare {
             lhs: Poly::constant(100),

@@ -27,9 +27,12 @@ fn precedence_loosest_to_tightest() {
 
 #[test]
 fn power_is_right_associative_and_binds_unary_on_its_right() {
-    check("y = -a ** -b ** c\n", expect![[r#"
+    check(
+        "y = -a ** -b ** c\n",
+        expect![[r#"
         (= y (- (** a (- (** b c)))))
-    "#]]);
+    "#]],
+    );
 }
 
 #[test]
