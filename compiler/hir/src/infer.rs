@@ -617,31 +617,7 @@ impl<'a> Infer<'a> {
             return self.matmul(l, r, span, lhs, rhs, None);
         }
         match (l, r) {
-            (Ty::Tensor(a), Ty::Tensor(b)) => {
-                let dims = match (&a.dims, &b.dims) {
-                    (Some(x), Some(y)) => match broadcast(x, y) {
-                        Some(d) => Some(d),
-                        None => {
-                            self.error(
-                                Diagnostic::error(Code::E0306, format!("cannot broadcast {l} with {r}"))
-                                    .with_primary(self.at(span), format!("`{}` does not broadcast", op.symbol()))
-                                    .with_secondary(self.at(lhs.span), format!("this is {l}"))
-                                    .with_secondary(self.at(rhs.span), format!("this is {r}"))
-                                    .with_note(
-                                        "dims are matched from the right; each pair must be equal or one of them 1",
-                                    ),
-                            );
-                            return Ty::Unknown;
-                        }
-                    },
-                    _ => None,
-                };
-                Ty::Tensor(TensorTy {
-                    dtype: promote(a.dtype, b.dtype),
-                    dims,
-                    space: None,
-                })
-            }
+            (Ty::Tensor(_), Ty::Tensor(_)) => self.broadcast_op(&format!("`{}`", op.symbol()), l, r, span, lhs, rhs),
             (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {
                 let dtype = match other.dtype() {
                     Some(d) => promote(t.dtype, Some(d)),
@@ -661,7 +637,8 @@ impl<'a> Infer<'a> {
         }
     }
 
-    /// The broadcast of two tensor types for the operation `what`.
+    /// The broadcast of two tensor types for the operation `what` (an
+    /// operator or a broadcasting builtin); anything else types as `+` does.
     fn broadcast_op(&mut self, what: &str, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
         let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else {
             return self.binary(BinOp::Add, l, r, span, lhs, rhs);
