@@ -147,6 +147,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let stage = if args.syntax_only { Stage::Syntax } else { Stage::Full };
     let mut db = Database::default();
     db.load(&sources);
+    db.load_imports(&mut sources);
     if args.fix {
         if let Err(code) = fix(&mut sources, &mut db, stage) {
             return code;

@@ -5,7 +5,9 @@ use tessera_base::FileId;
 use tessera_diagnostics::Diagnostic;
 use tessera_hir::{Options, SourceFile, Workspace};
 
-use crate::{Sources, Stage};
+use std::path::Path;
+
+use crate::{Input, Sources, Stage};
 
 #[salsa::db]
 #[derive(Clone)]
@@ -60,6 +62,38 @@ impl Database {
     pub fn set_options(&mut self, options: Options) {
         use salsa::Setter;
         tessera_hir::Db::workspace(self).set_options(self).to(options);
+    }
+
+    /// Loads the sibling modules that the loaded files import (`import
+    /// helpers` → `helpers.tsr` beside the importer), transitively, into
+    /// `sources` and the database. Imports are read from the files' cached
+    /// item trees; a module that cannot be read is left out, and its import
+    /// is reported as unresolved.
+    pub fn load_imports(&mut self, sources: &mut Sources) {
+        let mut next = 0;
+        while next < self.files.len() {
+            let id = FileId(next as u32);
+            next += 1;
+            let Input::Path(path) = &sources.get(id).input else {
+                continue;
+            };
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let imports = tessera_hir::db::item_tree(self, self.source(id)).imports.clone();
+            for import in imports {
+                if import.module == "tessera" || import.module.starts_with("tessera.") {
+                    continue;
+                }
+                let candidate = dir.join(format!("{}.tsr", import.module.replace('.', "/")));
+                if crate::files::is_loaded(sources, &candidate) || !candidate.is_file() {
+                    continue;
+                }
+                if let Some(loaded) = crate::files::load_imported(sources, &candidate) {
+                    let source = sources.get(loaded);
+                    self.add_file(&source.display, &source.text);
+                    self.load_diagnostics[loaded.0 as usize] = source.load_diagnostics.clone();
+                }
+            }
+        }
     }
 
     /// Adds one file (used by tests and benchmarks that build sources in memory).

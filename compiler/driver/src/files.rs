@@ -156,7 +156,6 @@ pub fn load(args: &[String]) -> Result<Sources, LoadError> {
             load_file(&mut sources, path)?;
         }
     }
-    load_imports(&mut sources);
     Ok(sources)
 }
 
@@ -176,52 +175,19 @@ fn display_path(path: &Path) -> String {
     }
 }
 
-/// Loads the sibling modules the loaded files import (`import helpers` →
-/// `helpers.tsr` beside the importer), transitively. They are checked only
-/// as far as their importers need; a module that cannot be read is left out,
-/// and the import is then reported as unresolved.
-fn load_imports(sources: &mut Sources) {
-    let mut next = 0;
-    while next < sources.files.len() {
-        let importer = &sources.files[next];
-        next += 1;
-        let Input::Path(path) = &importer.input else { continue };
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let parse = tessera_syntax::parse(FileId(0), &importer.text);
-        let mut modules: Vec<String> = Vec::new();
-        for stmt in &parse.module.body {
-            match &stmt.kind {
-                tessera_syntax::ast::StmtKind::Import(paths) => {
-                    modules.extend(paths.iter().map(|p| dotted(&p.path)));
-                }
-                tessera_syntax::ast::StmtKind::FromImport { module, .. } => modules.push(dotted(module)),
-                _ => {}
-            }
-        }
-        for module in modules {
-            if module == "tessera" || module.starts_with("tessera.") {
-                continue;
-            }
-            let candidate = dir.join(format!("{}.tsr", module.replace('.', "/")));
-            let display = display_path(&candidate);
-            if sources.files.iter().any(|f| f.display == display) || !candidate.is_file() {
-                continue;
-            }
-            if load_file(sources, &candidate).is_ok() {
-                if let Some(last) = sources.files.last_mut() {
-                    last.requested = false;
-                }
-            }
-        }
-    }
+/// Loads `path` as a module that a loaded file imports (not named by the
+/// user). `None` when it cannot be read: the import is then unresolved.
+pub(crate) fn load_imported(sources: &mut Sources, path: &Path) -> Option<FileId> {
+    load_file(sources, path).ok()?;
+    let last = sources.files.last_mut()?;
+    last.requested = false;
+    Some(FileId(sources.files.len() as u32 - 1))
 }
 
-fn dotted(path: &tessera_syntax::ast::Path) -> String {
-    path.segments
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect::<Vec<_>>()
-        .join(".")
+/// Whether a file with this path (as `display_path` writes it) is loaded.
+pub(crate) fn is_loaded(sources: &Sources, path: &Path) -> bool {
+    let display = display_path(path);
+    sources.files.iter().any(|f| f.display == display)
 }
 
 fn collect_tsr(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
