@@ -108,4 +108,16 @@ impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
+
+    /// Calls `f` on every span: labels and the edits of fixes.
+    pub fn map_spans(&mut self, f: &mut dyn FnMut(&mut FileSpan)) {
+        for label in &mut self.labels {
+            f(&mut label.span);
+        }
+        for fix in &mut self.fixes {
+            for edit in &mut fix.edits {
+                f(&mut edit.span);
+            }
+        }
+    }
 }

@@ -132,7 +132,7 @@ impl Database {
         }
         let source = self.source(file);
         match stage {
-            Stage::Syntax => tessera_hir::db::parse(self, source).diagnostics.clone(),
+            Stage::Syntax => tessera_hir::db::syntax_errors(self, source).clone(),
             Stage::Full => tessera_hir::check_file(self, source).clone(),
         }
     }

@@ -1,17 +1,20 @@
 //! The salsa database: inputs and the tracked queries, in dependency order
-//! `parse(file)` → `item_tree(file)` → `fn_ast(fn)` → `signature(fn)` →
-//! `infer(fn)` → `check_file(file)`.
+//! `chunks(file)` → `parse_chunk(chunk)` → `item_tree(file)` →
+//! `fn_ast(fn)` → `signature(fn)` → `infer(fn)` → `check_file(file)`.
 //!
-//! Positions: `fn_ast` rebases a function's spans to its own start, so an
-//! edit elsewhere in the file leaves it equal and salsa reuses everything
-//! computed from it. Diagnostics of per-function queries carry those
-//! relative spans; `check_file` shifts them back by `fn_offset`.
+//! Positions: a file is parsed in top-level chunks interned by their text,
+//! so an edit re-parses only the chunk it touches; `fn_ast` rebases a
+//! function's spans to its own start, so an edit elsewhere in the file
+//! leaves it equal and salsa reuses everything computed from it.
+//! Diagnostics of per-function queries carry those relative spans;
+//! `check_file` shifts them back by `fn_offset`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tessera_base::{FileId, Span};
 use tessera_diagnostics::Diagnostic;
-use tessera_syntax::ast::{FnDef, StmtKind};
+use tessera_syntax::ast::{FnDef, Stmt, StmtKind};
 use tessera_syntax::Parse;
 
 use crate::infer::BodyInfo;
@@ -96,9 +99,67 @@ pub struct FnId<'db> {
     pub name: String,
 }
 
+/// A top-level chunk of a file's text (see `tessera_syntax::chunk_ranges`),
+/// interned by its text: an edit creates a new chunk for the text it
+/// touches, and every other chunk keeps its identity and its parse.
+#[salsa::interned(debug)]
+pub struct Chunk<'db> {
+    #[returns(ref)]
+    pub text: String,
+}
+
+/// A chunk and where it starts in its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, salsa::SalsaValue)]
+pub struct FileChunk<'db> {
+    pub offset: u32,
+    pub chunk: Chunk<'db>,
+}
+
+/// The chunks of a file, in order; they cover its whole text.
 #[salsa::tracked(returns(ref))]
-pub fn parse(db: &dyn Db, file: SourceFile) -> Parse {
-    tessera_syntax::parse(file.id(db), file.text(db))
+pub fn chunks<'db>(db: &'db dyn Db, file: SourceFile) -> Vec<FileChunk<'db>> {
+    let text = file.text(db);
+    tessera_syntax::chunk_ranges(text)
+        .into_iter()
+        .map(|range| FileChunk {
+            offset: range.start as u32,
+            chunk: Chunk::new(db, text[range].to_string()),
+        })
+        .collect()
+}
+
+/// The parse of one chunk, with spans relative to its start.
+#[salsa::tracked(returns(ref))]
+pub fn parse_chunk<'db>(db: &'db dyn Db, chunk: Chunk<'db>) -> Parse {
+    tessera_syntax::parse(FileId(RELATIVE_BASE), chunk.text(db))
+}
+
+/// The lexical and syntax errors of a file. The chunks find an error
+/// exactly when the whole file has one (tested in tessera-syntax), and a
+/// file with errors is parsed whole for them, so that they are the same
+/// as the whole-file parse reports even where error recovery reaches
+/// across a chunk boundary.
+#[salsa::tracked(returns(ref))]
+pub fn syntax_errors(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
+    if chunks(db, file)
+        .iter()
+        .all(|c| parse_chunk(db, c.chunk).diagnostics.is_empty())
+    {
+        return Vec::new();
+    }
+    tessera_syntax::parse(file.id(db), file.text(db)).diagnostics
+}
+
+/// The top-level statements of a file, each with the offset its spans are
+/// relative to.
+pub fn top_level<'db>(db: &'db dyn Db, file: SourceFile) -> impl Iterator<Item = (u32, &'db Stmt)> + 'db {
+    chunks(db, file).iter().flat_map(move |c| {
+        parse_chunk(db, c.chunk)
+            .module
+            .body
+            .iter()
+            .map(move |stmt| (c.offset, stmt))
+    })
 }
 
 /// What a file defines and imports, without positions: it changes only when
@@ -125,7 +186,7 @@ pub struct Import {
 #[salsa::tracked(returns(ref))]
 pub fn item_tree(db: &dyn Db, file: SourceFile) -> ItemTree {
     let mut tree = ItemTree::default();
-    for stmt in &parse(db, file).module.body {
+    for (_, stmt) in top_level(db, file) {
         match &stmt.kind {
             StmtKind::Def(def) if !tree.functions.contains(&def.name.name) => {
                 tree.functions.push(def.name.name.clone())
@@ -169,33 +230,62 @@ pub fn item_tree(db: &dyn Db, file: SourceFile) -> ItemTree {
     tree
 }
 
+/// Where each function of a file is defined: its chunk's index in
+/// `chunks(file)` and its statement's index in the chunk. The first
+/// definition of a name wins.
+#[salsa::tracked(returns(ref))]
+fn fn_index(db: &dyn Db, file: SourceFile) -> HashMap<String, (usize, usize)> {
+    let mut index = HashMap::new();
+    for (c, chunk) in chunks(db, file).iter().enumerate() {
+        for (s, stmt) in parse_chunk(db, chunk.chunk).module.body.iter().enumerate() {
+            if let StmtKind::Def(def) = &stmt.kind {
+                index.entry(def.name.name.clone()).or_insert((c, s));
+            }
+        }
+    }
+    index
+}
+
+/// The chunk that defines a function and the statement's index in it —
+/// without positions, so that it stays the same when other chunks change.
+#[salsa::tracked(returns(copy))]
+fn fn_location<'db>(db: &'db dyn Db, func: FnId<'db>) -> Option<(Chunk<'db>, usize)> {
+    let file = func.file(db);
+    let &(c, s) = fn_index(db, file).get(func.name(db))?;
+    Some((chunks(db, file)[c].chunk, s))
+}
+
+fn fn_stmt<'db>(db: &'db dyn Db, chunk: Chunk<'db>, stmt: usize) -> Option<(&'db FnDef, u32)> {
+    let stmt = parse_chunk(db, chunk).module.body.get(stmt)?;
+    match &stmt.kind {
+        StmtKind::Def(def) => Some((def, stmt.span.start)),
+        _ => None,
+    }
+}
+
 /// The definition of a function with spans relative to its start.
 #[salsa::tracked(returns(ref))]
 pub fn fn_ast<'db>(db: &'db dyn Db, func: FnId<'db>) -> Option<Arc<FnDef>> {
-    let (def, offset) = find_def(db, func)?;
+    let (chunk, stmt) = fn_location(db, func)?;
+    let (def, start) = fn_stmt(db, chunk, stmt)?;
     let mut def = def.clone();
-    tessera_syntax::ast::map_spans(&mut def, &mut |span| {
-        *span = Span::new(span.start.saturating_sub(offset), span.end.saturating_sub(offset));
-    });
+    if start != 0 {
+        tessera_syntax::ast::map_spans(&mut def, &mut |span| {
+            *span = Span::new(span.start.saturating_sub(start), span.end.saturating_sub(start));
+        });
+    }
     Some(Arc::new(def))
 }
 
 /// Where a function starts in its file (the start of its first decorator).
 #[salsa::tracked]
 pub fn fn_offset<'db>(db: &'db dyn Db, func: FnId<'db>) -> u32 {
-    find_def(db, func).map_or(0, |(_, offset)| offset)
-}
-
-fn find_def<'db>(db: &'db dyn Db, func: FnId<'db>) -> Option<(&'db FnDef, u32)> {
-    let name = func.name(db);
-    parse(db, func.file(db))
-        .module
-        .body
-        .iter()
-        .find_map(|stmt| match &stmt.kind {
-            StmtKind::Def(def) if &def.name.name == name => Some((&**def, stmt.span.start)),
-            _ => None,
-        })
+    let file = func.file(db);
+    let Some(&(c, s)) = fn_index(db, file).get(func.name(db)) else {
+        return 0;
+    };
+    let chunk = chunks(db, file)[c];
+    fn_stmt(db, chunk.chunk, s).map_or(0, |(_, start)| chunk.offset + start)
 }
 
 #[salsa::tracked(returns(ref))]
@@ -222,7 +312,7 @@ pub fn file_by_path(db: &dyn Db, path: &str) -> Option<SourceFile> {
 /// Every diagnostic of a file, in source order.
 #[salsa::tracked(returns(ref))]
 pub fn check_file(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
-    let mut diags = parse(db, file).diagnostics.clone();
+    let mut diags = syntax_errors(db, file).clone();
     diags.extend(crate::module::check_module(db, file));
     for name in &item_tree(db, file).functions {
         let func = FnId::new(db, file, name.clone());

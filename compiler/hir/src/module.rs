@@ -1,5 +1,6 @@
 //! File-level checks: duplicate definitions and imports.
 
+use tessera_base::{FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_syntax::ast::StmtKind;
 
@@ -23,21 +24,21 @@ pub(crate) fn resolve_module(db: &dyn Db, from: SourceFile, module: &str) -> Opt
 
 pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
-    let parse = db::parse(db, file);
     let id = file.id(db);
-    let mut seen: Vec<(&str, tessera_base::Span)> = Vec::new();
-    for stmt in &parse.module.body {
+    let mut seen: Vec<(&str, FileSpan)> = Vec::new();
+    for (offset, stmt) in db::top_level(db, file) {
+        let at = |span: Span| Span::new(span.start + offset, span.end + offset).in_file(id);
         match &stmt.kind {
             StmtKind::Def(def) => {
                 if let Some((_, first)) = seen.iter().find(|(n, _)| *n == def.name.name) {
                     diags.push(
                         Diagnostic::error(Code::E0104, format!("`{}` is defined twice", def.name.name))
-                            .with_primary(def.name.span.in_file(id), "defined again here")
-                            .with_secondary(first.in_file(id), "first defined here")
+                            .with_primary(at(def.name.span), "defined again here")
+                            .with_secondary(*first, "first defined here")
                             .with_help("rename one of them"),
                     );
                 } else {
-                    seen.push((&def.name.name, def.name.span));
+                    seen.push((&def.name.name, at(def.name.span)));
                 }
             }
             StmtKind::Import(paths) => {
@@ -45,7 +46,7 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                     let module: Vec<&str> = p.path.segments.iter().map(|s| s.name.as_str()).collect();
                     let module = module.join(".");
                     if !module_exists(db, file, &module) {
-                        diags.push(unresolved(&module, p.path.span.in_file(id)));
+                        diags.push(unresolved(&module, at(p.path.span)));
                     }
                 }
             }
@@ -64,7 +65,7 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                                 .chain(builtins::globals().map(|b| b.path));
                             let mut diag =
                                 Diagnostic::error(Code::E0105, format!("`tessera` has no member `{}`", n.name.name))
-                                    .with_primary(n.name.span.in_file(id), "not in the standard library");
+                                    .with_primary(at(n.name.span), "not in the standard library");
                             if let Some(s) = did_you_mean(&n.name.name, candidates) {
                                 diag = diag.with_help(format!("did you mean `{s}`?"));
                             }
@@ -77,12 +78,12 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                         if !tree.functions.contains(&n.name.name) {
                             diags.push(
                                 Diagnostic::error(Code::E0105, format!("`{path}` has no function `{}`", n.name.name))
-                                    .with_primary(n.name.span.in_file(id), "not defined there"),
+                                    .with_primary(at(n.name.span), "not defined there"),
                             );
                         }
                     }
                 } else {
-                    diags.push(unresolved(&path, module.span.in_file(id)));
+                    diags.push(unresolved(&path, at(module.span)));
                 }
             }
             _ => {}

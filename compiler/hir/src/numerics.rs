@@ -325,7 +325,7 @@ fn module_policies(db: &dyn Db, file: SourceFile) -> BTreeMap<String, Binding> {
     for import in &db::item_tree(db, file).imports {
         out.insert(import.binding.clone(), Binding::Imported);
     }
-    for stmt in &db::parse(db, file).module.body {
+    for (_, stmt) in db::top_level(db, file) {
         let (targets, value): (Vec<&Expr>, &Expr) = match &stmt.kind {
             StmtKind::Assign { targets, value } => (targets.iter().collect(), value),
             StmtKind::AnnAssign {

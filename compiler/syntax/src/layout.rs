@@ -355,10 +355,11 @@ impl<'a> Layout<'a> {
         if let Some(colon) = opener {
             self.missing_block(colon, indent_span.cover(here));
         }
+        let block_end = self.block_end();
         while self.levels.len() > 1 && self.levels.last().is_some_and(|l| l.width8 > width8) {
             let level = self.levels.pop().expect("checked length");
             if !level.phantom {
-                self.emit(Tok::Dedent, here);
+                self.emit(Tok::Dedent, block_end);
             }
         }
         if self.levels.last().is_some_and(|l| l.width8 < width8) {
@@ -417,14 +418,35 @@ impl<'a> Layout<'a> {
         self.emit(Tok::Dedent, at);
     }
 
-    fn finish(&mut self) {
-        // Errors at the end point just after the last token, on its line.
+    /// Just after the last token that is not layout.
+    fn last_token_end(&self) -> Span {
         let last = self
             .out
             .iter()
             .rev()
             .find(|t| !matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent));
-        let end = Span::empty(last.map_or(0, |t| t.2));
+        Span::empty(last.map_or(0, |t| t.2))
+    }
+
+    /// Where the blocks that end here end: after the line break of their
+    /// last line, so that the blank lines and comments between them and the
+    /// next statement (or the end of the file) belong to neither. The
+    /// tokens stay in source order.
+    fn block_end(&self) -> Span {
+        match self
+            .out
+            .iter()
+            .rev()
+            .find(|t| !matches!(t.1, Tok::Indent | Tok::Dedent))
+        {
+            Some(t) if t.1 == Tok::Newline => Span::empty(t.2),
+            _ => self.last_token_end(),
+        }
+    }
+
+    fn finish(&mut self) {
+        // Errors at the end point just after the last token, on its line.
+        let end = self.last_token_end();
         self.close_unclosed(end.start, "the file ends here");
         if self.line_has_tokens {
             self.emit(Tok::Newline, end);
@@ -438,10 +460,11 @@ impl<'a> Layout<'a> {
             );
             self.synthetic_block(end);
         }
+        let block_end = self.block_end();
         while self.levels.len() > 1 {
             let level = self.levels.pop().expect("checked length");
             if !level.phantom {
-                self.emit(Tok::Dedent, end);
+                self.emit(Tok::Dedent, block_end);
             }
         }
     }

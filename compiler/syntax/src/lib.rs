@@ -6,6 +6,7 @@
 //! No salsa, no file I/O and no knowledge of types live here.
 
 pub mod ast;
+mod chunks;
 mod dump;
 mod layout;
 mod lexer;
@@ -17,7 +18,9 @@ mod validate;
 use tessera_base::{FileId, LineIndex, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 
+pub use chunks::{chunk_ranges, parse_by_chunks};
 pub use dump::dump;
+pub use spans::map_stmt_spans;
 
 /// The result of parsing one file.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -49,6 +49,11 @@ fn block(b: &mut Block, f: &mut dyn FnMut(&mut Span)) {
     b.stmts.iter_mut().for_each(|s| stmt(s, f));
 }
 
+/// Calls `f` on every span inside `s`, the statement's own included.
+pub fn map_stmt_spans(s: &mut Stmt, f: &mut dyn FnMut(&mut Span)) {
+    stmt(s, f)
+}
+
 fn stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut Span)) {
     f(&mut s.span);
     match &mut s.kind {
