@@ -1,17 +1,18 @@
 //! The language reference is tested: its Tessera code blocks parse as their
-//! tag says, and `spec/diagnostics.md` lists exactly the registered codes.
+//! tag says (and its IR blocks, tagged `tir`, parse and verify), and
+//! `spec/diagnostics.md` lists exactly the registered codes.
 
 use std::path::{Path, PathBuf};
 
 use tessera_base::FileId;
-use tessera_diagnostics::CODES;
+use tessera_diagnostics::{Diagnostic, CODES};
 
 fn spec_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec")
 }
 
-/// `(tag, first line, code)` of every fenced block tagged `tessera` or
-/// `tessera-error` in `text`.
+/// `(tag, first line, code)` of every fenced block tagged `tessera`,
+/// `tessera-error`, `tir` or `tir-error` in `text`.
 fn blocks(text: &str) -> Vec<(String, usize, String)> {
     let mut out = Vec::new();
     let mut open: Option<(String, usize, String)> = None;
@@ -26,7 +27,7 @@ fn blocks(text: &str) -> Vec<(String, usize, String)> {
             Some((_, _, code)) if trimmed.starts_with("```") => {
                 let _ = code;
                 let (tag, line, code) = open.take().expect("a block is open");
-                if tag == "tessera" || tag == "tessera-error" {
+                if matches!(tag.as_str(), "tessera" | "tessera-error" | "tir" | "tir-error") {
                     out.push((tag, line, code));
                 }
             }
@@ -54,20 +55,23 @@ fn spec_code_blocks_parse_as_tagged() {
         let text = std::fs::read_to_string(file).unwrap();
         for (tag, line, code) in blocks(&text) {
             checked += 1;
-            let parse = tessera_syntax::parse(FileId(0), &code);
-            let errors: Vec<String> = parse
-                .diagnostics
+            let diagnostics = if tag.starts_with("tir") {
+                ir_diagnostics(&code)
+            } else {
+                tessera_syntax::parse(FileId(0), &code).diagnostics
+            };
+            let errors: Vec<String> = diagnostics
                 .iter()
                 .filter(|d| d.is_error())
                 .map(|d| format!("{} {}", d.code, d.message))
                 .collect();
             let name = file.file_name().unwrap().to_string_lossy();
             match tag.as_str() {
-                "tessera" if !errors.is_empty() => {
-                    failures.push(format!("{name}:{line}: block tagged `tessera` has errors: {errors:?}"))
+                "tessera" | "tir" if !errors.is_empty() => {
+                    failures.push(format!("{name}:{line}: block tagged `{tag}` has errors: {errors:?}"))
                 }
-                "tessera-error" if errors.is_empty() => {
-                    failures.push(format!("{name}:{line}: block tagged `tessera-error` has no error"))
+                "tessera-error" | "tir-error" if errors.is_empty() => {
+                    failures.push(format!("{name}:{line}: block tagged `{tag}` has no error"))
                 }
                 _ => {}
             }
@@ -101,20 +105,32 @@ fn diagnostics_chapter_lists_every_code() {
     }
 }
 
+/// What `tessera opt` reports for IR text before running passes: parse
+/// errors, then the structural verifier's (dialects are not registered
+/// here, so IR blocks may use any op).
+fn ir_diagnostics(text: &str) -> Vec<Diagnostic> {
+    tessera_ir::parse_and_verify(text, FileId(0), &tessera_ir::FileMap::new(), None)
+        .err()
+        .unwrap_or_default()
+}
+
 /// The examples in `--explain` texts are real: a `tessera` block in the
-/// explanation of a code makes the compiler report that code.
+/// explanation of a code makes the compiler report that code (a `tir` block
+/// is IR text, checked as `tessera opt` checks it).
 #[test]
 fn explanation_examples_report_their_code() {
     let mut demonstrated = 0;
     for info in CODES {
         assert!(!info.title.is_empty(), "{} has no title", info.code);
-        for (_, _, example) in blocks(info.explanation) {
-            let mut sources = tessera_driver::Sources::default();
-            let file = sources.add("example.tsr".into(), tessera_driver::Input::Stdin, example.clone());
-            let codes: Vec<_> = tessera_driver::check_file(&sources, file)
-                .iter()
-                .map(|d| d.code)
-                .collect();
+        for (tag, _, example) in blocks(info.explanation) {
+            let diagnostics = if tag.starts_with("tir") {
+                ir_diagnostics(&example)
+            } else {
+                let mut sources = tessera_driver::Sources::default();
+                let file = sources.add("example.tsr".into(), tessera_driver::Input::Stdin, example.clone());
+                tessera_driver::check_file(&sources, file)
+            };
+            let codes: Vec<_> = diagnostics.iter().map(|d| d.code).collect();
             assert!(
                 codes.contains(&info.code),
                 "the example of {} reports {codes:?}:\n{example}",

@@ -778,6 +778,43 @@ def k(x: f32[N]):
 def k(x: f32[N]):
     buf = tshared.alloc[f32](1024)
 ```",
+
+    E0901: "IR verification failed" =>
+"An op of the intermediate representation breaks a rule: a structural one
+that holds in every dialect (a value is used before it is defined, a
+function uses a value from outside it, a function's body does not take its
+parameters) or one its dialect states (an unknown op, a wrong number of
+operands, a missing attribute, operand types that do not fit).
+
+```tir
+module {
+  func.func @f(%0: f32) -> (f32) {
+    func.return(%1) : (f32) -> ()
+    %1 = func.call(%0) {callee = @f} : (f32) -> f32
+  }
+}
+```
+
+In the compiler this is a bug in the pass that produced the IR; in a `.tir`
+file given to `tessera opt`, fix the op the message points at. The rules are
+in the chapter on the IR (`spec/ir.md`).",
+
+    E0902: "malformed IR text" =>
+"The text given to `tessera opt` is not a module of the IR's textual form:
+a syntax error, a value defined twice or never, or an op whose written
+type does not match its operands or results.
+
+```tir
+module {
+  func.func @f(%0: f32) -> (f32) {
+    func.return(%0, %0) : (f32) -> ()
+  }
+}
+```
+
+Every op is written `%results = dialect.op(%operands) : (operand types) ->
+result types`, with one type per operand and per result; the grammar is in
+`spec/ir.md`.",
 }
 
 #[cfg(test)]
