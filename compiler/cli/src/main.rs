@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_diagnostics::{render_human, render_json, render_short, Code, Diagnostic};
 use tessera_driver::{Database, Input, Sources, Stage};
 
+mod opt;
+
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
 const EXIT_ERRORS: u8 = 1;
 const EXIT_USAGE: u8 = 2;
@@ -40,6 +42,11 @@ enum Command {
         /// The file to parse (`-` for standard input)
         file: String,
     },
+    /// Read IR text (.tir), verify it, run passes and print the result
+    #[command(
+        after_help = "Examples:\n  tessera opt kernel.tir --verify\n  tessera opt kernel.tir --pass cse --pass dce --verify-each\n  tessera opt --list-passes\n\nExit status: 0 on success, 1 when the IR is malformed or invalid,\n2 on a usage or I/O error."
+    )]
+    Opt(opt::OptArgs),
 }
 
 #[derive(Args)]
@@ -101,6 +108,7 @@ fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check(args),
         Command::Parse { file } => parse(&file),
+        Command::Opt(args) => opt::run(args),
     }
 }
 

@@ -191,8 +191,9 @@ impl Registry {
         }
         let mut errors = VerifyErrors::new();
         let ops = m.walk();
+        let mut unknown_dialects = Vec::new();
         for &op in &ops {
-            self.check_against_def(m, op, &mut errors);
+            self.check_against_def(m, op, &mut unknown_dialects, &mut errors);
         }
         if !errors.is_empty() {
             return errors.into_vec();
@@ -205,11 +206,20 @@ impl Registry {
         errors.into_vec()
     }
 
-    fn check_against_def(&self, m: &Module, op: OpId, errors: &mut VerifyErrors) {
+    /// Checks `op` against its definition. An unknown dialect is reported
+    /// at its first op only (`unknown_dialects` remembers which were).
+    fn check_against_def<'m>(
+        &self,
+        m: &'m Module,
+        op: OpId,
+        unknown_dialects: &mut Vec<&'m str>,
+        errors: &mut VerifyErrors,
+    ) {
         let data = m.op(op);
         let name = data.name.as_str();
         let Some(dialect) = self.dialect(data.name.dialect()) else {
-            if !self.allow_unregistered {
+            if !self.allow_unregistered && !unknown_dialects.contains(&data.name.dialect()) {
+                unknown_dialects.push(data.name.dialect());
                 errors.push(
                     VerifyError::at_op(m, op, format!("unknown dialect `{}`", data.name.dialect()))
                         .with_label("no registered dialect has this op")

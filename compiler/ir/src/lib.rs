@@ -27,6 +27,7 @@ mod parse;
 mod pass;
 mod passes;
 mod print;
+pub mod testing;
 mod types;
 mod verify;
 

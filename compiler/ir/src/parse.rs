@@ -1035,7 +1035,8 @@ impl<'t> Reader<'t> {
             }
         }
         let mut regions = Vec::new();
-        if self.eat("(") {
+        if self.at_region_list() {
+            self.expect("(")?;
             loop {
                 regions.push(self.region()?);
                 if self.eat(")") {
@@ -1069,6 +1070,14 @@ impl<'t> Reader<'t> {
             types_span,
             loc,
         })
+    }
+
+    /// Whether a `({` opens the region list of an op.
+    fn at_region_list(&mut self) -> bool {
+        let save = self.pos;
+        let found = self.eat("(") && self.at("{");
+        self.pos = save;
+        found
     }
 
     /// `name @sym(%a: T, ...) -> (R, ...) [attributes {...}] [loc(...)] { ops }`.

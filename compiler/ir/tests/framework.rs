@@ -2,97 +2,11 @@
 
 use tessera_base::{FileId, Span};
 use tessera_diagnostics::Code;
+use tessera_ir::testing::TestDialect;
 use tessera_ir::{
-    parse, print_module, verify_structure, Arity, AttrDef, AttrKind, Builder, Dialect, FileMap, Loc, Module, OpDef,
-    OpId, Pass, PassContext, PassFailure, PassInfo, PassManager, PassRegistry, Registry, Type, VerifyError,
-    VerifyErrors,
+    parse, print_module, verify_structure, Builder, FileMap, Loc, Module, Pass, PassContext, PassFailure, PassInfo,
+    PassManager, PassRegistry, Registry, Type, VerifyError,
 };
-
-/// `test`: constants, an addition whose operands and result share a type,
-/// a side effect, a loop with a terminator, and an op whose custom rule
-/// rejects negative values.
-struct TestDialect;
-
-const OPS: &[OpDef] = &[
-    OpDef {
-        name: "test.const",
-        doc: "a constant",
-        results: Arity::Exact(1),
-        attrs: &[AttrDef::required("value", AttrKind::Int)],
-        pure: true,
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.add",
-        doc: "a sum of two values of one type",
-        operands: Arity::Exact(2),
-        results: Arity::Exact(1),
-        attrs: &[AttrDef::optional("fast", AttrKind::Unit)],
-        pure: true,
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.print",
-        doc: "prints its operands",
-        operands: Arity::AtLeast(1),
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.loop",
-        doc: "runs its region",
-        operands: Arity::Exact(1),
-        regions: 1,
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.pure_region",
-        doc: "a pure op with a region",
-        results: Arity::Exact(1),
-        regions: 1,
-        pure: true,
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.yield",
-        doc: "ends a region",
-        operands: Arity::VARIADIC,
-        terminator: true,
-        ..OpDef::DEFAULT
-    },
-    OpDef {
-        name: "test.positive",
-        doc: "holds a positive value",
-        attrs: &[AttrDef::required("value", AttrKind::Int)],
-        ..OpDef::DEFAULT
-    },
-];
-
-impl Dialect for TestDialect {
-    fn name(&self) -> &str {
-        "test"
-    }
-
-    fn ops(&self) -> &[OpDef] {
-        OPS
-    }
-
-    fn verify_op(&self, m: &Module, op: OpId, errors: &mut VerifyErrors) {
-        match m.op(op).name.op() {
-            "add" => {
-                let result = m.value_type(m.result(op, 0));
-                if m.operands(op).iter().any(|&v| m.value_type(v) != result) {
-                    errors.error(m, op, "`test.add` operands must have the result's type");
-                }
-            }
-            "positive" if m.attr(op, "value").and_then(|a| a.as_int()).is_some_and(|v| v <= 0) => {
-                errors.push(
-                    VerifyError::at_op(m, op, "`test.positive` needs a positive value").with_label("not positive"),
-                );
-            }
-            _ => {}
-        }
-    }
-}
 
 fn registry() -> Registry {
     let mut r = Registry::new();
@@ -290,7 +204,7 @@ fn structural_errors_in_built_modules() {
 #[test]
 fn errors_become_diagnostics_pointing_at_the_source_or_the_ir() {
     let text =
-        "module {\n  func.func @f() -> () {\n    x.y() : () -> () loc(\"a.tsr\":5..9)\n    x.z() : () -> ()\n  }\n}\n";
+        "module {\n  func.func @f() -> () {\n    x.y() : () -> () loc(\"a.tsr\":5..9)\n    w.z() : () -> ()\n  }\n}\n";
     let m = parse(text).unwrap();
     let errors = Registry::new().verify(&m);
     assert_eq!(errors.len(), 2);
@@ -303,7 +217,7 @@ fn errors_become_diagnostics_pointing_at_the_source_or_the_ir() {
     let second = errors[1].to_diagnostic(&files);
     let at = second.primary_span().unwrap();
     assert_eq!(at.file, FileId(0));
-    assert_eq!(&text[at.span.range()], "x.z");
+    assert_eq!(&text[at.span.range()], "w.z");
 }
 
 /// A pass that breaks the IR: it moves the last op of each function to the
