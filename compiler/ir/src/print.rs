@@ -87,7 +87,7 @@ impl Printer<'_> {
                         let n = names.len();
                         names.entry(r).or_insert(n);
                     }
-                    if self.is_function_form(op) {
+                    if self.m.is_function(op) {
                         continue;
                     }
                     for &region in self.m.regions(op).iter().rev() {
@@ -200,6 +200,13 @@ impl Printer<'_> {
         let _ = write!(self.out, "{}(", data.name);
         self.values(&data.operands);
         self.out.push(')');
+        // A function-like op whose body does not take its declared
+        // parameters (invalid, but printable) still numbers its own values.
+        let isolated = m.is_function(op);
+        if isolated {
+            let block = m.region_block(data.regions()[0]);
+            self.names.push(self.number(m.block_args(block), m.block_ops(block)));
+        }
         if !data.regions().is_empty() {
             self.out.push_str(" (");
             for (i, &r) in data.regions().iter().enumerate() {
@@ -209,6 +216,9 @@ impl Printer<'_> {
                 self.block(m.region_block(r), indent);
             }
             self.out.push(')');
+        }
+        if isolated {
+            self.names.pop();
         }
         if !data.attrs.is_empty() {
             self.out.push(' ');

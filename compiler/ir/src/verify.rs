@@ -155,6 +155,10 @@ pub fn verify_structure(m: &Module) -> Vec<VerifyError> {
         seen_ops: vec![false; m.op_count()],
         seen_blocks: vec![false; m.block_count()],
     };
+    if !m.block_args(m.body()).is_empty() {
+        s.errors
+            .push(VerifyError::at_module(m, "the module body has arguments"));
+    }
     if m.block_parent(m.body()) != BlockParent::Module {
         s.errors
             .push(VerifyError::at_module(m, "the module body is owned by a region"));
