@@ -407,13 +407,15 @@ impl Module {
     /// itself), or `None` when `op` is not inside that block.
     pub fn ancestor_in_block(&self, op: OpId, block: BlockId) -> Option<OpId> {
         let mut current = op;
-        loop {
+        // Bounded, so that even a module with a cycle of parents terminates.
+        for _ in 0..=self.ops.len() {
             let parent = self.parent_block(current)?;
             if parent == block {
                 return Some(current);
             }
             current = self.block_parent_op(parent)?;
         }
+        None
     }
 
     /// The position of `op` in its block.
@@ -467,12 +469,13 @@ impl Module {
     /// The nearest function-like op that contains `op`.
     pub fn enclosing_function(&self, op: OpId) -> Option<OpId> {
         let mut current = self.parent_op(op)?;
-        loop {
+        for _ in 0..=self.ops.len() {
             if self.is_function(current) {
                 return Some(current);
             }
             current = self.parent_op(current)?;
         }
+        None
     }
 
     /// Appends a `func.func` to the module body; its entry block has one
@@ -523,7 +526,9 @@ impl Module {
         self.walk_block(self.body)
     }
 
-    /// The uses of `v` as `(op, operand index)`, in textual order.
+    /// The uses of `v` as `(op, operand index)`, in textual order. Walks the
+    /// whole module: a pass that asks for many values should count uses once
+    /// with [`Module::use_counts`] or keep its own map.
     pub fn users(&self, v: ValueId) -> Vec<(OpId, usize)> {
         let mut out = Vec::new();
         for op in self.walk() {
@@ -691,6 +696,7 @@ impl Module {
     }
 
     /// Makes every use of `from` a use of `to`; returns how many there were.
+    /// Walks the whole module (see `cse` for renaming many values in one walk).
     pub fn replace_all_uses(&mut self, from: ValueId, to: ValueId) -> usize {
         let mut count = 0;
         for op in self.walk() {
