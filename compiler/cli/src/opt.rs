@@ -52,14 +52,18 @@ pub struct OptArgs {
 /// The dialects `tessera opt` knows. Dialect crates register here, one
 /// line each: `registry.register(Box::new(tessera_graph::GraphDialect));`.
 pub fn registry() -> Registry {
-    Registry::new()
+    let mut registry = Registry::new();
+    tessera_ir_tile::register_dialects(&mut registry);
+    registry
 }
 
 /// The passes `tessera opt --pass NAME` can run: the generic ones and, one
 /// line each, those of the dialect crates:
 /// `tessera_graph::register_passes(&mut passes);`.
 pub fn passes() -> PassRegistry {
-    PassRegistry::new()
+    let mut passes = PassRegistry::new();
+    tessera_ir_tile::register_passes(&mut passes);
+    passes
 }
 
 pub fn run(args: OptArgs) -> ExitCode {

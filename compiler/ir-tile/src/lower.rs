@@ -1,0 +1,849 @@
+//! `lower-tile-to-target`: replaces the target-dependent `tile` ops by the
+//! ops of the module's `target`, sets each kernel's launch configuration
+//! and marks the module `layer = "target"`. The lowering table is in
+//! `spec/ir-target.md`; the choices that need a reason are here.
+//!
+//! - Async copies on sm_80 become `cp.async` in the largest chunks (16, 8
+//!   or 4 bytes) that divide a row, one commit group per copy; a wait for
+//!   stage `s` becomes `cp.async.wait_group N`, where `N` counts the groups
+//!   issued after stage `s`'s and still in flight there (found by the same
+//!   flow analysis as the verifier's; 0 where paths disagree on the order),
+//!   and a `bar.sync`, because each thread waits only for its own chunks.
+//! - On sm_90a, when every copy of a kernel lands in an unpadded buffer
+//!   with rows of a multiple of 16 bytes, copies become TMA loads: one
+//!   mbarrier per stage, initialized at the kernel's entry, and a phase bit
+//!   per stage in a `tile.local` slot that each wait flips. Otherwise the
+//!   kernel uses `cp.async` as on sm_80 (TMA writes a dense box).
+//! - AMD GPUs wait with `s_waitcnt vmcnt(0)` and an `s_barrier`; the CPU
+//!   copies synchronously, so its waits disappear.
+//! - `tile.mma` becomes `wgmma` (sm_90a: B in shared memory, M a multiple
+//!   of 64), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
+//!   `[16, 8, 32]` on sm_90a; shared operands loaded with `ldmatrix`) or
+//!   `v_mfma` (`[32, 32, 8]` or `[16, 16, 16]` for f16/bf16, `[32, 32, 2]`
+//!   for f32, fp8 on gfx942). A product no instruction fits — f32 on
+//!   NVIDIA, a shape that is not a multiple of the instruction, an
+//!   accumulator the instruction lacks — becomes `nvptx.mma_fma` or
+//!   `amdgpu.mma_fma`: scalar FMAs in the accumulator's type, never a
+//!   silent change of precision (no TF32).
+//! - `fence.proxy.async` precedes a `wgmma` whose shared operand is written
+//!   by generic stores in the kernel (`tile.store`, `tile.store_tile`,
+//!   atomics, `cp.async`).
+//! - `tile.warp_id` is the linear thread index divided by the warp size
+//!   (PTX's `%warpid` is not stable); `tile.lane_id` is `%laneid`,
+//!   `amdgpu.lane_id`, or the linear index modulo 32 on the CPU.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_ir::{
+    Attr, Builder, Dim, MemSpace, Module, OpId, Pass, PassContext, ScalarType, Type, ValueId, VerifyError,
+};
+
+use crate::estimate::block_threads;
+use crate::flow::{self, Transfer};
+use crate::nvptx::mbarrier_type;
+use crate::rules::{func_kind, shared_allocations, shared_total};
+use crate::shape::{self, buffer_bytes, divisible, pad_of, row_bytes};
+use crate::target::{Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};
+use crate::tile::TARGET_DEPENDENT;
+
+/// The `lower-tile-to-target` pass.
+pub struct LowerTileToTarget;
+
+impl Pass for LowerTileToTarget {
+    fn name(&self) -> &'static str {
+        "lower-tile-to-target"
+    }
+
+    fn run(&mut self, m: &mut Module, ctx: &PassContext) -> Result<(), Vec<Diagnostic>> {
+        let target = match m.attrs.get(TARGET_ATTR) {
+            Some(Attr::Str(name)) => Target::from_name(name).ok_or_else(|| {
+                vec![
+                    Diagnostic::error(Code::E0901, format!("`lower-tile-to-target`: unknown target `{name}`"))
+                        .with_note("the targets are sm_80, sm_90a, gfx90a, gfx942 and cpu"),
+                ]
+            })?,
+            _ => {
+                return Err(vec![Diagnostic::error(
+                    Code::E0901,
+                    "`lower-tile-to-target` needs the module attribute `target`",
+                )
+                .with_note(
+                    "write `module attributes {target = \"sm_90a\"}` (or sm_80, gfx90a, gfx942, cpu)",
+                )])
+            }
+        };
+        let mut errors = Vec::new();
+        for func in m.functions() {
+            lower_function(m, func, target, &mut errors);
+        }
+        if !errors.is_empty() {
+            return Err(errors
+                .iter()
+                .map(|e| e.diagnostic_with_code(Code::E0901, ctx.files))
+                .collect());
+        }
+        m.attrs.insert(LAYER_ATTR.to_string(), Attr::str(TARGET_LAYER));
+        Ok(())
+    }
+}
+
+/// An mbarrier and its phase slot, for the TMA copies of one stage.
+#[derive(Clone, Copy)]
+struct StageBarrier {
+    mbar: ValueId,
+    phase: ValueId,
+}
+
+struct Lowering {
+    target: Target,
+    family: Family,
+    block: [i64; 3],
+    threads: Option<i64>,
+    /// `cp.async.wait_group` counts, by `tile.wait_async` op.
+    pending: HashMap<OpId, i64>,
+    /// Per stage, when the kernel's copies become TMA loads.
+    tma: Option<HashMap<i64, StageBarrier>>,
+    /// The allocations TMA writes into (they get `align = 128`).
+    tma_dsts: HashSet<OpId>,
+    /// Shared buffers written through the generic proxy.
+    generic_written: HashSet<ValueId>,
+    rename: HashMap<ValueId, ValueId>,
+}
+
+fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<VerifyError>) {
+    let ops = m.walk_op(func);
+    let block_attr = m.attr(func, "block").and_then(Attr::as_ints).unwrap_or_default();
+    let mut block = [1i64; 3];
+    for (slot, &size) in block.iter_mut().zip(&block_attr) {
+        *slot = size;
+    }
+    let mut l = Lowering {
+        target,
+        family: target.family(),
+        block,
+        threads: block_threads(m, func),
+        pending: HashMap::new(),
+        tma: None,
+        tma_dsts: HashSet::new(),
+        generic_written: HashSet::new(),
+        rename: HashMap::new(),
+    };
+    let copies: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&op| m.op(op).name == "tile.async_copy")
+        .collect();
+    let use_tma = target == Target::Sm90a && !copies.is_empty() && copies.iter().all(|&c| tma_fits(m, c));
+    if use_tma {
+        l.tma_dsts = copies.iter().filter_map(|&c| m.defining_op(m.operands(c)[0])).collect();
+        let stages: BTreeSet<i64> = copies.iter().map(|&c| stage(m, c)).collect();
+        l.tma = Some(preamble(m, func, &stages));
+    } else if l.family == Family::Nvptx && !copies.is_empty() {
+        let mut groups = GroupOrder {
+            pending: &mut l.pending,
+        };
+        flow::run(m, func, &mut groups);
+    }
+    for &op in &ops {
+        let data = m.op(op);
+        let written = match data.name.as_str() {
+            "tile.store" | "tile.store_tile" => data.operands.get(1),
+            "tile.atomic" => data.operands.first(),
+            "tile.async_copy" if !use_tma => data.operands.first(),
+            _ => None,
+        };
+        if let Some(&v) = written.filter(|&&v| shape::is_memref_in(m.value_type(v), MemSpace::Shared)) {
+            l.generic_written.insert(v);
+        }
+    }
+    for &op in &ops {
+        if m.is_erased(op) || !TARGET_DEPENDENT.contains(&m.op(op).name.as_str()) {
+            continue;
+        }
+        if let Err(e) = l.rewrite(m, op) {
+            errors.push(*e);
+        }
+    }
+    for op in m.walk_op(func) {
+        for operand in &mut m.op_mut(op).operands {
+            if let Some(&to) = l.rename.get(operand) {
+                *operand = to;
+            }
+        }
+    }
+    if func_kind(m, func) == Some("kernel") {
+        kernel_config(m, func, &l, errors);
+    }
+    m.set_attr(func, LAYER_ATTR, Attr::str(TARGET_LAYER));
+}
+
+fn stage(m: &Module, op: OpId) -> i64 {
+    m.attr(op, "stage").and_then(Attr::as_int).unwrap_or(0)
+}
+
+/// Whether a copy can be a TMA load: into an unpadded `tile.alloc_shared`
+/// buffer of constant dims whose rows are a multiple of 16 bytes.
+fn tma_fits(m: &Module, copy: OpId) -> bool {
+    let Some(&dst) = m.operands(copy).first() else {
+        return false;
+    };
+    let Some(alloc) = m.defining_op(dst).filter(|&a| m.op(a).name == "tile.alloc_shared") else {
+        return false;
+    };
+    let ty = m.value_type(dst);
+    pad_of(ty, Some((m, alloc))) == 0
+        && buffer_bytes(ty, 0).is_ok()
+        && row_bytes(ty).is_some_and(|r| r > 0 && r % 16 == 0)
+}
+
+/// At the kernel's entry: an mbarrier and a phase slot (0) per stage, then
+/// a barrier so that every thread sees them initialized.
+fn preamble(m: &mut Module, func: OpId, stages: &BTreeSet<i64>) -> HashMap<i64, StageBarrier> {
+    let entry = m.entry_block(func).expect("a function has a body");
+    let loc = m.op(func).loc.clone();
+    let mut out = HashMap::new();
+    let mut b = match m.block_ops(entry).first() {
+        Some(&first) => Builder::before(m, first),
+        None => Builder::at_end(m, entry),
+    };
+    b.set_loc(loc);
+    let phase_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I32, MemSpace::Local);
+    let zero = konst(&mut b, Attr::Int(0), Type::I32);
+    for &s in stages {
+        let mbar = b
+            .op("nvptx.mbarrier_init")
+            .attr("count", Attr::Int(1))
+            .attr("stage", Attr::Int(s))
+            .result(mbarrier_type())
+            .build_value();
+        let phase = b.op("tile.local").result(phase_ty.clone()).build_value();
+        b.op("tile.store").operands(&[zero, phase]).build();
+        out.insert(s, StageBarrier { mbar, phase });
+    }
+    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+    out
+}
+
+fn kernel_config(m: &mut Module, func: OpId, l: &Lowering, errors: &mut Vec<VerifyError>) {
+    let Some(threads) = l.threads else {
+        errors.push(
+            VerifyError::at_op(
+                m,
+                func,
+                format!(
+                    "kernel `@{}` has no `block`: `lower-tile-to-target` needs it to set `threads`",
+                    m.func_name(func).unwrap_or_default()
+                ),
+            )
+            .with_note("add `block = [128, 1, 1]` (threads per block) to the kernel"),
+        );
+        return;
+    };
+    let allocs = shared_allocations(m, &m.walk_op(func));
+    let shared = shared_total(&allocs);
+    m.set_attr(func, "threads", Attr::Int(threads));
+    m.set_attr(
+        func,
+        "shared_bytes",
+        Attr::Int(i64::try_from(shared).unwrap_or(i64::MAX)),
+    );
+    if m.attr(func, "max_registers").is_none() {
+        if let Some(regs) = l.target.default_max_registers(threads) {
+            m.set_attr(func, "max_registers", Attr::Int(regs));
+        }
+    }
+}
+
+// ---- cp.async group counts ---------------------------------------------
+
+/// The stages in flight in the order their copies were issued; `ambiguous`
+/// once paths with different orders met.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Groups {
+    order: Vec<i64>,
+    ambiguous: bool,
+}
+
+struct GroupOrder<'p> {
+    pending: &'p mut HashMap<OpId, i64>,
+}
+
+impl Transfer for GroupOrder<'_> {
+    type State = Groups;
+
+    fn join(into: &mut Groups, other: &Groups) {
+        if into.order != other.order {
+            into.ambiguous = true;
+            for &s in &other.order {
+                if !into.order.contains(&s) {
+                    into.order.push(s);
+                }
+            }
+        }
+        into.ambiguous |= other.ambiguous;
+    }
+
+    fn visit(&mut self, m: &Module, op: OpId, state: &mut Groups, report: bool) {
+        match m.op(op).name.as_str() {
+            "tile.async_copy" => {
+                let s = stage(m, op);
+                state.order.retain(|&o| o != s);
+                state.order.push(s);
+            }
+            "tile.wait_async" => {
+                let s = stage(m, op);
+                if report {
+                    let after = match state.order.iter().position(|&o| o == s) {
+                        Some(i) if !state.ambiguous => (state.order.len() - i - 1) as i64,
+                        _ => 0,
+                    };
+                    let entry = self.pending.entry(op).or_insert(after);
+                    *entry = (*entry).min(after);
+                }
+                state.order.retain(|&o| o != s);
+                if state.order.is_empty() {
+                    state.ambiguous = false;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn exit(&mut self, _: &Module, _: Option<OpId>, _: &Groups, _: bool) {}
+}
+
+// ---- rewriting ------------------------------------------------------------
+
+fn konst(b: &mut Builder, value: Attr, ty: Type) -> ValueId {
+    b.op("tile.const").attr("value", value).result(ty).build_value()
+}
+
+fn binary(b: &mut Builder, f: &str, x: ValueId, y: ValueId) -> ValueId {
+    let ty = b.value_type(x).clone();
+    b.op("tile.binary")
+        .operands(&[x, y])
+        .attr("fn", f)
+        .result(ty)
+        .build_value()
+}
+
+fn cmp(b: &mut Builder, pred: &str, x: ValueId, y: ValueId) -> ValueId {
+    b.op("tile.cmp")
+        .operands(&[x, y])
+        .attr("pred", pred)
+        .result(Type::I1)
+        .build_value()
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+/// All lanes of an NVIDIA warp.
+const FULL_MASK: i64 = 0xffff_ffff;
+
+impl Lowering {
+    /// Replaces `op` (a target-dependent `tile` op) by its target form.
+    fn rewrite(&mut self, m: &mut Module, op: OpId) -> Result<(), Box<VerifyError>> {
+        let data = m.op(op).clone();
+        let name = data.name.as_str().strip_prefix("tile.").unwrap_or_default().to_string();
+        let operands = data.operands.clone();
+        let result = data.results().first().copied();
+        let result_ty = result.map(|r| m.value_type(r).clone());
+        let mut b = Builder::before(m, op);
+        b.set_loc(data.loc.clone());
+        let dim = data.attrs.get("dim").and_then(Attr::as_int).unwrap_or(0).clamp(0, 2) as usize;
+        let replacement: Option<ValueId> = match name.as_str() {
+            "thread_id" | "block_id" | "block_dim" | "grid_dim" => Some(self.id(&mut b, &name, dim)),
+            "lane_id" => Some(match self.family {
+                Family::Nvptx => sreg(&mut b, "laneid"),
+                Family::Amdgpu => b.op("amdgpu.lane_id").result(Type::INDEX).build_value(),
+                Family::Cpu => {
+                    let linear = self.linear_tid(&mut b);
+                    let warp = konst(&mut b, Attr::Int(32), Type::INDEX);
+                    binary(&mut b, "rem", linear, warp)
+                }
+            }),
+            "warp_id" => {
+                let linear = self.linear_tid(&mut b);
+                let warp = konst(&mut b, Attr::Int(self.target.warp_size()), Type::INDEX);
+                Some(binary(&mut b, "floordiv", linear, warp))
+            }
+            "barrier" => {
+                self.barrier(&mut b);
+                None
+            }
+            "alloc_shared" => {
+                let new_name = match self.family {
+                    Family::Nvptx => "nvptx.alloc_shared",
+                    Family::Amdgpu => "amdgpu.alloc_lds",
+                    Family::Cpu => "cpu.alloc_shared",
+                };
+                let mut ob = b
+                    .op(new_name)
+                    .result(result_ty.clone().expect("an allocation has a result"));
+                for (k, v) in &data.attrs {
+                    ob = ob.attr(k, v.clone());
+                }
+                if self.tma_dsts.contains(&op) {
+                    ob = ob.attr("align", Attr::Int(128));
+                }
+                Some(ob.build_value())
+            }
+            "async_copy" => {
+                self.async_copy(&mut b, op, &data.attrs, &operands)?;
+                None
+            }
+            "wait_async" => {
+                self.wait(&mut b, op, &data.attrs);
+                None
+            }
+            "mma" => Some(self.mma(
+                &mut b,
+                &operands,
+                &data.attrs,
+                result_ty.clone().expect("mma has a result"),
+            )),
+            "shuffle" => Some(self.shuffle(&mut b, &operands, &data.attrs, result_ty.clone().expect("a result"))),
+            "vote" => Some(self.vote(&mut b, &operands, &data.attrs, result_ty.clone().expect("a result"))),
+            "atomic" => {
+                let ty = result_ty.clone().expect("an atomic has a result");
+                let kind = data.attrs.get("kind").cloned().unwrap_or(Attr::str("add"));
+                let ob = match self.family {
+                    Family::Nvptx => {
+                        let space = b.value_type(operands[0]).space().map_or("global", MemSpace::name);
+                        b.op("nvptx.atom").attr("space", space)
+                    }
+                    Family::Amdgpu => b.op("amdgpu.atomic"),
+                    Family::Cpu => b.op("cpu.atomic"),
+                };
+                Some(ob.operands(&operands).attr("kind", kind).result(ty).build_value())
+            }
+            _ => return Ok(()),
+        };
+        if let (Some(old), Some(new)) = (result, replacement) {
+            self.rename.insert(old, new);
+        }
+        m.erase_op(op);
+        Ok(())
+    }
+
+    fn id(&self, b: &mut Builder, which: &str, dim: usize) -> ValueId {
+        match self.family {
+            Family::Nvptx => {
+                let reg = match which {
+                    "thread_id" => "tid",
+                    "block_id" => "ctaid",
+                    "block_dim" => "ntid",
+                    _ => "nctaid",
+                };
+                sreg(b, &format!("{reg}.{}", AXES[dim]))
+            }
+            Family::Amdgpu => {
+                let name = match which {
+                    "thread_id" => "amdgpu.workitem_id",
+                    "block_id" => "amdgpu.workgroup_id",
+                    "block_dim" => "amdgpu.workgroup_size",
+                    _ => "amdgpu.num_workgroups",
+                };
+                id_op(b, name, dim)
+            }
+            Family::Cpu => id_op(b, &format!("cpu.{which}"), dim),
+        }
+    }
+
+    /// The thread's index in its block, linearized (x fastest) with the
+    /// kernel's `block` sizes.
+    fn linear_tid(&self, b: &mut Builder) -> ValueId {
+        let mut linear = self.id(b, "thread_id", 0);
+        let mut stride = self.block[0];
+        for d in 1..3 {
+            if self.block[d] <= 1 {
+                continue;
+            }
+            let t = self.id(b, "thread_id", d);
+            let s = konst(b, Attr::Int(stride), Type::INDEX);
+            let scaled = binary(b, "mul", t, s);
+            linear = binary(b, "add", linear, scaled);
+            stride *= self.block[d];
+        }
+        linear
+    }
+
+    fn barrier(&self, b: &mut Builder) {
+        match self.family {
+            Family::Nvptx => b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build(),
+            Family::Amdgpu => b.op("amdgpu.s_barrier").build(),
+            Family::Cpu => b.op("cpu.barrier").build(),
+        };
+    }
+
+    fn async_copy(
+        &self,
+        b: &mut Builder,
+        op: OpId,
+        attrs: &std::collections::BTreeMap<String, Attr>,
+        operands: &[ValueId],
+    ) -> Result<(), Box<VerifyError>> {
+        let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
+        let dst_ty = b.value_type(operands[0]).clone();
+        match (self.family, &self.tma) {
+            (Family::Nvptx, Some(barriers)) => {
+                let barrier = barriers[&s];
+                let bytes = buffer_bytes(&dst_ty, 0).unwrap_or(0);
+                b.op("nvptx.mbarrier_arrive_expect_tx")
+                    .operand(barrier.mbar)
+                    .attr("bytes", Attr::Int(bytes as i64))
+                    .build();
+                b.op("nvptx.tma_load").operands(operands).operand(barrier.mbar).build();
+            }
+            (Family::Nvptx, None) => {
+                let row = row_bytes(&dst_ty).unwrap_or(0);
+                let Some(chunk) = [16u64, 8, 4].into_iter().find(|c| row > 0 && row.is_multiple_of(*c)) else {
+                    return Err(Box::new(VerifyError::at_op(
+                        b,
+                        op,
+                        format!("cannot lower this async copy with `cp.async`: a row of `{dst_ty}` is {row} B, not a multiple of 4"),
+                    )));
+                };
+                b.op("nvptx.cp_async")
+                    .operands(operands)
+                    .attr("bytes", Attr::Int(chunk as i64))
+                    .build();
+                b.op("nvptx.cp_async_commit").attr("group", Attr::Int(s)).build();
+            }
+            (Family::Amdgpu, _) => {
+                if row_bytes(&dst_ty).is_some_and(|r| r % 4 != 0) {
+                    return Err(Box::new(VerifyError::at_op(
+                        b,
+                        op,
+                        format!(
+                            "cannot lower this async copy to LDS loads: the rows of `{dst_ty}` are not whole dwords"
+                        ),
+                    )));
+                }
+                b.op("amdgpu.copy_to_lds").operands(operands).build();
+            }
+            (Family::Cpu, _) => {
+                b.op("cpu.copy").operands(operands).build();
+            }
+        }
+        Ok(())
+    }
+
+    fn wait(&self, b: &mut Builder, op: OpId, attrs: &std::collections::BTreeMap<String, Attr>) {
+        let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
+        match (self.family, &self.tma) {
+            (Family::Nvptx, Some(barriers)) => {
+                let barrier = barriers[&s];
+                let phase = b.op("tile.load").operand(barrier.phase).result(Type::I32).build_value();
+                b.op("nvptx.mbarrier_try_wait").operands(&[barrier.mbar, phase]).build();
+                let one = konst(b, Attr::Int(1), Type::I32);
+                let flipped = binary(b, "xor", phase, one);
+                b.op("tile.store").operands(&[flipped, barrier.phase]).build();
+            }
+            (Family::Nvptx, None) => {
+                let pending = self.pending.get(&op).copied().unwrap_or(0);
+                b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
+                b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+            }
+            (Family::Amdgpu, _) => {
+                b.op("amdgpu.s_waitcnt").attr("vmcnt", Attr::Int(0)).build();
+                b.op("amdgpu.s_barrier").build();
+            }
+            (Family::Cpu, _) => {}
+        }
+    }
+
+    fn mma(
+        &self,
+        b: &mut Builder,
+        operands: &[ValueId],
+        attrs: &std::collections::BTreeMap<String, Attr>,
+        result: Type,
+    ) -> ValueId {
+        let (a, bv, acc) = (operands[0], operands[1], operands[2]);
+        let (a_ty, b_ty) = (b.value_type(a).clone(), b.value_type(bv).clone());
+        let elem = a_ty.elem().unwrap_or(ScalarType::F32);
+        let acc_elem = result.elem().unwrap_or(ScalarType::F32);
+        let dims = shape::mma_dims(&a_ty, &b_ty, &result).ok();
+        let (mdim, ndim, kdim) = match &dims {
+            Some((m, n, k)) => (
+                m.as_const().unwrap_or(0),
+                n.as_const().unwrap_or(0),
+                k.as_const().unwrap_or(0),
+            ),
+            None => (0, 0, 0),
+        };
+        let fits = |instr: [i64; 3]| dims.as_ref().is_some_and(|(m, n, k)| divisible(&[m, n, k], &instr));
+        let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
+        let fp8 = matches!(elem, ScalarType::F8E4M3 | ScalarType::F8E5M2);
+        match self.family {
+            Family::Cpu => b
+                .op("cpu.mma")
+                .operands(operands)
+                .attr(
+                    "accumulate",
+                    attrs
+                        .get("accumulate")
+                        .cloned()
+                        .unwrap_or(Attr::Type(Type::Scalar(acc_elem))),
+                )
+                .result(result)
+                .build_value(),
+            Family::Nvptx => {
+                let k_step = if fp8 { 32 } else { 16 };
+                let wgmma_n = (1..=32).rev().map(|i| i * 8).find(|n| ndim > 0 && ndim % n == 0);
+                let wgmma_acc = acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16;
+                if self.target == Target::Sm90a
+                    && (fp16 || fp8)
+                    && wgmma_acc
+                    && shape::is_memref_in(&b_ty, MemSpace::Shared)
+                    && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
+                {
+                    if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
+                        if self.generic_written.contains(&a) || self.generic_written.contains(&bv) {
+                            b.op("nvptx.fence_proxy_async").build();
+                        }
+                        return b
+                            .op("nvptx.wgmma")
+                            .operands(operands)
+                            .attr("instr", Attr::ints([64, n, k_step]))
+                            .result(result)
+                            .build_value();
+                    }
+                }
+                let instr = match elem {
+                    _ if fp16
+                        && (acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16) =>
+                    {
+                        Some([16, 8, 16])
+                    }
+                    ScalarType::I8 | ScalarType::U8 if acc_elem == ScalarType::I32 => Some([16, 8, 32]),
+                    _ if fp8 && self.target == Target::Sm90a && acc_elem == ScalarType::F32 => Some([16, 8, 32]),
+                    _ => None,
+                };
+                match instr.filter(|&i| fits(i)) {
+                    Some(instr) => {
+                        let a_reg = self.to_registers(b, a, false);
+                        let b_reg = self.to_registers(b, bv, true);
+                        let warps = self.warps(mdim / instr[0], ndim / instr[1]);
+                        b.op("nvptx.mma_sync")
+                            .operands(&[a_reg, b_reg, acc])
+                            .attr("instr", Attr::ints(instr))
+                            .attr("warps", Attr::ints(warps))
+                            .result(result)
+                            .build_value()
+                    }
+                    None => b.op("nvptx.mma_fma").operands(operands).result(result).build_value(),
+                }
+            }
+            Family::Amdgpu => {
+                let candidates: &[[i64; 3]] = match elem {
+                    _ if fp16 && acc_elem == ScalarType::F32 => &[[32, 32, 8], [16, 16, 16]],
+                    ScalarType::F32 if acc_elem == ScalarType::F32 => &[[32, 32, 2], [16, 16, 4]],
+                    _ if fp8 && self.target == Target::Gfx942 && acc_elem == ScalarType::F32 => {
+                        &[[32, 32, 16], [16, 16, 32]]
+                    }
+                    _ => &[],
+                };
+                let _ = kdim;
+                match candidates.iter().copied().find(|&i| fits(i)) {
+                    Some(instr) => {
+                        let a_reg = self.to_registers(b, a, false);
+                        let b_reg = self.to_registers(b, bv, false);
+                        b.op("amdgpu.mfma")
+                            .operands(&[a_reg, b_reg, acc])
+                            .attr("instr", Attr::ints(instr))
+                            .result(result)
+                            .build_value()
+                    }
+                    None => b.op("amdgpu.mma_fma").operands(operands).result(result).build_value(),
+                }
+            }
+        }
+    }
+
+    /// A product operand in registers: a tile as it is; a shared buffer
+    /// loaded whole (`ldmatrix`, transposed for B, for 16-bit elements on
+    /// NVIDIA; `tile.load_tile` otherwise).
+    fn to_registers(&self, b: &mut Builder, v: ValueId, is_b: bool) -> ValueId {
+        let ty = b.value_type(v).clone();
+        let Type::MemRef { dims, elem, .. } = &ty else { return v };
+        let tile = Type::tensor(dims.clone(), *elem);
+        let zero = konst(b, Attr::Int(0), Type::INDEX);
+        let offsets = vec![zero; dims.len()];
+        if self.family == Family::Nvptx && elem.bits() == 16 {
+            let mut ob = b
+                .op("nvptx.ldmatrix")
+                .operand(v)
+                .operands(&offsets)
+                .attr("count", Attr::Int(4));
+            if is_b {
+                ob = ob.flag("trans");
+            }
+            return ob.result(tile).build_value();
+        }
+        b.op("tile.load_tile")
+            .operand(v)
+            .operands(&offsets)
+            .result(tile)
+            .build_value()
+    }
+
+    /// The grid of warps over `tiles_m x tiles_n` instruction tiles: the
+    /// most balanced split of the block's warps that divides both, with
+    /// fewer warps when none does.
+    fn warps(&self, tiles_m: i64, tiles_n: i64) -> [i64; 2] {
+        let total = (self.threads.unwrap_or(128) / 32).max(1);
+        let mut count = total;
+        while count >= 1 {
+            let mut best: Option<[i64; 2]> = None;
+            for wm in 1..=count {
+                if count % wm != 0 {
+                    continue;
+                }
+                let wn = count / wm;
+                if tiles_m % wm == 0 && tiles_n % wn == 0 {
+                    let better = best.is_none_or(|[bm, bn]| (wm - wn).abs() < (bm - bn).abs());
+                    if better {
+                        best = Some([wm, wn]);
+                    }
+                }
+            }
+            if let Some(best) = best {
+                return best;
+            }
+            count /= 2;
+        }
+        [1, 1]
+    }
+
+    fn shuffle(
+        &self,
+        b: &mut Builder,
+        operands: &[ValueId],
+        attrs: &std::collections::BTreeMap<String, Attr>,
+        result: Type,
+    ) -> ValueId {
+        let mode = attrs.get("mode").and_then(Attr::as_str).unwrap_or("down").to_string();
+        let width = attrs.get("width").and_then(Attr::as_int);
+        match self.family {
+            Family::Nvptx => {
+                let ptx_mode = if mode == "xor" { "bfly" } else { mode.as_str() };
+                let mut ob = b
+                    .op("nvptx.shfl_sync")
+                    .operands(operands)
+                    .attr("mode", ptx_mode)
+                    .attr("mask", Attr::Int(FULL_MASK));
+                if let Some(w) = width {
+                    ob = ob.attr("width", Attr::Int(w));
+                }
+                ob.result(result).build_value()
+            }
+            Family::Cpu => {
+                let mut ob = b.op("cpu.shuffle").operands(operands).attr("mode", mode.as_str());
+                if let Some(w) = width {
+                    ob = ob.attr("width", Attr::Int(w));
+                }
+                ob.result(result).build_value()
+            }
+            Family::Amdgpu => {
+                let src = self.source_lane(b, &mode, width.unwrap_or(self.target.warp_size()), operands[1]);
+                b.op("amdgpu.ds_bpermute")
+                    .operands(&[operands[0], src])
+                    .result(result)
+                    .build_value()
+            }
+        }
+    }
+
+    /// The lane an AMD shuffle reads, with CUDA's semantics: within
+    /// segments of `width` lanes; a lane whose source falls outside its
+    /// segment reads its own value.
+    fn source_lane(&self, b: &mut Builder, mode: &str, width: i64, delta: ValueId) -> ValueId {
+        let delta = if *b.value_type(delta) == Type::INDEX {
+            delta
+        } else {
+            b.op("tile.cast").operand(delta).result(Type::INDEX).build_value()
+        };
+        let lane = b.op("amdgpu.lane_id").result(Type::INDEX).build_value();
+        let w = konst(b, Attr::Int(width), Type::INDEX);
+        let segment = binary(b, "floordiv", lane, w);
+        let start = binary(b, "mul", segment, w);
+        let (src, inside) = match mode {
+            "up" => {
+                let src = binary(b, "sub", lane, delta);
+                (src, cmp(b, "ge", src, start))
+            }
+            "xor" => {
+                let src = binary(b, "xor", lane, delta);
+                let src_segment = binary(b, "floordiv", src, w);
+                (src, cmp(b, "eq", src_segment, segment))
+            }
+            "idx" => {
+                let within = binary(b, "rem", delta, w);
+                return binary(b, "add", start, within);
+            }
+            _ => {
+                let src = binary(b, "add", lane, delta);
+                let end = binary(b, "add", start, w);
+                (src, cmp(b, "lt", src, end))
+            }
+        };
+        b.op("tile.select")
+            .operands(&[inside, src, lane])
+            .result(Type::INDEX)
+            .build_value()
+    }
+
+    fn vote(
+        &self,
+        b: &mut Builder,
+        operands: &[ValueId],
+        attrs: &std::collections::BTreeMap<String, Attr>,
+        result: Type,
+    ) -> ValueId {
+        let mode = attrs.get("mode").and_then(Attr::as_str).unwrap_or("any").to_string();
+        match self.family {
+            Family::Nvptx => b
+                .op("nvptx.vote_sync")
+                .operands(operands)
+                .attr("mode", mode.as_str())
+                .attr("mask", Attr::Int(FULL_MASK))
+                .result(result)
+                .build_value(),
+            Family::Cpu => b
+                .op("cpu.vote")
+                .operands(operands)
+                .attr("mode", mode.as_str())
+                .result(result)
+                .build_value(),
+            Family::Amdgpu => {
+                let ballot = b.op("amdgpu.ballot").operands(operands).result(Type::I64).build_value();
+                match mode.as_str() {
+                    "any" => {
+                        let zero = konst(b, Attr::Int(0), Type::I64);
+                        cmp(b, "ne", ballot, zero)
+                    }
+                    "all" => {
+                        let yes = konst(b, Attr::Int(1), Type::I1);
+                        let active = b.op("amdgpu.ballot").operand(yes).result(Type::I64).build_value();
+                        cmp(b, "eq", ballot, active)
+                    }
+                    _ if result == Type::I64 => ballot,
+                    _ => b.op("tile.cast").operand(ballot).result(result).build_value(),
+                }
+            }
+        }
+    }
+}
+
+fn sreg(b: &mut Builder, reg: &str) -> ValueId {
+    b.op("nvptx.sreg").attr("reg", reg).result(Type::INDEX).build_value()
+}
+
+fn id_op(b: &mut Builder, name: &str, dim: usize) -> ValueId {
+    b.op(name)
+        .attr("dim", Attr::Int(dim as i64))
+        .result(Type::INDEX)
+        .build_value()
+}

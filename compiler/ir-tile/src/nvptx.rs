@@ -1,0 +1,475 @@
+//! The `nvptx` dialect: Target IR for NVIDIA GPUs (sm_80, sm_90a).
+//! Operations stay block-level where their `tile` counterparts are: a
+//! `cp_async` or `tma_load` moves a whole tile (codegen spreads the chunks
+//! over the threads, or lets one elected thread issue the TMA and the
+//! mbarrier arrival); an `mma_sync` is the block's product, split over the
+//! `warps` grid.
+
+use tessera_ir::{
+    Arity, Attr, AttrDef, AttrKind, Dialect, MemSpace, Module, OpDef, OpId, ScalarType, Type, VerifyErrors,
+};
+
+use crate::check::{self, Check};
+use crate::gate::{self, is_16bit_float, is_fp8};
+use crate::rules;
+use crate::shape::{self, pad_of, row_bytes};
+use crate::target::Target;
+
+/// The `nvptx` dialect.
+pub struct NvptxDialect;
+
+/// The type of an mbarrier object in shared memory.
+pub fn mbarrier_type() -> Type {
+    Type::opaque("nvptx", "mbarrier")
+}
+
+/// The special registers `nvptx.sreg` reads.
+pub const SREGS: &[&str] = &[
+    "tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "ntid.x", "ntid.y", "ntid.z", "nctaid.x", "nctaid.y",
+    "nctaid.z", "laneid", "warpid",
+];
+
+/// The ops only sm_90a has.
+pub const SM90A_ONLY: &[&str] = &[
+    "nvptx.wgmma",
+    "nvptx.tma_load",
+    "nvptx.mbarrier_init",
+    "nvptx.mbarrier_arrive_expect_tx",
+    "nvptx.mbarrier_try_wait",
+    "nvptx.fence_proxy_async",
+    "nvptx.setmaxnreg",
+];
+
+const OPS: &[OpDef] = &[
+    OpDef {
+        name: "nvptx.sreg",
+        doc: "reads a special register (`tid.x`, `ctaid.y`, `ntid.x`, `nctaid.z`, `laneid`, `warpid`)",
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("reg", AttrKind::Str)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.bar_sync",
+        doc: "`bar.sync id`: waits for the threads of the block (or `count` of them)",
+        attrs: &[AttrDef::optional("id", AttrKind::Int), AttrDef::optional("count", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.shfl_sync",
+        doc: "`shfl.sync` (`mode` up, down, bfly or idx) over the lanes in `mask`, in segments of `width`",
+        operands: Arity::Exact(2),
+        results: Arity::Exact(1),
+        attrs: &[
+            AttrDef::required("mode", AttrKind::Str),
+            AttrDef::required("mask", AttrKind::Int),
+            AttrDef::optional("width", AttrKind::Int),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.vote_sync",
+        doc: "`vote.sync` (`mode` any, all, uni or ballot) over the lanes in `mask`",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("mode", AttrKind::Str), AttrDef::optional("mask", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.atom",
+        doc: "`atom.space.kind` on one element of a global or shared memref; gives the old value",
+        operands: Arity::AtLeast(2),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("kind", AttrKind::Str), AttrDef::required("space", AttrKind::Str)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.alloc_shared",
+        doc: "a static buffer in shared memory, `align` bytes aligned",
+        results: Arity::Exact(1),
+        attrs: &[
+            AttrDef::optional("swizzle", AttrKind::Any),
+            AttrDef::optional("bank_pad", AttrKind::Int),
+            AttrDef::optional("align", AttrKind::Int),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.cp_async",
+        doc: "`cp.async` of the tile at the offsets of global `%src` into shared `%dst`, in chunks of `bytes` (sm_80+)",
+        operands: Arity::AtLeast(2),
+        attrs: &[AttrDef::required("bytes", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.cp_async_commit",
+        doc: "`cp.async.commit_group`: the copies issued since the last commit form a group",
+        attrs: &[AttrDef::optional("group", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.cp_async_wait",
+        doc: "`cp.async.wait_group pending`: waits until at most `pending` of the newest groups are in flight",
+        attrs: &[AttrDef::required("pending", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.ldmatrix",
+        doc: "`ldmatrix.x{count}` (`.trans` with `trans`): loads a tile of 16-bit elements from shared memory into mma fragments",
+        operands: Arity::AtLeast(1),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("count", AttrKind::Int), AttrDef::optional("trans", AttrKind::Unit)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mma_sync",
+        doc: "the block's `%a · %b + %c` in `mma.sync` instructions of shape `instr`, the tile split over a `warps` grid",
+        operands: Arity::Exact(3),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("instr", AttrKind::Array), AttrDef::optional("warps", AttrKind::Array)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mma_fma",
+        doc: "`%a · %b + %c` with scalar fused multiply-adds in the accumulator's type, k in increasing order (no tensor cores)",
+        operands: Arity::Exact(3),
+        results: Arity::Exact(1),
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.wgmma",
+        doc: "`wgmma.mma_async` of shape `instr = [64, N, K]` per warpgroup, B (and A unless in registers) in shared memory (sm_90a)",
+        operands: Arity::Exact(3),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("instr", AttrKind::Array)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.tma_load",
+        doc: "`cp.async.bulk.tensor` of the tile at the offsets of `%src` into `%dst`, completing on the mbarrier `%mbar` (sm_90a)",
+        operands: Arity::AtLeast(3),
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mbarrier_init",
+        doc: "an mbarrier in shared memory expecting `count` arrivals per phase (sm_90a)",
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("count", AttrKind::Int), AttrDef::optional("stage", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mbarrier_arrive_expect_tx",
+        doc: "arrives on `%mbar` and expects `bytes` of transactions to complete its phase (sm_90a)",
+        operands: Arity::Exact(1),
+        attrs: &[AttrDef::required("bytes", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mbarrier_try_wait",
+        doc: "spins on `mbarrier.try_wait.parity` until the phase of parity `%phase` of `%mbar` completes (sm_90a)",
+        operands: Arity::Exact(2),
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.fence_proxy_async",
+        doc: "`fence.proxy.async.shared::cta`: generic-proxy writes to shared memory become visible to the async proxy (sm_90a)",
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.setmaxnreg",
+        doc: "`setmaxnreg`: changes the registers per thread of the warpgroup to `regs` (sm_90a)",
+        attrs: &[AttrDef::required("regs", AttrKind::Int)],
+        ..OpDef::DEFAULT
+    },
+];
+
+impl Dialect for NvptxDialect {
+    fn name(&self) -> &str {
+        "nvptx"
+    }
+
+    fn ops(&self) -> &[OpDef] {
+        OPS
+    }
+
+    fn verify_op(&self, m: &Module, op: OpId, errors: &mut VerifyErrors) {
+        rules::at_anchor(m, op, errors);
+        let mut c = Check::new(m, op, errors);
+        let target = gate::family(&mut c);
+        let name = c.name;
+        if let Some(t) = target {
+            if SM90A_ONLY.contains(&name) && !gate::needs(&mut c, t, &[Target::Sm90a], None) {
+                return;
+            }
+        }
+        verify(&mut c, name, target);
+    }
+}
+
+fn verify(c: &mut Check, name: &str, target: Option<Target>) {
+    match name {
+        "nvptx.sreg" => {
+            c.one_of("reg", SREGS);
+            c.result_is(0, &Type::INDEX);
+        }
+        "nvptx.bar_sync" => {
+            if let Some(id) = c.int("id") {
+                if !(0..=15).contains(&id) {
+                    c.fail(format!("`bar.sync` barrier ids are 0 to 15, not {id}"));
+                }
+            }
+            c.int_at_least("count", 1);
+        }
+        "nvptx.shfl_sync" => {
+            c.one_of("mode", &["up", "down", "bfly", "idx"]);
+            check::shuffle(c);
+        }
+        "nvptx.vote_sync" => {
+            c.one_of("mode", &["any", "all", "uni", "ballot"]);
+            check::vote(c);
+        }
+        "nvptx.atom" => {
+            check::atomic(c, &[MemSpace::Global, MemSpace::Shared]);
+            let space = c.attr("space").and_then(Attr::as_str).unwrap_or_default().to_string();
+            let actual = c.operand_type(0).space();
+            if actual.map(MemSpace::name) != Some(space.as_str()) {
+                c.fail(format!(
+                    "`space` of `nvptx.atom` says \"{space}\" but the memref is in {} memory",
+                    actual.map_or("no", MemSpace::name)
+                ));
+            }
+        }
+        "nvptx.alloc_shared" => {
+            check::alloc_shared(c);
+            if let Some(align) = c.int("align") {
+                if align <= 0 || align & (align - 1) != 0 {
+                    c.fail(format!(
+                        "`align` of `nvptx.alloc_shared` must be a power of two, not {align}"
+                    ));
+                }
+            }
+        }
+        "nvptx.cp_async" => cp_async(c),
+        "nvptx.cp_async_commit" => c.int_at_least("group", 0),
+        "nvptx.cp_async_wait" => c.int_at_least("pending", 0),
+        "nvptx.ldmatrix" => ldmatrix(c),
+        "nvptx.mma_sync" => mma_sync(c, target),
+        "nvptx.mma_fma" => {
+            check::matrix_product(c);
+        }
+        "nvptx.wgmma" => wgmma(c),
+        "nvptx.tma_load" => tma_load(c),
+        "nvptx.mbarrier_init" => {
+            c.int_at_least("count", 1);
+            c.result_is(0, &mbarrier_type());
+        }
+        "nvptx.mbarrier_arrive_expect_tx" => {
+            c.operand_is(0, &mbarrier_type());
+            c.int_at_least("bytes", 1);
+        }
+        "nvptx.mbarrier_try_wait" => {
+            c.operand_is(0, &mbarrier_type());
+            let phase = c.operand_type(1);
+            if !matches!(phase, Type::Scalar(ScalarType::I32 | ScalarType::Index)) {
+                c.fail(format!(
+                    "the phase of `nvptx.mbarrier_try_wait` is `i32` or `index`, not `{phase}`"
+                ));
+            }
+        }
+        "nvptx.setmaxnreg" => {
+            if let Some(regs) = c.int("regs") {
+                if !(24..=256).contains(&regs) || regs % 8 != 0 {
+                    c.fail(format!("`setmaxnreg` takes a multiple of 8 from 24 to 256, not {regs}"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn cp_async(c: &mut Check) {
+    c.int_in("bytes", &[4, 8, 16]);
+    let Some(dst) = check::tile_copy(c, 0) else { return };
+    let Some(bytes) = c.int("bytes").filter(|b| [4, 8, 16].contains(b)) else {
+        return;
+    };
+    if let Some(row) = row_bytes(&dst) {
+        if row % bytes as u64 != 0 {
+            c.fail(format!(
+                "`cp.async` moves {bytes}-byte chunks: a row of `{dst}` is {row} B, not a multiple of {bytes}"
+            ));
+        }
+    }
+}
+
+fn ldmatrix(c: &mut Check) {
+    c.int_in("count", &[1, 2, 4]);
+    if !check::in_shared(c, 0, "source") {
+        return;
+    }
+    let src = c.operand_type(0);
+    if !c.indices(1, src.dims().map_or(0, <[_]>::len), "offsets") {
+        return;
+    }
+    let result = c.result_type(0);
+    if !matches!(result, Type::Tensor { .. }) || result.elem() != src.elem() {
+        c.fail(format!(
+            "`nvptx.ldmatrix` from `{src}` gives a tile of its element type, not `{result}`"
+        ));
+        return;
+    }
+    if src.elem().is_some_and(|e| e.bits() != 16) {
+        c.fail(format!(
+            "`nvptx.ldmatrix` loads 16-bit elements, not `{}`",
+            src.elem().map_or("?", ScalarType::name)
+        ));
+    }
+}
+
+fn mma_sync(c: &mut Check, target: Option<Target>) {
+    for (i, role) in [(0, "operand `a`"), (1, "operand `b`"), (2, "accumulator")] {
+        if !gate::in_registers(c, i, role, "load it with `nvptx.ldmatrix`") {
+            return;
+        }
+    }
+    let Some(dims) = check::matrix_product(c) else { return };
+    let Some((elem, acc)) = gate::product_types(c) else {
+        return;
+    };
+    let Some(instr) = gate::instr(c) else { return };
+    let allowed: &[[i64; 3]] = match elem {
+        e if is_16bit_float(e) => &[[16, 8, 16], [16, 8, 8]],
+        ScalarType::I8 | ScalarType::U8 => &[[16, 8, 32], [16, 8, 16]],
+        e if is_fp8(e) => &[[16, 8, 32]],
+        other => {
+            c.fail(format!(
+                "`mma.sync` has no form for `{}` operands; use `nvptx.mma_fma`",
+                other.name()
+            ));
+            return;
+        }
+    };
+    if !allowed.contains(&instr) {
+        let list: Vec<String> = allowed.iter().map(|s| format!("{s:?}")).collect();
+        c.fail(format!(
+            "`mma.sync` on `{}` has the shapes {}, not {instr:?}",
+            elem.name(),
+            list.join(", ")
+        ));
+        return;
+    }
+    let acc_ok = match elem {
+        ScalarType::I8 | ScalarType::U8 => acc == ScalarType::I32,
+        ScalarType::F16 => matches!(acc, ScalarType::F32 | ScalarType::F16),
+        _ => acc == ScalarType::F32 || is_fp8(elem) && acc == ScalarType::F16,
+    };
+    if !acc_ok {
+        c.fail(format!(
+            "`mma.sync` on `{}` cannot accumulate in `{}`",
+            elem.name(),
+            acc.name()
+        ));
+        return;
+    }
+    if is_fp8(elem) {
+        if let Some(t) = target {
+            if !gate::needs(c, t, &[Target::Sm90a], Some("fp8 `mma.sync`")) {
+                return;
+            }
+        }
+    }
+    if !gate::tiles_evenly(c, &dims, instr) {
+        return;
+    }
+    if let Some(warps) = c.attr("warps") {
+        let w = warps.as_ints().unwrap_or_default();
+        let (Some(m), Some(n)) = (dims.0.as_const(), dims.1.as_const()) else {
+            return;
+        };
+        let fits = w.len() == 2 && w[0] > 0 && w[1] > 0 && (m / instr[0]) % w[0] == 0 && (n / instr[1]) % w[1] == 0;
+        if !fits {
+            c.fail(format!(
+                "`warps = {warps}` does not split the {m}x{n} tile: the {}x{} instruction tiles must divide evenly",
+                m / instr[0],
+                n / instr[1]
+            ));
+        }
+    }
+}
+
+fn wgmma(c: &mut Check) {
+    if !check::in_shared(c, 1, "operand `b`") {
+        return;
+    }
+    let a = c.operand_type(0);
+    if !matches!(a, Type::Tensor { .. }) && !shape::is_memref_in(&a, MemSpace::Shared) {
+        c.fail(format!(
+            "operand `a` of `nvptx.wgmma` must be in shared memory or registers, not `{a}`"
+        ));
+        return;
+    }
+    if !gate::in_registers(c, 2, "accumulator", "wgmma accumulates in registers") {
+        return;
+    }
+    let Some(dims) = check::matrix_product(c) else { return };
+    let Some((elem, acc)) = gate::product_types(c) else {
+        return;
+    };
+    let Some(instr) = gate::instr(c) else { return };
+    let k = if is_16bit_float(elem) {
+        16
+    } else if is_fp8(elem) {
+        32
+    } else {
+        c.fail(format!("`wgmma` has no form for `{}` operands here", elem.name()));
+        return;
+    };
+    if instr[0] != 64 || instr[2] != k || instr[1] % 8 != 0 || instr[1] > 256 {
+        c.fail(format!(
+            "`wgmma` on `{}` has the shape [64, N, {k}] with N a multiple of 8 up to 256, not {instr:?}",
+            elem.name()
+        ));
+        return;
+    }
+    if acc != ScalarType::F32 && acc != ScalarType::F16 {
+        c.fail(format!("`wgmma` accumulates in `f32` or `f16`, not `{}`", acc.name()));
+        return;
+    }
+    gate::tiles_evenly(c, &dims, instr);
+}
+
+fn tma_load(c: &mut Check) {
+    let last = c.operand_count() - 1;
+    c.operand_is(last, &mbarrier_type());
+    let Some(dst) = check::tile_copy(c, 1) else { return };
+    let dst_value = c.m.operands(c.op)[0];
+    let alloc = c.m.defining_op(dst_value);
+    if pad_of(&dst, alloc.map(|op| (c.m, op))) > 0 {
+        c.fail(format!(
+            "TMA writes a dense box: the destination `{dst}` has padded rows"
+        ));
+        return;
+    }
+    let align = alloc
+        .filter(|&op| c.m.op(op).name == "nvptx.alloc_shared")
+        .and_then(|op| c.m.attr(op, "align"))
+        .and_then(Attr::as_int);
+    match align {
+        Some(a) if a % 128 == 0 => {}
+        Some(a) => c.fail(format!(
+            "TMA destination must be 128-byte aligned: its allocation has align = {a}"
+        )),
+        None => {
+            c.fail("TMA destination must be 128-byte aligned: it is not an `nvptx.alloc_shared` with `align = 128`")
+        }
+    }
+    if let Some(row) = row_bytes(&dst) {
+        if row % 16 != 0 {
+            c.fail(format!(
+                "a TMA box row must be a multiple of 16 B; a row of `{dst}` is {row} B"
+            ));
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The compilation targets a module names in its `target` attribute, what
+//! each provides, and how a module says it is at the Target layer.
+
+use tessera_ir::{Attr, Module, OpId};
+
+/// A module's `target` attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    Sm80,
+    Sm90a,
+    Gfx90a,
+    Gfx942,
+    Cpu,
+}
+
+/// The family of a target: which of the Target IR dialects it uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Nvptx,
+    Amdgpu,
+    Cpu,
+}
+
+impl Family {
+    /// The dialect of the family's ops.
+    pub fn dialect(self) -> &'static str {
+        match self {
+            Family::Nvptx => "nvptx",
+            Family::Amdgpu => "amdgpu",
+            Family::Cpu => "cpu",
+        }
+    }
+
+    /// The family whose dialect is `name`.
+    pub fn of_dialect(name: &str) -> Option<Family> {
+        match name {
+            "nvptx" => Some(Family::Nvptx),
+            "amdgpu" => Some(Family::Amdgpu),
+            "cpu" => Some(Family::Cpu),
+            _ => None,
+        }
+    }
+
+    /// The targets of the family, for messages (`sm_80 or sm_90a`).
+    pub fn targets(self) -> &'static str {
+        match self {
+            Family::Nvptx => "sm_80 or sm_90a",
+            Family::Amdgpu => "gfx90a or gfx942",
+            Family::Cpu => "cpu",
+        }
+    }
+}
+
+/// The module attribute naming the target.
+pub const TARGET_ATTR: &str = "target";
+/// The module attribute naming the layer; `"target"` once
+/// `lower-tile-to-target` ran.
+pub const LAYER_ATTR: &str = "layer";
+/// The value of [`LAYER_ATTR`] at the Target layer.
+pub const TARGET_LAYER: &str = "target";
+
+impl Target {
+    pub const ALL: [Target; 5] = [Target::Sm80, Target::Sm90a, Target::Gfx90a, Target::Gfx942, Target::Cpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Sm80 => "sm_80",
+            Target::Sm90a => "sm_90a",
+            Target::Gfx90a => "gfx90a",
+            Target::Gfx942 => "gfx942",
+            Target::Cpu => "cpu",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The target a module names, when it names a known one.
+    pub fn of_module(m: &Module) -> Option<Target> {
+        Target::from_name(m.attrs.get(TARGET_ATTR)?.as_str()?)
+    }
+
+    pub fn family(self) -> Family {
+        match self {
+            Target::Sm80 | Target::Sm90a => Family::Nvptx,
+            Target::Gfx90a | Target::Gfx942 => Family::Amdgpu,
+            Target::Cpu => Family::Cpu,
+        }
+    }
+
+    /// Shared memory (LDS) one block may use, in bytes (the same limits as
+    /// the source-level checker's).
+    pub fn max_shared_bytes(self) -> u64 {
+        match self {
+            Target::Sm80 => 163 << 10,
+            Target::Sm90a => 227 << 10,
+            Target::Gfx90a | Target::Gfx942 => 64 << 10,
+            Target::Cpu => 1 << 30,
+        }
+    }
+
+    /// The threads of a warp (a wavefront on AMD GPUs); the CPU backend
+    /// emulates warps of 32.
+    pub fn warp_size(self) -> i64 {
+        match self.family() {
+            Family::Amdgpu => 64,
+            Family::Nvptx | Family::Cpu => 32,
+        }
+    }
+
+    /// The most registers one thread may use (`max_registers`), when the
+    /// target has such a limit.
+    pub fn max_registers(self) -> Option<i64> {
+        match self.family() {
+            Family::Nvptx => Some(255),
+            Family::Amdgpu => Some(512),
+            Family::Cpu => None,
+        }
+    }
+
+    /// The `max_registers` a kernel of `threads` threads gets unless it
+    /// sets one: what lets one block of that size fit on a multiprocessor
+    /// (64 K registers per SM on NVIDIA; 512 VGPRs per lane of a SIMD, four
+    /// SIMDs per CU on AMD), rounded down to a multiple of 8.
+    pub fn default_max_registers(self, threads: i64) -> Option<i64> {
+        let threads = threads.max(1);
+        match self.family() {
+            Family::Nvptx => Some(((65536 / threads) / 8 * 8).clamp(8, 255)),
+            Family::Amdgpu => {
+                let waves = (threads + 63) / 64;
+                let per_simd = (waves + 3) / 4;
+                Some(((512 / per_simd) / 8 * 8).clamp(8, 512))
+            }
+            Family::Cpu => None,
+        }
+    }
+}
+
+/// Whether the module is at the Target layer: its attribute
+/// `layer = "target"` (set by `lower-tile-to-target`). There, the
+/// target-dependent `tile` ops must be gone and kernels carry their launch
+/// configuration.
+pub fn is_target_layer(m: &Module) -> bool {
+    matches!(m.attrs.get(LAYER_ATTR), Some(Attr::Str(s)) if s == TARGET_LAYER)
+}
+
+/// Whether the function `func` is at the Target layer: the module is, or
+/// the function says `layer = "target"` itself.
+pub fn func_at_target_layer(m: &Module, func: OpId) -> bool {
+    is_target_layer(m) || matches!(m.attr(func, LAYER_ATTR), Some(Attr::Str(s)) if s == TARGET_LAYER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_defaults_fit_the_limits() {
+        for t in Target::ALL {
+            assert_eq!(Target::from_name(t.name()), Some(t));
+            for threads in [1, 32, 64, 128, 256, 512, 1024] {
+                if let (Some(d), Some(max)) = (t.default_max_registers(threads), t.max_registers()) {
+                    assert!(d <= max && d >= 8 && d % 8 == 0 || d == 255, "{t:?} {threads} {d}");
+                }
+            }
+        }
+        assert_eq!(Target::Sm80.default_max_registers(1024), Some(64));
+        assert_eq!(Target::Sm80.default_max_registers(256), Some(255));
+        assert_eq!(Target::Gfx942.default_max_registers(256), Some(512));
+        assert_eq!(Target::Gfx942.default_max_registers(1024), Some(128));
+        assert_eq!(Target::from_name("sm_70"), None);
+    }
+}
