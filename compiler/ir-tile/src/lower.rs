@@ -8,14 +8,16 @@
 //!   stage `s` becomes `cp.async.wait_group N`, where `N` counts the groups
 //!   issued after stage `s`'s and still in flight there (found by the same
 //!   flow analysis as the verifier's; 0 where paths disagree on the order),
-//!   and a `bar.sync`, because each thread waits only for its own chunks.
+//!   and a `bar.sync`, because each thread waits only for its own chunks
+//!   (consecutive waits share the barrier).
 //! - On sm_90a, when every copy of a kernel lands in an unpadded buffer
 //!   with rows of a multiple of 16 bytes, copies become TMA loads: one
 //!   mbarrier per stage, initialized at the kernel's entry, and a phase bit
 //!   per stage in a `tile.local` slot that each wait flips. Otherwise the
 //!   kernel uses `cp.async` as on sm_80 (TMA writes a dense box).
-//! - AMD GPUs wait with `s_waitcnt vmcnt(0)` and an `s_barrier`; the CPU
-//!   copies synchronously, so its waits disappear.
+//! - AMD GPUs wait with `s_waitcnt vmcnt(0)` and an `s_barrier` (one for
+//!   consecutive waits); the CPU copies synchronously, so its waits
+//!   disappear.
 //! - `tile.mma` becomes `wgmma` (sm_90a: B in shared memory, M a multiple
 //!   of 64), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
 //!   `[16, 8, 32]` on sm_90a; shared operands loaded with `ldmatrix`) or
@@ -531,6 +533,13 @@ impl Lowering {
 
     fn wait(&self, b: &mut Builder, op: OpId, attrs: &std::collections::BTreeMap<String, Attr>) {
         let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
+        // Consecutive waits share one barrier (and, on AMD, one `s_waitcnt`),
+        // after the last of them.
+        let module: &Module = b;
+        let next_waits = module
+            .position(op)
+            .and_then(|i| module.block_ops(module.parent_block(op)?).get(i + 1).copied())
+            .is_some_and(|next| module.op(next).name == "tile.wait_async");
         match (self.family, &self.tma) {
             (Family::Nvptx, Some(barriers)) => {
                 let barrier = barriers[&s];
@@ -543,8 +552,11 @@ impl Lowering {
             (Family::Nvptx, None) => {
                 let pending = self.pending.get(&op).copied().unwrap_or(0);
                 b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
-                b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+                if !next_waits {
+                    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+                }
             }
+            (Family::Amdgpu, _) if next_waits => {}
             (Family::Amdgpu, _) => {
                 b.op("amdgpu.s_waitcnt").attr("vmcnt", Attr::Int(0)).build();
                 b.op("amdgpu.s_barrier").build();
