@@ -54,6 +54,7 @@ pub struct OptArgs {
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     tessera_ir_tile::register_dialects(&mut registry);
+    tessera_ir_graph::register_dialects(&mut registry);
     registry
 }
 
@@ -63,6 +64,7 @@ pub fn registry() -> Registry {
 pub fn passes() -> PassRegistry {
     let mut passes = PassRegistry::new();
     tessera_ir_tile::register_passes(&mut passes);
+    tessera_ir_graph::register_passes(&mut passes);
     passes
 }
 

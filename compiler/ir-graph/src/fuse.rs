@@ -1,0 +1,505 @@
+//! `fuse`: Graph IR → Schedule IR. Groups the compute ops of each operator
+//! function into `schedule.kernel`s and chooses their tiling and launch
+//! geometry (`spec/ir-schedule.md`, "Fusion").
+//!
+//! The groups, in three sweeps over a function's body:
+//! 1. each matmul, softmax, norm and reduce starts a kernel and takes its
+//!    *epilogue*: the chain of elementwise ops (and casts) that consume its
+//!    value as their only use and keep its shape;
+//! 2. softmax, norm and reduce take their *prologue*: the elementwise ops
+//!    producing their input, when used only there and of the input's shape;
+//! 3. the remaining elementwise-class ops (elementwise, cast, broadcast,
+//!    transpose, reshape, slice, concat) form `elementwise` kernels, from
+//!    the last one backwards, each taking the producers used only by it.
+//!
+//! Scalar constants are copied into every kernel that uses them.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_ir::{Attr, Builder, DimExpr, Module, OpId, Pass, PassContext, ScalarType, Type, ValueId, VerifyError};
+
+use crate::schedule::{gcd, tiled_dims};
+use crate::shape::{divisibility, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible, GridDim, Layer};
+use crate::targets::{matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS};
+
+/// The `fuse` pass.
+pub struct Fuse;
+
+impl Pass for Fuse {
+    fn name(&self) -> &'static str {
+        "fuse"
+    }
+
+    fn run(&mut self, m: &mut Module, ctx: &PassContext) -> Result<(), Vec<Diagnostic>> {
+        let fail = |m: &Module, message: String, note: String| {
+            Err(vec![VerifyError::at_module(m, message)
+                .with_note(note)
+                .diagnostic_with_code(Code::E0901, ctx.files)])
+        };
+        match Layer::of(m) {
+            Ok(Layer::Graph) => {}
+            Ok(Layer::Schedule) => return Ok(()),
+            Ok(layer) => {
+                return fail(
+                    m,
+                    format!(
+                        "`fuse` runs on Graph IR, and this module is in the \"{}\" layer",
+                        layer.name()
+                    ),
+                    "fuse before lowering to Tile IR".into(),
+                )
+            }
+            Err(bad) => {
+                return fail(
+                    m,
+                    format!("unknown layer {bad} in the module's `layer`"),
+                    "the layers are \"graph\", \"schedule\", \"tile\" and \"target\"".into(),
+                )
+            }
+        }
+        let target = match m.attrs.get("target").and_then(Attr::as_str) {
+            Some(name) => match Target::by_name(name) {
+                Some(t) => t,
+                None => {
+                    return fail(
+                        m,
+                        format!("unknown target \"{name}\" in the module's `target`"),
+                        format!("the targets are {}", target_names()),
+                    )
+                }
+            },
+            None => {
+                return fail(
+                    m,
+                    "`fuse` needs the module attribute `target`: tile shapes depend on it".into(),
+                    format!("add `target = \"sm_90a\"` (the targets are {})", target_names()),
+                )
+            }
+        };
+        let mut diagnostics = Vec::new();
+        for func in m.functions() {
+            let Some(entry) = m.entry_block(func) else { continue };
+            if !m.block_ops(entry).iter().any(|&o| m.op(o).name.dialect() == "graph") {
+                continue;
+            }
+            if let Err(e) = fuse_function(m, func, target) {
+                diagnostics.push(e.diagnostic_with_code(Code::E0901, ctx.files));
+            }
+        }
+        if !diagnostics.is_empty() {
+            return Err(diagnostics);
+        }
+        m.attrs.insert("layer".into(), Attr::str("schedule"));
+        Ok(())
+    }
+}
+
+/// One future kernel.
+struct Group {
+    pattern: &'static str,
+    /// The matmul, softmax, norm or reduce it is built around.
+    anchor: Option<OpId>,
+    /// The op whose value the kernel gives.
+    root: OpId,
+    members: Vec<OpId>,
+}
+
+struct Analysis {
+    position: HashMap<OpId, usize>,
+    /// The distinct ops that use each value.
+    users: HashMap<ValueId, Vec<OpId>>,
+    group_of: HashMap<OpId, usize>,
+    groups: Vec<Group>,
+}
+
+impl Analysis {
+    fn single_user(&self, v: ValueId) -> Option<OpId> {
+        match self.users.get(&v).map(Vec::as_slice) {
+            Some([only]) => Some(*only),
+            _ => None,
+        }
+    }
+
+    fn free(&self, op: OpId) -> bool {
+        self.position.contains_key(&op) && !self.group_of.contains_key(&op)
+    }
+
+    fn add(&mut self, group: usize, op: OpId) {
+        self.group_of.insert(op, group);
+        self.groups[group].members.push(op);
+    }
+}
+
+fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<VerifyError>> {
+    copy_returned_inputs(m, func);
+    let entry = m.entry_block(func).expect("a function has a body");
+    let ops = m.block_ops(entry).to_vec();
+    let mut a = Analysis {
+        position: ops.iter().enumerate().map(|(i, &o)| (o, i)).collect(),
+        users: HashMap::new(),
+        group_of: HashMap::new(),
+        groups: Vec::new(),
+    };
+    for &op in &ops {
+        for &v in m.operands(op) {
+            let list = a.users.entry(v).or_default();
+            if !list.contains(&op) {
+                list.push(op);
+            }
+        }
+    }
+    // 1. Anchors and their epilogues.
+    for &op in &ops {
+        let pattern = match m.op(op).name.as_str() {
+            "graph.matmul" => "matmul",
+            "graph.softmax" => "softmax",
+            "graph.norm" => "norm",
+            "graph.reduce" => "reduce",
+            _ => continue,
+        };
+        let g = a.groups.len();
+        a.groups.push(Group {
+            pattern,
+            anchor: Some(op),
+            root: op,
+            members: Vec::new(),
+        });
+        a.add(g, op);
+        loop {
+            let root = a.groups[g].root;
+            let value = m.result(root, 0);
+            let Some(user) = a.single_user(value).filter(|&u| m.results(u).len() == 1) else {
+                break;
+            };
+            let same_shape = m.value_type(m.result(user, 0)).dims() == m.value_type(value).dims();
+            let epilogue = matches!(m.op(user).name.as_str(), "graph.elementwise" | "graph.cast");
+            if !(epilogue && same_shape && a.free(user)) {
+                break;
+            }
+            a.add(g, user);
+            a.groups[g].root = user;
+            if pattern == "matmul" {
+                a.groups[g].pattern = "matmul_epilogue";
+            }
+        }
+    }
+    // 2. Prologues of the row kernels.
+    for g in 0..a.groups.len() {
+        let anchor = a.groups[g].anchor.expect("the groups so far have anchors");
+        if a.groups[g].pattern.starts_with("matmul") {
+            continue;
+        }
+        let input = m.operands(anchor)[0];
+        let dims = m.value_type(input).dims().map(<[_]>::to_vec);
+        let mut stack = vec![(input, anchor)];
+        while let Some((v, consumer)) = stack.pop() {
+            let Some(producer) = m.defining_op(v) else { continue };
+            let pointwise = matches!(m.op(producer).name.as_str(), "graph.elementwise" | "graph.cast");
+            let same_shape = m.value_type(v).dims().map(<[_]>::to_vec) == dims;
+            if !(pointwise && same_shape && a.free(producer) && a.single_user(v) == Some(consumer)) {
+                continue;
+            }
+            a.add(g, producer);
+            for &operand in m.operands(producer) {
+                stack.push((operand, producer));
+            }
+        }
+    }
+    // 3. Elementwise kernels, from the last op backwards.
+    for &op in ops.iter().rev() {
+        if !a.free(op) || !is_pointwise(m.op(op).name.as_str()) {
+            continue;
+        }
+        let g = a.groups.len();
+        a.groups.push(Group {
+            pattern: "elementwise",
+            anchor: None,
+            root: op,
+            members: Vec::new(),
+        });
+        a.add(g, op);
+        let mut stack = vec![op];
+        while let Some(member) = stack.pop() {
+            for &operand in m.operands(member) {
+                let Some(producer) = m.defining_op(operand) else {
+                    continue;
+                };
+                if a.free(producer)
+                    && is_pointwise(m.op(producer).name.as_str())
+                    && a.single_user(operand) == Some(member)
+                {
+                    a.add(g, producer);
+                    stack.push(producer);
+                }
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..a.groups.len()).collect();
+    order.sort_by_key(|&g| a.position[&a.groups[g].root]);
+    let name = m.func_name(func).unwrap_or("kernel").to_string();
+    let constraints = divisibility(m, Some(func));
+    for (i, g) in order.into_iter().enumerate() {
+        let group = &mut a.groups[g];
+        group.members.sort_by_key(|o| a.position[o]);
+        let config = schedule(m, group, target, &constraints)?;
+        build_kernel(m, group, &format!("{name}_k{i}"), config);
+    }
+    let counts = m.use_counts();
+    for op in m.block_ops(entry).to_vec() {
+        if m.op(op).name == "graph.constant" && m.results(op).iter().all(|r| counts[r.index()] == 0) {
+            m.erase_op(op);
+        }
+    }
+    Ok(())
+}
+
+/// A value returned as it came in (a parameter, a constant) or returned
+/// twice gets a copy, so that every result is the output of its own kernel.
+fn copy_returned_inputs(m: &mut Module, func: OpId) {
+    let entry = m.entry_block(func).expect("a function has a body");
+    let Some(&ret) = m.block_ops(entry).last().filter(|&&r| m.op(r).name == "graph.return") else {
+        return;
+    };
+    let mut seen = HashSet::new();
+    for i in 0..m.operands(ret).len() {
+        let v = m.operands(ret)[i];
+        let computed = m
+            .defining_op(v)
+            .is_some_and(|d| m.op(d).name.as_str() != "graph.constant");
+        let first = seen.insert(v);
+        let ty = m.value_type(v).clone();
+        if (computed && first) || !matches!(ty, Type::Tensor { .. } | Type::Scalar(_)) {
+            continue;
+        }
+        let loc = m.op(ret).loc.clone();
+        let mut b = Builder::before(m, ret);
+        let copy = b.op("graph.broadcast").operand(v).result(ty).loc(loc).build_value();
+        m.op_mut(ret).operands[i] = copy;
+    }
+}
+
+/// A kernel's tiling and launch.
+struct Config {
+    tile: Vec<i64>,
+    block: i64,
+    grid: Vec<GridDim>,
+    stages: i64,
+    knobs: BTreeMap<String, Attr>,
+}
+
+/// `size` made to respect the constraints on `dim`: a divisor of a
+/// divisibility constraint's modulus (the largest that divides `size`),
+/// and no larger than a constant dim needs.
+fn constrain(size: i64, dim: &DimExpr, constraints: &[Divisible], floor: i64) -> i64 {
+    if let Some(c) = modulus_of(constraints, dim) {
+        if c.modulus % size != 0 {
+            return gcd(c.modulus, size);
+        }
+    }
+    match dim.as_const() {
+        Some(d) if d > 0 => size.min(((d.max(floor)) as u64).next_power_of_two() as i64),
+        _ => size,
+    }
+}
+
+/// The candidates of a knob: `values` that respect the constraints on
+/// `dim`, and the chosen one.
+fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divisible]) -> Attr {
+    let modulus = dim.and_then(|d| modulus_of(constraints, d)).map(|c| c.modulus);
+    let mut list: Vec<i64> = values
+        .iter()
+        .copied()
+        .filter(|v| modulus.is_none_or(|c| c % v == 0))
+        .chain([chosen])
+        .collect();
+    list.sort_unstable();
+    list.dedup();
+    Attr::ints(list)
+}
+
+fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]) -> Result<Config, Box<VerifyError>> {
+    let dims_of = |v: ValueId| m.value_type(v).dims().map(<[_]>::to_vec).unwrap_or_default();
+    let out = dims_of(m.result(group.root, 0));
+    let Some(anchor) = group.anchor else {
+        let threads = ELEMENTWISE_THREADS;
+        return Ok(Config {
+            tile: vec![threads],
+            block: threads,
+            grid: vec![GridDim::ceil_div(&num_elements(&out), threads)],
+            stages: 1,
+            knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+        });
+    };
+    let tiled = tiled_dims(m, anchor);
+    if group.pattern.starts_with("matmul") {
+        let a = m.operands(anchor)[0];
+        let elem = m.value_type(a).elem().unwrap_or(ScalarType::F32);
+        let source = m.attr(anchor, "tile_shape").and_then(Attr::as_ints);
+        let mut tile = match source.as_deref() {
+            Some(&[bm, bn, bk]) => [bm, bn, bk],
+            _ => target.matmul_tile(elem),
+        };
+        for t in &tiled {
+            tile[t.index] = constrain(tile[t.index], &t.dim, constraints, 16);
+        }
+        let mut stages = target.matmul_stages;
+        while stages > 1 && !target.fits_shared(matmul_shared_bytes(&target, tile, stages, elem)) {
+            stages -= 1;
+        }
+        let bytes = matmul_shared_bytes(&target, tile, stages, elem);
+        if !target.fits_shared(bytes) {
+            return Err(Box::new(
+                VerifyError::at_op(
+                    m,
+                    anchor,
+                    format!(
+                        "the matmul tile {} needs {bytes} bytes of shared memory, more than {} allows",
+                        Attr::ints(tile),
+                        target.name
+                    ),
+                )
+                .with_label("this matmul's tile does not fit")
+                .with_note(format!(
+                    "{} has {} bytes of shared memory per block; choose a smaller `tile_shape`",
+                    target.name,
+                    target.shared_limit.unwrap_or_default()
+                )),
+            ));
+        }
+        let batch = num_elements(&out[..out.len().saturating_sub(2)]);
+        let dim = |i: usize| tiled.iter().find(|t| t.index == i).map(|t| &t.dim);
+        let grid = vec![
+            GridDim::ceil_div(dim(0).unwrap_or(&DimExpr::constant(1)), tile[0]),
+            GridDim::ceil_div(dim(1).unwrap_or(&DimExpr::constant(1)), tile[1]),
+            GridDim::ceil_div(&batch, 1),
+        ];
+        let stage_list: Vec<i64> = (2..=target.matmul_stages).collect();
+        let knobs = BTreeMap::from([
+            ("BM".to_string(), knob(&[64, 128, 256], tile[0], dim(0), constraints)),
+            ("BN".to_string(), knob(&[64, 128, 256], tile[1], dim(1), constraints)),
+            ("BK".to_string(), knob(&[32, 64, 128], tile[2], dim(2), constraints)),
+            ("stages".to_string(), knob(&stage_list, stages, None, constraints)),
+        ]);
+        return Ok(Config {
+            tile: tile.to_vec(),
+            block: target.matmul_threads,
+            grid,
+            stages,
+            knobs,
+        });
+    }
+    // Row kernels: one row (softmax, norm) or one output element (reduce)
+    // per block, the row walked in chunks.
+    let x = dims_of(m.operands(anchor)[0]);
+    let Some(row) = tiled.first() else {
+        return Err(Box::new(
+            VerifyError::at_op(m, anchor, "this op has no axis to tile").with_label("malformed op"),
+        ));
+    };
+    let chunk = constrain(row_chunk(row.dim.as_const()), &row.dim, constraints, 32);
+    let threads = row_threads(chunk);
+    let blocks = if group.pattern == "reduce" {
+        let axes: HashSet<usize> = m
+            .attr(anchor, "axes")
+            .and_then(Attr::as_ints)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|a| normalize_axis(a, x.len()))
+            .collect();
+        let kept: Vec<DimExpr> = x
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, d)| d.clone())
+            .collect();
+        num_elements(&kept)
+    } else {
+        let axis = x
+            .iter()
+            .position(|d| *d == row.dim)
+            .unwrap_or(x.len().saturating_sub(1));
+        let rows: Vec<DimExpr> = x
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != axis)
+            .map(|(_, d)| d.clone())
+            .collect();
+        num_elements(&rows)
+    };
+    let tile = if group.pattern == "reduce" {
+        vec![chunk]
+    } else {
+        vec![1, chunk]
+    };
+    Ok(Config {
+        tile,
+        block: threads,
+        grid: vec![GridDim::ceil_div(&blocks, 1)],
+        stages: 1,
+        knobs: BTreeMap::from([
+            (
+                "BC".to_string(),
+                knob(&[256, 512, 1024], chunk, Some(&row.dim), constraints),
+            ),
+            ("threads".to_string(), Attr::ints([128, 256])),
+        ]),
+    })
+}
+
+/// Replaces the group's ops by one `schedule.kernel` at the root's place.
+fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
+    let members: HashSet<OpId> = group.members.iter().copied().collect();
+    let mut externals: Vec<ValueId> = Vec::new();
+    let mut constants: Vec<OpId> = Vec::new();
+    for &op in &group.members {
+        for &v in m.operands(op) {
+            match m.defining_op(v) {
+                Some(d) if members.contains(&d) => {}
+                Some(d) if m.op(d).name == "graph.constant" => {
+                    if !constants.contains(&d) {
+                        constants.push(d);
+                    }
+                }
+                _ => {
+                    if !externals.contains(&v) {
+                        externals.push(v);
+                    }
+                }
+            }
+        }
+    }
+    let arg_types: Vec<Type> = externals.iter().map(|&v| m.value_type(v).clone()).collect();
+    let root_value = m.result(group.root, 0);
+    let result_type = m.value_type(root_value).clone();
+    let loc = m.op(group.anchor.unwrap_or(group.root)).loc.clone();
+    let mut b = Builder::before(m, group.root);
+    let region = b.region(&arg_types, |b, args| {
+        let mut map: HashMap<ValueId, ValueId> = externals.iter().copied().zip(args.iter().copied()).collect();
+        for &op in constants.iter().chain(&group.members) {
+            let copy = b.clone_op(op, &mut map);
+            b.insert(copy);
+        }
+        let yielded = map[&root_value];
+        b.op("schedule.yield").operand(yielded).loc(loc.clone()).build();
+    });
+    let grid = Attr::Array(config.grid.iter().map(GridDim::to_attr).collect());
+    let kernel = b
+        .op("schedule.kernel")
+        .operands(&externals)
+        .region(region)
+        .attr("name", name)
+        .attr("pattern", group.pattern)
+        .attr("tile_shape", Attr::ints(config.tile))
+        .attr("block", Attr::ints([config.block, 1, 1]))
+        .attr("grid", grid)
+        .attr("stages", Attr::Int(config.stages))
+        .attr("knobs", Attr::Dict(config.knobs))
+        .result(result_type)
+        .loc(loc)
+        .build_value();
+    m.replace_all_uses(root_value, kernel);
+    for &op in group.members.iter().rev() {
+        m.erase_op(op);
+    }
+}

@@ -1,0 +1,328 @@
+//! What the Graph and Schedule layers share: shapes and NumPy broadcasting,
+//! the text of dims in `where` constraints and launch grids, the module's
+//! layer, and the classes of graph ops.
+
+use tessera_ir::{Attr, Dim, DimExpr, Module, OpId, Type};
+
+/// The shape of a tensor, or `[]` for a scalar; `None` for other types.
+pub fn shape(ty: &Type) -> Option<&[Dim]> {
+    match ty {
+        Type::Tensor { dims, .. } => Some(dims),
+        Type::Scalar(_) => Some(&[]),
+        _ => None,
+    }
+}
+
+/// `[4, M, (H*Dh)]`: a shape as the messages show it.
+pub fn show_shape(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims.iter().map(ToString::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// NumPy broadcasting of two shapes (aligned at the last dim; a dim of 1
+/// stretches). On a mismatch, the index of the offending dim counted from
+/// the end (0 = last).
+pub fn broadcast(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>, usize> {
+    let rank = a.len().max(b.len());
+    let one = DimExpr::constant(1);
+    let mut out = Vec::with_capacity(rank);
+    for from_end in (0..rank).rev() {
+        let da = (from_end < a.len()).then(|| &a[a.len() - 1 - from_end]);
+        let db = (from_end < b.len()).then(|| &b[b.len() - 1 - from_end]);
+        let d = match (da, db) {
+            (Some(x), None) | (None, Some(x)) => x.clone(),
+            (Some(x), Some(y)) if x == y => x.clone(),
+            (Some(x), Some(y)) if *x == one => y.clone(),
+            (Some(x), Some(y)) if *y == one => x.clone(),
+            (Some(_), Some(_)) => return Err(from_end),
+            (None, None) => unreachable!("from_end is below the larger rank"),
+        };
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The number of elements: the product of the dims.
+pub fn num_elements(dims: &[Dim]) -> DimExpr {
+    dims.iter().fold(DimExpr::constant(1), |acc, d| acc.mul(d))
+}
+
+/// An axis attribute (negative counts from the end) as an index below `rank`.
+pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
+    let rank = i64::try_from(rank).ok()?;
+    let a = if axis < 0 { axis + rank } else { axis };
+    (0..rank).contains(&a).then_some(a as usize)
+}
+
+/// Parses a dim as the checker writes it in constraints (`K`, `H * Dh`,
+/// `2 * N + 1`) or as [`DimExpr`] prints it (`Dh*H`, `N+1`): sums and
+/// differences of products of integers and symbols.
+pub fn parse_dim(text: &str) -> Option<DimExpr> {
+    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if text.is_empty() {
+        return None;
+    }
+    let mut out = DimExpr::default();
+    let mut rest = text.as_str();
+    let mut negative = false;
+    if let Some(r) = rest.strip_prefix('-') {
+        negative = true;
+        rest = r;
+    }
+    loop {
+        let end = rest.find(['+', '-']).unwrap_or(rest.len());
+        let (term_text, tail) = rest.split_at(end);
+        let mut term = DimExpr::constant(1);
+        for factor in term_text.split('*') {
+            let f = if factor.bytes().all(|b| b.is_ascii_digit()) && !factor.is_empty() {
+                DimExpr::constant(factor.parse().ok()?)
+            } else if is_ident(factor) {
+                DimExpr::sym(factor)
+            } else {
+                return None;
+            };
+            term = term.mul(&f);
+        }
+        out = if negative { out.sub(&term) } else { out.add(&term) };
+        match tail.chars().next() {
+            None => return Some(out),
+            Some(sign) => {
+                negative = sign == '-';
+                rest = &tail[1..];
+            }
+        }
+    }
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A divisibility constraint of a `where` clause: `dim % modulus == 0`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Divisible {
+    pub dim: DimExpr,
+    pub modulus: i64,
+    /// The constraint as written in the `constraints` attribute.
+    pub text: String,
+}
+
+/// The divisibility constraints among a function's `constraints`
+/// (the other forms, `S <= 8192` or `B in 1..=4096`, say nothing about
+/// tiles and are skipped).
+pub fn divisibility(m: &Module, func: Option<OpId>) -> Vec<Divisible> {
+    let Some(items) = func.and_then(|f| m.attr(f, "constraints")).and_then(Attr::as_array) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(Attr::as_str)
+        .filter_map(|text| {
+            let (lhs, rhs) = text.split_once("==")?;
+            if rhs.trim() != "0" {
+                return None;
+            }
+            let (dim, modulus) = lhs.split_once('%')?;
+            let modulus: i64 = modulus.trim().parse().ok()?;
+            (modulus > 0).then_some(Divisible {
+                dim: parse_dim(dim)?,
+                modulus,
+                text: text.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The largest modulus that a divisibility constraint gives `dim`.
+pub fn modulus_of<'d>(constraints: &'d [Divisible], dim: &DimExpr) -> Option<&'d Divisible> {
+    constraints.iter().filter(|c| c.dim == *dim).max_by_key(|c| c.modulus)
+}
+
+/// One entry of a launch grid: a number of blocks known at compile time,
+/// or an expression over dim symbols evaluated at launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GridDim {
+    Const(i64),
+    /// `dim` blocks (the text is the dim's canonical form, `B*H`).
+    Dim(DimExpr),
+    /// `cdiv(dim, tile)`: ⌈dim / tile⌉ blocks.
+    CeilDiv(DimExpr, i64),
+}
+
+impl GridDim {
+    /// ⌈extent / tile⌉, folded when the extent is a constant.
+    pub fn ceil_div(extent: &DimExpr, tile: i64) -> GridDim {
+        match extent.as_const() {
+            Some(c) => GridDim::Const((c + tile - 1) / tile),
+            None if tile == 1 => GridDim::Dim(extent.clone()),
+            None => GridDim::CeilDiv(extent.clone(), tile),
+        }
+    }
+
+    pub fn to_attr(&self) -> Attr {
+        match self {
+            GridDim::Const(c) => Attr::Int(*c),
+            GridDim::Dim(d) => Attr::Str(d.to_string()),
+            GridDim::CeilDiv(d, t) => Attr::Str(format!("cdiv({d}, {t})")),
+        }
+    }
+
+    /// Reads a grid entry: a positive integer, `E` or `cdiv(E, T)`.
+    pub fn from_attr(attr: &Attr) -> Option<GridDim> {
+        match attr {
+            Attr::Int(c) if *c > 0 => Some(GridDim::Const(*c)),
+            Attr::Str(s) => {
+                if let Some(inner) = s.strip_prefix("cdiv(").and_then(|r| r.strip_suffix(')')) {
+                    let (dim, tile) = inner.rsplit_once(',')?;
+                    let tile: i64 = tile.trim().parse().ok()?;
+                    (tile > 0).then_some(GridDim::CeilDiv(parse_dim(dim)?, tile))
+                } else {
+                    Some(GridDim::Dim(parse_dim(s)?))
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Which layer a module is in: its `layer` attribute, `graph` when absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    Graph,
+    Schedule,
+    Tile,
+    Target,
+}
+
+impl Layer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Graph => "graph",
+            Layer::Schedule => "schedule",
+            Layer::Tile => "tile",
+            Layer::Target => "target",
+        }
+    }
+
+    /// The module's layer, or the offending value of `layer`.
+    pub fn of(m: &Module) -> Result<Layer, String> {
+        match m.attrs.get("layer") {
+            None => Ok(Layer::Graph),
+            Some(Attr::Str(s)) => match s.as_str() {
+                "graph" => Ok(Layer::Graph),
+                "schedule" => Ok(Layer::Schedule),
+                "tile" => Ok(Layer::Tile),
+                "target" => Ok(Layer::Target),
+                _ => Err(format!("\"{s}\"")),
+            },
+            Some(other) => Err(other.to_string()),
+        }
+    }
+}
+
+/// The graph ops that compute on tensors: in Schedule IR they live in
+/// kernels.
+pub fn is_compute(name: &str) -> bool {
+    matches!(
+        name,
+        "graph.elementwise"
+            | "graph.matmul"
+            | "graph.reduce"
+            | "graph.softmax"
+            | "graph.norm"
+            | "graph.transpose"
+            | "graph.reshape"
+            | "graph.concat"
+            | "graph.cast"
+            | "graph.broadcast"
+            | "graph.slice"
+    )
+}
+
+/// The compute ops evaluated element by element (each output element
+/// depends on at most one element of each operand): they fuse into
+/// `elementwise` kernels.
+pub fn is_pointwise(name: &str) -> bool {
+    matches!(
+        name,
+        "graph.elementwise"
+            | "graph.cast"
+            | "graph.broadcast"
+            | "graph.transpose"
+            | "graph.reshape"
+            | "graph.slice"
+            | "graph.concat"
+    )
+}
+
+/// The effect names of the language (`spec/effects.md`).
+pub const EFFECTS: [&str; 4] = ["random", "io", "memory", "collective"];
+
+/// The effect a side-effecting graph op has, by itself (`graph.call`
+/// carries its callee's effects, `graph.guard` none: it only orders).
+pub fn effect_of(name: &str) -> Option<&'static str> {
+    match name {
+        "graph.all_reduce" => Some("collective"),
+        "graph.rng" => Some("random"),
+        "graph.print" => Some("io"),
+        _ => None,
+    }
+}
+
+/// The declared effects of a function: its `effects` attribute's strings.
+pub fn declared_effects(m: &Module, func: OpId) -> Vec<&str> {
+    m.attr(func, "effects")
+        .and_then(Attr::as_array)
+        .map(|items| items.iter().filter_map(Attr::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Whether the function is `@deterministic` (the attribute is a unit flag
+/// or the seed).
+pub fn is_deterministic(m: &Module, func: Option<OpId>) -> bool {
+    func.is_some_and(|f| m.attr(f, "deterministic").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims(text: &[&str]) -> Vec<Dim> {
+        text.iter().map(|t| parse_dim(t).unwrap()).collect()
+    }
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(broadcast(&dims(&["M", "N"]), &dims(&["N"])), Ok(dims(&["M", "N"])));
+        assert_eq!(broadcast(&dims(&["M", "1"]), &dims(&["1", "N"])), Ok(dims(&["M", "N"])));
+        assert_eq!(broadcast(&dims(&["4", "8"]), &dims(&["4", "7"])), Err(0));
+        assert_eq!(broadcast(&dims(&["B", "S"]), &dims(&["S", "S"])), Err(1));
+        assert_eq!(broadcast(&[], &dims(&["3"])), Ok(dims(&["3"])));
+    }
+
+    #[test]
+    fn dims_parse_in_both_spellings() {
+        assert_eq!(parse_dim("H * Dh"), parse_dim("Dh*H"));
+        assert_eq!(parse_dim("2 * N + 1").unwrap().to_string(), "2*N+1");
+        assert_eq!(parse_dim("-N-3").unwrap().to_string(), "-N-3");
+        assert_eq!(parse_dim("N - 1").unwrap().to_string(), "N-1");
+        assert_eq!(parse_dim("N +"), None);
+        assert_eq!(parse_dim("f(x)"), None);
+    }
+
+    #[test]
+    fn grid_entries_round_trip() {
+        for g in [
+            GridDim::Const(4),
+            GridDim::Dim(parse_dim("B*H").unwrap()),
+            GridDim::CeilDiv(parse_dim("M").unwrap(), 128),
+        ] {
+            assert_eq!(GridDim::from_attr(&g.to_attr()), Some(g));
+        }
+        assert_eq!(GridDim::ceil_div(&DimExpr::constant(300), 128), GridDim::Const(3));
+        assert_eq!(GridDim::from_attr(&Attr::Int(0)), None);
+        assert_eq!(GridDim::from_attr(&Attr::str("cdiv(M, 0)")), None);
+    }
+}

@@ -1,0 +1,158 @@
+//! What `fuse` knows about each target: default tile shapes, pipeline
+//! stages, threads per block and the shared-memory limit
+//! (`spec/ir-schedule.md`, "Default tile shapes").
+
+use tessera_ir::ScalarType;
+
+/// One compilation target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The module's `target` attribute.
+    pub name: &'static str,
+    /// Shared memory one block may use, in bytes (`None`: no limit, the CPU).
+    pub shared_limit: Option<i64>,
+    /// Pipeline stages of a matmul's K loop.
+    pub matmul_stages: i64,
+    /// Threads per block of a matmul kernel.
+    pub matmul_threads: i64,
+}
+
+pub const TARGETS: [Target; 5] = [
+    Target {
+        name: "sm_90a",
+        shared_limit: Some(227 * 1024),
+        matmul_stages: 4,
+        matmul_threads: 256,
+    },
+    Target {
+        name: "sm_80",
+        shared_limit: Some(163 * 1024),
+        matmul_stages: 3,
+        matmul_threads: 256,
+    },
+    Target {
+        name: "gfx942",
+        shared_limit: Some(64 * 1024),
+        matmul_stages: 2,
+        matmul_threads: 256,
+    },
+    Target {
+        name: "gfx90a",
+        shared_limit: Some(64 * 1024),
+        matmul_stages: 2,
+        matmul_threads: 256,
+    },
+    Target {
+        name: "cpu",
+        shared_limit: None,
+        matmul_stages: 2,
+        matmul_threads: 64,
+    },
+];
+
+impl Target {
+    pub fn by_name(name: &str) -> Option<Target> {
+        TARGETS.into_iter().find(|t| t.name == name)
+    }
+
+    /// The default `[BM, BN, BK]` of a matmul whose operands are `elem`.
+    pub fn matmul_tile(&self, elem: ScalarType) -> [i64; 3] {
+        match self.name {
+            "sm_90a" if elem.bits() <= 16 => [128, 256, 64],
+            "sm_90a" => [128, 128, 32],
+            "cpu" => [64, 64, 64],
+            "gfx90a" | "gfx942" if elem.bits() >= 32 => [128, 128, 16],
+            _ => [128, 128, 32],
+        }
+    }
+
+    /// Whether `bytes` of shared memory fit in one block.
+    pub fn fits_shared(&self, bytes: i64) -> bool {
+        self.shared_limit.is_none_or(|limit| bytes <= limit)
+    }
+}
+
+/// The names of the targets, for messages.
+pub fn target_names() -> String {
+    let names: Vec<String> = TARGETS.iter().map(|t| format!("\"{}\"", t.name)).collect();
+    names.join(", ")
+}
+
+/// Bytes of `count` elements of `elem` (4-bit types pack two per byte).
+pub fn bytes_of(elem: ScalarType, count: i64) -> i64 {
+    (count * i64::from(elem.bits()) + 7) / 8
+}
+
+/// How a shared tile of `cols` columns is laid out: a 128-byte swizzle on
+/// NVIDIA GPUs when a row is a multiple of 128 bytes, else rows padded by
+/// 8 elements against bank conflicts; plain on the CPU.
+pub fn shared_layout(target: &Target, cols: i64, elem: ScalarType) -> Option<(&'static str, i64)> {
+    let row_bytes = bytes_of(elem, cols);
+    match target.name {
+        "cpu" => None,
+        "sm_80" | "sm_90a" if row_bytes % 128 == 0 => Some(("swizzle", 128)),
+        _ => Some(("bank_pad", 8)),
+    }
+}
+
+/// Bytes of a `rows`×`cols` shared tile laid out as [`shared_layout`] says.
+pub fn shared_tile_bytes(target: &Target, rows: i64, cols: i64, elem: ScalarType) -> i64 {
+    let pad = match shared_layout(target, cols, elem) {
+        Some(("bank_pad", p)) => p,
+        _ => 0,
+    };
+    bytes_of(elem, rows * (cols + pad))
+}
+
+/// Shared memory of a matmul kernel: `stages` buffers of an A tile
+/// (BM×BK) and a B tile (BK×BN).
+pub fn matmul_shared_bytes(target: &Target, tile: [i64; 3], stages: i64, elem: ScalarType) -> i64 {
+    let [bm, bn, bk] = tile;
+    stages * (shared_tile_bytes(target, bm, bk, elem) + shared_tile_bytes(target, bk, bn, elem))
+}
+
+/// Columns of a row kernel (softmax, norm, reduce) processed per step, and
+/// threads per block: whole rows up to 1024 wide, else chunks of 1024.
+pub fn row_chunk(row_len: Option<i64>) -> i64 {
+    match row_len {
+        Some(n) if n <= 1024 => (n.max(32) as u64).next_power_of_two() as i64,
+        _ => 1024,
+    }
+}
+
+/// Threads per block of a row kernel that processes `chunk` columns a step.
+pub fn row_threads(chunk: i64) -> i64 {
+    if chunk <= 512 {
+        128
+    } else {
+        256
+    }
+}
+
+/// Threads per block (= elements per block) of an elementwise kernel.
+pub const ELEMENTWISE_THREADS: i64 = 256;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fit_their_targets() {
+        for t in TARGETS {
+            for elem in [ScalarType::BF16, ScalarType::F32, ScalarType::F8E4M3] {
+                let tile = t.matmul_tile(elem);
+                assert!(
+                    t.fits_shared(matmul_shared_bytes(&t, tile, t.matmul_stages, elem)),
+                    "{} {elem:?}",
+                    t.name
+                );
+            }
+        }
+        let h100 = Target::by_name("sm_90a").unwrap();
+        assert_eq!(matmul_shared_bytes(&h100, [128, 256, 64], 4, ScalarType::BF16), 196_608);
+        let mi300 = Target::by_name("gfx942").unwrap();
+        assert_eq!(shared_tile_bytes(&mi300, 128, 32, ScalarType::BF16), 128 * 40 * 2);
+        assert_eq!(row_chunk(Some(100)), 128);
+        assert_eq!(row_chunk(None), 1024);
+    }
+}

@@ -1,0 +1,378 @@
+//! Building blocks of the Tile-IR templates: index arithmetic over symbolic
+//! dims, loops and conditionals, and the evaluation of a kernel's
+//! elementwise ops on register tiles.
+
+use std::collections::HashMap;
+
+use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Type, ValueId};
+
+use super::{Kernel, Src};
+use crate::shape::{modulus_of, Divisible};
+use crate::targets::Target;
+
+/// What every template of one kernel needs.
+pub(crate) struct Gen {
+    /// Each dim symbol's `index` parameter.
+    pub dims: HashMap<String, ValueId>,
+    /// The parameters of the kernel's inputs, in operand order.
+    pub inputs: Vec<ValueId>,
+    /// The output buffer.
+    pub out: ValueId,
+    pub loc: Loc,
+    /// `order` of `tile.reduce`: "tree" in deterministic functions.
+    pub order: &'static str,
+    pub constraints: Vec<Divisible>,
+    pub target: Target,
+}
+
+pub(crate) type Result<T> = std::result::Result<T, String>;
+
+impl Gen {
+    /// A builder at the end of `block`, with the kernel's location.
+    pub fn at<'m>(&self, b: &'m mut Builder<'_>, block: BlockId) -> Builder<'m> {
+        let mut inner = Builder::at_end(b, block);
+        inner.set_loc(self.loc.clone());
+        inner
+    }
+
+    /// Whether a walk over `extent` in steps of `chunk` can end with a
+    /// partial step (so the last chunk must be masked).
+    pub fn ragged(&self, extent: &DimExpr, chunk: i64) -> bool {
+        let exact = match extent.as_const() {
+            Some(n) => n % chunk == 0,
+            None => modulus_of(&self.constraints, extent).is_some_and(|c| c.modulus % chunk == 0),
+        };
+        !exact
+    }
+
+    /// The value of a dim: a polynomial over the dim parameters.
+    pub fn dim(&self, b: &mut Builder<'_>, d: &DimExpr) -> Result<ValueId> {
+        if let Some(c) = d.as_const() {
+            return Ok(index(b, c));
+        }
+        let mut sum: Option<ValueId> = None;
+        for (monomial, coeff) in d.terms() {
+            let mut term: Option<ValueId> = None;
+            for sym in monomial {
+                let v = *self
+                    .dims
+                    .get(sym)
+                    .ok_or_else(|| format!("the dim `{sym}` is not a parameter"))?;
+                term = Some(match term {
+                    None => v,
+                    Some(t) => binary(b, "mul", t, v, Type::INDEX),
+                });
+            }
+            let magnitude = coeff.abs();
+            let term = match term {
+                None => index(b, magnitude),
+                Some(t) if magnitude == 1 => t,
+                Some(t) => {
+                    let c = index(b, magnitude);
+                    binary(b, "mul", t, c, Type::INDEX)
+                }
+            };
+            sum = Some(match (sum, coeff < 0) {
+                (None, false) => term,
+                (None, true) => {
+                    let zero = index(b, 0);
+                    binary(b, "sub", zero, term, Type::INDEX)
+                }
+                (Some(s), false) => binary(b, "add", s, term, Type::INDEX),
+                (Some(s), true) => binary(b, "sub", s, term, Type::INDEX),
+            });
+        }
+        Ok(sum.unwrap_or_else(|| index(b, 0)))
+    }
+
+    /// The coordinates of linear index `lin` in row-major `dims`.
+    pub fn unflatten(&self, b: &mut Builder<'_>, lin: ValueId, dims: &[DimExpr]) -> Result<Vec<ValueId>> {
+        let mut coords = vec![lin; dims.len()];
+        let mut rest = lin;
+        for i in (1..dims.len()).rev() {
+            if dims[i].as_const() == Some(1) {
+                coords[i] = index(b, 0);
+                continue;
+            }
+            let d = self.dim(b, &dims[i])?;
+            coords[i] = binary(b, "rem", rest, d, Type::INDEX);
+            rest = binary(b, "floordiv", rest, d, Type::INDEX);
+        }
+        if let Some(first) = coords.first_mut() {
+            *first = rest;
+        }
+        Ok(coords)
+    }
+
+    /// The linear index of `coords` in row-major `dims`.
+    pub fn linearize(&self, b: &mut Builder<'_>, coords: &[ValueId], dims: &[DimExpr]) -> Result<ValueId> {
+        let Some(&first) = coords.first() else {
+            return Ok(index(b, 0));
+        };
+        let mut lin = first;
+        for (c, d) in coords.iter().zip(dims).skip(1) {
+            let d = self.dim(b, d)?;
+            let scaled = binary(b, "mul", lin, d, Type::INDEX);
+            lin = binary(b, "add", scaled, *c, Type::INDEX);
+        }
+        Ok(lin)
+    }
+
+    /// A `tile.local` slot of a scalar, initialized to `init`.
+    pub fn slot(&self, b: &mut Builder<'_>, elem: ScalarType, init: Attr) -> ValueId {
+        let slot = b
+            .op("tile.local")
+            .result(Type::memref([], elem, MemSpace::Local))
+            .build_value();
+        let value = constant(b, init, Type::Scalar(elem));
+        b.op("tile.store").operands(&[value, slot]).build();
+        slot
+    }
+
+    /// A mask of the lanes of a row tile of `shape` (its last dim the
+    /// row) starting at `start` that lie below `extent`: an `i1` tile.
+    pub fn lanes_below(&self, b: &mut Builder<'_>, start: ValueId, shape: &[i64], extent: &DimExpr) -> Result<ValueId> {
+        let last = shape.len().saturating_sub(1) as i64;
+        let lanes = b
+            .op("tile.iota")
+            .attr("dim", Attr::Int(last))
+            .result(tile_type(shape, ScalarType::Index))
+            .build_value();
+        let at = binary(b, "add", lanes, start, tile_type(shape, ScalarType::Index));
+        let n = self.dim(b, extent)?;
+        Ok(b.op("tile.cmp")
+            .operands(&[at, n])
+            .attr("pred", "lt")
+            .result(tile_type(shape, ScalarType::I1))
+            .build_value())
+    }
+}
+
+pub(crate) fn index(b: &mut Builder<'_>, value: i64) -> ValueId {
+    constant(b, Attr::Int(value), Type::INDEX)
+}
+
+pub(crate) fn constant(b: &mut Builder<'_>, value: Attr, ty: Type) -> ValueId {
+    b.op("tile.const").attr("value", value).result(ty).build_value()
+}
+
+/// A constant of `elem` (a float or an integer type).
+pub(crate) fn number(b: &mut Builder<'_>, value: f64, ty: Type) -> ValueId {
+    let is_float = ty.elem().is_some_and(ScalarType::is_float);
+    let attr = if is_float {
+        Attr::Float(value)
+    } else if value.is_infinite() {
+        Attr::Int(if value > 0.0 { i64::MAX } else { i64::MIN })
+    } else {
+        Attr::Int(value as i64)
+    };
+    constant(b, attr, ty)
+}
+
+pub(crate) fn binary(b: &mut Builder<'_>, f: &str, x: ValueId, y: ValueId, ty: Type) -> ValueId {
+    b.op("tile.binary")
+        .operands(&[x, y])
+        .attr("fn", f)
+        .result(ty)
+        .build_value()
+}
+
+pub(crate) fn unary(b: &mut Builder<'_>, f: &str, x: ValueId, ty: Type) -> ValueId {
+    b.op("tile.unary").operand(x).attr("fn", f).result(ty).build_value()
+}
+
+pub(crate) fn id(b: &mut Builder<'_>, op: &str, dim: i64) -> ValueId {
+    b.op(op).attr("dim", Attr::Int(dim)).result(Type::INDEX).build_value()
+}
+
+/// `x` converted to `elem` (the same shape), or `x` when it already is.
+pub(crate) fn cast_to(b: &mut Builder<'_>, x: ValueId, elem: ScalarType) -> ValueId {
+    let ty = b.value_type(x).clone();
+    if ty.elem() == Some(elem) {
+        return x;
+    }
+    let to = with_elem(&ty, elem);
+    let narrowing = ty
+        .elem()
+        .is_some_and(|from| from.is_float() && (!elem.is_float() || elem.bits() < from.bits()));
+    let mut op = b.op("tile.cast").operand(x);
+    if narrowing {
+        op = op.attr("rounding", "nearest_even");
+    }
+    op.result(to).build_value()
+}
+
+/// The same shape with another element type.
+pub(crate) fn with_elem(ty: &Type, elem: ScalarType) -> Type {
+    match ty {
+        Type::Tensor { dims, .. } => Type::tensor(dims.clone(), elem),
+        _ => Type::Scalar(elem),
+    }
+}
+
+/// A register tile of `shape` (a scalar when the shape is empty).
+pub(crate) fn tile_type(shape: &[i64], elem: ScalarType) -> Type {
+    if shape.is_empty() {
+        Type::Scalar(elem)
+    } else {
+        Type::tensor(shape.iter().map(|&d| DimExpr::constant(d)), elem)
+    }
+}
+
+/// A `tile.for` from `lb` to `ub` by `step`; returns its body and the
+/// induction variable (the caller ends the body with [`end`]).
+pub(crate) fn for_loop(b: &mut Builder<'_>, lb: ValueId, ub: ValueId, step: ValueId) -> (BlockId, ValueId) {
+    let region = b.new_region(&[Type::INDEX]);
+    let body = b.region_block(region);
+    let iv = b.block_args(body)[0];
+    b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
+    (body, iv)
+}
+
+/// A `tile.if` on `cond`; returns the then and else blocks.
+pub(crate) fn if_else(b: &mut Builder<'_>, cond: ValueId) -> (BlockId, BlockId) {
+    let then = b.new_region(&[]);
+    let other = b.new_region(&[]);
+    let blocks = (b.region_block(then), b.region_block(other));
+    b.op("tile.if").operand(cond).region(then).region(other).build();
+    blocks
+}
+
+/// Ends a loop or branch body.
+pub(crate) fn end(b: &mut Builder<'_>) {
+    b.op("tile.yield").build();
+}
+
+/// NumPy broadcasting of two tile shapes.
+fn broadcast_tiles(a: &[i64], b: &[i64]) -> Vec<i64> {
+    let rank = a.len().max(b.len());
+    (0..rank)
+        .map(|i| {
+            let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
+            let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+            da.max(db)
+        })
+        .collect()
+}
+
+/// Where a register tile sits in a tensor of shape `dims`: its origin and
+/// extent in every dim; register tiles cover the last `rank` dims.
+pub(crate) struct Frame {
+    pub dims: Vec<DimExpr>,
+    pub offsets: Vec<ValueId>,
+    pub extents: Vec<i64>,
+    pub rank: usize,
+}
+
+/// Evaluates a kernel's elementwise ops (and casts) on the register tile
+/// of a frame: inputs are loaded with `tile.load_tile` at the frame's
+/// offsets (a broadcast dim at 0 with extent 1), ops become `tile.binary`,
+/// `tile.unary` and `tile.cast` on tiles, which broadcast like NumPy.
+pub(crate) struct TileEval<'k> {
+    pub k: &'k Kernel,
+    pub frame: Frame,
+    /// Values already computed (the anchor's), with their tile shapes.
+    pub known: HashMap<Src, (ValueId, Vec<i64>)>,
+}
+
+impl TileEval<'_> {
+    pub fn eval(&mut self, g: &Gen, b: &mut Builder<'_>, src: Src) -> Result<(ValueId, Vec<i64>)> {
+        if let Some(v) = self.known.get(&src) {
+            return Ok(v.clone());
+        }
+        let k = self.k;
+        let result = match src {
+            Src::Arg(i) => match &k.args[i] {
+                Type::Scalar(_) => (g.inputs[i], Vec::new()),
+                Type::Tensor { dims, elem } => self.load(b, g.inputs[i], dims, *elem)?,
+                other => return Err(format!("an input of type {other}")),
+            },
+            Src::Node(n) => {
+                let node = &k.nodes[n];
+                let elem = node.ty.elem().ok_or("an op without an element type")?;
+                match node.name.as_str() {
+                    "graph.constant" => {
+                        let value = node.attrs.get("value").cloned().unwrap_or(Attr::Int(0));
+                        (constant(b, value, Type::Scalar(elem)), Vec::new())
+                    }
+                    "graph.elementwise" | "graph.cast" => {
+                        let mut operands = Vec::new();
+                        let mut shape: Vec<i64> = Vec::new();
+                        for &o in &node.operands {
+                            let (v, s) = self.eval(g, b, o)?;
+                            shape = broadcast_tiles(&shape, &s);
+                            operands.push((v, s));
+                        }
+                        let ty = tile_type(&shape, elem);
+                        let f = node.str("fn").unwrap_or("add");
+                        let v = if node.name == "graph.cast" {
+                            let mut op = b.op("tile.cast").operand(operands[0].0);
+                            if let Some(r) = node.attrs.get("rounding") {
+                                op = op.attr("rounding", r.clone());
+                            }
+                            op.result(ty).build_value()
+                        } else {
+                            let values: Vec<ValueId> = operands
+                                .iter()
+                                .map(|&(v, ref s)| if s.is_empty() { cast_to(b, v, elem) } else { v })
+                                .collect();
+                            if values.len() == 2 {
+                                binary(b, f, values[0], values[1], ty)
+                            } else {
+                                unary(b, f, values[0], ty)
+                            }
+                        };
+                        (v, shape)
+                    }
+                    other => return Err(format!("`{other}` cannot be applied to a register tile")),
+                }
+            }
+        };
+        self.known.insert(src, result.clone());
+        Ok(result)
+    }
+
+    /// Loads the tile of an input of shape `dims` (aligned with the frame's
+    /// last dims) that the frame's tile covers.
+    fn load(
+        &self,
+        b: &mut Builder<'_>,
+        mem: ValueId,
+        dims: &[DimExpr],
+        elem: ScalarType,
+    ) -> Result<(ValueId, Vec<i64>)> {
+        let f = &self.frame;
+        if dims.len() > f.dims.len() {
+            return Err("an input of higher rank than the kernel's output".into());
+        }
+        let lead = f.dims.len() - dims.len();
+        let one = DimExpr::constant(1);
+        let mut offsets = Vec::new();
+        let mut extents = Vec::new();
+        for (j, d) in dims.iter().enumerate() {
+            let fi = lead + j;
+            if *d == one && f.dims[fi] != one {
+                offsets.push(index(b, 0));
+                extents.push(1);
+            } else {
+                offsets.push(f.offsets[fi]);
+                extents.push(f.extents[fi]);
+            }
+        }
+        let shape: Vec<i64> = extents[extents.len().saturating_sub(f.rank)..].to_vec();
+        let v = if shape.is_empty() {
+            b.op("tile.load")
+                .operand(mem)
+                .operands(&offsets)
+                .result(Type::Scalar(elem))
+                .build_value()
+        } else {
+            b.op("tile.load_tile")
+                .operand(mem)
+                .operands(&offsets)
+                .result(tile_type(&shape, elem))
+                .build_value()
+        };
+        Ok((v, shape))
+    }
+}

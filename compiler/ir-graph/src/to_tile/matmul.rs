@@ -1,0 +1,173 @@
+//! The matmul template: one block per BM×BN tile of the output (block x
+//! → tile row, y → tile column, z → the flattened batch), a K loop that
+//! stages A and B tiles through shared memory with asynchronous copies,
+//! `tile.mma` into an accumulator, then the epilogue on the accumulator
+//! tile and one `tile.store_tile`.
+
+use std::collections::HashMap;
+
+use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
+
+use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, Frame, Gen, Result, TileEval};
+use super::{Kernel, Src};
+use crate::targets::{matmul_shared_bytes, shared_layout};
+
+/// Emits the kernel body; returns its shared memory in bytes.
+pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let mm = k.anchor("graph.matmul").ok_or("no `graph.matmul` in a matmul kernel")?;
+    let node = &k.nodes[mm];
+    let (Src::Arg(a), Src::Arg(bi)) = (node.operands[0], node.operands[1]) else {
+        return Err("the operands of its matmul are computed in the kernel".into());
+    };
+    let (Type::Tensor { dims: a_dims, elem }, Type::Tensor { dims: b_dims, .. }) = (&k.args[a], &k.args[bi]) else {
+        return Err("the operands of its matmul are not tensors".into());
+    };
+    let elem = *elem;
+    let out = node.ty.dims().ok_or("a matmul without a tensor result")?.to_vec();
+    let acc = match node.attrs.get("accumulate").and_then(Attr::as_type) {
+        Some(Type::Scalar(s)) => *s,
+        _ => ScalarType::F32,
+    };
+    let &[bm, bn, bk] = k.tile.as_slice() else {
+        return Err("its `tile_shape` is not [BM, BN, BK]".into());
+    };
+    let stages = k.stages.max(1);
+    let k_dim = a_dims[a_dims.len() - 1].clone();
+
+    // Which output tile this block computes.
+    let bx = id(b, "tile.block_id", 0);
+    let by = id(b, "tile.block_id", 1);
+    let bz = id(b, "tile.block_id", 2);
+    let bm_v = index(b, bm);
+    let bn_v = index(b, bn);
+    let row0 = binary(b, "mul", bx, bm_v, Type::INDEX);
+    let col0 = binary(b, "mul", by, bn_v, Type::INDEX);
+    let batch = &out[..out.len() - 2];
+    let batch_coords = g.unflatten(b, bz, batch)?;
+    let a_batch = operand_batch(b, &a_dims[..a_dims.len() - 2], batch, &batch_coords);
+    let b_batch = operand_batch(b, &b_dims[..b_dims.len() - 2], batch, &batch_coords);
+
+    // The accumulator, zeroed.
+    let acc_tile = tile_type(&[bm, bn], acc);
+    let acc_slot = b
+        .op("tile.local")
+        .result(Type::memref([bm.into(), bn.into()], acc, MemSpace::Local))
+        .build_value();
+    let zero = number(b, 0.0, acc_tile.clone());
+    let c0 = index(b, 0);
+    b.op("tile.store_tile").operands(&[zero, acc_slot, c0, c0]).build();
+
+    // One shared buffer of A and of B per pipeline stage.
+    let mut a_bufs = Vec::new();
+    let mut b_bufs = Vec::new();
+    for _ in 0..stages {
+        for (bufs, rows, cols) in [(&mut a_bufs, bm, bk), (&mut b_bufs, bk, bn)] {
+            let layout = shared_layout(&g.target, cols, elem);
+            let mut op = b.op("tile.alloc_shared");
+            if let Some((key, value)) = &layout {
+                op = op.attr(key, Attr::Int(*value));
+            }
+            bufs.push(
+                op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
+                    .build_value(),
+            );
+        }
+    }
+
+    // The K loop: each iteration fills every stage, then consumes them in
+    // order, so the copies of later stages overlap the mma of earlier ones.
+    let k_end = g.dim(b, &k_dim)?;
+    let step = index(b, stages * bk);
+    let (body, kk) = for_loop(b, c0, k_end, step);
+    {
+        let mut l = g.at(b, body);
+        let mut starts = vec![kk];
+        for s in 1..stages {
+            let off = index(&mut l, s * bk);
+            starts.push(binary(&mut l, "add", kk, off, Type::INDEX));
+        }
+        for s in 0..stages as usize {
+            let ks = starts[s];
+            let a_off: Vec<ValueId> = a_batch.iter().copied().chain([row0, ks]).collect();
+            let b_off: Vec<ValueId> = b_batch.iter().copied().chain([ks, col0]).collect();
+            l.op("tile.async_copy")
+                .operands(&[a_bufs[s], g.inputs[a]])
+                .operands(&a_off)
+                .attr("stage", Attr::Int(2 * s as i64))
+                .build();
+            l.op("tile.async_copy")
+                .operands(&[b_bufs[s], g.inputs[bi]])
+                .operands(&b_off)
+                .attr("stage", Attr::Int(2 * s as i64 + 1))
+                .build();
+        }
+        for s in 0..stages as usize {
+            l.op("tile.wait_async").attr("stage", Attr::Int(2 * s as i64)).build();
+            l.op("tile.wait_async")
+                .attr("stage", Attr::Int(2 * s as i64 + 1))
+                .build();
+            l.op("tile.barrier").attr("scope", "block").build();
+            let current = l
+                .op("tile.load_tile")
+                .operands(&[acc_slot, c0, c0])
+                .result(acc_tile.clone())
+                .build_value();
+            let next = l
+                .op("tile.mma")
+                .operands(&[a_bufs[s], b_bufs[s], current])
+                .attr("accumulate", Type::Scalar(acc))
+                .result(acc_tile.clone())
+                .build_value();
+            l.op("tile.store_tile").operands(&[next, acc_slot, c0, c0]).build();
+        }
+        // Every thread is done reading the buffers before they are refilled.
+        l.op("tile.barrier").attr("scope", "block").build();
+        end(&mut l);
+    }
+
+    // The epilogue, on the accumulator tile.
+    let result = b
+        .op("tile.load_tile")
+        .operands(&[acc_slot, c0, c0])
+        .result(acc_tile)
+        .build_value();
+    let mm_elem = node.ty.elem().unwrap_or(acc);
+    let value = cast_to(b, result, mm_elem);
+    let offsets: Vec<ValueId> = batch_coords.iter().copied().chain([row0, col0]).collect();
+    let extents: Vec<i64> = batch.iter().map(|_| 1).chain([bm, bn]).collect();
+    let mut eval = TileEval {
+        k,
+        frame: Frame {
+            dims: out.clone(),
+            offsets: offsets.clone(),
+            extents,
+            rank: 2,
+        },
+        known: HashMap::from([(Src::Node(mm), (value, vec![bm, bn]))]),
+    };
+    let (root, _) = eval.eval(g, b, k.root)?;
+    let out_elem = k.result.elem().unwrap_or(mm_elem);
+    let root = cast_to(b, root, out_elem);
+    b.op("tile.store_tile")
+        .operands(&[root, g.out])
+        .operands(&offsets)
+        .build();
+    Ok(matmul_shared_bytes(&g.target, [bm, bn, bk], stages, elem))
+}
+
+/// The batch coordinates of an operand whose batch dims `dims` broadcast
+/// to the output's `batch`: the output's, or 0 along a stretched dim.
+fn operand_batch(b: &mut Builder<'_>, dims: &[DimExpr], batch: &[DimExpr], coords: &[ValueId]) -> Vec<ValueId> {
+    let lead = batch.len() - dims.len();
+    let one = DimExpr::constant(1);
+    dims.iter()
+        .enumerate()
+        .map(|(j, d)| {
+            if *d == one && batch[lead + j] != one {
+                index(b, 0)
+            } else {
+                coords[lead + j]
+            }
+        })
+        .collect()
+}

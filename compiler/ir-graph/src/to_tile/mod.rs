@@ -1,0 +1,491 @@
+//! `lower-schedule-to-tile`: Schedule IR → Tile IR (`spec/ir-schedule.md`,
+//! "Lowering to Tile IR").
+//!
+//! Each `schedule.kernel` becomes a kernel function (`kind = "kernel"`)
+//! whose loop nest follows its pattern's template (`matmul.rs`, `rows.rs`,
+//! `pointwise.rs`); the operator function becomes a host function
+//! (`kind = "host"`) that launches the kernels in order, its tensors
+//! passed as global memrefs, its results written to output parameters and
+//! its intermediates in buffers from `tile.alloc_global`.
+
+mod emit;
+mod matmul;
+mod pointwise;
+mod rows;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_ir::{Attr, Builder, Loc, MemSpace, Module, OpId, Pass, PassContext, Type, ValueId, VerifyError};
+
+use crate::shape::{divisibility, is_deterministic, Divisible, GridDim, Layer};
+use crate::targets::Target;
+use emit::Gen;
+
+/// The `lower-schedule-to-tile` pass.
+pub struct LowerScheduleToTile;
+
+impl Pass for LowerScheduleToTile {
+    fn name(&self) -> &'static str {
+        "lower-schedule-to-tile"
+    }
+
+    fn run(&mut self, m: &mut Module, ctx: &PassContext) -> Result<(), Vec<Diagnostic>> {
+        let fail = |m: &Module, message: &str, note: &str| {
+            Err(vec![VerifyError::at_module(m, message)
+                .with_note(note)
+                .diagnostic_with_code(Code::E0901, ctx.files)])
+        };
+        match Layer::of(m) {
+            Ok(Layer::Schedule) => {}
+            Ok(Layer::Graph) => {
+                return fail(
+                    m,
+                    "`lower-schedule-to-tile` runs on Schedule IR, and this module is Graph IR",
+                    "run `fuse` first (`--pass fuse --pass lower-schedule-to-tile`)",
+                )
+            }
+            Ok(Layer::Tile | Layer::Target) => return Ok(()),
+            Err(_) => {
+                return fail(
+                    m,
+                    "unknown layer in the module's `layer`",
+                    "the layers are \"graph\", \"schedule\", \"tile\" and \"target\"",
+                )
+            }
+        }
+        let Some(target) = m.attrs.get("target").and_then(Attr::as_str).and_then(Target::by_name) else {
+            return fail(
+                m,
+                "Schedule IR needs a known `target` to lower to Tile IR",
+                "set the module attribute `target`",
+            );
+        };
+        let mut errors = Vec::new();
+        for func in m.functions() {
+            let Some(entry) = m.entry_block(func) else { continue };
+            let scheduled = m
+                .block_ops(entry)
+                .iter()
+                .any(|&o| matches!(m.op(o).name.dialect(), "graph" | "schedule"));
+            if scheduled {
+                if let Err(e) = lower_function(m, func, target) {
+                    errors.push(e.diagnostic_with_code(Code::E0901, ctx.files));
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        m.attrs.insert("layer".into(), Attr::str("tile"));
+        Ok(())
+    }
+}
+
+/// A value of a kernel's region: one of its arguments or one of its ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Src {
+    Arg(usize),
+    Node(usize),
+}
+
+/// An op of a kernel's region, copied out of the module so that the
+/// templates can read it while they build.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub name: String,
+    pub attrs: BTreeMap<String, Attr>,
+    pub operands: Vec<Src>,
+    pub ty: Type,
+}
+
+impl Node {
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.attrs.get(name).and_then(Attr::as_int)
+    }
+
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.attrs.get(name).and_then(Attr::as_str)
+    }
+}
+
+/// A `schedule.kernel`, read.
+pub(crate) struct Kernel {
+    pub op: OpId,
+    pub name: String,
+    pub pattern: String,
+    pub tile: Vec<i64>,
+    pub block: Vec<i64>,
+    pub grid: Option<Vec<GridDim>>,
+    pub stages: i64,
+    pub args: Vec<Type>,
+    pub nodes: Vec<Node>,
+    pub root: Src,
+    pub result: Type,
+    pub loc: Loc,
+}
+
+impl Kernel {
+    fn read(m: &Module, op: OpId) -> Kernel {
+        let block = m.region_block(m.regions(op)[0]);
+        let mut src: HashMap<ValueId, Src> = m
+            .block_args(block)
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| (a, Src::Arg(i)))
+            .collect();
+        let mut nodes = Vec::new();
+        let mut root = Src::Arg(0);
+        for &inner in m.block_ops(block) {
+            let data = m.op(inner);
+            let operands: Vec<Src> = data.operands.iter().map(|v| src[v]).collect();
+            if data.name == "schedule.yield" {
+                root = operands_first(&operands);
+                continue;
+            }
+            src.insert(m.result(inner, 0), Src::Node(nodes.len()));
+            nodes.push(Node {
+                name: data.name.to_string(),
+                attrs: data.attrs.clone(),
+                operands,
+                ty: m.value_type(m.result(inner, 0)).clone(),
+            });
+        }
+        let ints = |name: &str| m.attr(op, name).and_then(Attr::as_ints).unwrap_or_default();
+        Kernel {
+            op,
+            name: m
+                .attr(op, "name")
+                .and_then(Attr::as_str)
+                .unwrap_or("kernel")
+                .to_string(),
+            pattern: m
+                .attr(op, "pattern")
+                .and_then(Attr::as_str)
+                .unwrap_or("generic")
+                .to_string(),
+            tile: ints("tile_shape"),
+            block: ints("block"),
+            grid: m
+                .attr(op, "grid")
+                .and_then(Attr::as_array)
+                .and_then(|g| g.iter().map(GridDim::from_attr).collect()),
+            stages: m.attr(op, "stages").and_then(Attr::as_int).unwrap_or(1),
+            args: m.block_args(block).iter().map(|&a| m.value_type(a).clone()).collect(),
+            nodes,
+            root,
+            result: m.value_type(m.result(op, 0)).clone(),
+            loc: m.op(op).loc.clone(),
+        }
+    }
+
+    pub fn ty(&self, s: Src) -> &Type {
+        match s {
+            Src::Arg(i) => &self.args[i],
+            Src::Node(n) => &self.nodes[n].ty,
+        }
+    }
+
+    /// The node the pattern is built around.
+    pub fn anchor(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    pub fn threads(&self) -> i64 {
+        self.block.iter().product::<i64>().max(1)
+    }
+}
+
+fn operands_first(operands: &[Src]) -> Src {
+    operands.first().copied().unwrap_or(Src::Arg(0))
+}
+
+/// What the host needs to launch a lowered kernel.
+struct Lowered {
+    name: String,
+    dims: Vec<String>,
+    grid: Vec<GridDim>,
+    block: Vec<i64>,
+    shared_bytes: i64,
+}
+
+/// A tensor's type as a buffer in global memory (a scalar result as a
+/// rank-0 buffer).
+fn global(ty: &Type) -> Option<Type> {
+    match ty {
+        Type::Tensor { dims, elem } => Some(Type::memref(dims.clone(), *elem, MemSpace::Global)),
+        _ => None,
+    }
+}
+
+fn as_param(ty: &Type) -> Option<Type> {
+    match ty {
+        Type::Scalar(_) => Some(ty.clone()),
+        _ => global(ty),
+    }
+}
+
+fn as_output(ty: &Type) -> Option<Type> {
+    match ty {
+        Type::Scalar(s) => Some(Type::memref([], *s, MemSpace::Global)),
+        _ => global(ty),
+    }
+}
+
+fn symbols(types: &[Type], into: &mut BTreeSet<String>) {
+    for ty in types {
+        for d in ty.dims().unwrap_or_default() {
+            into.extend(d.symbols().into_iter().map(str::to_string));
+        }
+    }
+}
+
+/// Attributes a lowered function keeps from its operator.
+const KEPT_ATTRS: [&str; 4] = ["effects", "numerics", "deterministic", "constraints"];
+
+fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<VerifyError>> {
+    let entry = m.entry_block(func).expect("a function has a body");
+    let ops = m.block_ops(entry).to_vec();
+    for &op in &ops {
+        let name = m.op(op).name.as_str();
+        let supported = matches!(
+            name,
+            "schedule.kernel" | "graph.constant" | "graph.entry_token" | "graph.return"
+        );
+        if !supported {
+            return Err(Box::new(VerifyError::at_op(m, op, format!("`{name}` has no lowering to Tile IR yet"))
+                .with_label("not lowered")
+                .with_note("kernels, constants and the return are lowered; side effects, calls, guards and mesh or pipeline regions are not yet")));
+        }
+    }
+    let func_name = m.func_name(func).unwrap_or_default().to_string();
+    let constraints = divisibility(m, Some(func));
+    let deterministic = is_deterministic(m, Some(func));
+    let kept: BTreeMap<String, Attr> = KEPT_ATTRS
+        .iter()
+        .filter_map(|&k| m.attr(func, k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    let kernels: Vec<Kernel> = ops
+        .iter()
+        .filter(|&&o| m.op(o).name == "schedule.kernel")
+        .map(|&o| Kernel::read(m, o))
+        .collect();
+    let mut lowered = HashMap::new();
+    for k in &kernels {
+        let l = lower_kernel(m, func, k, target, &constraints, deterministic, &kept)?;
+        lowered.insert(k.op, l);
+    }
+    lower_host(m, func, &func_name, &lowered, &kept)
+}
+
+fn lower_kernel(
+    m: &mut Module,
+    func: OpId,
+    k: &Kernel,
+    target: Target,
+    constraints: &[Divisible],
+    deterministic: bool,
+    kept: &BTreeMap<String, Attr>,
+) -> Result<Lowered, Box<VerifyError>> {
+    let unsupported = |m: &Module, what: String| {
+        Box::new(
+            VerifyError::at_op(m, k.op, format!("kernel \"{}\": {what}", k.name))
+                .with_label("cannot lower this kernel"),
+        )
+    };
+    let mut params = Vec::new();
+    for ty in &k.args {
+        params.push(as_param(ty).ok_or_else(|| unsupported(m, format!("an input of type {ty}")))?);
+    }
+    let n_in = params.len();
+    params.push(as_output(&k.result).ok_or_else(|| unsupported(m, format!("a result of type {}", k.result)))?);
+    let mut dim_names = BTreeSet::new();
+    symbols(&params, &mut dim_names);
+    let dims: Vec<String> = dim_names.into_iter().collect();
+    params.extend(dims.iter().map(|_| Type::INDEX));
+    let kfn = m.add_function(&k.name, &params, &[], k.loc.clone());
+    m.move_op_before(kfn, func);
+    m.set_attr(kfn, "kind", Attr::str("kernel"));
+    m.set_attr(kfn, "block", Attr::ints(k.block.iter().copied()));
+    m.set_attr(
+        kfn,
+        "dims",
+        Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
+    );
+    m.set_attr(kfn, "mutable", Attr::ints([n_in as i64]));
+    for (key, value) in kept {
+        if key != "effects" && key != "constraints" {
+            m.set_attr(kfn, key.clone(), value.clone());
+        }
+    }
+    let body = m.entry_block(kfn).expect("a function has a body");
+    let args = m.block_args(body).to_vec();
+    let mut b = Builder::at_end(m, body);
+    b.set_loc(k.loc.clone());
+    let g = Gen {
+        dims: dims.iter().cloned().zip(args[n_in + 1..].iter().copied()).collect(),
+        inputs: args[..n_in].to_vec(),
+        out: args[n_in],
+        loc: k.loc.clone(),
+        order: if deterministic { "tree" } else { "any" },
+        constraints: constraints.to_vec(),
+        target,
+    };
+    let outcome = match k.pattern.as_str() {
+        "matmul" | "matmul_epilogue" => matmul::lower(&g, &mut b, k),
+        "softmax" => rows::softmax(&g, &mut b, k),
+        "norm" => rows::norm(&g, &mut b, k),
+        "reduce" => rows::reduce(&g, &mut b, k),
+        "elementwise" => pointwise::lower(&g, &mut b, k),
+        other => Err(format!("a \"{other}\" kernel has no Tile-IR template yet")),
+    };
+    b.op("func.return").build();
+    let shared_bytes = match outcome {
+        Ok(bytes) => bytes,
+        Err(what) => {
+            m.erase_op(kfn);
+            return Err(unsupported(m, what));
+        }
+    };
+    let grid = match &k.grid {
+        Some(grid) => grid.clone(),
+        None => vec![GridDim::Const(1)],
+    };
+    Ok(Lowered {
+        name: k.name.clone(),
+        dims,
+        grid,
+        block: k.block.clone(),
+        shared_bytes,
+    })
+}
+
+/// The operator function becomes a host function of the same name: its
+/// parameters the operator's (tensors as global memrefs), then one output
+/// buffer per result, one scratch buffer per intermediate (listed in
+/// `schedule.scratch`; the caller provides them, like a library's
+/// workspace), and the dims.
+fn lower_host(
+    m: &mut Module,
+    func: OpId,
+    name: &str,
+    lowered: &HashMap<OpId, Lowered>,
+    kept: &BTreeMap<String, Attr>,
+) -> Result<(), Box<VerifyError>> {
+    let (inputs, results) = {
+        let (i, r) = m.func_type(func).expect("a function has a type");
+        (i.to_vec(), r.to_vec())
+    };
+    let cannot = |m: &Module, what: String| {
+        Box::new(
+            VerifyError::at_op(m, func, format!("{what} has no Tile-IR form yet"))
+                .with_label("cannot lower this function"),
+        )
+    };
+    let mut params = Vec::new();
+    for ty in &inputs {
+        params.push(as_param(ty).ok_or_else(|| cannot(m, format!("a parameter of type {ty}")))?);
+    }
+    let n_in = params.len();
+    for ty in &results {
+        params.push(as_output(ty).ok_or_else(|| cannot(m, format!("a result of type {ty}")))?);
+    }
+    let old_entry = m.entry_block(func).expect("a function has a body");
+    let ops = m.block_ops(old_entry).to_vec();
+    // Which parameter each kernel writes: an output, or a scratch buffer.
+    let ret = ops.last().copied().filter(|&r| m.op(r).name == "graph.return");
+    let mut written_to: HashMap<ValueId, usize> = HashMap::new();
+    if let Some(ret) = ret {
+        for (i, &v) in m.operands(ret).iter().enumerate() {
+            written_to.entry(v).or_insert(n_in + i);
+        }
+    }
+    let mut scratch = Vec::new();
+    for &op in &ops {
+        if m.op(op).name != "schedule.kernel" {
+            continue;
+        }
+        let result = m.result(op, 0);
+        if let std::collections::hash_map::Entry::Vacant(slot) = written_to.entry(result) {
+            let ty = m.value_type(result).clone();
+            slot.insert(params.len());
+            scratch.push(params.len() as i64);
+            params.push(as_output(&ty).ok_or_else(|| cannot(m, format!("an intermediate of type {ty}")))?);
+        }
+    }
+    let mut dim_names = BTreeSet::new();
+    symbols(&params, &mut dim_names);
+    for l in lowered.values() {
+        dim_names.extend(l.dims.iter().cloned());
+    }
+    let dims: Vec<String> = dim_names.into_iter().collect();
+    let n_buffers = params.len();
+    params.extend(dims.iter().map(|_| Type::INDEX));
+    let loc = m.op(func).loc.clone();
+    let host = m.add_function(name, &params, &[], loc);
+    m.move_op_before(host, func);
+    m.set_attr(host, "kind", Attr::str("host"));
+    m.set_attr(
+        host,
+        "dims",
+        Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
+    );
+    m.set_attr(host, "mutable", Attr::ints((n_in..n_buffers).map(|i| i as i64)));
+    if !scratch.is_empty() {
+        m.set_attr(host, "schedule.scratch", Attr::ints(scratch));
+    }
+    for (key, value) in kept {
+        m.set_attr(host, key.clone(), value.clone());
+    }
+    let old_args = m.block_args(old_entry).to_vec();
+    let host_entry = m.entry_block(host).expect("a function has a body");
+    let host_args = m.block_args(host_entry).to_vec();
+    let dim_values: HashMap<&str, ValueId> = dims
+        .iter()
+        .map(String::as_str)
+        .zip(host_args[n_buffers..].iter().copied())
+        .collect();
+    let mut map: HashMap<ValueId, ValueId> = old_args.iter().copied().zip(host_args.iter().copied()).collect();
+    for &op in &ops {
+        let loc = m.op(op).loc.clone();
+        match m.op(op).name.as_str() {
+            "schedule.kernel" => {
+                let l = &lowered[&op];
+                let result = m.result(op, 0);
+                let out = host_args[written_to[&result]];
+                let mut args: Vec<ValueId> = m.operands(op).iter().map(|v| map[v]).collect();
+                args.push(out);
+                args.extend(l.dims.iter().map(|d| dim_values[d.as_str()]));
+                let grid = Attr::Array(l.grid.iter().map(GridDim::to_attr).collect());
+                Builder::at_end(m, host_entry)
+                    .op("tile.launch")
+                    .operands(&args)
+                    .attr("callee", Attr::Symbol(l.name.clone()))
+                    .attr("grid", grid)
+                    .attr("block", Attr::ints(l.block.iter().copied()))
+                    .attr("shared_bytes", Attr::Int(l.shared_bytes))
+                    .loc(loc)
+                    .build();
+                map.insert(result, out);
+            }
+            "graph.constant" => {
+                let value = m.attr(op, "value").cloned().unwrap_or(Attr::Int(0));
+                let result = m.result(op, 0);
+                let ty = m.value_type(result).clone();
+                let c = Builder::at_end(m, host_entry)
+                    .op("tile.const")
+                    .attr("value", value)
+                    .result(ty)
+                    .loc(loc)
+                    .build_value();
+                map.insert(result, c);
+            }
+            "graph.return" => {
+                Builder::at_end(m, host_entry).op("func.return").loc(loc).build();
+            }
+            _ => {}
+        }
+    }
+    m.erase_op(func);
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! The elementwise template: a 1-D grid, one thread per output element,
+//! guarded by a bound check. The thread computes its element's
+//! coordinates and evaluates the kernel's ops at them: an elementwise op
+//! at the (broadcast) coordinates of its operands, a transpose, reshape,
+//! slice or concat by mapping the coordinates to its operand's.
+
+use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
+
+use super::emit::{binary, cast_to, constant, end, id, if_else, index, unary, Gen, Result};
+use super::{Kernel, Src};
+use crate::shape::{normalize_axis, num_elements};
+
+pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let out_dims = k.result.dims().map(<[_]>::to_vec).unwrap_or_default();
+    let threads = k.threads();
+    let block = id(b, "tile.block_id", 0);
+    let thread = id(b, "tile.thread_id", 0);
+    let width = index(b, threads);
+    let base = binary(b, "mul", block, width, Type::INDEX);
+    let linear = binary(b, "add", base, thread, Type::INDEX);
+    let total = g.dim(b, &num_elements(&out_dims))?;
+    let inside = b
+        .op("tile.cmp")
+        .operands(&[linear, total])
+        .attr("pred", "lt")
+        .result(Type::I1)
+        .build_value();
+    let (then, other) = if_else(b, inside);
+    {
+        let mut l = g.at(b, then);
+        let coords = g.unflatten(&mut l, linear, &out_dims)?;
+        let value = eval(g, &mut l, k, k.root, &coords)?;
+        let value = cast_to(&mut l, value, k.result.elem().unwrap_or(ScalarType::F32));
+        l.op("tile.store").operands(&[value, g.out]).operands(&coords).build();
+        end(&mut l);
+    }
+    end(&mut g.at(b, other));
+    Ok(0)
+}
+
+fn dims_of(k: &Kernel, src: Src) -> Vec<DimExpr> {
+    k.ty(src).dims().map(<[_]>::to_vec).unwrap_or_default()
+}
+
+/// The coordinates in an operand of shape `from` of the element at
+/// `coords` of a result of shape `to` it broadcasts to.
+fn broadcast_coords(b: &mut Builder<'_>, from: &[DimExpr], to: &[DimExpr], coords: &[ValueId]) -> Vec<ValueId> {
+    let lead = to.len() - from.len().min(to.len());
+    let one = DimExpr::constant(1);
+    from.iter()
+        .enumerate()
+        .map(|(j, d)| {
+            if *d == one && to[lead + j] != one {
+                index(b, 0)
+            } else {
+                coords[lead + j]
+            }
+        })
+        .collect()
+}
+
+/// The value of `src` at `coords` (a scalar of its element type).
+fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) -> Result<ValueId> {
+    let node = match src {
+        Src::Arg(i) => {
+            return match &k.args[i] {
+                Type::Scalar(_) => Ok(g.inputs[i]),
+                Type::Tensor { elem, .. } => Ok(b
+                    .op("tile.load")
+                    .operand(g.inputs[i])
+                    .operands(coords)
+                    .result(Type::Scalar(*elem))
+                    .build_value()),
+                other => Err(format!("an input of type {other}")),
+            };
+        }
+        Src::Node(n) => &k.nodes[n],
+    };
+    let elem = node.ty.elem().ok_or("an op without an element type")?;
+    let scalar = Type::Scalar(elem);
+    let here = node.ty.dims().map(<[_]>::to_vec).unwrap_or_default();
+    match node.name.as_str() {
+        "graph.constant" => Ok(constant(
+            b,
+            node.attrs.get("value").cloned().unwrap_or(Attr::Int(0)),
+            scalar,
+        )),
+        "graph.elementwise" | "graph.broadcast" | "graph.cast" => {
+            let mut values = Vec::new();
+            for &o in &node.operands {
+                let at = broadcast_coords(b, &dims_of(k, o), &here, coords);
+                values.push(eval(g, b, k, o, &at)?);
+            }
+            Ok(match node.name.as_str() {
+                "graph.broadcast" => values[0],
+                "graph.cast" => {
+                    let mut op = b.op("tile.cast").operand(values[0]);
+                    if let Some(r) = node.attrs.get("rounding") {
+                        op = op.attr("rounding", r.clone());
+                    }
+                    op.result(scalar).build_value()
+                }
+                _ => {
+                    let values: Vec<ValueId> = values.into_iter().map(|v| cast_to(b, v, elem)).collect();
+                    let f = node.str("fn").unwrap_or("add");
+                    if values.len() == 2 {
+                        binary(b, f, values[0], values[1], scalar)
+                    } else {
+                        unary(b, f, values[0], scalar)
+                    }
+                }
+            })
+        }
+        "graph.transpose" => {
+            let perm = node.attrs.get("perm").and_then(Attr::as_ints).unwrap_or_default();
+            let mut at = coords.to_vec();
+            for (i, &p) in perm.iter().enumerate() {
+                at[p as usize] = coords[i];
+            }
+            eval(g, b, k, node.operands[0], &at)
+        }
+        "graph.reshape" => {
+            let from = dims_of(k, node.operands[0]);
+            let linear = g.linearize(b, coords, &here)?;
+            let at = g.unflatten(b, linear, &from)?;
+            eval(g, b, k, node.operands[0], &at)
+        }
+        "graph.slice" => {
+            let rank = here.len();
+            let axes: Vec<usize> = match node.attrs.get("axes").and_then(Attr::as_ints) {
+                Some(a) => a.into_iter().filter_map(|x| normalize_axis(x, rank)).collect(),
+                None => (0..rank).collect(),
+            };
+            let starts = node.attrs.get("starts").and_then(Attr::as_ints);
+            let mut at = coords.to_vec();
+            for (i, &axis) in axes.iter().enumerate() {
+                let start = match &starts {
+                    Some(s) => index(b, s[i]),
+                    None => eval(g, b, k, node.operands[1 + i], &[])?,
+                };
+                at[axis] = binary(b, "add", coords[axis], start, Type::INDEX);
+            }
+            eval(g, b, k, node.operands[0], &at)
+        }
+        "graph.concat" => {
+            let axis = normalize_axis(node.int("axis").unwrap_or(0), here.len()).ok_or("a concat axis out of range")?;
+            let slot = b
+                .op("tile.local")
+                .result(Type::memref([], elem, MemSpace::Local))
+                .build_value();
+            concat(g, b, k, &node.operands, axis, coords, DimExpr::default(), slot)?;
+            Ok(b.op("tile.load").operand(slot).result(scalar).build_value())
+        }
+        other => Err(format!("`{other}` in an elementwise kernel")),
+    }
+}
+
+/// Stores into `slot` the element at `coords` of the concatenation of
+/// `parts` along `axis`, the first of which starts at `start`: a chain of
+/// `tile.if` on the coordinate.
+#[allow(clippy::too_many_arguments)]
+fn concat(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    k: &Kernel,
+    parts: &[Src],
+    axis: usize,
+    coords: &[ValueId],
+    start: DimExpr,
+    slot: ValueId,
+) -> Result<()> {
+    let (&first, rest) = parts.split_first().ok_or("an empty concat")?;
+    let store_part = |b: &mut Builder<'_>| -> Result<()> {
+        let mut at = coords.to_vec();
+        let offset = g.dim(b, &start)?;
+        at[axis] = binary(b, "sub", coords[axis], offset, Type::INDEX);
+        let v = eval(g, b, k, first, &at)?;
+        b.op("tile.store").operands(&[v, slot]).build();
+        Ok(())
+    };
+    if rest.is_empty() {
+        return store_part(b);
+    }
+    let end_of_first = start.add(&dims_of(k, first)[axis]);
+    let bound = g.dim(b, &end_of_first)?;
+    let before = b
+        .op("tile.cmp")
+        .operands(&[coords[axis], bound])
+        .attr("pred", "lt")
+        .result(Type::I1)
+        .build_value();
+    let (then, other) = if_else(b, before);
+    {
+        let mut l = g.at(b, then);
+        store_part(&mut l)?;
+        end(&mut l);
+    }
+    let mut l = g.at(b, other);
+    concat(g, &mut l, k, rest, axis, coords, end_of_first, slot)?;
+    end(&mut l);
+    Ok(())
+}

@@ -1,0 +1,453 @@
+//! The row templates: one block per row (softmax, norm) or per output
+//! element (reduce), the row walked in chunks of `tile_shape`'s column
+//! count. Each chunk is a register tile; `tile.reduce` folds it into
+//! running values kept in `tile.local` slots; a final walk computes and
+//! stores the output. A chunk that can run past the end of the row is
+//! masked (`tile.iota` + `tile.cmp` + `tile.select`).
+
+use std::collections::{BTreeSet, HashMap};
+
+use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
+
+use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, unary, Frame, Gen, Result, TileEval};
+use super::{Kernel, Node, Src};
+use crate::shape::{normalize_axis, num_elements};
+
+fn accumulate_type(node: &Node) -> ScalarType {
+    match node.attrs.get("accumulate").and_then(Attr::as_type) {
+        Some(Type::Scalar(s)) => *s,
+        _ => ScalarType::F32,
+    }
+}
+
+fn tensor_dims(k: &Kernel, src: Src) -> Result<Vec<DimExpr>> {
+    match k.ty(src) {
+        Type::Tensor { dims, .. } => Ok(dims.clone()),
+        other => Err(format!("a row op on {other}")),
+    }
+}
+
+/// The last axis, which the row templates walk; other axes are not
+/// lowered yet.
+fn last_axis(node: &Node, rank: usize) -> Result<()> {
+    let axis = normalize_axis(node.int("axis").unwrap_or(-1), rank);
+    if axis != Some(rank - 1) {
+        return Err(format!("`{}` over an axis other than the last", node.name));
+    }
+    Ok(())
+}
+
+/// Reduces a row tile (`[1, .., 1, chunk]`) to a scalar: along the row,
+/// then along each unit dim.
+fn reduce_tile(g: &Gen, b: &mut Builder<'_>, x: ValueId, kind: &str, elem: ScalarType) -> ValueId {
+    let mut value = x;
+    let mut rank = b.value_type(x).dims().map_or(0, <[_]>::len);
+    while rank > 0 {
+        let ty = tile_type(&vec![1; rank - 1], elem);
+        value = b
+            .op("tile.reduce")
+            .operand(value)
+            .attr("kind", kind)
+            .attr("axis", Attr::Int(rank as i64 - 1))
+            .attr("order", g.order)
+            .result(ty)
+            .build_value();
+        rank -= 1;
+    }
+    value
+}
+
+fn load(b: &mut Builder<'_>, slot: ValueId, elem: ScalarType) -> ValueId {
+    b.op("tile.load").operand(slot).result(Type::Scalar(elem)).build_value()
+}
+
+fn store(b: &mut Builder<'_>, value: ValueId, slot: ValueId) {
+    b.op("tile.store").operands(&[value, slot]).build();
+}
+
+/// `slot = slot <f> value`.
+fn fold(b: &mut Builder<'_>, slot: ValueId, value: ValueId, f: &str, elem: ScalarType) {
+    let old = load(b, slot, elem);
+    let new = binary(b, f, old, value, Type::Scalar(elem));
+    store(b, new, slot);
+}
+
+/// `x` where `valid`, `fill` elsewhere.
+fn select(b: &mut Builder<'_>, valid: ValueId, x: ValueId, fill: ValueId) -> ValueId {
+    let ty = b.value_type(x).clone();
+    b.op("tile.select").operands(&[valid, x, fill]).result(ty).build_value()
+}
+
+/// One walk over a row of length `n` in chunks: `body` gets a builder in
+/// the loop and the chunk's start.
+fn walk(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    n: &DimExpr,
+    chunk: i64,
+    body: &mut dyn FnMut(&mut Builder<'_>, ValueId) -> Result<()>,
+) -> Result<()> {
+    let c0 = index(b, 0);
+    let ub = g.dim(b, n)?;
+    let step = index(b, chunk);
+    let (block, j) = for_loop(b, c0, ub, step);
+    let mut l = g.at(b, block);
+    body(&mut l, j)?;
+    end(&mut l);
+    Ok(())
+}
+
+/// The shape of a row tile of a tensor of rank `rank`: `[1, .., 1, chunk]`
+/// (tiles have the rank of the memrefs they are loaded from).
+fn row_shape(rank: usize, chunk: i64) -> Vec<i64> {
+    let mut shape = vec![1; rank];
+    if let Some(last) = shape.last_mut() {
+        *last = chunk;
+    }
+    shape
+}
+
+/// The evaluator of a row chunk of a tensor of shape `dims`, at `coords`
+/// for the leading dims and `j` for the last.
+fn row_eval<'k>(k: &'k Kernel, dims: &[DimExpr], coords: &[ValueId], j: ValueId, chunk: i64) -> TileEval<'k> {
+    TileEval {
+        k,
+        frame: Frame {
+            dims: dims.to_vec(),
+            offsets: coords.iter().copied().chain([j]).collect(),
+            extents: row_shape(dims.len(), chunk),
+            rank: dims.len(),
+        },
+        known: HashMap::new(),
+    }
+}
+
+/// A chunk of the row op's input, in the accumulate type, with the lanes
+/// past the row's end replaced by `fill` when the row can be ragged.
+#[allow(clippy::too_many_arguments)]
+fn chunk_of(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    eval: &mut TileEval<'_>,
+    input: Src,
+    acc: ScalarType,
+    j: ValueId,
+    n: &DimExpr,
+    fill: Option<f64>,
+) -> Result<ValueId> {
+    let shape = eval.frame.extents.clone();
+    let chunk = *shape.last().unwrap_or(&1);
+    let (x, _) = eval.eval(g, b, input)?;
+    let x = cast_to(b, x, acc);
+    match fill {
+        Some(fill) if g.ragged(n, chunk) => {
+            let valid = g.lanes_below(b, j, &shape, n)?;
+            let fill = number(b, fill, Type::Scalar(acc));
+            Ok(select(b, valid, x, fill))
+        }
+        _ => Ok(x),
+    }
+}
+
+/// Applies the kernel's epilogue to `value` (the anchor's chunk) and
+/// stores the result at the chunk's place.
+#[allow(clippy::too_many_arguments)]
+fn store_row(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    k: &Kernel,
+    anchor: usize,
+    value: ValueId,
+    dims: &[DimExpr],
+    coords: &[ValueId],
+    j: ValueId,
+    chunk: i64,
+) -> Result<()> {
+    let elem = k.nodes[anchor].ty.elem().unwrap_or(ScalarType::F32);
+    let value = cast_to(b, value, elem);
+    let mut eval = row_eval(k, dims, coords, j, chunk);
+    eval.known
+        .insert(Src::Node(anchor), (value, row_shape(dims.len(), chunk)));
+    let (root, _) = eval.eval(g, b, k.root)?;
+    let root = cast_to(b, root, k.result.elem().unwrap_or(elem));
+    b.op("tile.store_tile")
+        .operands(&[root, g.out])
+        .operands(coords)
+        .operand(j)
+        .build();
+    Ok(())
+}
+
+/// The row this block handles: its coordinates in the leading dims.
+fn row_coords(g: &Gen, b: &mut Builder<'_>, dims: &[DimExpr]) -> Result<Vec<ValueId>> {
+    let row = id(b, "tile.block_id", 0);
+    g.unflatten(b, row, &dims[..dims.len() - 1])
+}
+
+fn chunk_size(k: &Kernel) -> Result<i64> {
+    match k.tile.as_slice() {
+        [1, c] => Ok(*c),
+        [_, _] => Err("a row tile of more than one row".into()),
+        _ => Err("its `tile_shape` is not [rows, columns]".into()),
+    }
+}
+
+/// Softmax in two walks: the running maximum and the running sum of
+/// exponentials (rescaled when the maximum grows), then the output.
+pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let sm = k
+        .anchor("graph.softmax")
+        .ok_or("no `graph.softmax` in a softmax kernel")?;
+    let node = &k.nodes[sm];
+    let input = node.operands[0];
+    let dims = tensor_dims(k, input)?;
+    last_axis(node, dims.len())?;
+    let acc = accumulate_type(node);
+    let chunk = chunk_size(k)?;
+    let n = dims[dims.len() - 1].clone();
+    let coords = row_coords(g, b, &dims)?;
+    let max_slot = g.slot(b, acc, Attr::Float(f64::NEG_INFINITY));
+    let sum_slot = g.slot(b, acc, Attr::Float(0.0));
+    let scalar = Type::Scalar(acc);
+    let tile = tile_type(&row_shape(dims.len(), chunk), acc);
+    walk(g, b, &n, chunk, &mut |l, j| {
+        let mut eval = row_eval(k, &dims, &coords, j, chunk);
+        let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(f64::NEG_INFINITY))?;
+        let chunk_max = reduce_tile(g, l, x, "max", acc);
+        let old_max = load(l, max_slot, acc);
+        let new_max = binary(l, "max", old_max, chunk_max, scalar.clone());
+        let shifted = binary(l, "sub", x, new_max, tile.clone());
+        let e = unary(l, "exp", shifted, tile.clone());
+        let chunk_sum = reduce_tile(g, l, e, "sum", acc);
+        let old_sum = load(l, sum_slot, acc);
+        let growth = binary(l, "sub", old_max, new_max, scalar.clone());
+        let rescale = unary(l, "exp", growth, scalar.clone());
+        let rescaled = binary(l, "mul", old_sum, rescale, scalar.clone());
+        let new_sum = binary(l, "add", rescaled, chunk_sum, scalar.clone());
+        store(l, new_max, max_slot);
+        store(l, new_sum, sum_slot);
+        Ok(())
+    })?;
+    walk(g, b, &n, chunk, &mut |l, j| {
+        let mut eval = row_eval(k, &dims, &coords, j, chunk);
+        let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+        let max = load(l, max_slot, acc);
+        let sum = load(l, sum_slot, acc);
+        let shifted = binary(l, "sub", x, max, tile.clone());
+        let e = unary(l, "exp", shifted, tile.clone());
+        let y = binary(l, "div", e, sum, tile.clone());
+        store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
+    })?;
+    Ok(0)
+}
+
+/// Layer norm (mean, then variance, then the output: three walks) and
+/// RMS norm (mean square, then the output), with weight and bias.
+pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let at = k.anchor("graph.norm").ok_or("no `graph.norm` in a norm kernel")?;
+    let node = &k.nodes[at];
+    let input = node.operands[0];
+    let dims = tensor_dims(k, input)?;
+    last_axis(node, dims.len())?;
+    let acc = accumulate_type(node);
+    let chunk = chunk_size(k)?;
+    let n = dims[dims.len() - 1].clone();
+    let eps = match node.attrs.get("eps") {
+        Some(Attr::Float(f)) => *f,
+        Some(Attr::Int(i)) => *i as f64,
+        _ => 1e-5,
+    };
+    let layer = node.str("kind") != Some("rms");
+    let scalar = Type::Scalar(acc);
+    let shape = row_shape(dims.len(), chunk);
+    let tile = tile_type(&shape, acc);
+    let coords = row_coords(g, b, &dims)?;
+    let n_value = g.dim(b, &n)?;
+    let count = cast_to(b, n_value, acc);
+    let mean = if layer {
+        let sum_slot = g.slot(b, acc, Attr::Float(0.0));
+        walk(g, b, &n, chunk, &mut |l, j| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
+            let s = reduce_tile(g, l, x, "sum", acc);
+            fold(l, sum_slot, s, "add", acc);
+            Ok(())
+        })?;
+        let sum = load(b, sum_slot, acc);
+        Some(binary(b, "div", sum, count, scalar.clone()))
+    } else {
+        None
+    };
+    let square_slot = g.slot(b, acc, Attr::Float(0.0));
+    walk(g, b, &n, chunk, &mut |l, j| {
+        let mut eval = row_eval(k, &dims, &coords, j, chunk);
+        let mut x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+        if let Some(mean) = mean {
+            x = binary(l, "sub", x, mean, tile.clone());
+        }
+        let mut sq = binary(l, "mul", x, x, tile.clone());
+        if g.ragged(&n, chunk) {
+            let valid = g.lanes_below(l, j, &shape, &n)?;
+            let zero = number(l, 0.0, scalar.clone());
+            sq = select(l, valid, sq, zero);
+        }
+        let s = reduce_tile(g, l, sq, "sum", acc);
+        fold(l, square_slot, s, "add", acc);
+        Ok(())
+    })?;
+    let squares = load(b, square_slot, acc);
+    let variance = binary(b, "div", squares, count, scalar.clone());
+    let eps = number(b, eps, scalar.clone());
+    let shifted = binary(b, "add", variance, eps, scalar.clone());
+    let rstd = unary(b, "rsqrt", shifted, scalar.clone());
+    walk(g, b, &n, chunk, &mut |l, j| {
+        let mut eval = row_eval(k, &dims, &coords, j, chunk);
+        let mut y = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+        if let Some(mean) = mean {
+            y = binary(l, "sub", y, mean, tile.clone());
+        }
+        y = binary(l, "mul", y, rstd, tile.clone());
+        for (i, f) in [(1, "mul"), (2, "add")] {
+            if let Some(&param) = node.operands.get(i) {
+                let (p, _) = eval.eval(g, l, param)?;
+                let p = cast_to(l, p, acc);
+                y = binary(l, f, y, p, tile.clone());
+            }
+        }
+        store_row(g, l, k, at, y, &dims, &coords, j, chunk)
+    })?;
+    Ok(0)
+}
+
+/// A reduction whose axes include the last: one block per output element;
+/// loops over the other reduced axes, chunks along the last, each chunk
+/// folded with `tile.reduce` into a running value.
+pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let at = k.anchor("graph.reduce").ok_or("no `graph.reduce` in a reduce kernel")?;
+    let node = &k.nodes[at];
+    let input = node.operands[0];
+    let dims = tensor_dims(k, input)?;
+    let rank = dims.len();
+    let axes: BTreeSet<usize> = node
+        .attrs
+        .get("axes")
+        .and_then(Attr::as_ints)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|a| normalize_axis(a, rank))
+        .collect();
+    if !axes.contains(&(rank - 1)) {
+        return Err("a reduction that keeps the last axis (no template yet)".into());
+    }
+    let kind = node.str("kind").unwrap_or("sum").to_string();
+    let (identity, combine, tile_kind) = match kind.as_str() {
+        "sum" | "mean" => (0.0, "add", "sum"),
+        "prod" => (1.0, "mul", "prod"),
+        "max" => (f64::NEG_INFINITY, "max", "max"),
+        _ => (f64::INFINITY, "min", "min"),
+    };
+    let acc = accumulate_type(node);
+    let chunk = match k.tile.as_slice() {
+        [c] => *c,
+        _ => return Err("its `tile_shape` is not [columns]".into()),
+    };
+    let n = dims[rank - 1].clone();
+    let kept: Vec<usize> = (0..rank).filter(|a| !axes.contains(a)).collect();
+    let kept_dims: Vec<DimExpr> = kept.iter().map(|&a| dims[a].clone()).collect();
+    let element = id(b, "tile.block_id", 0);
+    let kept_coords = g.unflatten(b, element, &kept_dims)?;
+    let slot = g.slot(b, acc, number_attr(identity, acc));
+    let outer: Vec<usize> = axes.iter().copied().filter(|&a| a != rank - 1).collect();
+    let mut inner = |l: &mut Builder<'_>, ivs: &[(usize, ValueId)]| -> Result<()> {
+        walk(g, l, &n, chunk, &mut |l, j| {
+            let coords: Vec<ValueId> = (0..rank - 1)
+                .map(|a| match kept.iter().position(|&x| x == a) {
+                    Some(p) => kept_coords[p],
+                    None => ivs
+                        .iter()
+                        .find(|(x, _)| *x == a)
+                        .map(|&(_, v)| v)
+                        .expect("a loop per reduced axis"),
+                })
+                .collect();
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(identity))?;
+            let part = reduce_tile(g, l, x, tile_kind, acc);
+            fold(l, slot, part, combine, acc);
+            Ok(())
+        })
+    };
+    nest(g, b, &dims, &outer, &mut Vec::new(), &mut inner)?;
+    let mut value = load(b, slot, acc);
+    if kind == "mean" {
+        let reduced: Vec<DimExpr> = axes.iter().map(|&a| dims[a].clone()).collect();
+        let count = g.dim(b, &num_elements(&reduced))?;
+        let count = cast_to(b, count, acc);
+        value = binary(b, "div", value, count, Type::Scalar(acc));
+    }
+    let value = cast_to(b, value, node.ty.elem().unwrap_or(acc));
+    let out_dims = node.ty.dims().map(<[_]>::to_vec).unwrap_or_default();
+    let keep = node.attrs.get("keepdims").and_then(Attr::as_bool).unwrap_or(false);
+    let offsets: Vec<ValueId> = if keep {
+        (0..rank)
+            .map(|a| match kept.iter().position(|&x| x == a) {
+                Some(p) => kept_coords[p],
+                None => index(b, 0),
+            })
+            .collect()
+    } else {
+        kept_coords.clone()
+    };
+    let mut eval = TileEval {
+        k,
+        frame: Frame {
+            dims: out_dims.clone(),
+            offsets: offsets.clone(),
+            extents: vec![1; out_dims.len()],
+            rank: 0,
+        },
+        known: HashMap::from([(Src::Node(at), (value, Vec::new()))]),
+    };
+    let (root, _) = eval.eval(g, b, k.root)?;
+    let root = cast_to(b, root, k.result.elem().unwrap_or(acc));
+    b.op("tile.store").operands(&[root, g.out]).operands(&offsets).build();
+    Ok(0)
+}
+
+fn number_attr(value: f64, elem: ScalarType) -> Attr {
+    if elem.is_float() {
+        Attr::Float(value)
+    } else if value.is_infinite() {
+        Attr::Int(if value > 0.0 { i64::MAX } else { i64::MIN })
+    } else {
+        Attr::Int(value as i64)
+    }
+}
+
+/// The innermost body of a loop nest: a builder in it and the loop
+/// variables, each with its axis.
+type LoopBody<'a> = dyn FnMut(&mut Builder<'_>, &[(usize, ValueId)]) -> Result<()> + 'a;
+
+/// Loops over `outer` axes (step 1), then `inner` with their variables.
+fn nest(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    dims: &[DimExpr],
+    outer: &[usize],
+    ivs: &mut Vec<(usize, ValueId)>,
+    inner: &mut LoopBody<'_>,
+) -> Result<()> {
+    let Some((&axis, rest)) = outer.split_first() else {
+        return inner(b, ivs);
+    };
+    let c0 = index(b, 0);
+    let ub = g.dim(b, &dims[axis])?;
+    let one = index(b, 1);
+    let (block, iv) = for_loop(b, c0, ub, one);
+    let mut l = g.at(b, block);
+    ivs.push((axis, iv));
+    nest(g, &mut l, dims, rest, ivs, inner)?;
+    ivs.pop();
+    end(&mut l);
+    Ok(())
+}
