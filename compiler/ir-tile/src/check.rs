@@ -409,8 +409,9 @@ pub(crate) fn atomic(c: &mut Check, spaces: &[MemSpace]) {
     let r = rank(&mem);
     if c.operand_count() != 1 + r + values {
         c.fail(format!(
-            "`{}` {kind} on a rank-{r} memref takes the memref, {r} indices and {values} value{}",
+            "`{}` {kind} on a rank-{r} memref takes the memref, {r} {} and {values} value{}",
             c.name,
+            if r == 1 { "index" } else { "indices" },
             if values == 1 { "" } else { "s" }
         ));
         return;

@@ -95,12 +95,14 @@ fn check_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
     for &op in &ops {
         match m.op(op).name.as_str() {
             "tile.rng" => rng_stream(m, op, errors),
-            "tile.reduce" if deterministic && m.attr(op, "order").and_then(Attr::as_str) != Some("tree") => {
+            name @ ("tile.reduce" | "tile.softmax")
+                if deterministic && m.attr(op, "order").and_then(Attr::as_str) != Some("tree") =>
+            {
                 errors.push(
                     VerifyError::at_op(
                         m,
                         op,
-                        "unordered reduction in a deterministic function: `tile.reduce` needs `order = \"tree\"`",
+                        format!("unordered reduction in a deterministic function: `{name}` needs `order = \"tree\"`"),
                     )
                     .with_label("the order of this reduction is not fixed")
                     .with_related(m, func, "the function is deterministic"),
@@ -256,7 +258,8 @@ impl Transfer for AsyncStages<'_> {
                         format!("remove this wait, or start a copy with `stage = {stage}` before it")
                     } else {
                         let list: Vec<String> = others.iter().map(i64::to_string).collect();
-                        format!("the copies in flight here are on stages {}", list.join(", "))
+                        let stages = if list.len() == 1 { "stage" } else { "stages" };
+                        format!("the copies in flight here are on {stages} {}", list.join(", "))
                     };
                     self.errors.push(
                         VerifyError::at_op(m, op, format!("no async copy is in flight on stage {stage}"))

@@ -46,7 +46,7 @@ impl Family {
         match self {
             Family::Nvptx => "sm_80 or sm_90a",
             Family::Amdgpu => "gfx90a or gfx942",
-            Family::Cpu => "cpu",
+            Family::Cpu => "the cpu target",
         }
     }
 }

@@ -162,8 +162,8 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.barrier",
-        doc: "waits until every thread of the block reaches it; memory writes before it are visible after it",
-        attrs: &[AttrDef::optional("scope", AttrKind::Str)],
+        doc: "waits until every thread of the block (or of a cooperative group of `size` threads) reaches it; memory writes before it are visible after it",
+        attrs: &[AttrDef::optional("scope", AttrKind::Str), AttrDef::optional("size", AttrKind::Int)],
         ..OpDef::DEFAULT
     },
     OpDef {
@@ -172,6 +172,36 @@ const OPS: &[OpDef] = &[
         operands: Arity::Exact(3),
         results: Arity::Exact(1),
         attrs: &[AttrDef::required("accumulate", AttrKind::Type)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "tile.transpose",
+        doc: "permutes the axes of a register tile (`perm`); the result type is the permuted shape",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("perm", AttrKind::Array)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "tile.broadcast",
+        doc: "broadcasts a scalar or tile to the result's shape (NumPy rules: trailing dims match or are 1)",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "tile.softmax",
+        doc: "softmax of a register tile along `axis`, accumulating in `accumulate` (max, exp, sum, divide; `order = \"tree\"` fixes the reduction order)",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        attrs: &[
+            AttrDef::required("axis", AttrKind::Int),
+            AttrDef::required("accumulate", AttrKind::Type),
+            AttrDef::optional("order", AttrKind::Str),
+        ],
+        pure: true,
         ..OpDef::DEFAULT
     },
     OpDef {
@@ -387,9 +417,12 @@ fn verify(c: &mut Check, name: &str) {
             c.int_at_least("stage", 0);
         }
         "tile.wait_async" => c.int_at_least("stage", 0),
-        "tile.barrier" => c.one_of_opt("scope", &["block"]),
+        "tile.barrier" => c.one_of_opt("scope", &["block", "group"]),
         "tile.mma" => mma(c),
         "tile.reduce" => reduce(c),
+        "tile.transpose" => transpose(c),
+        "tile.broadcast" => broadcast(c),
+        "tile.softmax" => softmax(c),
         "tile.shuffle" => {
             c.one_of("mode", SHUFFLE_MODES);
             check::shuffle(c);
@@ -491,6 +524,17 @@ fn cmp(c: &mut Check) {
 
 fn select(c: &mut Check) {
     let (cond, a, b) = (c.operand_type(0), c.operand_type(1), c.operand_type(2));
+    // Choosing between two buffers of one type (double buffering) needs a
+    // scalar condition: every thread picks the same buffer.
+    if matches!(a, Type::MemRef { .. }) && a == b {
+        if cond != Type::I1 {
+            c.fail(format!(
+                "a `tile.select` of buffers needs an `i1` condition, not `{cond}`"
+            ));
+        }
+        c.result_is(0, &a);
+        return;
+    }
     let Some(joined) = elementwise(&a, &b) else {
         c.fail(format!(
             "the alternatives of `tile.select` have different types: `{a}` and `{b}`"
@@ -562,6 +606,77 @@ fn mma(c: &mut Check) {
 
 fn elem_name(ty: &Type) -> &'static str {
     ty.elem().map_or("?", ScalarType::name)
+}
+
+fn transpose(c: &mut Check) {
+    let x = c.operand_type(0);
+    let Type::Tensor { dims, elem } = &x else {
+        c.fail(format!("`tile.transpose` permutes a tile, not `{x}`"));
+        return;
+    };
+    let perm: Vec<i64> = c.attr("perm").and_then(Attr::as_ints).unwrap_or_default();
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    if sorted != (0..dims.len() as i64).collect::<Vec<_>>() {
+        c.fail(format!(
+            "`perm` {perm:?} is not a permutation of the {} axes of `{x}`",
+            dims.len()
+        ));
+        return;
+    }
+    let expected = Type::tensor(perm.iter().map(|&p| dims[p as usize].clone()), *elem);
+    let result = c.result_type(0);
+    if result != expected {
+        c.fail(format!(
+            "`tile.transpose` of `{x}` by {perm:?} gives `{expected}`, not `{result}`"
+        ));
+    }
+}
+
+fn broadcast(c: &mut Check) {
+    let x = c.operand_type(0);
+    let result = c.result_type(0);
+    let (from, from_elem) = match &x {
+        Type::Tensor { dims, elem } => (dims.clone(), *elem),
+        Type::Scalar(s) => (Vec::new(), *s),
+        _ => {
+            c.fail(format!("`tile.broadcast` broadcasts a scalar or tile, not `{x}`"));
+            return;
+        }
+    };
+    let Type::Tensor { dims: to, elem } = &result else {
+        c.fail(format!("`tile.broadcast` makes a tile, not `{result}`"));
+        return;
+    };
+    let fits = from.len() <= to.len()
+        && from
+            .iter()
+            .rev()
+            .zip(to.iter().rev())
+            .all(|(f, t)| f == t || f.as_const() == Some(1));
+    if *elem != from_elem || !fits {
+        c.fail(format!("`{x}` does not broadcast to `{result}`"));
+    }
+}
+
+fn softmax(c: &mut Check) {
+    let x = c.operand_type(0);
+    let Type::Tensor { dims, .. } = &x else {
+        c.fail(format!("`tile.softmax` normalizes a tile, not `{x}`"));
+        return;
+    };
+    let axis = c.attr("axis").and_then(Attr::as_int).unwrap_or(-1);
+    let rank = dims.len() as i64;
+    if axis < -rank || axis >= rank {
+        c.fail(format!(
+            "`tile.softmax` axis {axis} is out of range for the rank-{rank} tile `{x}`"
+        ));
+    }
+    c.one_of_opt("order", REDUCE_ORDERS);
+    let result = c.result_type(0);
+    if result != x {
+        c.fail(format!("`tile.softmax` of `{x}` has the same type, not `{result}`"));
+    }
 }
 
 fn reduce(c: &mut Check) {
@@ -673,10 +788,11 @@ fn return_(c: &mut Check) {
     };
     let given: Vec<Type> = (0..c.operand_count()).map(|i| c.operand_type(i)).collect();
     if given != results {
+        let list = |ts: &[Type]| ts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         c.fail(format!(
-            "`tile.return` returns {} values but the function returns {}",
-            given.len(),
-            results.len()
+            "`tile.return` returns ({}) but the function returns ({})",
+            list(&given),
+            list(results)
         ));
     }
 }
