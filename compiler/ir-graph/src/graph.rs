@@ -399,7 +399,8 @@ impl Verifier<'_, '_> {
         let ok_shape = shape(&ty).is_some_and(|d| d == dims);
         let ok_elem = ty.elem().is_some_and(|e| elems.contains(&e));
         if !ok_shape || !ok_elem || matches!(ty, Type::Scalar(_)) && !dims.is_empty() {
-            let elem_names: Vec<&str> = elems.iter().map(|e| e.name()).collect();
+            let mut elem_names: Vec<&str> = elems.iter().map(|e| e.name()).collect();
+            elem_names.dedup();
             self.error(
                 format!(
                     "`{}` gives shape {} of {}, but its result type is {ty}",

@@ -149,7 +149,7 @@ pub fn tiled_dims(m: &Module, anchor: OpId) -> Vec<TiledDim> {
             .map(|a| TiledDim {
                 index: 1,
                 dim: x[a].clone(),
-                what: "the column chunk",
+                what: "BC",
             })
             .into_iter()
             .collect(),
@@ -161,7 +161,7 @@ pub fn tiled_dims(m: &Module, anchor: OpId) -> Vec<TiledDim> {
                 .map(|a| TiledDim {
                     index: 0,
                     dim: x[a].clone(),
-                    what: "the column chunk",
+                    what: "BC",
                 })
                 .into_iter()
                 .collect()
