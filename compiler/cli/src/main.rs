@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_diagnostics::{render_human, render_json, render_short, Code, Diagnostic};
 use tessera_driver::{Database, Input, Sources, Stage};
 
+mod build;
 mod opt;
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
@@ -47,6 +48,11 @@ enum Command {
         after_help = "Examples:\n  tessera opt kernel.tir --verify\n  tessera opt kernel.tir --pass cse --pass dce --verify-each\n  tessera opt --list-passes\n\nExit status: 0 on success, 1 when the IR is malformed or invalid,\n2 on a usage or I/O error."
     )]
     Opt(opt::OptArgs),
+    /// Lower a .tsr file through the IR layers for a target and write them
+    #[command(
+        after_help = "Examples:\n  tessera build examples/matmul.tsr --target sm_90a --emit graph-ir,schedule-ir\n  tessera build examples/saxpy.tsr --target gfx942 --emit tile-ir,target-ir -o build/"
+    )]
+    Build(build::BuildArgs),
 }
 
 #[derive(Args)]
@@ -109,6 +115,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Parse { file } => parse(&file),
         Command::Opt(args) => opt::run(args),
+        Command::Build(args) => build::run(args),
     }
 }
 

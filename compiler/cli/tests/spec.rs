@@ -128,7 +128,7 @@ fn explanation_examples_report_their_code() {
             } else {
                 let mut sources = tessera_driver::Sources::default();
                 let file = sources.add("example.tsr".into(), tessera_driver::Input::Stdin, example.clone());
-                tessera_driver::check_file(&sources, file)
+                tessera_driver::check_and_lower(&sources, file)
             };
             let codes: Vec<_> = diagnostics.iter().map(|d| d.code).collect();
             assert!(

@@ -815,6 +815,22 @@ module {
 Every op is written `%results = dialect.op(%operands) : (operand types) ->
 result types`, with one type per operand and per result; the grammar is in
 `spec/ir.md`.",
+
+    E0903: "cannot lower to the IR" =>
+"The program checked clean, but a construct in it has no form in the IR
+layers yet, so `tessera build` cannot compile it. The lowering reports it
+instead of dropping it; the construct and the function are named.
+
+```tessera
+def f(x: f32[N]) -> f32[N]:
+    for i in range(4):
+        x = x * 2.0
+    return x
+```
+
+Operator-level functions are straight-line tensor code (Graph IR has no
+loops); write the loop in a `@kernel`, or unroll it. `spec/lowering.md`
+lists what each layer accepts.",
 }
 
 #[cfg(test)]

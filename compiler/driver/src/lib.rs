@@ -1,10 +1,12 @@
 //! The compiler's front door: loads sources (the only file I/O in the
 //! compiler), runs the pipeline over them and applies fixes.
 
+mod build;
 mod database;
 mod files;
 mod fix;
 
+pub use build::{check_and_lower, lower_layers, Layer, Layers};
 pub use database::Database;
 pub use files::{load, Input, LoadError, SourceFile, Sources, MAX_SOURCE_BYTES};
 pub use fix::{apply_machine_fixes, FixOutcome};

@@ -78,6 +78,11 @@ fn quoted(set: EffectSet) -> String {
     }
 }
 
+/// The inferred effects of every function of `file`, by name.
+pub fn inferred_effects(db: &dyn Db, file: SourceFile) -> HashMap<String, EffectSet> {
+    infer_file(db, file).local
+}
+
 /// The inferred effects of one file's functions.
 struct FileEffects {
     file: SourceFile,

@@ -69,6 +69,11 @@ impl Poly {
         }
     }
 
+    /// The monomials with their coefficients, in canonical order.
+    pub fn terms(&self) -> impl Iterator<Item = (&[Atom], i64)> {
+        self.terms.iter().map(|(m, &c)| (m.as_slice(), c))
+    }
+
     pub fn symbols(&self) -> impl Iterator<Item = &str> {
         self.terms.keys().flatten().filter_map(|a| match a {
             Atom::Sym(s) => Some(s.as_str()),

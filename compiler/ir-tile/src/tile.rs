@@ -175,6 +175,14 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.iota",
+        doc: "a tile of `index` values, each element its position along axis `dim` (for masks of partial tiles)",
+        results: Arity::Exact(1),
+        attrs: &[AttrDef::required("dim", AttrKind::Int)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.transpose",
         doc: "permutes the axes of a register tile (`perm`); the result type is the permuted shape",
         operands: Arity::Exact(1),
@@ -421,6 +429,7 @@ fn verify(c: &mut Check, name: &str) {
         "tile.mma" => mma(c),
         "tile.reduce" => reduce(c),
         "tile.transpose" => transpose(c),
+        "tile.iota" => iota(c),
         "tile.broadcast" => broadcast(c),
         "tile.softmax" => softmax(c),
         "tile.shuffle" => {
@@ -606,6 +615,20 @@ fn mma(c: &mut Check) {
 
 fn elem_name(ty: &Type) -> &'static str {
     ty.elem().map_or("?", ScalarType::name)
+}
+
+fn iota(c: &mut Check) {
+    let result = c.result_type(0);
+    let dim = c.attr("dim").and_then(Attr::as_int).unwrap_or(0);
+    match &result {
+        Type::Tensor {
+            dims,
+            elem: ScalarType::Index,
+        } if dim >= 0 && (dim as usize) < dims.len() => {}
+        _ => c.fail(format!(
+            "`tile.iota` along axis {dim} makes an `index` tile with that axis, not `{result}`"
+        )),
+    }
 }
 
 fn transpose(c: &mut Check) {

@@ -12,6 +12,23 @@ const OPS: &[OpDef] = &[
         attrs: &[
             AttrDef::required(crate::SYM_NAME, AttrKind::Str),
             AttrDef::required(crate::FUNCTION_TYPE, AttrKind::Type),
+            // What every layer says of a function (`spec/ir.md`, "Function
+            // attributes"); the dialects state which are required where.
+            AttrDef::optional("kind", AttrKind::Str),
+            AttrDef::optional("effects", AttrKind::Array),
+            AttrDef::optional("numerics", AttrKind::Str),
+            AttrDef::optional("deterministic", AttrKind::Any),
+            AttrDef::optional("constraints", AttrKind::Array),
+            AttrDef::optional("dims", AttrKind::Array),
+            AttrDef::optional("mutable", AttrKind::Array),
+            AttrDef::optional("block", AttrKind::Array),
+            AttrDef::optional("grid", AttrKind::Array),
+            AttrDef::optional("shared_budget", AttrKind::Int),
+            AttrDef::optional("shared_bytes", AttrKind::Int),
+            AttrDef::optional("registers", AttrKind::Int),
+            AttrDef::optional("threads", AttrKind::Int),
+            AttrDef::optional("max_registers", AttrKind::Int),
+            AttrDef::optional("layer", AttrKind::Str),
         ],
         regions: 1,
         ..OpDef::DEFAULT

@@ -1,0 +1,126 @@
+//! The build pipeline through the IR layers: the checked program is
+//! lowered (operator functions to Graph IR, kernels to Tile IR), then
+//! `fuse` makes Schedule IR, `lower-schedule-to-tile` Tile IR and
+//! `lower-tile-to-target` the Target IR of the database's target. Each
+//! layer is verified as it is made, and kept as text for `--emit`.
+
+use tessera_base::FileId;
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_ir::{print_module, FileMap, Module, PassContext, PassFailure, PassManager, PassRegistry, Registry};
+
+use crate::Database;
+
+/// The IR layers, in pipeline order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    Graph,
+    Schedule,
+    Tile,
+    Target,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 4] = [Layer::Graph, Layer::Schedule, Layer::Tile, Layer::Target];
+
+    /// The `--emit` name: `graph-ir`, `schedule-ir`, `tile-ir`, `target-ir`.
+    pub fn emit_name(self) -> &'static str {
+        match self {
+            Layer::Graph => "graph-ir",
+            Layer::Schedule => "schedule-ir",
+            Layer::Tile => "tile-ir",
+            Layer::Target => "target-ir",
+        }
+    }
+
+    /// The pass that makes this layer from the one before.
+    fn pass(self) -> Option<&'static str> {
+        match self {
+            Layer::Graph => None,
+            Layer::Schedule => Some("fuse"),
+            Layer::Tile => Some("lower-schedule-to-tile"),
+            Layer::Target => Some("lower-tile-to-target"),
+        }
+    }
+}
+
+/// Each layer's module as printed text.
+#[derive(Clone, Debug, Default)]
+pub struct Layers {
+    pub texts: Vec<(Layer, String)>,
+}
+
+impl Layers {
+    pub fn text(&self, layer: Layer) -> Option<&str> {
+        self.texts.iter().find(|(l, _)| *l == layer).map(|(_, t)| t.as_str())
+    }
+}
+
+/// Lowers a file that checked clean through every layer. Diagnostics are
+/// E0903 for what cannot be lowered, E0901 for a layer that fails its
+/// verifier (a compiler bug, reported at the `.tsr` source of the op).
+pub fn lower_layers(
+    db: &Database,
+    file: FileId,
+    registry: &Registry,
+    passes: &PassRegistry,
+) -> Result<Layers, Vec<Diagnostic>> {
+    let source = db.source(file);
+    let mut module = tessera_lower::lower_file(db, source)?;
+    let mut files = FileMap::new();
+    files.insert(source.path(db).clone(), file);
+    let mut layers = Layers::default();
+    for layer in Layer::ALL {
+        if let Some(name) = layer.pass() {
+            run_pass(&mut module, name, registry, passes, &files)?;
+        }
+        verify(&module, registry, &files)?;
+        layers.texts.push((layer, print_module(&module)));
+    }
+    Ok(layers)
+}
+
+fn verify(module: &Module, registry: &Registry, files: &FileMap) -> Result<(), Vec<Diagnostic>> {
+    let errors = registry.verify(module);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(errors.iter().map(|e| e.to_diagnostic(files)).collect())
+}
+
+fn run_pass(
+    module: &mut Module,
+    name: &str,
+    registry: &Registry,
+    passes: &PassRegistry,
+    files: &FileMap,
+) -> Result<(), Vec<Diagnostic>> {
+    let Some(pass) = passes.create(name) else {
+        return Err(vec![Diagnostic::error(
+            Code::E0903,
+            format!("the pass `{name}` is not registered"),
+        )
+        .with_note("the build pipeline needs it to make the next IR layer")]);
+    };
+    let mut manager = PassManager::new();
+    manager.add(pass);
+    let ctx = PassContext { registry, files };
+    manager.run(module, &ctx).map_err(|failure| match failure {
+        PassFailure::Failed { diagnostics, .. } => diagnostics,
+        PassFailure::BrokeIr { errors, .. } => errors.iter().map(|e| e.to_diagnostic(files)).collect(),
+    })
+}
+
+/// Every diagnostic a build of one file reports before the IR passes run:
+/// the checker's, then, when it found no error, the lowering's (E0903).
+pub fn check_and_lower(sources: &crate::Sources, file: FileId) -> Vec<Diagnostic> {
+    let mut db = Database::default();
+    db.load(sources);
+    let diags = db.check_to(file, crate::Stage::Full);
+    if diags.iter().any(Diagnostic::is_error) {
+        return diags;
+    }
+    match tessera_lower::lower_file(&db, db.source(file)) {
+        Ok(_) => diags,
+        Err(errors) => errors,
+    }
+}

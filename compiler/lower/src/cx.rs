@@ -1,0 +1,211 @@
+//! What lowering one function needs: its signature, inference results and
+//! source positions, type conversion from `tessera-hir` to `tessera-ir`,
+//! and the E0903 error for what the IR cannot express yet.
+
+use std::sync::Arc;
+
+use tessera_base::Span;
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_hir::body::{BodyCtx, BodyInfo};
+use tessera_hir::db::{self, Db, FnId, SourceFile};
+use tessera_hir::effects::EffectSet;
+use tessera_hir::poly::{Atom, Poly};
+use tessera_hir::signature::Signature;
+use tessera_hir::ty::{DType, Space, Ty};
+use tessera_ir::{Attr, Dim, DimExpr, Loc, MemSpace, Module, OpId, ScalarType, Type};
+use tessera_syntax::ast::{Expr, FnDef};
+
+pub(crate) struct FnCx<'a> {
+    pub db: &'a dyn Db,
+    pub file: SourceFile,
+    pub path: String,
+    pub offset: u32,
+    pub def: &'a FnDef,
+    pub sig: &'a Signature,
+    pub info: &'a BodyInfo,
+    pub body: BodyCtx<'a>,
+    pub effects: EffectSet,
+    pub errors: Vec<Diagnostic>,
+}
+
+impl<'a> FnCx<'a> {
+    pub fn new(db: &'a dyn Db, func: FnId<'a>, def: &'a Arc<FnDef>, effects: EffectSet) -> FnCx<'a> {
+        let file = func.file(db);
+        let sig = db::signature(db, func);
+        let info = db::infer(db, func);
+        FnCx {
+            db,
+            file,
+            path: file.path(db).clone(),
+            offset: *db::fn_offset(db, func),
+            def,
+            sig,
+            info,
+            body: BodyCtx::new(db, file, def, sig, info),
+            effects,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The location of a span of this function in its file.
+    pub fn loc(&self, span: Span) -> Loc {
+        Loc::source(
+            self.path.clone(),
+            Span::new(span.start + self.offset, span.end + self.offset),
+        )
+    }
+
+    /// Reports a construct the IR layers cannot express yet.
+    pub fn unsupported(&mut self, span: Span, what: impl Into<String>) {
+        let at = Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db));
+        let what = what.into();
+        if self.errors.iter().any(|d| d.primary_span() == Some(at)) {
+            return;
+        }
+        self.errors.push(
+            Diagnostic::error(Code::E0903, format!("cannot lower {what}"))
+                .with_primary(at, "not expressible in the IR layers yet")
+                .with_note(format!("in function `{}`", self.sig.name)),
+        );
+    }
+
+    pub fn ty(&self, e: &Expr) -> Option<&'a Ty> {
+        self.body.types.get(&e.span).copied()
+    }
+
+    /// The function attributes every layer carries.
+    pub fn set_common_attrs(&self, m: &mut Module, func: OpId, kind: &str) {
+        m.set_attr(func, "kind", Attr::str(kind));
+        let effects: Vec<Attr> = self.effects.iter().map(|e| Attr::str(e.name())).collect();
+        m.set_attr(func, "effects", Attr::Array(effects));
+        let numerics = self.sig.numerics.clone().unwrap_or_else(|| "none".to_string());
+        m.set_attr(func, "numerics", Attr::Str(numerics));
+        match self.sig.deterministic {
+            Some(Some(seed)) => m.set_attr(func, "deterministic", Attr::Int(seed)),
+            Some(None) => m.set_attr(func, "deterministic", Attr::Unit),
+            None => {}
+        }
+        if !self.sig.constraints.is_empty() {
+            let constraints = self
+                .sig
+                .constraints
+                .iter()
+                .map(|c| Attr::str(c.kind.to_string()))
+                .collect();
+            m.set_attr(func, "constraints", Attr::Array(constraints));
+        }
+    }
+
+    /// The accumulate dtype of a reducing op: stated with `accumulate=`,
+    /// else the policy's, else f32 (the rule of `spec/numerics.md` when no
+    /// policy is in force and the inputs are narrower).
+    pub fn accumulate(&self, stated: Option<&Expr>) -> ScalarType {
+        if let Some(d) = stated.and_then(expr_dtype) {
+            return scalar_of(d);
+        }
+        let policy = self.sig.numerics.as_deref();
+        tessera_hir::builtins::PRESET_POLICIES
+            .iter()
+            .find(|p| Some(p.0) == policy)
+            .map_or(ScalarType::F32, |p| scalar_of(p.3))
+    }
+}
+
+/// A dtype written as an expression: `f32`, `numerics.f32` is not a thing.
+pub(crate) fn expr_dtype(e: &Expr) -> Option<DType> {
+    match &e.kind {
+        tessera_syntax::ast::ExprKind::Name(n) => DType::from_name(n),
+        _ => None,
+    }
+}
+
+pub fn scalar_of(d: DType) -> ScalarType {
+    match d {
+        DType::F64 => ScalarType::F64,
+        DType::F32 | DType::Tf32 => ScalarType::F32,
+        DType::F16 => ScalarType::F16,
+        DType::Bf16 => ScalarType::BF16,
+        DType::Fp8E4m3 => ScalarType::F8E4M3,
+        DType::Fp8E5m2 => ScalarType::F8E5M2,
+        DType::Fp4E2m1 | DType::Nvfp4 => ScalarType::F4E2M1,
+        DType::I8 => ScalarType::I8,
+        DType::I16 => ScalarType::I16,
+        DType::I32 => ScalarType::I32,
+        DType::I64 => ScalarType::I64,
+        DType::U8 => ScalarType::U8,
+        DType::U16 => ScalarType::U16,
+        DType::U32 => ScalarType::U32,
+        DType::U64 => ScalarType::U64,
+        DType::Bool => ScalarType::I1,
+    }
+}
+
+/// A dim polynomial in the IR's form; `None` for dims with an opaque part
+/// (`ceil_div(N, 256)`), which the IR has no syntax for.
+pub fn dim_of(p: &Poly) -> Option<Dim> {
+    let mut out = DimExpr::constant(0);
+    for (monomial, coeff) in p.terms() {
+        let mut term = DimExpr::constant(coeff);
+        for atom in monomial {
+            match atom {
+                Atom::Sym(s) => term = term.mul(&DimExpr::sym(s.clone())),
+                Atom::Opaque(_) => return None,
+            }
+        }
+        out = out.add(&term);
+    }
+    Some(out)
+}
+
+/// How tensors appear: values in Graph IR, memory in Tile IR.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TensorAs {
+    Value,
+    Memory,
+}
+
+fn space_of(s: Option<Space>) -> MemSpace {
+    match s {
+        Some(Space::Shared) => MemSpace::Shared,
+        Some(Space::Local | Space::Register) => MemSpace::Local,
+        Some(Space::Tmem) => MemSpace::Tmem,
+        _ => MemSpace::Global,
+    }
+}
+
+/// The IR type of a value of type `ty`; integers without a fixed width
+/// are `index` (they are indices and dims), float literals `f32`.
+pub(crate) fn ir_type(ty: &Ty, tensors: TensorAs) -> Option<Type> {
+    Some(match ty {
+        Ty::Scalar(d) => Type::Scalar(scalar_of(*d)),
+        Ty::Int => Type::INDEX,
+        Ty::Float => Type::F32,
+        Ty::Bool => Type::I1,
+        Ty::Tensor(t) => {
+            let elem = scalar_of(t.dtype?);
+            let dims = t.dims.as_ref()?.iter().map(dim_of).collect::<Option<Vec<_>>>()?;
+            match tensors {
+                TensorAs::Value => Type::tensor(dims, elem),
+                TensorAs::Memory => Type::memref(dims, elem, space_of(t.space)),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The symbols of a signature's dims, in order of first appearance.
+pub(crate) fn dim_symbols(sig: &Signature) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in &sig.params {
+        if let Ty::Tensor(t) = &p.ty {
+            for d in t.dims.iter().flatten() {
+                for s in d.symbols() {
+                    if !out.iter().any(|o| o == s) {
+                        out.push(s.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}

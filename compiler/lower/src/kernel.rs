@@ -1,0 +1,1410 @@
+//! `@kernel` functions to Tile IR: one thread's program over the block's
+//! shared memory, as the source writes it. Tensor parameters are global
+//! memrefs; dims are trailing `index` parameters (`dims`); locals that are
+//! reassigned live in `tile.local` slots (LLVM's mem2reg removes them);
+//! whole-tile operations (`tile.dot`, `tile.softmax`) work on register
+//! tiles (`tensor` values) loaded with `tile.load_tile`.
+
+use std::collections::HashMap;
+
+use tessera_hir::body::CallTarget;
+use tessera_hir::ty::Ty;
+use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
+use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind, UnaryOp};
+
+use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
+use crate::operator::literal_attr;
+
+#[derive(Clone)]
+enum Binding {
+    /// An SSA value (parameters, tiles, shared buffers, loop variables).
+    Value(ValueId),
+    /// A `tile.local` slot holding a scalar that is reassigned.
+    Slot(ValueId, Type),
+    /// A compile-time value: a cooperative group of this size.
+    Group(i64),
+}
+
+struct Lower<'c, 'a, 'm> {
+    cx: &'c mut FnCx<'a>,
+    m: &'m mut Module,
+    env: HashMap<String, Binding>,
+    /// Stages handed out to the seed's `tile.cp_async`, which names none.
+    stage: i64,
+    /// The location of the statement being lowered: ops made for it
+    /// without a span of their own (index constants, casts) get it.
+    loc: Loc,
+}
+
+pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
+    let dims = dim_symbols(cx.sig);
+    let mut inputs = Vec::new();
+    for p in &cx.sig.params {
+        match ir_type(&p.ty, TensorAs::Memory) {
+            Some(t) => inputs.push(t),
+            None => {
+                cx.unsupported(p.span, format!("parameter `{}` without a complete type", p.name));
+                return;
+            }
+        }
+    }
+    inputs.extend(dims.iter().map(|_| Type::INDEX));
+    let func = m.add_function(&cx.sig.name, &inputs, &[], cx.loc(cx.def.span));
+    cx.set_common_attrs(m, func, "kernel");
+    m.set_attr(
+        func,
+        "dims",
+        Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
+    );
+    let mutable: Vec<i64> = (0..cx.sig.params.len() as i64)
+        .filter(|&i| cx.sig.params[i as usize].mutable)
+        .collect();
+    m.set_attr(func, "mutable", Attr::ints(mutable));
+    m.set_attr(func, "block", Attr::ints(block_shape(cx)));
+    if let Some(budget) = cx.sig.shared_budget {
+        m.set_attr(func, "shared_budget", Attr::Int(budget as i64));
+    }
+    let entry = m.entry_block(func).expect("a function has a body");
+    let args = m.block_args(entry).to_vec();
+    let mut env: HashMap<String, Binding> = HashMap::new();
+    for (name, v) in cx
+        .sig
+        .params
+        .iter()
+        .map(|p| p.name.clone())
+        .chain(dims.iter().cloned())
+        .zip(args)
+    {
+        env.insert(name, Binding::Value(v));
+    }
+    let loc = cx.loc(cx.def.span);
+    let mut l = Lower {
+        cx,
+        m,
+        env,
+        stage: 0,
+        loc,
+    };
+    let body = &l.cx.def.body;
+    l.allocate_slots(entry, body);
+    l.block(entry, body);
+    l.loc = l.cx.loc(l.cx.def.span);
+    l.builder(entry).op("tile.return").build();
+}
+
+/// Threads per block: `tile[(128,)]` in the header, else 128.
+fn block_shape(cx: &FnCx<'_>) -> Vec<i64> {
+    for deco in &cx.def.decorators {
+        for clause in &deco.clauses {
+            if let ExprKind::Subscript { base, args } = &clause.kind {
+                if matches!(&base.kind, ExprKind::Name(n) if n == "tile") {
+                    if let Some(Attr::Array(items)) = args.first().and_then(|a| literal_attr(&a.value)) {
+                        let dims: Vec<i64> = items.iter().filter_map(Attr::as_int).collect();
+                        if !dims.is_empty() {
+                            return dims;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    vec![128]
+}
+
+fn binary_fn(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::FloorDiv => "floordiv",
+        BinOp::Mod => "rem",
+        BinOp::Pow => "pow",
+        BinOp::BitAnd | BinOp::And => "and",
+        BinOp::BitOr | BinOp::Or => "or",
+        BinOp::BitXor => "xor",
+        BinOp::Shl => "shl",
+        BinOp::Shr => "shr",
+        _ => return None,
+    })
+}
+
+fn cmp_pred(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Lt => "lt",
+        BinOp::Le => "le",
+        BinOp::Gt => "gt",
+        BinOp::Ge => "ge",
+        BinOp::Eq => "eq",
+        BinOp::Ne => "ne",
+        _ => return None,
+    })
+}
+
+fn kwarg<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
+    args.iter()
+        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
+        .map(|a| &a.value)
+}
+
+fn positional(args: &[Arg], index: usize) -> Option<&Expr> {
+    args.iter().filter(|a| a.name.is_none()).nth(index).map(|a| &a.value)
+}
+
+fn elem(ty: &Type) -> Option<ScalarType> {
+    match ty {
+        Type::Scalar(s) | Type::Tensor { elem: s, .. } | Type::MemRef { elem: s, .. } => Some(*s),
+        _ => None,
+    }
+}
+
+/// Names the statements of `block` itself assign (not nested blocks).
+fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
+    for stmt in &block.stmts {
+        if let StmtKind::Assign { targets, .. } = &stmt.kind {
+            for t in targets {
+                match &t.kind {
+                    ExprKind::Name(n) => out.push((n, t)),
+                    ExprKind::Tuple(items) => {
+                        for item in items {
+                            if let ExprKind::Name(n) = &item.kind {
+                                out.push((n, item));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// Names a block assigns, in order (not those bound by `for`).
+fn assigned<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Assign { targets, .. } => {
+                for t in targets {
+                    match &t.kind {
+                        ExprKind::Name(n) => out.push((n, t)),
+                        ExprKind::Tuple(names) => {
+                            for n in names {
+                                if let ExprKind::Name(name) = &n.kind {
+                                    out.push((name, n));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            StmtKind::AugAssign { target, .. } => {
+                if let ExprKind::Name(n) = &target.kind {
+                    out.push((n, target));
+                }
+            }
+            StmtKind::If { branches, orelse } => {
+                for b in branches {
+                    assigned(&b.body, out);
+                }
+                if let Some(o) = orelse {
+                    assigned(o, out);
+                }
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
+                assigned(body, out)
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'a> Lower<'_, 'a, '_> {
+    fn builder(&mut self, block: tessera_ir::BlockId) -> Builder<'_> {
+        let mut b = Builder::at_end(self.m, block);
+        b.set_loc(self.loc.clone());
+        b
+    }
+
+    /// Scalars that are assigned get a `tile.local` slot at the entry;
+    /// tiles and buffers stay SSA values.
+    fn allocate_slots(&mut self, entry: tessera_ir::BlockId, body: &'a Block) {
+        let mut names = Vec::new();
+        assigned(body, &mut names);
+        let mut once = Vec::new();
+        assigned_here(body, &mut once);
+        for &(name, at) in &names {
+            let single = names.iter().filter(|(n, _)| *n == name).count() == 1 && once.iter().any(|(n, _)| *n == name);
+            if self.env.contains_key(name) || single {
+                continue;
+            }
+            let ty = match self.cx.ty(at) {
+                Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => ir_type(t, TensorAs::Value),
+                _ => None,
+            };
+            if let Some(ty) = ty {
+                let loc = self.cx.loc(at.span);
+                let slot_ty = Type::memref(Vec::<Dim>::new(), elem(&ty).unwrap_or(ScalarType::F32), MemSpace::Local);
+                let mut b = self.builder(entry);
+                b.set_loc(loc);
+                let slot = b.op("tile.local").result(slot_ty).build_value();
+                self.env.insert(name.to_string(), Binding::Slot(slot, ty));
+            }
+        }
+    }
+
+    fn block(&mut self, block: tessera_ir::BlockId, body: &'a Block) {
+        for stmt in &body.stmts {
+            self.stmt(block, stmt);
+        }
+    }
+
+    /// Lowers `body` into a new region; SSA names bound inside it do not
+    /// outlive it.
+    fn region(&mut self, args: &[Type], body: impl FnOnce(&mut Self, tessera_ir::BlockId, &[ValueId])) -> RegionId {
+        let region = self.m.new_region(args);
+        let block = self.m.region_block(region);
+        let values = self.m.block_args(block).to_vec();
+        let saved = (self.env.clone(), self.loc.clone());
+        body(self, block, &values);
+        self.loc = saved.1.clone();
+        let mut b = self.builder(block);
+        b.op("tile.yield").build();
+        self.env = saved.0;
+        region
+    }
+
+    fn stmt(&mut self, block: tessera_ir::BlockId, stmt: &'a Stmt) {
+        let loc = self.cx.loc(stmt.span);
+        self.loc = loc.clone();
+        match &stmt.kind {
+            StmtKind::Assign { targets, value } => {
+                for target in targets {
+                    self.assign(block, target, value);
+                }
+            }
+            StmtKind::AnnAssign {
+                target,
+                value: Some(value),
+                ..
+            } => self.assign(block, target, value),
+            StmtKind::AugAssign { target, op, value } => {
+                let Some(f) = binary_fn(*op) else {
+                    self.cx.unsupported(stmt.span, format!("`{}=`", op.symbol()));
+                    return;
+                };
+                let Some(current) = self.expr(block, target) else {
+                    return;
+                };
+                let current = self.as_tile(block, target, current);
+                let ty = self.m.value_type(current).clone();
+                let Some(rhs) = self.expr(block, value) else { return };
+                let rhs = self.convert(block, rhs, &ty);
+                let mut b = self.builder(block);
+                b.set_loc(loc);
+                let result = b
+                    .op("tile.binary")
+                    .operands(&[current, rhs])
+                    .attr("fn", f)
+                    .result(ty)
+                    .build_value();
+                self.store(block, target, result);
+            }
+            StmtKind::If { branches, orelse } => self.if_chain(block, branches, orelse.as_ref()),
+            StmtKind::For { target, iter, body } => self.for_loop(block, target, iter, body, stmt),
+            StmtKind::While { cond, body } => {
+                let cond_region = self.m.new_region(&[]);
+                let cond_block = self.m.region_block(cond_region);
+                let c = self.expr(cond_block, cond);
+                let mut b = self.builder(cond_block);
+                b.set_loc(loc.clone());
+                b.op("tile.condition")
+                    .operands(&c.into_iter().collect::<Vec<_>>())
+                    .build();
+                let body_region = self.region(&[], |l, blk, _| l.block(blk, body));
+                let mut b = self.builder(block);
+                b.set_loc(loc);
+                b.op("tile.while").region(cond_region).region(body_region).build();
+            }
+            StmtKind::With { body, .. } => self.block(block, body),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {
+                let name = match &stmt.kind {
+                    StmtKind::Break => "tile.break",
+                    StmtKind::Continue => "tile.continue",
+                    _ => "tile.return",
+                };
+                let mut b = self.builder(block);
+                b.set_loc(loc);
+                b.op(name).build();
+            }
+            StmtKind::Expr(e) => {
+                self.expr(block, e);
+            }
+            StmtKind::Pass => {}
+            _ => self.cx.unsupported(stmt.span, "this statement in a kernel"),
+        }
+    }
+
+    fn assign(&mut self, block: tessera_ir::BlockId, target: &'a Expr, value: &'a Expr) {
+        match (&target.kind, &value.kind) {
+            (ExprKind::Tuple(ts), ExprKind::Tuple(vs)) if ts.len() == vs.len() => {
+                for (t, v) in ts.iter().zip(vs) {
+                    self.assign(block, t, v);
+                }
+            }
+            (ExprKind::Name(n), _) if self.is_group(value) => {
+                let size = match &value.kind {
+                    ExprKind::Call { args, .. } => kwarg(args, "size")
+                        .or_else(|| positional(args, 0))
+                        .and_then(literal_attr)
+                        .and_then(|a| a.as_int()),
+                    _ => None,
+                };
+                match size {
+                    Some(size) => {
+                        self.env.insert(n.clone(), Binding::Group(size));
+                    }
+                    None => self
+                        .cx
+                        .unsupported(value.span, "a cooperative group without a constant size"),
+                }
+            }
+            _ => {
+                if let Some(v) = self.expr(block, value) {
+                    self.store(block, target, v);
+                }
+            }
+        }
+    }
+
+    fn is_group(&self, e: &Expr) -> bool {
+        matches!(self.cx.body.calls.get(&e.span).map(|c| &c.target),
+            Some(CallTarget::Builtin(b)) if b.path == "tile.cooperative_group")
+    }
+
+    /// Writes `v` to what `target` names.
+    fn store(&mut self, block: tessera_ir::BlockId, target: &'a Expr, v: ValueId) {
+        let loc = self.cx.loc(target.span);
+        match &target.kind {
+            ExprKind::Name(n) => match self.env.get(n).cloned() {
+                Some(Binding::Slot(slot, ty)) => {
+                    let v = self.convert(block, v, &ty);
+                    let mut b = self.builder(block);
+                    b.set_loc(loc);
+                    b.op("tile.store").operands(&[v, slot]).build();
+                }
+                Some(Binding::Value(p)) if matches!(self.m.value_type(p), Type::MemRef { .. }) => {
+                    // A whole tensor parameter: `C = …` writes the whole tile.
+                    let zeros = self.zeros_index(block, p);
+                    let mut operands = vec![v, p];
+                    operands.extend(zeros);
+                    let mut b = self.builder(block);
+                    b.set_loc(loc);
+                    b.op("tile.store_tile").operands(&operands).build();
+                }
+                _ => {
+                    self.env.insert(n.clone(), Binding::Value(v));
+                }
+            },
+            ExprKind::Subscript { base, args } => {
+                let Some((mem, index, sliced)) = self.place(block, base, args) else {
+                    return;
+                };
+                let Some(elem_ty) = elem(self.m.value_type(mem)) else {
+                    return;
+                };
+                let v = if sliced {
+                    v
+                } else {
+                    self.convert(block, v, &Type::Scalar(elem_ty))
+                };
+                let mut operands = vec![v, mem];
+                operands.extend(index);
+                let mut b = self.builder(block);
+                b.set_loc(loc);
+                b.op(if sliced { "tile.store_tile" } else { "tile.store" })
+                    .operands(&operands)
+                    .build();
+            }
+            _ => self.cx.unsupported(target.span, "an assignment to this target"),
+        }
+    }
+
+    fn zeros_index(&mut self, block: tessera_ir::BlockId, mem: ValueId) -> Vec<ValueId> {
+        let rank = self.m.value_type(mem).dims().map_or(0, <[_]>::len);
+        (0..rank).map(|_| self.index_const(block, 0)).collect()
+    }
+
+    fn index_const(&mut self, block: tessera_ir::BlockId, value: i64) -> ValueId {
+        let mut b = self.builder(block);
+        b.op("tile.const")
+            .attr("value", Attr::Int(value))
+            .result(Type::INDEX)
+            .build_value()
+    }
+
+    /// The memref and index values of `base[args]`; `true` when some index
+    /// is a slice (the place is a tile, its offsets the slices' starts).
+    fn place(
+        &mut self,
+        block: tessera_ir::BlockId,
+        base: &'a Expr,
+        args: &'a [Arg],
+    ) -> Option<(ValueId, Vec<ValueId>, bool)> {
+        let mem = self.expr(block, base)?;
+        if !matches!(self.m.value_type(mem), Type::MemRef { .. }) {
+            self.cx
+                .unsupported(base.span, "indexing something that is not in memory");
+            return None;
+        }
+        let mut index = Vec::new();
+        let mut sliced = false;
+        for a in args {
+            match &a.value.kind {
+                ExprKind::Slice { lower, .. } => {
+                    sliced = true;
+                    match lower {
+                        Some(lo) => {
+                            let v = self.expr(block, lo)?;
+                            index.push(self.convert(block, v, &Type::INDEX));
+                        }
+                        None => index.push(self.index_const(block, 0)),
+                    }
+                }
+                _ => {
+                    let v = self.expr(block, &a.value)?;
+                    index.push(self.convert(block, v, &Type::INDEX));
+                }
+            }
+        }
+        // `x[:]` on a rank-2 tensor is the whole tensor: missing trailing
+        // indices start at 0.
+        let rank = self.m.value_type(mem).dims().map_or(0, <[_]>::len);
+        if sliced {
+            while index.len() < rank {
+                index.push(self.index_const(block, 0));
+            }
+        }
+        Some((mem, index, sliced))
+    }
+
+    /// Converts a scalar or tile to `ty`'s element type when it differs.
+    fn convert(&mut self, block: tessera_ir::BlockId, v: ValueId, ty: &Type) -> ValueId {
+        let from = self.m.value_type(v).clone();
+        let (Some(have), Some(want)) = (elem(&from), elem(ty)) else {
+            return v;
+        };
+        if have == want {
+            return v;
+        }
+        let to = match from {
+            Type::Tensor { dims, .. } => Type::tensor(dims, want),
+            _ => Type::Scalar(want),
+        };
+        let mut b = self.builder(block);
+        b.op("tile.cast").operand(v).result(to).build_value()
+    }
+
+    fn if_chain(
+        &mut self,
+        block: tessera_ir::BlockId,
+        branches: &'a [tessera_syntax::ast::IfBranch],
+        orelse: Option<&'a Block>,
+    ) {
+        let Some((first, rest)) = branches.split_first() else {
+            return;
+        };
+        let Some(cond) = self.expr(block, &first.cond) else {
+            return;
+        };
+        let cond = self.truth(block, cond);
+        let then = self.region(&[], |l, blk, _| l.block(blk, &first.body));
+        let otherwise = self.region(&[], |l, blk, _| {
+            if rest.is_empty() {
+                if let Some(o) = orelse {
+                    l.block(blk, o);
+                }
+            } else {
+                l.if_chain(blk, rest, orelse);
+            }
+        });
+        let loc = self.cx.loc(first.cond.span);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        b.op("tile.if").operand(cond).region(then).region(otherwise).build();
+    }
+
+    /// An `i1` from a condition value.
+    fn truth(&mut self, block: tessera_ir::BlockId, v: ValueId) -> ValueId {
+        let ty = self.m.value_type(v).clone();
+        if ty == Type::I1 {
+            return v;
+        }
+        let zero = {
+            let mut b = self.builder(block);
+            let value = if elem(&ty).is_some_and(ScalarType::is_float) {
+                Attr::Float(0.0)
+            } else {
+                Attr::Int(0)
+            };
+            b.op("tile.const").attr("value", value).result(ty).build_value()
+        };
+        let mut b = self.builder(block);
+        b.op("tile.cmp")
+            .operands(&[v, zero])
+            .attr("pred", "ne")
+            .result(Type::I1)
+            .build_value()
+    }
+
+    fn for_loop(
+        &mut self,
+        block: tessera_ir::BlockId,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a Block,
+        stmt: &'a Stmt,
+    ) {
+        let loc = self.cx.loc(stmt.span);
+        match &iter.kind {
+            ExprKind::List(items) | ExprKind::Tuple(items) => {
+                // A loop over a literal list is unrolled.
+                let ExprKind::Name(name) = &target.kind else {
+                    self.cx.unsupported(target.span, "a loop over a list with this target");
+                    return;
+                };
+                for item in items {
+                    let Some(v) = self.expr(block, item) else { return };
+                    let saved = self.env.insert(name.clone(), Binding::Value(v));
+                    self.block(block, body);
+                    match saved {
+                        Some(s) => self.env.insert(name.clone(), s),
+                        None => self.env.remove(name),
+                    };
+                }
+            }
+            ExprKind::Call { callee, args } => {
+                let path = match self.cx.body.calls.get(&iter.span).map(|c| &c.target) {
+                    Some(CallTarget::Builtin(b)) => b.path,
+                    _ => "",
+                };
+                match path {
+                    "range" => {
+                        let count = args.iter().filter(|a| a.name.is_none()).count();
+                        let mut bounds = Vec::new();
+                        for a in args.iter().filter(|a| a.name.is_none()) {
+                            let Some(v) = self.expr(block, &a.value) else { return };
+                            bounds.push(self.convert(block, v, &Type::INDEX));
+                        }
+                        let (lb, ub, step) = match count {
+                            1 => (self.index_const(block, 0), bounds[0], self.index_const(block, 1)),
+                            2 => (bounds[0], bounds[1], self.index_const(block, 1)),
+                            3 => (bounds[0], bounds[1], bounds[2]),
+                            _ => {
+                                self.cx.unsupported(iter.span, "`range` with these arguments");
+                                return;
+                            }
+                        };
+                        let ExprKind::Name(name) = &target.kind else {
+                            self.cx.unsupported(target.span, "a `range` loop with this target");
+                            return;
+                        };
+                        let name = name.clone();
+                        let region = self.region(&[Type::INDEX], |l, blk, args| {
+                            l.env.insert(name, Binding::Value(args[0]));
+                            l.block(blk, body);
+                        });
+                        let mut b = self.builder(block);
+                        b.set_loc(loc);
+                        b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
+                    }
+                    "tile.mma" => self.mma_loop(block, target, args, body, stmt),
+                    _ => self
+                        .cx
+                        .unsupported(callee.span, "a loop over this iterator in a kernel"),
+                }
+            }
+            _ => self.cx.unsupported(iter.span, "a loop over this iterator in a kernel"),
+        }
+    }
+
+    /// `for m, n, k in tile.mma(A, B, C, BM=…, BN=…, BK=…): tile.mma_sync(m, n, k)`:
+    /// the block at grid position (m, n) accumulates its BM×BN tile of
+    /// `C += A @ B` over K in BK steps, in a register tile.
+    fn mma_loop(
+        &mut self,
+        block: tessera_ir::BlockId,
+        target: &'a Expr,
+        args: &'a [Arg],
+        body: &'a Block,
+        stmt: &'a Stmt,
+    ) {
+        let loc = self.cx.loc(stmt.span);
+        let only_sync = body.stmts.iter().all(|s| match &s.kind {
+            StmtKind::Expr(e) => matches!(self.cx.body.calls.get(&e.span).map(|c| &c.target),
+                Some(CallTarget::Builtin(b)) if b.path == "tile.mma_sync"),
+            _ => false,
+        });
+        let tile = |name: &str| kwarg(args, name).and_then(literal_attr).and_then(|a| a.as_int());
+        let (Some(bm), Some(bn), Some(bk), true) = (tile("BM"), tile("BN"), tile("BK"), only_sync) else {
+            self.cx.unsupported(
+                stmt.span,
+                "a `tile.mma` loop other than `tile.mma_sync(m, n, k)` with constant BM, BN, BK",
+            );
+            return;
+        };
+        let _ = target;
+        let operands: Option<Vec<ValueId>> = (0..3)
+            .map(|i| positional(args, i).and_then(|e| self.expr(block, e)))
+            .collect();
+        let Some(operands) = operands else { return };
+        let (a, b_mem, c) = (operands[0], operands[1], operands[2]);
+        let (Some(a_elem), Some(b_elem), Some(c_elem)) = (
+            elem(self.m.value_type(a)),
+            elem(self.m.value_type(b_mem)),
+            elem(self.m.value_type(c)),
+        ) else {
+            return;
+        };
+        let k_dim = self.m.value_type(a).dims().and_then(|d| d.get(1).cloned());
+        let Some(k_dim) = k_dim else { return };
+        let k = self.dim_value(block, &k_dim, stmt);
+        let Some(k) = k else { return };
+        let acc_ty = Type::tensor([Dim::constant(bm), Dim::constant(bn)], c_elem);
+        let mut b = self.builder(block);
+        b.set_loc(loc.clone());
+        let row_block = b
+            .op("tile.block_id")
+            .attr("dim", Attr::Int(0))
+            .result(Type::INDEX)
+            .build_value();
+        let col_block = b
+            .op("tile.block_id")
+            .attr("dim", Attr::Int(1))
+            .result(Type::INDEX)
+            .build_value();
+        let bm_v = b
+            .op("tile.const")
+            .attr("value", Attr::Int(bm))
+            .result(Type::INDEX)
+            .build_value();
+        let bn_v = b
+            .op("tile.const")
+            .attr("value", Attr::Int(bn))
+            .result(Type::INDEX)
+            .build_value();
+        let row = b
+            .op("tile.binary")
+            .operands(&[row_block, bm_v])
+            .attr("fn", "mul")
+            .result(Type::INDEX)
+            .build_value();
+        let col = b
+            .op("tile.binary")
+            .operands(&[col_block, bn_v])
+            .attr("fn", "mul")
+            .result(Type::INDEX)
+            .build_value();
+        let acc_slot = b
+            .op("tile.local")
+            .result(Type::memref(
+                [Dim::constant(bm), Dim::constant(bn)],
+                c_elem,
+                MemSpace::Local,
+            ))
+            .build_value();
+        let zero = b
+            .op("tile.const")
+            .attr("value", Attr::Float(0.0))
+            .result(acc_ty.clone())
+            .build_value();
+        let z0 = b
+            .op("tile.const")
+            .attr("value", Attr::Int(0))
+            .result(Type::INDEX)
+            .build_value();
+        b.op("tile.store_tile").operands(&[zero, acc_slot, z0, z0]).build();
+        let lb = b
+            .op("tile.const")
+            .attr("value", Attr::Int(0))
+            .result(Type::INDEX)
+            .build_value();
+        let step = b
+            .op("tile.const")
+            .attr("value", Attr::Int(bk))
+            .result(Type::INDEX)
+            .build_value();
+        let acc_elem = self.cx.accumulate(kwarg(args, "accumulate"));
+        let region = self.m.new_region(&[Type::INDEX]);
+        let inner = self.m.region_block(region);
+        let kk = self.m.block_args(inner)[0];
+        let mut b = Builder::at_end(self.m, inner);
+        b.set_loc(loc.clone());
+        let a_tile = b
+            .op("tile.load_tile")
+            .operands(&[a, row, kk])
+            .result(Type::tensor([Dim::constant(bm), Dim::constant(bk)], a_elem))
+            .build_value();
+        let b_tile = b
+            .op("tile.load_tile")
+            .operands(&[b_mem, kk, col])
+            .result(Type::tensor([Dim::constant(bk), Dim::constant(bn)], b_elem))
+            .build_value();
+        let acc = b
+            .op("tile.load_tile")
+            .operands(&[acc_slot, z0, z0])
+            .result(acc_ty.clone())
+            .build_value();
+        let next = b
+            .op("tile.mma")
+            .operands(&[a_tile, b_tile, acc])
+            .attr("accumulate", Type::Scalar(acc_elem))
+            .result(acc_ty.clone())
+            .build_value();
+        b.op("tile.store_tile").operands(&[next, acc_slot, z0, z0]).build();
+        b.op("tile.yield").build();
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        b.op("tile.for").operands(&[lb, k, step]).region(region).build();
+        let acc = b
+            .op("tile.load_tile")
+            .operands(&[acc_slot, z0, z0])
+            .result(acc_ty.clone())
+            .build_value();
+        let old = b
+            .op("tile.load_tile")
+            .operands(&[c, row, col])
+            .result(acc_ty.clone())
+            .build_value();
+        let sum = b
+            .op("tile.binary")
+            .operands(&[old, acc])
+            .attr("fn", "add")
+            .result(acc_ty)
+            .build_value();
+        b.op("tile.store_tile").operands(&[sum, c, row, col]).build();
+    }
+
+    /// The run-time value of a dim expression (a dim parameter, or a
+    /// polynomial of them).
+    fn dim_value(&mut self, block: tessera_ir::BlockId, dim: &Dim, at: &Stmt) -> Option<ValueId> {
+        if let Some(c) = dim.as_const() {
+            return Some(self.index_const(block, c));
+        }
+        if let Some(Binding::Value(v)) = dim.as_sym().and_then(|s| self.env.get(s)).cloned() {
+            return Some(v);
+        }
+        let mut total: Option<ValueId> = None;
+        for (monomial, coeff) in dim.terms() {
+            let mut term = self.index_const(block, coeff);
+            for sym in monomial {
+                let Some(Binding::Value(v)) = self.env.get(sym.as_str()).cloned() else {
+                    self.cx
+                        .unsupported(at.span, format!("the dim `{sym}`, which no parameter carries"));
+                    return None;
+                };
+                let mut b = self.builder(block);
+                term = b
+                    .op("tile.binary")
+                    .operands(&[term, v])
+                    .attr("fn", "mul")
+                    .result(Type::INDEX)
+                    .build_value();
+            }
+            total = Some(match total {
+                None => term,
+                Some(t) => {
+                    let mut b = self.builder(block);
+                    b.op("tile.binary")
+                        .operands(&[t, term])
+                        .attr("fn", "add")
+                        .result(Type::INDEX)
+                        .build_value()
+                }
+            });
+        }
+        total.or_else(|| Some(self.index_const(block, 0)))
+    }
+}
+
+impl<'a> Lower<'_, 'a, '_> {
+    fn result_type(&mut self, e: &Expr) -> Option<Type> {
+        match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value)) {
+            Some(t) => Some(t),
+            None => {
+                self.cx
+                    .unsupported(e.span, "an expression whose type is not known precisely");
+                None
+            }
+        }
+    }
+
+    fn op1(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &Expr,
+        name: &str,
+        operands: &[ValueId],
+        attrs: Vec<(&str, Attr)>,
+        ty: Type,
+    ) -> ValueId {
+        let loc = self.cx.loc(e.span);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        let mut op = b.op(name).operands(operands);
+        for (k, v) in attrs {
+            op = op.attr(k, v);
+        }
+        op.result(ty).build_value()
+    }
+
+    fn op0(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &Expr,
+        name: &str,
+        operands: &[ValueId],
+        attrs: Vec<(&str, Attr)>,
+    ) {
+        let loc = self.cx.loc(e.span);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        let mut op = b.op(name).operands(operands);
+        for (k, v) in attrs {
+            op = op.attr(k, v);
+        }
+        op.build();
+    }
+
+    /// A register tile of a value: memrefs (whole parameters, shared
+    /// buffers) are loaded, tiles pass through.
+    fn as_tile(&mut self, block: tessera_ir::BlockId, e: &Expr, v: ValueId) -> ValueId {
+        match self.m.value_type(v).clone() {
+            Type::MemRef { dims, elem, .. } => {
+                let zeros = self.zeros_index(block, v);
+                let mut operands = vec![v];
+                operands.extend(zeros);
+                self.op1(block, e, "tile.load_tile", &operands, vec![], Type::tensor(dims, elem))
+            }
+            _ => v,
+        }
+    }
+
+    fn expr(&mut self, block: tessera_ir::BlockId, e: &'a Expr) -> Option<ValueId> {
+        match &e.kind {
+            ExprKind::Paren(inner) => self.expr(block, inner),
+            ExprKind::Name(n) => match self.env.get(n).cloned() {
+                Some(Binding::Value(v)) => Some(v),
+                Some(Binding::Slot(slot, ty)) => Some(self.op1(block, e, "tile.load", &[slot], vec![], ty)),
+                _ => {
+                    self.cx.unsupported(e.span, format!("the name `{n}` here"));
+                    None
+                }
+            },
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
+                let ty = self.result_type(e)?;
+                let value = match (&e.kind, ScalarType::is_float(elem(&ty)?)) {
+                    (ExprKind::Bool(b), _) => Attr::Int(*b as i64),
+                    (ExprKind::Int(i), true) => Attr::Float(*i as f64),
+                    (ExprKind::Int(i), false) => Attr::Int(i64::try_from(*i).ok()?),
+                    (ExprKind::Float(f), _) => Attr::Float(f.get()),
+                    _ => return None,
+                };
+                Some(self.op1(block, e, "tile.const", &[], vec![("value", value)], ty))
+            }
+            ExprKind::Unary { op, operand } => {
+                let x = self.expr(block, operand)?;
+                let ty = self.m.value_type(x).clone();
+                let f = match op {
+                    UnaryOp::Neg => "neg",
+                    UnaryOp::Not | UnaryOp::Invert => "not",
+                    UnaryOp::Pos => return Some(x),
+                };
+                Some(self.op1(block, e, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.expr(block, lhs)?;
+                let b = self.expr(block, rhs)?;
+                if let Some(pred) = cmp_pred(*op) {
+                    let ty = self.m.value_type(a).clone();
+                    let b = self.convert(block, b, &ty);
+                    return Some(self.op1(block, e, "tile.cmp", &[a, b], vec![("pred", Attr::str(pred))], Type::I1));
+                }
+                let Some(f) = binary_fn(*op) else {
+                    self.cx
+                        .unsupported(e.span, format!("the operator `{}` in a kernel", op.symbol()));
+                    return None;
+                };
+                let ty = self.result_type(e)?;
+                let (a, b) = if let Type::Tensor { dims, .. } = &ty {
+                    let a = self.as_tile(block, lhs, a);
+                    let b = self.as_tile(block, rhs, b);
+                    (self.broadcast(block, e, a, dims), self.broadcast(block, e, b, dims))
+                } else {
+                    (a, b)
+                };
+                let a = self.convert(block, a, &ty);
+                let b = self.convert(block, b, &ty);
+                Some(self.op1(block, e, "tile.binary", &[a, b], vec![("fn", Attr::str(f))], ty))
+            }
+            ExprKind::IfElse { cond, then, orelse } => {
+                let c = self.expr(block, cond)?;
+                let c = self.truth(block, c);
+                let a = self.expr(block, then)?;
+                let b = self.expr(block, orelse)?;
+                let ty = self.m.value_type(a).clone();
+                Some(self.op1(block, e, "tile.select", &[c, a, b], vec![], ty))
+            }
+            ExprKind::Subscript { base, args } => {
+                let (mem, index, sliced) = self.place(block, base, args)?;
+                let mut operands = vec![mem];
+                operands.extend(index);
+                if sliced {
+                    let ty = self.result_type(e)?;
+                    Some(self.op1(block, e, "tile.load_tile", &operands, vec![], ty))
+                } else {
+                    let ty = Type::Scalar(elem(self.m.value_type(mem))?);
+                    Some(self.op1(block, e, "tile.load", &operands, vec![], ty))
+                }
+            }
+            ExprKind::Attr { base, name } if name.name == "T" => {
+                let x = self.expr(block, base)?;
+                let x = self.as_tile(block, base, x);
+                let ty = self.result_type(e)?;
+                Some(self.op1(block, e, "tile.transpose", &[x], vec![("perm", Attr::ints([1, 0]))], ty))
+            }
+            ExprKind::Call { callee, args } => self.call(block, e, callee, args),
+            _ => {
+                self.cx.unsupported(e.span, "this expression in a kernel");
+                None
+            }
+        }
+    }
+
+    /// `v` broadcast to a tile of `dims` (NumPy rules), when its shape differs.
+    fn broadcast(&mut self, block: tessera_ir::BlockId, e: &Expr, v: ValueId, dims: &[Dim]) -> ValueId {
+        let ty = self.m.value_type(v).clone();
+        if ty.dims() == Some(dims) {
+            return v;
+        }
+        let Some(elem_ty) = elem(&ty) else { return v };
+        self.op1(
+            block,
+            e,
+            "tile.broadcast",
+            &[v],
+            vec![],
+            Type::tensor(dims.to_vec(), elem_ty),
+        )
+    }
+
+    fn arg_value(
+        &mut self,
+        block: tessera_ir::BlockId,
+        args: &'a [Arg],
+        index: usize,
+        name: &str,
+        at: &Expr,
+    ) -> Option<ValueId> {
+        match kwarg(args, name).or_else(|| positional(args, index)) {
+            Some(x) => self.expr(block, x),
+            None => {
+                self.cx
+                    .unsupported(at.span, format!("a call without its `{name}` argument"));
+                None
+            }
+        }
+    }
+
+    fn id(&mut self, block: tessera_ir::BlockId, e: &Expr, name: &str) -> ValueId {
+        let attrs =
+            if name.ends_with("_id") && !name.contains("lane") && !name.contains("warp") || name.ends_with("_dim") {
+                vec![("dim", Attr::Int(0))]
+            } else {
+                vec![]
+            };
+        self.op1(block, e, name, &[], attrs, Type::INDEX)
+    }
+
+    fn call(&mut self, block: tessera_ir::BlockId, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
+        // Methods of compile-time values: `g.sync()`, `g.thread_rank()`.
+        if let ExprKind::Attr { base, name } = &callee.kind {
+            if let ExprKind::Name(n) = &base.kind {
+                if let Some(Binding::Group(size)) = self.env.get(n).cloned() {
+                    return match name.name.as_str() {
+                        "sync" => {
+                            self.op0(
+                                block,
+                                e,
+                                "tile.barrier",
+                                &[],
+                                vec![("scope", Attr::str("group")), ("size", Attr::Int(size))],
+                            );
+                            None
+                        }
+                        "thread_rank" => {
+                            let t = self.id(block, e, "tile.thread_id");
+                            let s = self.op1(
+                                block,
+                                e,
+                                "tile.const",
+                                &[],
+                                vec![("value", Attr::Int(size))],
+                                Type::INDEX,
+                            );
+                            Some(self.op1(
+                                block,
+                                e,
+                                "tile.binary",
+                                &[t, s],
+                                vec![("fn", Attr::str("rem"))],
+                                Type::INDEX,
+                            ))
+                        }
+                        _ => {
+                            self.cx.unsupported(e.span, format!("the group method `{}`", name.name));
+                            None
+                        }
+                    };
+                }
+            }
+        }
+        let path = match self.cx.body.calls.get(&e.span).map(|c| c.target.clone()) {
+            Some(CallTarget::Builtin(b)) => b.path,
+            Some(CallTarget::Function { name, .. }) => {
+                self.cx.unsupported(
+                    e.span,
+                    format!("a call of `{name}` from a kernel (device functions come later)"),
+                );
+                return None;
+            }
+            None => {
+                self.cx
+                    .unsupported(callee.span, "a call of something that is not a function");
+                return None;
+            }
+        };
+        match path {
+            "launch.thread_id" => {
+                let t = self.id(block, e, "tile.thread_id");
+                let bid = self.id(block, e, "tile.block_id");
+                let bdim = self.id(block, e, "tile.block_dim");
+                let base = self.op1(
+                    block,
+                    e,
+                    "tile.binary",
+                    &[bid, bdim],
+                    vec![("fn", Attr::str("mul"))],
+                    Type::INDEX,
+                );
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.binary",
+                    &[base, t],
+                    vec![("fn", Attr::str("add"))],
+                    Type::INDEX,
+                ))
+            }
+            "tile_linear_id" => Some(self.id(block, e, "tile.thread_id")),
+            "group_linear_id" | "launch.block_id" => Some(self.id(block, e, "tile.block_id")),
+            "group_tile_count" | "launch.block_dim" => Some(self.id(block, e, "tile.block_dim")),
+            "tile.lane_id" => Some(self.id(block, e, "tile.lane_id")),
+            "tile.warp_id" => Some(self.id(block, e, "tile.warp_id")),
+            "tbarrier" | "tile.barrier" => {
+                self.op0(block, e, "tile.barrier", &[], vec![("scope", Attr::str("block"))]);
+                None
+            }
+            "tshared.alloc" | "tile.alloc_shared" => {
+                let Some(Ty::Tensor(t)) = self.cx.ty(e) else {
+                    self.cx.unsupported(e.span, "a shared buffer without a known shape");
+                    return None;
+                };
+                let dims = t
+                    .dims
+                    .as_ref()
+                    .and_then(|d| d.iter().map(dim_of).collect::<Option<Vec<_>>>());
+                let (Some(dims), Some(dtype)) = (dims, t.dtype) else {
+                    self.cx.unsupported(e.span, "a shared buffer without a known shape");
+                    return None;
+                };
+                let mut attrs = Vec::new();
+                if let Some(Attr::Int(s)) = kwarg(args, "swizzle").and_then(literal_attr) {
+                    attrs.push(("swizzle", Attr::Int(s)));
+                }
+                if let Some(Attr::Int(p)) = kwarg(args, "bank_pad").and_then(literal_attr) {
+                    attrs.push(("bank_pad", Attr::Int(p)));
+                }
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.alloc_shared",
+                    &[],
+                    attrs,
+                    Type::memref(dims, scalar_of(dtype), MemSpace::Shared),
+                ))
+            }
+            "tile.zeros" => {
+                let ty = self.result_type(e)?;
+                Some(self.op1(block, e, "tile.const", &[], vec![("value", Attr::Float(0.0))], ty))
+            }
+            "atomic_add" | "tile.atomic_add" => {
+                let target = kwarg(args, "target").or_else(|| positional(args, 0))?;
+                let ExprKind::Subscript { base, args: index_args } = &target.kind else {
+                    self.cx
+                        .unsupported(target.span, "an atomic on something other than an element");
+                    return None;
+                };
+                let (mem, index, _) = self.place(block, base, index_args)?;
+                let elem_ty = Type::Scalar(elem(self.m.value_type(mem))?);
+                let v = self.arg_value(block, args, 1, "value", e)?;
+                let v = self.convert(block, v, &elem_ty);
+                let mut operands = vec![mem];
+                operands.extend(index);
+                operands.push(v);
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.atomic",
+                    &operands,
+                    vec![("kind", Attr::str("add"))],
+                    elem_ty,
+                ))
+            }
+            "tile.warp_shuffle_down" | "tile.warp_shuffle_xor" => {
+                let v = self.arg_value(block, args, 0, "value", e)?;
+                let delta = self.arg_value(
+                    block,
+                    args,
+                    1,
+                    if path.ends_with("down") { "offset" } else { "mask" },
+                    e,
+                )?;
+                let delta = self.convert(block, delta, &Type::I32);
+                let ty = self.m.value_type(v).clone();
+                let mode = if path.ends_with("down") { "down" } else { "xor" };
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.shuffle",
+                    &[v, delta],
+                    vec![("mode", Attr::str(mode)), ("width", Attr::Int(32))],
+                    ty,
+                ))
+            }
+            "tile.vote_any" | "tile.vote_all" => {
+                let p = self.arg_value(block, args, 0, "predicate", e)?;
+                let p = self.truth(block, p);
+                let mode = if path.ends_with("any") { "any" } else { "all" };
+                Some(self.op1(block, e, "tile.vote", &[p], vec![("mode", Attr::str(mode))], Type::I1))
+            }
+            "tile.dot" => {
+                let a = self.arg_value(block, args, 0, "a", e)?;
+                let a = self.as_tile(block, e, a);
+                let b = self.arg_value(block, args, 1, "b", e)?;
+                let b = self.as_tile(block, e, b);
+                let ty = self.result_type(e)?;
+                let acc_elem = self.cx.accumulate(kwarg(args, "accumulate"));
+                let acc_ty = match &ty {
+                    Type::Tensor { dims, .. } => Type::tensor(dims.clone(), acc_elem),
+                    other => other.clone(),
+                };
+                let zero = self.op1(
+                    block,
+                    e,
+                    "tile.const",
+                    &[],
+                    vec![("value", Attr::Float(0.0))],
+                    acc_ty.clone(),
+                );
+                let product = self.op1(
+                    block,
+                    e,
+                    "tile.mma",
+                    &[a, b, zero],
+                    vec![("accumulate", Attr::Type(Type::Scalar(acc_elem)))],
+                    acc_ty,
+                );
+                Some(self.convert(block, product, &ty))
+            }
+            "tile.relu" | "tile.exp" | "exp" | "sqrt" | "log" | "tanh" | "abs" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let x = if matches!(ty, Type::Tensor { .. }) {
+                    self.as_tile(block, e, x)
+                } else {
+                    x
+                };
+                let f = path.trim_start_matches("tile.");
+                Some(self.op1(block, e, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
+            }
+            "min" | "max" => {
+                let ty = self.result_type(e)?;
+                let a = self.arg_value(block, args, 0, "a", e)?;
+                let b = self.arg_value(block, args, 1, "b", e)?;
+                let a = self.convert(block, a, &ty);
+                let b = self.convert(block, b, &ty);
+                Some(self.op1(block, e, "tile.binary", &[a, b], vec![("fn", Attr::str(path))], ty))
+            }
+            "ceil_div" => {
+                let a = self.arg_value(block, args, 0, "a", e)?;
+                let b = self.arg_value(block, args, 1, "b", e)?;
+                let ty = self.m.value_type(a).clone();
+                let b = self.convert(block, b, &ty);
+                let one = self.op1(block, e, "tile.const", &[], vec![("value", Attr::Int(1))], ty.clone());
+                let sum = self.op1(
+                    block,
+                    e,
+                    "tile.binary",
+                    &[a, b],
+                    vec![("fn", Attr::str("add"))],
+                    ty.clone(),
+                );
+                let top = self.op1(
+                    block,
+                    e,
+                    "tile.binary",
+                    &[sum, one],
+                    vec![("fn", Attr::str("sub"))],
+                    ty.clone(),
+                );
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.binary",
+                    &[top, b],
+                    vec![("fn", Attr::str("floordiv"))],
+                    ty,
+                ))
+            }
+            "cast" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let rounding = kwarg(args, "rounding")
+                    .and_then(literal_attr)
+                    .unwrap_or(Attr::str("nearest_even"));
+                Some(self.op1(block, e, "tile.cast", &[x], vec![("rounding", rounding)], ty))
+            }
+            "tile.softmax" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let x = self.as_tile(block, e, x);
+                let ty = self.result_type(e)?;
+                let axis = kwarg(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
+                let acc = self.cx.accumulate(kwarg(args, "accumulate"));
+                let mut attrs = vec![("axis", axis), ("accumulate", Attr::Type(Type::Scalar(acc)))];
+                if self.cx.sig.deterministic.is_some() {
+                    attrs.push(("order", Attr::str("tree")));
+                }
+                Some(self.op1(block, e, "tile.softmax", &[x], attrs, ty))
+            }
+            "tile.sum" | "tile.reduce" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let x = self.as_tile(block, e, x);
+                let ty = self.result_type(e)?;
+                let kind = match kwarg(args, "op").and_then(literal_attr) {
+                    Some(Attr::Str(k)) => k,
+                    _ => "sum".to_string(),
+                };
+                let axis = kwarg(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
+                let ordered = self.cx.info.tree_reductions.contains(&e.span)
+                    || kwarg(args, "order").and_then(literal_attr) == Some(Attr::str("tree"));
+                let order = if ordered { "tree" } else { "any" };
+                Some(self.op1(
+                    block,
+                    e,
+                    "tile.reduce",
+                    &[x],
+                    vec![("kind", Attr::Str(kind)), ("axis", axis), ("order", Attr::str(order))],
+                    ty,
+                ))
+            }
+            "tile.cp_async" | "tile.async_copy" => self.async_copy(block, e, path, args),
+            "tile.wait_async" => {
+                let stage = kwarg(args, "stage")
+                    .or_else(|| positional(args, 0))
+                    .and_then(literal_attr)
+                    .and_then(|a| a.as_int());
+                let Some(stage) = stage else {
+                    self.cx.unsupported(e.span, "a wait for a stage that is not a constant");
+                    return None;
+                };
+                self.op0(block, e, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+                None
+            }
+            "rng.uniform" | "rng.normal" => {
+                let ty = self.result_type(e)?;
+                let dist = if path.ends_with("uniform") { "uniform" } else { "normal" };
+                let mut attrs = vec![("dist", Attr::str(dist))];
+                if let Some(ExprKind::Name(s)) = kwarg(args, "stream").map(|s| &s.kind) {
+                    attrs.push(("stream", Attr::Str(s.clone())));
+                }
+                Some(self.op1(block, e, "tile.rng", &[], attrs, ty))
+            }
+            _ => {
+                self.cx.unsupported(e.span, format!("`{path}` in a kernel"));
+                None
+            }
+        }
+    }
+
+    /// `tile.cp_async(src)` (a fresh shared buffer), `tile.cp_async(dst,
+    /// src)` and `tile.async_copy(dst, src, stage=s)`: an asynchronous copy
+    /// of the source tile into shared memory. The seed forms complete by
+    /// the next barrier; they are waited for at once, which is the same
+    /// for the program and keeps each stage unique.
+    fn async_copy(&mut self, block: tessera_ir::BlockId, e: &'a Expr, path: &str, args: &'a [Arg]) -> Option<ValueId> {
+        let positional_count = args.iter().filter(|a| a.name.is_none()).count();
+        let (dst_expr, src_expr) = match (path, positional_count) {
+            ("tile.cp_async", 1) => (None, positional(args, 0)?),
+            _ => (
+                Some(kwarg(args, "dst").or_else(|| positional(args, 0))?),
+                kwarg(args, "src").or_else(|| positional(args, 1))?,
+            ),
+        };
+        let (src, offsets) = match &src_expr.kind {
+            ExprKind::Subscript { base, args: index } => {
+                let (mem, offsets, _) = self.place(block, base, index)?;
+                (mem, offsets)
+            }
+            _ => {
+                let mem = self.expr(block, src_expr)?;
+                let zeros = self.zeros_index(block, mem);
+                (mem, zeros)
+            }
+        };
+        let dst = match dst_expr {
+            Some(d) => self.expr(block, d)?,
+            None => {
+                let Some(Ty::Tensor(t)) = self.cx.ty(src_expr) else {
+                    self.cx
+                        .unsupported(src_expr.span, "a copy of a tile without a known shape");
+                    return None;
+                };
+                let dims = t
+                    .dims
+                    .as_ref()
+                    .and_then(|d| d.iter().map(dim_of).collect::<Option<Vec<_>>>())?;
+                let ty = Type::memref(dims, scalar_of(t.dtype?), MemSpace::Shared);
+                self.op1(block, e, "tile.alloc_shared", &[], vec![], ty)
+            }
+        };
+        let explicit_stage = kwarg(args, "stage").and_then(literal_attr).and_then(|a| a.as_int());
+        let stage = explicit_stage.unwrap_or_else(|| {
+            self.stage += 1;
+            self.stage + 99
+        });
+        let mut operands = vec![dst, src];
+        operands.extend(offsets);
+        self.op0(
+            block,
+            e,
+            "tile.async_copy",
+            &operands,
+            vec![("stage", Attr::Int(stage))],
+        );
+        if explicit_stage.is_none() {
+            self.op0(block, e, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+        }
+        Some(dst)
+    }
+}

@@ -1,0 +1,90 @@
+//! From the checked program to the first IR layers: operator-level
+//! functions become Graph IR (`graph.*` ops on tensors), `@kernel`
+//! functions become Tile IR directly (`tile.*` ops: thread mapping, memory,
+//! synchronization, loops). Host functions (`main`, functions that launch
+//! kernels or create tensors) are not device code and are not lowered: the
+//! runtime runs them.
+//!
+//! Lowering runs only on a program that checked clean, so every type and
+//! call it reads was resolved by `tessera-hir`. What the IR layers cannot
+//! express yet is reported as E0903 at the construct, never dropped.
+
+mod cx;
+mod kernel;
+mod operator;
+
+use tessera_diagnostics::Diagnostic;
+use tessera_hir::body::CallTarget;
+use tessera_hir::builtins::Context;
+use tessera_hir::db::{self, Db, FnId, SourceFile};
+use tessera_hir::signature::FnKind;
+use tessera_ir::{Attr, Module};
+
+pub use cx::{dim_of, scalar_of};
+
+/// What a function becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FnRole {
+    /// Tile IR, launched by the host.
+    Kernel,
+    /// Graph IR, scheduled into kernels by the compiler.
+    Operator,
+    /// Run by the runtime on the host; not lowered.
+    Host,
+}
+
+/// The role of a function of `file`.
+pub fn role(db: &dyn Db, file: SourceFile, name: &str) -> FnRole {
+    let func = FnId::new(db, file, name.to_string());
+    let sig = db::signature(db, func);
+    if sig.kind == FnKind::Kernel {
+        return FnRole::Kernel;
+    }
+    let info = db::infer(db, func);
+    let host = name == "main"
+        || sig.is_test
+        || info.calls.iter().any(|c| {
+            c.launched
+                || matches!(&c.target, CallTarget::Builtin(b)
+                    if b.context == Context::Host && b.namespace() != Some("dist"))
+        });
+    if host {
+        FnRole::Host
+    } else {
+        FnRole::Operator
+    }
+}
+
+/// Lowers the functions of a checked file into one module: operator
+/// functions in Graph IR, kernels in Tile IR. The module's `target` is the
+/// database's.
+pub fn lower_file(db: &dyn Db, file: SourceFile) -> Result<Module, Vec<Diagnostic>> {
+    let path = file.path(db).clone();
+    let stem = path
+        .rsplit('/')
+        .next()
+        .unwrap_or(&path)
+        .trim_end_matches(".tsr")
+        .replace(['-', '.', ' '], "_");
+    let mut module = Module::new(Some(&stem));
+    let target = db.workspace().options(db).target;
+    module.attrs.insert("target".into(), Attr::str(target.name()));
+    let effects = tessera_hir::effect_check::inferred_effects(db, file);
+    let mut errors = Vec::new();
+    for name in &db::item_tree(db, file).functions {
+        let func = FnId::new(db, file, name.clone());
+        let Some(def) = db::fn_ast(db, func) else { continue };
+        let mut cx = cx::FnCx::new(db, func, def, effects.get(name).copied().unwrap_or_default());
+        match role(db, file, name) {
+            FnRole::Kernel => kernel::lower(&mut cx, &mut module),
+            FnRole::Operator => operator::lower(&mut cx, &mut module),
+            FnRole::Host => {}
+        }
+        errors.extend(cx.errors);
+    }
+    if errors.is_empty() {
+        Ok(module)
+    } else {
+        Err(errors)
+    }
+}

@@ -1,0 +1,538 @@
+//! Operator-level functions to Graph IR: straight-line tensor code, one
+//! `graph.*` op per operation, with the shapes inference found. Effects are
+//! ordered by a chain of `!token` values.
+
+use std::collections::HashMap;
+
+use tessera_hir::body::CallTarget;
+use tessera_hir::ty::Ty;
+use tessera_ir::{Attr, Builder, Module, ScalarType, Type, ValueId};
+use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
+
+use crate::cx::{ir_type, FnCx, TensorAs};
+
+struct Lower<'c, 'a, 'm> {
+    cx: &'c mut FnCx<'a>,
+    b: Builder<'m>,
+    env: HashMap<String, ValueId>,
+    /// Compile-time values: meshes, policies (used as attributes).
+    meta: HashMap<String, &'a Expr>,
+    token: Option<ValueId>,
+}
+
+pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
+    let mut inputs = Vec::new();
+    for p in &cx.sig.params {
+        match ir_type(&p.ty, TensorAs::Value) {
+            Some(t) => inputs.push(t),
+            None => {
+                cx.unsupported(p.span, format!("parameter `{}` without a complete type", p.name));
+                return;
+            }
+        }
+    }
+    let results = match &cx.sig.ret {
+        Ty::None | Ty::Unknown => Vec::new(),
+        ty => match ir_type(ty, TensorAs::Value) {
+            Some(t) => vec![t],
+            None => {
+                cx.unsupported(
+                    cx.sig.ret_span.unwrap_or(cx.sig.name_span),
+                    "a return type that is not a tensor or scalar",
+                );
+                return;
+            }
+        },
+    };
+    let func = m.add_function(&cx.sig.name, &inputs, &results, cx.loc(cx.def.span));
+    cx.set_common_attrs(m, func, "operator");
+    let entry = m.entry_block(func).expect("a function has a body");
+    let args = m.block_args(entry).to_vec();
+    let env = cx.sig.params.iter().map(|p| p.name.clone()).zip(args).collect();
+    let mut l = Lower {
+        cx,
+        b: Builder::at_end(m, entry),
+        env,
+        meta: HashMap::new(),
+        token: None,
+    };
+    if !l.cx.effects.is_pure() {
+        l.b.set_loc(l.cx.loc(l.cx.def.name.span));
+        l.token = Some(l.b.op("graph.entry_token").result(Type::Token).build_value());
+    }
+    let def = l.cx.def;
+    let mut returned = false;
+    for stmt in &def.body.stmts {
+        l.b.set_loc(l.cx.loc(stmt.span));
+        match &stmt.kind {
+            StmtKind::Assign { targets, value } if targets.len() == 1 => {
+                let ExprKind::Name(name) = &targets[0].kind else {
+                    l.cx.unsupported(targets[0].span, "an assignment to something other than a name");
+                    continue;
+                };
+                if l.is_meta(value) {
+                    l.meta.insert(name.clone(), value);
+                } else if let Some(v) = l.expr(value, None) {
+                    l.env.insert(name.clone(), v);
+                }
+            }
+            StmtKind::Return(value) => {
+                let mut values: Vec<ValueId> = match value {
+                    Some(e) => l.expr(e, None).into_iter().collect(),
+                    None => Vec::new(),
+                };
+                // A result the checker lets widen to the declared type is
+                // converted explicitly.
+                if let ([v], [declared]) = (values.as_mut_slice(), results.as_slice()) {
+                    if l.b.value_type(*v) != declared {
+                        *v =
+                            l.b.op("graph.cast")
+                                .operand(*v)
+                                .attr("rounding", "nearest_even")
+                                .result(declared.clone())
+                                .build_value();
+                    }
+                }
+                l.b.op("graph.return").operands(&values).build();
+                returned = true;
+                break;
+            }
+            StmtKind::Expr(e) => {
+                l.expr(e, None);
+            }
+            StmtKind::Pass => {}
+            StmtKind::For { .. } | StmtKind::While { .. } => {
+                l.cx.unsupported(stmt.span, "a loop in an operator-level function")
+            }
+            StmtKind::If { .. } => l.cx.unsupported(stmt.span, "a branch in an operator-level function"),
+            _ => {
+                l.cx.unsupported(stmt.span, "this statement in an operator-level function")
+            }
+        }
+    }
+    if !returned {
+        l.b.op("graph.return").build();
+    }
+}
+
+fn arg<'e>(args: &'e [Arg], index: usize, name: &str) -> Option<&'e Expr> {
+    args.iter()
+        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
+        .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(index))
+        .map(|a| &a.value)
+}
+
+fn keyword<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
+    args.iter()
+        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
+        .map(|a| &a.value)
+}
+
+/// A literal as an attribute: ints, floats, strings, booleans and tuples
+/// or lists of them.
+pub(crate) fn literal_attr(e: &Expr) -> Option<Attr> {
+    Some(match &e.kind {
+        ExprKind::Int(i) => Attr::Int(i64::try_from(*i).ok()?),
+        ExprKind::Float(f) => Attr::Float(f.get()),
+        ExprKind::Str(s) => Attr::Str(s.clone()),
+        ExprKind::Bool(b) => Attr::Bool(*b),
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            operand,
+        } => match literal_attr(operand)? {
+            Attr::Int(i) => Attr::Int(-i),
+            Attr::Float(f) => Attr::Float(-f),
+            _ => return None,
+        },
+        ExprKind::Tuple(items) | ExprKind::List(items) => {
+            Attr::Array(items.iter().map(literal_attr).collect::<Option<Vec<_>>>()?)
+        }
+        ExprKind::Paren(inner) => literal_attr(inner)?,
+        _ => return None,
+    })
+}
+
+fn elementwise_fn(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::Pow => "pow",
+        _ => return None,
+    })
+}
+
+impl<'a> Lower<'_, 'a, '_> {
+    /// Values that exist only at compile time: meshes, policies, streams.
+    fn is_meta(&self, e: &Expr) -> bool {
+        !matches!(
+            self.cx.ty(e),
+            Some(Ty::Tensor(_) | Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)
+        )
+    }
+
+    /// The type of `e`'s value; called once its operands are lowered, it
+    /// also points the builder at `e`, for the op about to be made.
+    fn result_type(&mut self, e: &Expr) -> Option<Type> {
+        self.b.set_loc(self.cx.loc(e.span));
+        match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value)) {
+            Some(t) => Some(t),
+            None => {
+                self.cx
+                    .unsupported(e.span, "an expression whose type is not a tensor or scalar");
+                None
+            }
+        }
+    }
+
+    /// Lowers `e`; `scalar` is the element type a literal takes (the other
+    /// operand's), so that `x * 2.0` on bf16 multiplies by a bf16 constant.
+    fn expr(&mut self, e: &'a Expr, scalar: Option<ScalarType>) -> Option<ValueId> {
+        self.b.set_loc(self.cx.loc(e.span));
+        match &e.kind {
+            ExprKind::Paren(inner) => self.expr(inner, scalar),
+            ExprKind::Name(n) => match self.env.get(n) {
+                Some(&v) => Some(v),
+                None => {
+                    self.cx.unsupported(e.span, format!("the name `{n}` here"));
+                    None
+                }
+            },
+            ExprKind::Int(_) | ExprKind::Float(_) => {
+                let value = literal_attr(e)?;
+                let ty = match (scalar, &value) {
+                    (Some(s), _) => Type::Scalar(s),
+                    (None, Attr::Int(_)) => Type::I64,
+                    (None, _) => Type::F32,
+                };
+                let value = match (&ty, value) {
+                    (Type::Scalar(s), Attr::Int(i)) if s.is_float() => Attr::Float(i as f64),
+                    (_, v) => v,
+                };
+                Some(
+                    self.b
+                        .op("graph.constant")
+                        .attr("value", value)
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand,
+            } => {
+                let x = self.expr(operand, scalar)?;
+                let ty = self.result_type(e)?;
+                Some(self.elementwise("neg", &[x], ty))
+            }
+            ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
+            ExprKind::Call { callee, args } => self.call(e, callee, args),
+            _ => {
+                self.cx
+                    .unsupported(e.span, "this expression in an operator-level function");
+                None
+            }
+        }
+    }
+
+    fn elem_of(&self, e: &Expr) -> Option<ScalarType> {
+        match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value))? {
+            Type::Scalar(s) => Some(s),
+            Type::Tensor { elem, .. } => Some(elem),
+            _ => None,
+        }
+    }
+
+    fn elementwise(&mut self, f: &str, operands: &[ValueId], ty: Type) -> ValueId {
+        self.b
+            .op("graph.elementwise")
+            .operands(operands)
+            .attr("fn", f)
+            .result(ty)
+            .build_value()
+    }
+
+    fn binary(&mut self, e: &'a Expr, op: BinOp, lhs: &'a Expr, rhs: &'a Expr) -> Option<ValueId> {
+        if op == BinOp::MatMul {
+            let a = self.expr(lhs, None)?;
+            let b = self.expr(rhs, None)?;
+            let ty = self.result_type(e)?;
+            let acc = self.cx.accumulate(None);
+            return Some(
+                self.b
+                    .op("graph.matmul")
+                    .operands(&[a, b])
+                    .attr("accumulate", Type::Scalar(acc))
+                    .result(ty)
+                    .build_value(),
+            );
+        }
+        let Some(f) = elementwise_fn(op) else {
+            self.cx
+                .unsupported(e.span, format!("the operator `{}` on tensors", op.symbol()));
+            return None;
+        };
+        let elem = self.elem_of(e);
+        let a = self.expr(lhs, elem)?;
+        let b = self.expr(rhs, elem)?;
+        let ty = self.result_type(e)?;
+        Some(self.elementwise(f, &[a, b], ty))
+    }
+
+    fn call(&mut self, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
+        let target = self.cx.body.calls.get(&e.span).map(|c| c.target.clone());
+        match target {
+            Some(CallTarget::Builtin(b)) => self.builtin(e, b.path, args),
+            Some(CallTarget::Function { name, .. }) => {
+                let mut operands = Vec::new();
+                for a in args {
+                    operands.push(self.expr(&a.value, None)?);
+                }
+                let results: Vec<Type> = match self.cx.ty(e) {
+                    Some(Ty::None) | None => Vec::new(),
+                    Some(_) => vec![self.result_type(e)?],
+                };
+                let op = self
+                    .b
+                    .op("graph.call")
+                    .operands(&operands)
+                    .attr("callee", Attr::Symbol(name))
+                    .results(results)
+                    .build();
+                self.b.results(op).first().copied()
+            }
+            None => {
+                self.cx
+                    .unsupported(callee.span, "a call of something that is not a function");
+                None
+            }
+        }
+    }
+
+    fn operand(&mut self, args: &'a [Arg], index: usize, name: &str, at: &Expr) -> Option<ValueId> {
+        match arg(args, index, name) {
+            Some(x) => self.expr(x, None),
+            None => {
+                self.cx
+                    .unsupported(at.span, format!("a call without its `{name}` argument"));
+                None
+            }
+        }
+    }
+
+    fn builtin(&mut self, e: &'a Expr, path: &str, args: &'a [Arg]) -> Option<ValueId> {
+        let unary = |f: &'static str| Some(f);
+        let elementwise_unary = match path {
+            "op.relu" => unary("relu"),
+            "op.gelu" => unary("gelu"),
+            "exp" => unary("exp"),
+            "log" => unary("log"),
+            "sqrt" => unary("sqrt"),
+            "tanh" => unary("tanh"),
+            "abs" => unary("abs"),
+            _ => None,
+        };
+        if let Some(f) = elementwise_unary {
+            let x = self.operand(args, 0, "x", e)?;
+            let ty = self.result_type(e)?;
+            return Some(self.elementwise(f, &[x], ty));
+        }
+        match path {
+            "op.add" | "op.mul" | "min" | "max" => {
+                let f = match path {
+                    "op.add" => "add",
+                    "op.mul" => "mul",
+                    "min" => "min",
+                    _ => "max",
+                };
+                let elem = self.elem_of(e);
+                let a = self.expr(arg(args, 0, "a")?, elem)?;
+                let b = self.expr(arg(args, 1, "b")?, elem)?;
+                let ty = self.result_type(e)?;
+                Some(self.elementwise(f, &[a, b], ty))
+            }
+            "op.matmul" => {
+                let a = self.operand(args, 0, "a", e)?;
+                let b = self.operand(args, 1, "b", e)?;
+                let ty = self.result_type(e)?;
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let mut op = self
+                    .b
+                    .op("graph.matmul")
+                    .operands(&[a, b])
+                    .attr("accumulate", Type::Scalar(acc));
+                if let Some(tile) = keyword(args, "tile_shape").and_then(literal_attr) {
+                    op = op.attr("tile_shape", tile);
+                }
+                Some(op.result(ty).build_value())
+            }
+            "op.softmax" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                Some(
+                    self.b
+                        .op("graph.softmax")
+                        .operand(x)
+                        .attr("axis", axis)
+                        .attr("accumulate", Type::Scalar(acc))
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "op.layernorm" | "op.rmsnorm" => {
+                let mut operands = vec![self.operand(args, 0, "x", e)?];
+                for (i, name) in ["weight", "bias"].iter().enumerate() {
+                    if let Some(x) = arg(args, i + 1, name) {
+                        operands.push(self.expr(x, None)?);
+                    }
+                }
+                let ty = self.result_type(e)?;
+                let kind = if path == "op.layernorm" { "layer" } else { "rms" };
+                let eps = keyword(args, "eps").and_then(literal_attr).unwrap_or(Attr::Float(1e-5));
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                Some(
+                    self.b
+                        .op("graph.norm")
+                        .operands(&operands)
+                        .attr("kind", kind)
+                        .attr("axis", Attr::Int(-1))
+                        .attr("eps", eps)
+                        .attr("accumulate", Type::Scalar(acc))
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "op.sum" | "op.mean" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let rank = match self.cx.ty(arg(args, 0, "x")?) {
+                    Some(Ty::Tensor(t)) => t.rank().unwrap_or(0) as i64,
+                    _ => 0,
+                };
+                let axes = match keyword(args, "axis").and_then(literal_attr) {
+                    Some(Attr::Int(a)) => vec![Attr::Int(if a < 0 { a + rank } else { a })],
+                    Some(Attr::Array(items)) => items,
+                    _ => (0..rank).map(Attr::Int).collect(),
+                };
+                let ty = self.result_type(e)?;
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let mut op = self
+                    .b
+                    .op("graph.reduce")
+                    .operand(x)
+                    .attr("kind", if path == "op.sum" { "sum" } else { "mean" })
+                    .attr("axes", Attr::Array(axes))
+                    .attr("keepdims", false)
+                    .attr("accumulate", Type::Scalar(acc));
+                if self.cx.info.tree_reductions.contains(&e.span) {
+                    op = op.attr("order", "tree");
+                }
+                Some(op.result(ty).build_value())
+            }
+            "op.transpose" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let rank = ty.dims().map_or(0, <[_]>::len) as i64;
+                let perm = match keyword(args, "perm")
+                    .or_else(|| arg(args, 1, "perm"))
+                    .and_then(literal_attr)
+                {
+                    Some(p) => p,
+                    None => Attr::ints((0..rank).rev()),
+                };
+                Some(
+                    self.b
+                        .op("graph.transpose")
+                        .operand(x)
+                        .attr("perm", perm)
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "op.reshape" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                Some(self.b.op("graph.reshape").operand(x).result(ty).build_value())
+            }
+            "op.concat" => {
+                let items = match arg(args, 0, "xs").map(|x| &x.kind) {
+                    Some(ExprKind::List(items) | ExprKind::Tuple(items)) => items,
+                    _ => {
+                        self.cx
+                            .unsupported(e.span, "`op.concat` of something other than a list");
+                        return None;
+                    }
+                };
+                let mut operands = Vec::new();
+                for item in items {
+                    operands.push(self.expr(item, None)?);
+                }
+                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
+                let ty = self.result_type(e)?;
+                Some(
+                    self.b
+                        .op("graph.concat")
+                        .operands(&operands)
+                        .attr("axis", axis)
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "cast" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let rounding = keyword(args, "rounding")
+                    .and_then(literal_attr)
+                    .unwrap_or(Attr::str("nearest_even"));
+                Some(
+                    self.b
+                        .op("graph.cast")
+                        .operand(x)
+                        .attr("rounding", rounding)
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "op.all_reduce" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let Some(token) = self.token else {
+                    self.cx
+                        .unsupported(e.span, "a collective in a function without the collective effect");
+                    return None;
+                };
+                let mut op = self.b.op("graph.all_reduce").operands(&[token, x]);
+                for key in ["op", "axis", "algo"] {
+                    if let Some(v) = keyword(args, key).and_then(literal_attr) {
+                        op = op.attr(key, v);
+                    }
+                }
+                if keyword(args, "deterministic").and_then(literal_attr) == Some(Attr::Bool(true)) {
+                    op = op.flag("deterministic");
+                }
+                if let Some(mesh) = keyword(args, "mesh") {
+                    let mesh = match &mesh.kind {
+                        ExprKind::Name(n) => self.meta.get(n).copied().unwrap_or(mesh),
+                        _ => mesh,
+                    };
+                    if let ExprKind::Call { args: mesh_args, .. } = &mesh.kind {
+                        if let Some(axes) = keyword(mesh_args, "axes").and_then(literal_attr) {
+                            op = op.attr("mesh_axes", axes);
+                        }
+                    }
+                }
+                let results = op.results([ty, Type::Token]).build();
+                let results = self.b.results(results).to_vec();
+                self.token = Some(results[1]);
+                Some(results[0])
+            }
+            _ => {
+                self.cx
+                    .unsupported(e.span, format!("`{path}` in an operator-level function"));
+                None
+            }
+        }
+    }
+}
