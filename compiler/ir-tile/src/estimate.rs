@@ -139,13 +139,14 @@ impl Pressure<'_> {
         if n == 0 {
             return outer;
         }
+        let position: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &op)| (op, i)).collect();
         let last_use = |v: ValueId| {
             self.users
                 .get(&v)
                 .into_iter()
                 .flatten()
                 .filter_map(|&u| m.ancestor_in_block(u, block))
-                .filter_map(|a| m.position(a))
+                .filter_map(|a| position.get(&a).copied())
                 .max()
         };
         // Words live at each op: `starts[i]` added at i, removed after `end`.

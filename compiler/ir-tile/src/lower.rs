@@ -75,6 +75,18 @@ impl Pass for LowerTileToTarget {
                 )])
             }
         };
+        // The rewrites rely on what the verifier guarantees (operand counts,
+        // types, constant shared sizes), so invalid input stops here.
+        let invalid = ctx.registry.verify(m);
+        if !invalid.is_empty() {
+            return Err(invalid
+                .iter()
+                .map(|e| {
+                    e.diagnostic_with_code(Code::E0901, ctx.files)
+                        .with_note("`lower-tile-to-target` lowers only IR that verifies")
+                })
+                .collect());
+        }
         let mut errors = Vec::new();
         for func in m.functions() {
             lower_function(m, func, target, &mut errors);
