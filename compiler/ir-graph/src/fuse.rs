@@ -166,6 +166,11 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
             members: Vec::new(),
         });
         a.add(g, op);
+        if pattern == "matmul" {
+            if let Some(t) = transposed_rhs(m, &a, op) {
+                a.add(g, t);
+            }
+        }
         loop {
             let root = a.groups[g].root;
             let value = m.result(root, 0);
@@ -254,6 +259,18 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
     Ok(())
 }
 
+/// The transpose of the last two dims that produces a matmul's rhs, used
+/// only there: the kernel reads B as it lies and transposes its tiles.
+fn transposed_rhs(m: &Module, a: &Analysis, matmul: OpId) -> Option<OpId> {
+    let rhs = m.operands(matmul)[1];
+    let t = m.defining_op(rhs).filter(|&t| m.op(t).name == "graph.transpose")?;
+    let rank = m.value_type(rhs).dims()?.len() as i64;
+    let mut swap: Vec<i64> = (0..rank).collect();
+    swap.swap(rank as usize - 1, rank as usize - 2);
+    let perm = m.attr(t, "perm").and_then(Attr::as_ints)?;
+    (perm == swap && a.free(t) && a.single_user(rhs) == Some(matmul)).then_some(t)
+}
+
 /// A value returned as it came in (a parameter, a constant) or returned
 /// twice gets a copy, so that every result is the output of its own kernel.
 fn copy_returned_inputs(m: &mut Module, func: OpId) {
@@ -290,27 +307,29 @@ struct Config {
 
 /// `size` made to respect the constraints on `dim`: a divisor of a
 /// divisibility constraint's modulus (the largest that divides `size`),
-/// and no larger than a constant dim needs.
-fn constrain(size: i64, dim: &DimExpr, constraints: &[Divisible], floor: i64) -> i64 {
+/// and, over a constant dim, no larger than the dim (the largest power of
+/// two that fits), so a tile never exceeds the tensor.
+fn constrain(size: i64, dim: &DimExpr, constraints: &[Divisible]) -> i64 {
     if let Some(c) = modulus_of(constraints, dim) {
         if c.modulus % size != 0 {
             return gcd(c.modulus, size);
         }
     }
     match dim.as_const() {
-        Some(d) if d > 0 => size.min(((d.max(floor)) as u64).next_power_of_two() as i64),
+        Some(d) if d > 0 && d < size => 1 << (63 - d.leading_zeros()),
         _ => size,
     }
 }
 
 /// The candidates of a knob: `values` that respect the constraints on
-/// `dim`, and the chosen one.
+/// `dim` and fit in it when it is a constant, and the chosen one.
 fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divisible]) -> Attr {
     let modulus = dim.and_then(|d| modulus_of(constraints, d)).map(|c| c.modulus);
+    let extent = dim.and_then(DimExpr::as_const);
     let mut list: Vec<i64> = values
         .iter()
         .copied()
-        .filter(|v| modulus.is_none_or(|c| c % v == 0))
+        .filter(|v| modulus.is_none_or(|c| c % v == 0) && extent.is_none_or(|d| *v <= d))
         .chain([chosen])
         .collect();
     list.sort_unstable();
@@ -341,7 +360,7 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             _ => target.matmul_tile(elem),
         };
         for t in &tiled {
-            tile[t.index] = constrain(tile[t.index], &t.dim, constraints, 16);
+            tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
         let mut stages = target.matmul_stages;
         while stages > 1 && !target.fits_shared(matmul_shared_bytes(&target, tile, stages, elem)) {
@@ -397,7 +416,10 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             VerifyError::at_op(m, anchor, "this op has no axis to tile").with_label("malformed op"),
         ));
     };
-    let chunk = constrain(row_chunk(row.dim.as_const()), &row.dim, constraints, 32);
+    let chunk = match row.dim.as_const() {
+        Some(n) => row_chunk(Some(n)),
+        None => constrain(row_chunk(None), &row.dim, constraints),
+    };
     let threads = row_threads(chunk);
     let blocks = if group.pattern == "reduce" {
         let axes: HashSet<usize> = m

@@ -386,7 +386,16 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
             ));
             return;
         }
-        if pattern == "matmul" && body.iter().any(|&o| crate::shape::is_pointwise(m.op(o).name.as_str())) {
+        // A transpose that feeds the matmul's rhs is read, not computed
+        // after: it is no epilogue.
+        let rhs = anchor
+            .filter(|&mm| m.op(mm).name == "graph.matmul")
+            .and_then(|mm| m.operands(mm).get(1).copied());
+        let epilogue = body.iter().any(|&o| {
+            crate::shape::is_pointwise(m.op(o).name.as_str())
+                && !(m.op(o).name == "graph.transpose" && m.results(o).first().copied() == rhs)
+        });
+        if pattern == "matmul" && epilogue {
             errors.push(err(
                 m,
                 op,

@@ -111,11 +111,11 @@ pub fn matmul_shared_bytes(target: &Target, tile: [i64; 3], stages: i64, elem: S
     stages * (shared_tile_bytes(target, bm, bk, elem) + shared_tile_bytes(target, bk, bn, elem))
 }
 
-/// Columns of a row kernel (softmax, norm, reduce) processed per step, and
-/// threads per block: whole rows up to 1024 wide, else chunks of 1024.
+/// Columns of a row kernel (softmax, norm, reduce) processed per step:
+/// a whole row of a constant length up to 1024, else chunks of 1024.
 pub fn row_chunk(row_len: Option<i64>) -> i64 {
     match row_len {
-        Some(n) if n <= 1024 => (n.max(32) as u64).next_power_of_two() as i64,
+        Some(n) if (1..=1024).contains(&n) => n,
         _ => 1024,
     }
 }
@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(matmul_shared_bytes(&h100, [128, 256, 64], 4, ScalarType::BF16), 196_608);
         let mi300 = Target::by_name("gfx942").unwrap();
         assert_eq!(shared_tile_bytes(&mi300, 128, 32, ScalarType::BF16), 128 * 40 * 2);
-        assert_eq!(row_chunk(Some(100)), 128);
+        assert_eq!(row_chunk(Some(100)), 100);
         assert_eq!(row_chunk(None), 1024);
     }
 }

@@ -219,6 +219,30 @@ pub(crate) fn tile_type(shape: &[i64], elem: ScalarType) -> Type {
     }
 }
 
+/// The slice of `mem` at `indices` of its leading dims: a memref of the
+/// remaining dims (`tile.view`).
+pub(crate) fn view(b: &mut Builder<'_>, mem: ValueId, indices: &[ValueId]) -> ValueId {
+    let Type::MemRef { dims, elem, space, .. } = b.value_type(mem).clone() else {
+        return mem;
+    };
+    let ty = Type::memref(dims[indices.len()..].to_vec(), elem, space);
+    b.op("tile.view")
+        .operand(mem)
+        .operands(indices)
+        .result(ty)
+        .build_value()
+}
+
+/// A register tile stretched to `shape` by NumPy broadcasting
+/// (`tile.broadcast`).
+pub(crate) fn broadcast(b: &mut Builder<'_>, x: ValueId, shape: &[i64]) -> ValueId {
+    let elem = b.value_type(x).elem().unwrap_or(ScalarType::F32);
+    b.op("tile.broadcast")
+        .operand(x)
+        .result(tile_type(shape, elem))
+        .build_value()
+}
+
 /// A `tile.for` from `lb` to `ub` by `step`; returns its body and the
 /// induction variable (the caller ends the body with [`end`]).
 pub(crate) fn for_loop(b: &mut Builder<'_>, lb: ValueId, ub: ValueId, step: ValueId) -> (BlockId, ValueId) {
@@ -305,6 +329,11 @@ impl TileEval<'_> {
                         }
                         let ty = tile_type(&shape, elem);
                         let f = node.str("fn").unwrap_or("add");
+                        for (v, s) in &mut operands {
+                            if !s.is_empty() && *s != shape {
+                                *v = broadcast(b, *v, &shape);
+                            }
+                        }
                         let v = if node.name == "graph.cast" {
                             let mut op = b.op("tile.cast").operand(operands[0].0);
                             if let Some(r) = node.attrs.get("rounding") {
@@ -359,7 +388,8 @@ impl TileEval<'_> {
                 extents.push(f.extents[fi]);
             }
         }
-        let shape: Vec<i64> = extents[extents.len().saturating_sub(f.rank)..].to_vec();
+        let lead = dims.len().saturating_sub(f.rank);
+        let shape: Vec<i64> = extents[lead..].to_vec();
         let v = if shape.is_empty() {
             b.op("tile.load")
                 .operand(mem)
@@ -367,9 +397,10 @@ impl TileEval<'_> {
                 .result(Type::Scalar(elem))
                 .build_value()
         } else {
+            let mem = if lead > 0 { view(b, mem, &offsets[..lead]) } else { mem };
             b.op("tile.load_tile")
                 .operand(mem)
-                .operands(&offsets)
+                .operands(&offsets[lead..])
                 .result(tile_type(&shape, elem))
                 .build_value()
         };

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, Frame, Gen, Result, TileEval};
+use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, view, Frame, Gen, Result, TileEval};
 use super::{Kernel, Src};
 use crate::targets::{matmul_shared_bytes, shared_layout};
 
@@ -16,7 +16,14 @@ use crate::targets::{matmul_shared_bytes, shared_layout};
 pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let mm = k.anchor("graph.matmul").ok_or("no `graph.matmul` in a matmul kernel")?;
     let node = &k.nodes[mm];
-    let (Src::Arg(a), Src::Arg(bi)) = (node.operands[0], node.operands[1]) else {
+    // B is a kernel input, or the transpose of one (of its last two dims):
+    // then B's tiles are copied as they lie (BN×BK) and transposed in
+    // registers.
+    let (b_src, transposed) = match node.operands[1] {
+        Src::Node(t) if k.nodes[t].name == "graph.transpose" => (k.nodes[t].operands[0], true),
+        other => (other, false),
+    };
+    let (Src::Arg(a), Src::Arg(bi)) = (node.operands[0], b_src) else {
         return Err("the operands of its matmul are computed in the kernel".into());
     };
     let (Type::Tensor { dims: a_dims, elem }, Type::Tensor { dims: b_dims, .. }) = (&k.args[a], &k.args[bi]) else {
@@ -37,15 +44,31 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // Which output tile this block computes.
     let bx = id(b, "tile.block_id", 0);
     let by = id(b, "tile.block_id", 1);
-    let bz = id(b, "tile.block_id", 2);
+
     let bm_v = index(b, bm);
     let bn_v = index(b, bn);
     let row0 = binary(b, "mul", bx, bm_v, Type::INDEX);
     let col0 = binary(b, "mul", by, bn_v, Type::INDEX);
     let batch = &out[..out.len() - 2];
-    let batch_coords = g.unflatten(b, bz, batch)?;
+    let batch_coords = if batch.is_empty() {
+        Vec::new()
+    } else {
+        let bz = id(b, "tile.block_id", 2);
+        g.unflatten(b, bz, batch)?
+    };
     let a_batch = operand_batch(b, &a_dims[..a_dims.len() - 2], batch, &batch_coords);
     let b_batch = operand_batch(b, &b_dims[..b_dims.len() - 2], batch, &batch_coords);
+    // Batched operands are read through their 2-D slice of this batch.
+    let a_mem = if a_batch.is_empty() {
+        g.inputs[a]
+    } else {
+        view(b, g.inputs[a], &a_batch)
+    };
+    let b_mem = if b_batch.is_empty() {
+        g.inputs[bi]
+    } else {
+        view(b, g.inputs[bi], &b_batch)
+    };
 
     // The accumulator, zeroed.
     let acc_tile = tile_type(&[bm, bn], acc);
@@ -60,8 +83,9 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // One shared buffer of A and of B per pipeline stage.
     let mut a_bufs = Vec::new();
     let mut b_bufs = Vec::new();
+    let (b_rows, b_cols) = if transposed { (bn, bk) } else { (bk, bn) };
     for _ in 0..stages {
-        for (bufs, rows, cols) in [(&mut a_bufs, bm, bk), (&mut b_bufs, bk, bn)] {
+        for (bufs, rows, cols) in [(&mut a_bufs, bm, bk), (&mut b_bufs, b_rows, b_cols)] {
             let layout = shared_layout(&g.target, cols, elem);
             let mut op = b.op("tile.alloc_shared");
             if let Some((key, value)) = &layout {
@@ -88,16 +112,14 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         }
         for s in 0..stages as usize {
             let ks = starts[s];
-            let a_off: Vec<ValueId> = a_batch.iter().copied().chain([row0, ks]).collect();
-            let b_off: Vec<ValueId> = b_batch.iter().copied().chain([ks, col0]).collect();
             l.op("tile.async_copy")
-                .operands(&[a_bufs[s], g.inputs[a]])
-                .operands(&a_off)
+                .operands(&[a_bufs[s], a_mem, row0, ks])
                 .attr("stage", Attr::Int(2 * s as i64))
                 .build();
+            let b_offsets = if transposed { [col0, ks] } else { [ks, col0] };
             l.op("tile.async_copy")
-                .operands(&[b_bufs[s], g.inputs[bi]])
-                .operands(&b_off)
+                .operands(&[b_bufs[s], b_mem])
+                .operands(&b_offsets)
                 .attr("stage", Attr::Int(2 * s as i64 + 1))
                 .build();
         }
@@ -112,9 +134,23 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
                 .operands(&[acc_slot, c0, c0])
                 .result(acc_tile.clone())
                 .build_value();
+            let b_operand = if transposed {
+                let tile = l
+                    .op("tile.load_tile")
+                    .operands(&[b_bufs[s], c0, c0])
+                    .result(tile_type(&[bn, bk], elem))
+                    .build_value();
+                l.op("tile.transpose")
+                    .operand(tile)
+                    .attr("perm", Attr::ints([1, 0]))
+                    .result(tile_type(&[bk, bn], elem))
+                    .build_value()
+            } else {
+                b_bufs[s]
+            };
             let next = l
                 .op("tile.mma")
-                .operands(&[a_bufs[s], b_bufs[s], current])
+                .operands(&[a_bufs[s], b_operand, current])
                 .attr("accumulate", Type::Scalar(acc))
                 .result(acc_tile.clone())
                 .build_value();
@@ -148,10 +184,12 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (root, _) = eval.eval(g, b, k.root)?;
     let out_elem = k.result.elem().unwrap_or(mm_elem);
     let root = cast_to(b, root, out_elem);
-    b.op("tile.store_tile")
-        .operands(&[root, g.out])
-        .operands(&offsets)
-        .build();
+    let out_mem = if batch.is_empty() {
+        g.out
+    } else {
+        view(b, g.out, &batch_coords)
+    };
+    b.op("tile.store_tile").operands(&[root, out_mem, row0, col0]).build();
     Ok(matmul_shared_bytes(&g.target, [bm, bn, bk], stages, elem))
 }
 

@@ -9,7 +9,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, unary, Frame, Gen, Result, TileEval};
+use super::emit::{
+    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, Frame, Gen, Result, TileEval,
+};
 use super::{Kernel, Node, Src};
 use crate::shape::{normalize_axis, num_elements};
 
@@ -309,8 +311,13 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         y = binary(l, "mul", y, rstd, tile.clone());
         for (i, f) in [(1, "mul"), (2, "add")] {
             if let Some(&param) = node.operands.get(i) {
-                let (p, _) = eval.eval(g, l, param)?;
+                let (p, p_shape) = eval.eval(g, l, param)?;
                 let p = cast_to(l, p, acc);
+                let p = if p_shape.is_empty() || p_shape == shape {
+                    p
+                } else {
+                    broadcast(l, p, &shape)
+                };
                 y = binary(l, f, y, p, tile.clone());
             }
         }
