@@ -250,12 +250,12 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         let name = m.op(op).name.as_str();
         let supported = matches!(
             name,
-            "schedule.kernel" | "graph.constant" | "graph.entry_token" | "graph.return"
+            "schedule.kernel" | "graph.constant" | "graph.entry_token" | "graph.all_reduce" | "graph.return"
         );
         if !supported {
             return Err(Box::new(VerifyError::at_op(m, op, format!("`{name}` has no lowering to Tile IR yet"))
                 .with_label("not lowered")
-                .with_note("kernels, constants and the return are lowered; side effects, calls, guards and mesh or pipeline regions are not yet")));
+                .with_note("kernels, constants, all-reduces and the return are lowered; other side effects, calls, guards and mesh or pipeline regions are not yet")));
         }
     }
     let func_name = m.func_name(func).unwrap_or_default().to_string();
@@ -402,7 +402,7 @@ fn lower_host(
     }
     let mut scratch = Vec::new();
     for &op in &ops {
-        if m.op(op).name != "schedule.kernel" {
+        if !matches!(m.op(op).name.as_str(), "schedule.kernel" | "graph.all_reduce") {
             continue;
         }
         let result = m.result(op, 0);
@@ -466,6 +466,24 @@ fn lower_host(
                     .attr("shared_bytes", Attr::Int(l.shared_bytes))
                     .loc(loc)
                     .build();
+                map.insert(result, out);
+            }
+            "graph.all_reduce" => {
+                // The collective runs on the host's buffers; the token
+                // chain becomes the order of the host's ops.
+                let result = m.result(op, 0);
+                let out = host_args[written_to[&result]];
+                let input = map[&m.operands(op)[1]];
+                let attrs: Vec<(String, Attr)> = ["op", "axis", "algo", "deterministic", "mesh_axes"]
+                    .iter()
+                    .filter_map(|&k| m.attr(op, k).map(|v| (k.to_string(), v.clone())))
+                    .collect();
+                let mut b = Builder::at_end(m, host_entry);
+                let mut collective = b.op("tile.all_reduce").operands(&[input, out]).loc(loc);
+                for (key, value) in attrs {
+                    collective = collective.attr(&key, value);
+                }
+                collective.build();
                 map.insert(result, out);
             }
             "graph.constant" => {
