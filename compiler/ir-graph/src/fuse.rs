@@ -472,21 +472,30 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
 /// Replaces the group's ops by one `schedule.kernel` at the root's place.
 fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
     let members: HashSet<OpId> = group.members.iter().copied().collect();
+    // The kernel's inputs in the order a walk from its root back through
+    // the operands meets them: a matmul's A, then B, then the epilogue's.
     let mut externals: Vec<ValueId> = Vec::new();
     let mut constants: Vec<OpId> = Vec::new();
-    for &op in &group.members {
-        for &v in m.operands(op) {
-            match m.defining_op(v) {
-                Some(d) if members.contains(&d) => {}
-                Some(d) if m.op(d).name == "graph.constant" => {
-                    if !constants.contains(&d) {
-                        constants.push(d);
-                    }
+    let mut visited: HashSet<OpId> = HashSet::new();
+    let mut stack: Vec<(OpId, usize)> = vec![(group.root, 0)];
+    visited.insert(group.root);
+    while let Some((op, i)) = stack.pop() {
+        let Some(&v) = m.operands(op).get(i) else { continue };
+        stack.push((op, i + 1));
+        match m.defining_op(v) {
+            Some(d) if members.contains(&d) => {
+                if visited.insert(d) {
+                    stack.push((d, 0));
                 }
-                _ => {
-                    if !externals.contains(&v) {
-                        externals.push(v);
-                    }
+            }
+            Some(d) if m.op(d).name == "graph.constant" => {
+                if !constants.contains(&d) {
+                    constants.push(d);
+                }
+            }
+            _ => {
+                if !externals.contains(&v) {
+                    externals.push(v);
                 }
             }
         }
