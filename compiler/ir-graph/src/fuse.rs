@@ -435,6 +435,18 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             .filter(|(i, _)| !axes.contains(i))
             .map(|(_, d)| d.clone())
             .collect();
+        if !axes.contains(&(x.len() - 1)) {
+            // The last axis is kept: rows are not contiguous, so each thread
+            // folds the reduced elements of one output in order.
+            let threads = ELEMENTWISE_THREADS;
+            return Ok(Config {
+                tile: vec![1],
+                block: threads,
+                grid: vec![GridDim::ceil_div(&num_elements(&kept), threads)],
+                stages: 1,
+                knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+            });
+        }
         num_elements(&kept)
     } else {
         let axis = x

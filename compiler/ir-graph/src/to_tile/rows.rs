@@ -10,7 +10,8 @@ use std::collections::{BTreeSet, HashMap};
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, end, for_loop, id, if_else, index, number, tile_type, unary, Frame, Gen, Result,
+    TileEval,
 };
 use super::{Kernel, Node, Src};
 use crate::shape::{normalize_axis, num_elements};
@@ -68,7 +69,7 @@ fn store(b: &mut Builder<'_>, value: ValueId, slot: ValueId) {
 }
 
 /// `slot = slot <f> value`.
-fn fold(b: &mut Builder<'_>, slot: ValueId, value: ValueId, f: &str, elem: ScalarType) {
+fn fold_into(b: &mut Builder<'_>, slot: ValueId, value: ValueId, f: &str, elem: ScalarType) {
     let old = load(b, slot, elem);
     let new = binary(b, f, old, value, Type::Scalar(elem));
     store(b, new, slot);
@@ -272,7 +273,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
             let s = reduce_tile(g, l, x, "sum", acc);
-            fold(l, sum_slot, s, "add", acc);
+            fold_into(l, sum_slot, s, "add", acc);
             Ok(())
         })?;
         let sum = load(b, sum_slot, acc);
@@ -294,7 +295,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             sq = select(l, valid, sq, zero);
         }
         let s = reduce_tile(g, l, sq, "sum", acc);
-        fold(l, square_slot, s, "add", acc);
+        fold_into(l, square_slot, s, "add", acc);
         Ok(())
     })?;
     let squares = load(b, square_slot, acc);
@@ -343,9 +344,6 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         .into_iter()
         .filter_map(|a| normalize_axis(a, rank))
         .collect();
-    if !axes.contains(&(rank - 1)) {
-        return Err("a reduction that keeps the last axis (no template yet)".into());
-    }
     let kind = node.str("kind").unwrap_or("sum").to_string();
     let (identity, combine, tile_kind) = match kind.as_str() {
         "sum" | "mean" => (0.0, "add", "sum"),
@@ -358,9 +356,18 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         [c] => *c,
         _ => return Err("its `tile_shape` is not [columns]".into()),
     };
-    let n = dims[rank - 1].clone();
     let kept: Vec<usize> = (0..rank).filter(|a| !axes.contains(a)).collect();
     let kept_dims: Vec<DimExpr> = kept.iter().map(|&a| dims[a].clone()).collect();
+    let fold_kind = Fold {
+        kind: &kind,
+        identity,
+        combine,
+        acc,
+    };
+    if !axes.contains(&(rank - 1)) {
+        return reduce_in_threads(g, b, k, at, &dims, &axes, &kept, &kept_dims, &fold_kind);
+    }
+    let n = dims[rank - 1].clone();
     let element = id(b, "tile.block_id", 0);
     let kept_coords = g.unflatten(b, element, &kept_dims)?;
     let slot = g.slot(b, acc, number_attr(identity, acc));
@@ -380,13 +387,43 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(identity))?;
             let part = reduce_tile(g, l, x, tile_kind, acc);
-            fold(l, slot, part, combine, acc);
+            fold_into(l, slot, part, combine, acc);
             Ok(())
         })
     };
     nest(g, b, &dims, &outer, &mut Vec::new(), &mut inner)?;
+    finish_reduce(g, b, k, at, &dims, &axes, &kept, &kept_coords, slot, &fold_kind)?;
+    Ok(0)
+}
+
+/// How a reduction folds: its kind, the identity, the combining function
+/// and the accumulate type.
+struct Fold<'a> {
+    kind: &'a str,
+    identity: f64,
+    combine: &'static str,
+    acc: ScalarType,
+}
+
+/// The running value of a reduction becomes its output element: divided
+/// by the count for a mean, cast, through the epilogue, stored.
+#[allow(clippy::too_many_arguments)]
+fn finish_reduce(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    k: &Kernel,
+    at: usize,
+    dims: &[DimExpr],
+    axes: &BTreeSet<usize>,
+    kept: &[usize],
+    kept_coords: &[ValueId],
+    slot: ValueId,
+    fold: &Fold<'_>,
+) -> Result<()> {
+    let node = &k.nodes[at];
+    let acc = fold.acc;
     let mut value = load(b, slot, acc);
-    if kind == "mean" {
+    if fold.kind == "mean" {
         let reduced: Vec<DimExpr> = axes.iter().map(|&a| dims[a].clone()).collect();
         let count = g.dim(b, &num_elements(&reduced))?;
         let count = cast_to(b, count, acc);
@@ -396,14 +433,14 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let out_dims = node.ty.dims().map(<[_]>::to_vec).unwrap_or_default();
     let keep = node.attrs.get("keepdims").and_then(Attr::as_bool).unwrap_or(false);
     let offsets: Vec<ValueId> = if keep {
-        (0..rank)
+        (0..dims.len())
             .map(|a| match kept.iter().position(|&x| x == a) {
                 Some(p) => kept_coords[p],
                 None => index(b, 0),
             })
             .collect()
     } else {
-        kept_coords.clone()
+        kept_coords.to_vec()
     };
     let mut eval = TileEval {
         k,
@@ -418,6 +455,75 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (root, _) = eval.eval(g, b, k.root)?;
     let root = cast_to(b, root, k.result.elem().unwrap_or(acc));
     b.op("tile.store").operands(&[root, g.out]).operands(&offsets).build();
+    Ok(())
+}
+
+/// A reduction that keeps the last axis: its reduced elements are not
+/// contiguous, so one thread per output element (a 1-D grid with a bound
+/// check, as elementwise kernels) folds them in order, in loops over the
+/// reduced axes — a fixed order, deterministic without `tile.reduce`.
+#[allow(clippy::too_many_arguments)]
+fn reduce_in_threads(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    k: &Kernel,
+    at: usize,
+    dims: &[DimExpr],
+    axes: &BTreeSet<usize>,
+    kept: &[usize],
+    kept_dims: &[DimExpr],
+    fold: &Fold<'_>,
+) -> Result<i64> {
+    let input = k.nodes[at].operands[0];
+    let block = id(b, "tile.block_id", 0);
+    let thread = id(b, "tile.thread_id", 0);
+    let width = index(b, k.threads());
+    let base = binary(b, "mul", block, width, Type::INDEX);
+    let linear = binary(b, "add", base, thread, Type::INDEX);
+    let total = g.dim(b, &num_elements(kept_dims))?;
+    let inside = b
+        .op("tile.cmp")
+        .operands(&[linear, total])
+        .attr("pred", "lt")
+        .result(Type::I1)
+        .build_value();
+    let (then, other) = if_else(b, inside);
+    {
+        let mut l = g.at(b, then);
+        let kept_coords = g.unflatten(&mut l, linear, kept_dims)?;
+        let slot = g.slot(&mut l, fold.acc, number_attr(fold.identity, fold.acc));
+        let reduced: Vec<usize> = axes.iter().copied().collect();
+        let mut inner = |l: &mut Builder<'_>, ivs: &[(usize, ValueId)]| -> Result<()> {
+            let coords: Vec<ValueId> = (0..dims.len())
+                .map(|a| match kept.iter().position(|&x| x == a) {
+                    Some(p) => kept_coords[p],
+                    None => ivs
+                        .iter()
+                        .find(|(x, _)| *x == a)
+                        .map(|&(_, v)| v)
+                        .expect("a loop per reduced axis"),
+                })
+                .collect();
+            let mut eval = TileEval {
+                k,
+                frame: Frame {
+                    dims: dims.to_vec(),
+                    offsets: coords,
+                    extents: vec![1; dims.len()],
+                    rank: 0,
+                },
+                known: HashMap::new(),
+            };
+            let (x, _) = eval.eval(g, l, input)?;
+            let x = cast_to(l, x, fold.acc);
+            fold_into(l, slot, x, fold.combine, fold.acc);
+            Ok(())
+        };
+        nest(g, &mut l, dims, &reduced, &mut Vec::new(), &mut inner)?;
+        finish_reduce(g, &mut l, k, at, dims, axes, kept, &kept_coords, slot, fold)?;
+        end(&mut l);
+    }
+    end(&mut g.at(b, other));
     Ok(0)
 }
 
