@@ -2,7 +2,9 @@
 //! function into `schedule.kernel`s and chooses their tiling and launch
 //! geometry (`spec/ir-schedule.md`, "Fusion").
 //!
-//! The groups, in three sweeps over a function's body:
+//! First every call of another operator function is inlined, so that its
+//! ops fuse with the caller's. The groups, in three sweeps over a
+//! function's body:
 //! 1. each matmul, softmax, norm and reduce starts a kernel and takes its
 //!    *epilogue*: the chain of elementwise ops (and casts) that consume its
 //!    value as their only use and keep its shape;
@@ -77,12 +79,21 @@ impl Pass for Fuse {
                 )
             }
         };
+        let graph_functions: Vec<OpId> = m
+            .functions()
+            .into_iter()
+            .filter(|&f| {
+                m.entry_block(f)
+                    .is_some_and(|entry| m.block_ops(entry).iter().any(|&o| m.op(o).name.dialect() == "graph"))
+            })
+            .collect();
+        // Every call is inlined before any function is fused, so inlining
+        // copies graph ops, never kernels.
+        for &func in &graph_functions {
+            inline_calls(m, func);
+        }
         let mut diagnostics = Vec::new();
-        for func in m.functions() {
-            let Some(entry) = m.entry_block(func) else { continue };
-            if !m.block_ops(entry).iter().any(|&o| m.op(o).name.dialect() == "graph") {
-                continue;
-            }
+        for func in graph_functions {
             if let Err(e) = fuse_function(m, func, target) {
                 diagnostics.push(e.diagnostic_with_code(Code::E0901, ctx.files));
             }
@@ -269,6 +280,88 @@ fn transposed_rhs(m: &Module, a: &Analysis, matmul: OpId) -> Option<OpId> {
     swap.swap(rank as usize - 1, rank as usize - 2);
     let perm = m.attr(t, "perm").and_then(Attr::as_ints)?;
     (perm == swap && a.free(t) && a.single_user(rhs) == Some(matmul)).then_some(t)
+}
+
+/// How deep calls of operator functions are inlined (deeper chains, and
+/// recursion, are left as calls).
+const INLINE_DEPTH: usize = 16;
+
+/// Inlines the calls of other Graph-IR functions, so their ops fuse with
+/// the caller's: the callee's parameters become the call's arguments, its
+/// entry token the call's token, its returned values and the end of its
+/// token chain the call's results.
+fn inline_calls(m: &mut Module, func: OpId) {
+    let entry = m.entry_block(func).expect("a function has a body");
+    for _ in 0..INLINE_DEPTH {
+        let calls: Vec<(OpId, OpId)> = m
+            .block_ops(entry)
+            .iter()
+            .filter(|&&op| m.op(op).name == "graph.call")
+            .filter_map(|&op| {
+                let callee = m.function(m.attr(op, "callee")?.as_symbol()?)?;
+                let body = m.entry_block(callee)?;
+                let graph = m
+                    .block_ops(body)
+                    .last()
+                    .is_some_and(|&r| m.op(r).name == "graph.return");
+                (callee != func && graph).then_some((op, callee))
+            })
+            .collect();
+        if calls.is_empty() {
+            return;
+        }
+        for (call, callee) in calls {
+            inline_call(m, call, callee);
+        }
+    }
+}
+
+fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
+    let body = m.entry_block(callee).expect("a function has a body");
+    let params = m.block_args(body).to_vec();
+    let operands = m.operands(call).to_vec();
+    let results = m.results(call).to_vec();
+    let threaded = operands.first().is_some_and(|&t| *m.value_type(t) == Type::Token);
+    let (token_in, args) = if threaded {
+        (Some(operands[0]), &operands[1..])
+    } else {
+        (None, &operands[..])
+    };
+    let mut map: HashMap<ValueId, ValueId> = params.iter().copied().zip(args.iter().copied()).collect();
+    let ops = m.block_ops(body).to_vec();
+    let (ret, ops) = ops.split_last().expect("the callee ends in its return");
+    // The end of the callee's token chain: its token nobody consumes.
+    let mut chain_end = None;
+    for &op in ops {
+        if m.op(op).name == "graph.entry_token" {
+            if let Some(t) = token_in {
+                map.insert(m.result(op, 0), t);
+                chain_end = chain_end.or(Some(t));
+                continue;
+            }
+        }
+        let copy = m.clone_op(op, &mut map);
+        m.insert_op(
+            m.parent_block(call).expect("the call is in a block"),
+            m.position(call).expect("in its block"),
+            copy,
+        );
+        if let Some(&t) = m.results(copy).last().filter(|&&t| *m.value_type(t) == Type::Token) {
+            chain_end = Some(t);
+        }
+    }
+    let returned: Vec<ValueId> = m.operands(*ret).iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+    for (i, &r) in results.iter().enumerate() {
+        let with = match returned.get(i) {
+            Some(&v) => v,
+            None => match chain_end.or(token_in) {
+                Some(t) => t,
+                None => continue,
+            },
+        };
+        m.replace_all_uses(r, with);
+    }
+    m.erase_op(call);
 }
 
 /// A value returned as it came in (a parameter, a constant) or returned
