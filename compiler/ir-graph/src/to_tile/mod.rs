@@ -250,12 +250,17 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         let name = m.op(op).name.as_str();
         let supported = matches!(
             name,
-            "schedule.kernel" | "graph.constant" | "graph.entry_token" | "graph.all_reduce" | "graph.return"
+            "schedule.kernel"
+                | "graph.constant"
+                | "graph.entry_token"
+                | "graph.all_reduce"
+                | "graph.rng"
+                | "graph.return"
         );
         if !supported {
             return Err(Box::new(VerifyError::at_op(m, op, format!("`{name}` has no lowering to Tile IR yet"))
                 .with_label("not lowered")
-                .with_note("kernels, constants, all-reduces and the return are lowered; other side effects, calls, guards and mesh or pipeline regions are not yet")));
+                .with_note("kernels, constants, all-reduces, random numbers and the return are lowered; prints, calls, guards and mesh or pipeline regions are not yet")));
         }
     }
     let func_name = m.func_name(func).unwrap_or_default().to_string();
@@ -275,7 +280,95 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         let l = lower_kernel(m, func, k, target, &constraints, deterministic, &kept)?;
         lowered.insert(k.op, l);
     }
+    let draws: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).name == "graph.rng").collect();
+    for (i, op) in draws.into_iter().enumerate() {
+        let names = (format!("{func_name}_rng{i}"), format!("{func_name}.rng{i}"));
+        let l = lower_rng(m, func, op, &names, &kept)?;
+        lowered.insert(op, l);
+    }
     lower_host(m, func, &func_name, &lowered, &kept)
+}
+
+/// A `graph.rng` becomes a kernel that fills its buffer: one thread per
+/// element, which draws `tile.rng` with its linear index as the counter,
+/// from the op's `stream` (the function's name and the draw's number when
+/// it names none).
+fn lower_rng(
+    m: &mut Module,
+    func: OpId,
+    op: OpId,
+    (name, default_stream): &(String, String),
+    kept: &BTreeMap<String, Attr>,
+) -> Result<Lowered, Box<VerifyError>> {
+    let result = m.value_type(m.result(op, 0)).clone();
+    let Some(out) = as_output(&result) else {
+        return Err(Box::new(
+            VerifyError::at_op(
+                m,
+                op,
+                format!("random numbers of type {result} have no Tile-IR form yet"),
+            )
+            .with_label("cannot lower this draw"),
+        ));
+    };
+    let stream = m
+        .attr(op, "stream")
+        .cloned()
+        .unwrap_or_else(|| Attr::str(default_stream.as_str()));
+    let dist = m.attr(op, "dist").cloned().unwrap_or_else(|| Attr::str("uniform"));
+    let seed = m.attr(op, "seed").cloned();
+    let loc = m.op(op).loc.clone();
+    let mut dim_names = BTreeSet::new();
+    symbols(std::slice::from_ref(&out), &mut dim_names);
+    let dims: Vec<String> = dim_names.into_iter().collect();
+    let mut params = vec![out];
+    params.extend(dims.iter().map(|_| Type::INDEX));
+    let kfn = m.add_function(name, &params, &[], loc.clone());
+    m.move_op_before(kfn, func);
+    let threads = crate::targets::ELEMENTWISE_THREADS;
+    m.set_attr(kfn, "kind", Attr::str("kernel"));
+    m.set_attr(kfn, "block", Attr::ints([threads, 1, 1]));
+    m.set_attr(
+        kfn,
+        "dims",
+        Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
+    );
+    m.set_attr(kfn, "mutable", Attr::ints([0]));
+    for (key, value) in kept {
+        if key != "effects" && key != "constraints" {
+            m.set_attr(kfn, key.clone(), value.clone());
+        }
+    }
+    let body = m.entry_block(kfn).expect("a function has a body");
+    let args = m.block_args(body).to_vec();
+    let mut b = Builder::at_end(m, body);
+    b.set_loc(loc.clone());
+    let g = Gen {
+        dims: dims.iter().cloned().zip(args[1..].iter().copied()).collect(),
+        inputs: Vec::new(),
+        out: args[0],
+        loc,
+        order: "tree",
+        constraints: Vec::new(),
+        target: Target::by_name("cpu").expect("a known target"),
+    };
+    let draw = pointwise::Draw { dist, stream, seed };
+    let outcome = pointwise::rng(&g, &mut b, &result, threads, &draw);
+    b.op("func.return").build();
+    if let Err(what) = outcome {
+        m.erase_op(kfn);
+        return Err(Box::new(
+            VerifyError::at_op(m, op, what).with_label("cannot lower this draw"),
+        ));
+    }
+    let total = crate::shape::num_elements(result.dims().unwrap_or_default());
+    Ok(Lowered {
+        name: name.clone(),
+        dims,
+        grid: vec![GridDim::ceil_div(&total, threads)],
+        block: vec![threads, 1, 1],
+        shared_bytes: 0,
+    })
 }
 
 fn lower_kernel(
@@ -402,7 +495,10 @@ fn lower_host(
     }
     let mut scratch = Vec::new();
     for &op in &ops {
-        if !matches!(m.op(op).name.as_str(), "schedule.kernel" | "graph.all_reduce") {
+        if !matches!(
+            m.op(op).name.as_str(),
+            "schedule.kernel" | "graph.all_reduce" | "graph.rng"
+        ) {
             continue;
         }
         let result = m.result(op, 0);
@@ -449,11 +545,15 @@ fn lower_host(
     for &op in &ops {
         let loc = m.op(op).loc.clone();
         match m.op(op).name.as_str() {
-            "schedule.kernel" => {
+            "schedule.kernel" | "graph.rng" => {
                 let l = &lowered[&op];
                 let result = m.result(op, 0);
                 let out = host_args[written_to[&result]];
-                let mut args: Vec<ValueId> = m.operands(op).iter().map(|v| map[v]).collect();
+                let mut args: Vec<ValueId> = if m.op(op).name == "graph.rng" {
+                    Vec::new()
+                } else {
+                    m.operands(op).iter().map(|v| map[v]).collect()
+                };
                 args.push(out);
                 args.extend(l.dims.iter().map(|d| dim_values[d.as_str()]));
                 let grid = Attr::Array(l.grid.iter().map(GridDim::to_attr).collect());

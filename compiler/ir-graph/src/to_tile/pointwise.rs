@@ -200,3 +200,48 @@ fn concat(
     end(&mut l);
     Ok(())
 }
+
+/// What a random draw takes from its `graph.rng`.
+pub(crate) struct Draw {
+    pub dist: Attr,
+    pub stream: Attr,
+    pub seed: Option<Attr>,
+}
+
+/// Fills the output with random numbers: one thread per element, the
+/// element's linear index as the Philox counter.
+pub(crate) fn rng(g: &Gen, b: &mut Builder<'_>, ty: &Type, threads: i64, draw: &Draw) -> Result<i64> {
+    let out_dims = ty.dims().map(<[_]>::to_vec).unwrap_or_default();
+    let elem = ty.elem().ok_or("random numbers without an element type")?;
+    let block = id(b, "tile.block_id", 0);
+    let thread = id(b, "tile.thread_id", 0);
+    let width = index(b, threads);
+    let base = binary(b, "mul", block, width, Type::INDEX);
+    let linear = binary(b, "add", base, thread, Type::INDEX);
+    let total = g.dim(b, &num_elements(&out_dims))?;
+    let inside = b
+        .op("tile.cmp")
+        .operands(&[linear, total])
+        .attr("pred", "lt")
+        .result(Type::I1)
+        .build_value();
+    let (then, other) = if_else(b, inside);
+    {
+        let mut l = g.at(b, then);
+        let mut op = l
+            .op("tile.rng")
+            .operand(linear)
+            .attr("dist", draw.dist.clone())
+            .attr("stream", draw.stream.clone());
+        if let Some(seed) = &draw.seed {
+            op = op.attr("seed", seed.clone());
+        }
+        let value = op.result(Type::F32).build_value();
+        let value = cast_to(&mut l, value, elem);
+        let coords = g.unflatten(&mut l, linear, &out_dims)?;
+        l.op("tile.store").operands(&[value, g.out]).operands(&coords).build();
+        end(&mut l);
+    }
+    end(&mut g.at(b, other));
+    Ok(0)
+}
