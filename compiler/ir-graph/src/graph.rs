@@ -1252,15 +1252,14 @@ fn verify_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
         // definition.
         Some(_) => {}
     }
-    match m.attr(func, "numerics") {
-        None => errors.push(
+    if m.attr(func, "numerics").is_none() {
+        errors.push(
             at(format!("Graph-IR function `@{name}` has no `numerics` policy"))
                 .with_label("every operator function states its numerics policy")
                 .with_note(
                     "add `numerics = \"none\"` when no policy applies, or name it (\"Training\", \"Inference\", ...)",
                 ),
-        ),
-        Some(_) => {}
+        );
     }
     let declared = declared_effects(m, func);
     let mut first_use: HashMap<ValueId, OpId> = HashMap::new();
