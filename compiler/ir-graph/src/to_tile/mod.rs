@@ -386,6 +386,9 @@ fn lower_kernel(
                 .with_label("cannot lower this kernel"),
         )
     };
+    if m.function(&k.name).is_some() {
+        return Err(unsupported(m, "a function of this name exists already".into()));
+    }
     let mut params = Vec::new();
     for ty in &k.args {
         params.push(as_param(ty).ok_or_else(|| unsupported(m, format!("an input of type {ty}")))?);
