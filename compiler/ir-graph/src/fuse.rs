@@ -79,6 +79,7 @@ impl Pass for Fuse {
                 )
             }
         };
+        crate::require_valid(m, ctx, "fuse")?;
         let graph_functions: Vec<OpId> = m
             .functions()
             .into_iter()

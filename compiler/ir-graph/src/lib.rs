@@ -27,7 +27,8 @@ pub use graph::GraphDialect;
 pub use schedule::ScheduleDialect;
 pub use to_tile::LowerScheduleToTile;
 
-use tessera_ir::{PassInfo, PassRegistry, Registry};
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_ir::{Module, PassContext, PassInfo, PassRegistry, Registry};
 
 /// Registers the `graph` and `schedule` dialects.
 pub fn register_dialects(registry: &mut Registry) {
@@ -48,4 +49,21 @@ pub fn register_passes(passes: &mut PassRegistry) {
             "Schedule IR to Tile IR: a kernel function per `schedule.kernel`, a host function that launches them",
         create: || Box::new(LowerScheduleToTile),
     });
+}
+
+/// The passes transform only IR that verifies (so that they may rely on
+/// the rules, and never panic on what the rules reject): the errors of the
+/// full verifier, noted as the reason the pass did not run.
+fn require_valid(m: &Module, ctx: &PassContext, pass: &str) -> Result<(), Vec<Diagnostic>> {
+    let errors = ctx.registry.verify(m);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(errors
+        .iter()
+        .map(|e| {
+            e.diagnostic_with_code(Code::E0901, ctx.files)
+                .with_note(format!("`{pass}` runs on IR that verifies"))
+        })
+        .collect())
 }

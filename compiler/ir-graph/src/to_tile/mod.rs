@@ -61,6 +61,7 @@ impl Pass for LowerScheduleToTile {
                 "set the module attribute `target`",
             );
         };
+        crate::require_valid(m, ctx, "lower-schedule-to-tile")?;
         let mut errors = Vec::new();
         for func in m.functions() {
             let Some(entry) = m.entry_block(func) else { continue };
