@@ -563,17 +563,7 @@ impl<'t> Reader<'t> {
             Some(b'@') => Ok(Attr::Symbol(self.symbol()?)),
             Some(b'[') => {
                 self.pos += 1;
-                let mut items = Vec::new();
-                if !self.eat("]") {
-                    loop {
-                        items.push(self.attr()?);
-                        if self.eat("]") {
-                            break;
-                        }
-                        self.expect(",")?;
-                    }
-                }
-                Ok(Attr::Array(items))
+                Ok(Attr::Array(self.list("]", Self::attr)?))
             }
             Some(b'{') => Ok(Attr::Dict(self.dict()?)),
             Some(b'-') if self.bytes[self.pos + 1..].starts_with(b"inf") => {
@@ -921,19 +911,26 @@ impl<'t> Reader<'t> {
         }
     }
 
+    /// Items separated by `,` up to `close`, the opener already read; the
+    /// list may be empty.
+    fn list<T>(&mut self, close: &str, mut item: impl FnMut(&mut Self) -> PResult<T>) -> PResult<Vec<T>> {
+        let mut out = Vec::new();
+        if self.eat(close) {
+            return Ok(out);
+        }
+        loop {
+            out.push(item(self)?);
+            if self.eat(close) {
+                return Ok(out);
+            }
+            self.expect(",")?;
+        }
+    }
+
     fn type_list(&mut self) -> PResult<Vec<Type>> {
         self.nest()?;
         self.expect("(")?;
-        let mut out = Vec::new();
-        if !self.eat(")") {
-            loop {
-                out.push(self.ty()?);
-                if self.eat(")") {
-                    break;
-                }
-                self.expect(",")?;
-            }
-        }
+        let out = self.list(")", Self::ty)?;
         self.unnest();
         Ok(out)
     }
@@ -1024,16 +1021,7 @@ impl<'t> Reader<'t> {
 
     fn generic_op(&mut self, results: Vec<Name>, name: String, head: Span) -> PResult<OpAst> {
         self.expect("(")?;
-        let mut operands = Vec::new();
-        if !self.eat(")") {
-            loop {
-                operands.push(self.value_name()?);
-                if self.eat(")") {
-                    break;
-                }
-                self.expect(",")?;
-            }
-        }
+        let operands = self.list(")", Self::value_name)?;
         let mut regions = Vec::new();
         if self.at_region_list() {
             self.expect("(")?;
@@ -1129,19 +1117,11 @@ impl<'t> Reader<'t> {
     /// `(%a: T, %b: U)`.
     fn args(&mut self) -> PResult<Vec<(Name, Type)>> {
         self.expect("(")?;
-        let mut args = Vec::new();
-        if !self.eat(")") {
-            loop {
-                let name = self.value_name()?;
-                self.expect(":")?;
-                args.push((name, self.ty()?));
-                if self.eat(")") {
-                    break;
-                }
-                self.expect(",")?;
-            }
-        }
-        Ok(args)
+        self.list(")", |p| {
+            let name = p.value_name()?;
+            p.expect(":")?;
+            Ok((name, p.ty()?))
+        })
     }
 
     /// `{ [^(%a: T, ...):] ops }`.
