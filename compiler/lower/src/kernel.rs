@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use tessera_base::Span;
 use tessera_hir::body::CallTarget;
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
@@ -618,7 +619,7 @@ impl<'a> Lower<'_, 'a, '_> {
                         b.set_loc(loc);
                         b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
                     }
-                    "tile.mma" => self.mma_loop(block, target, args, body, stmt),
+                    "tile.mma" => self.mma_loop(block, args, body, stmt),
                     _ => self
                         .cx
                         .unsupported(callee.span, "a loop over this iterator in a kernel"),
@@ -631,15 +632,7 @@ impl<'a> Lower<'_, 'a, '_> {
     /// `for m, n, k in tile.mma(A, B, C, BM=…, BN=…, BK=…): tile.mma_sync(m, n, k)`:
     /// the block at grid position (m, n) accumulates its BM×BN tile of
     /// `C += A @ B` over K in BK steps, in a register tile.
-    fn mma_loop(
-        &mut self,
-        block: tessera_ir::BlockId,
-        target: &'a Expr,
-        args: &'a [Arg],
-        body: &'a Block,
-        stmt: &'a Stmt,
-    ) {
-        let loc = self.cx.loc(stmt.span);
+    fn mma_loop(&mut self, block: tessera_ir::BlockId, args: &'a [Arg], body: &'a Block, stmt: &'a Stmt) {
         let only_sync = body.stmts.iter().all(|s| match &s.kind {
             StmtKind::Expr(e) => matches!(self.cx.body.calls.get(&e.span).map(|c| &c.target),
                 Some(CallTarget::Builtin(b)) if b.path == "tile.mma_sync"),
@@ -653,7 +646,6 @@ impl<'a> Lower<'_, 'a, '_> {
             );
             return;
         };
-        let _ = target;
         let operands: Option<Vec<ValueId>> = (0..3)
             .map(|i| positional(args, i).and_then(|e| self.expr(block, e)))
             .collect();
@@ -670,119 +662,82 @@ impl<'a> Lower<'_, 'a, '_> {
         let Some(k_dim) = k_dim else { return };
         let k = self.dim_value(block, &k_dim, stmt);
         let Some(k) = k else { return };
-        let acc_ty = Type::tensor([Dim::constant(bm), Dim::constant(bn)], c_elem);
-        let mut b = self.builder(block);
-        b.set_loc(loc.clone());
-        let row_block = b
-            .op("tile.block_id")
-            .attr("dim", Attr::Int(0))
-            .result(Type::INDEX)
-            .build_value();
-        let col_block = b
-            .op("tile.block_id")
-            .attr("dim", Attr::Int(1))
-            .result(Type::INDEX)
-            .build_value();
-        let bm_v = b
-            .op("tile.const")
-            .attr("value", Attr::Int(bm))
-            .result(Type::INDEX)
-            .build_value();
-        let bn_v = b
-            .op("tile.const")
-            .attr("value", Attr::Int(bn))
-            .result(Type::INDEX)
-            .build_value();
-        let row = b
-            .op("tile.binary")
-            .operands(&[row_block, bm_v])
-            .attr("fn", "mul")
-            .result(Type::INDEX)
-            .build_value();
-        let col = b
-            .op("tile.binary")
-            .operands(&[col_block, bn_v])
-            .attr("fn", "mul")
-            .result(Type::INDEX)
-            .build_value();
-        let acc_slot = b
-            .op("tile.local")
-            .result(Type::memref(
-                [Dim::constant(bm), Dim::constant(bn)],
-                c_elem,
-                MemSpace::Local,
-            ))
-            .build_value();
-        let zero = b
-            .op("tile.const")
-            .attr("value", Attr::Float(0.0))
-            .result(acc_ty.clone())
-            .build_value();
-        let z0 = b
-            .op("tile.const")
-            .attr("value", Attr::Int(0))
-            .result(Type::INDEX)
-            .build_value();
-        b.op("tile.store_tile").operands(&[zero, acc_slot, z0, z0]).build();
-        let lb = b
-            .op("tile.const")
-            .attr("value", Attr::Int(0))
-            .result(Type::INDEX)
-            .build_value();
-        let step = b
-            .op("tile.const")
-            .attr("value", Attr::Int(bk))
-            .result(Type::INDEX)
-            .build_value();
+        let at = stmt.span;
+        let tile2 = |r: i64, c: i64, elem: ScalarType| Type::tensor([Dim::constant(r), Dim::constant(c)], elem);
+        let acc_ty = tile2(bm, bn, c_elem);
+        let row_block = self.op1(
+            block,
+            at,
+            "tile.block_id",
+            &[],
+            vec![("dim", Attr::Int(0))],
+            Type::INDEX,
+        );
+        let col_block = self.op1(
+            block,
+            at,
+            "tile.block_id",
+            &[],
+            vec![("dim", Attr::Int(1))],
+            Type::INDEX,
+        );
+        let bm_v = self.index_const(block, bm);
+        let bn_v = self.index_const(block, bn);
+        let mul = vec![("fn", Attr::str("mul"))];
+        let row = self.op1(block, at, "tile.binary", &[row_block, bm_v], mul.clone(), Type::INDEX);
+        let col = self.op1(block, at, "tile.binary", &[col_block, bn_v], mul, Type::INDEX);
+        let slot_ty = Type::memref([Dim::constant(bm), Dim::constant(bn)], c_elem, MemSpace::Local);
+        let acc_slot = self.op1(block, at, "tile.local", &[], vec![], slot_ty);
+        let zero = self.op1(
+            block,
+            at,
+            "tile.const",
+            &[],
+            vec![("value", Attr::Float(0.0))],
+            acc_ty.clone(),
+        );
+        let z0 = self.index_const(block, 0);
+        self.op0(block, at, "tile.store_tile", &[zero, acc_slot, z0, z0], vec![]);
+        let step = self.index_const(block, bk);
         let acc_elem = self.cx.accumulate(kwarg(args, "accumulate"));
-        let region = self.m.new_region(&[Type::INDEX]);
-        let inner = self.m.region_block(region);
-        let kk = self.m.block_args(inner)[0];
-        let mut b = Builder::at_end(self.m, inner);
-        b.set_loc(loc.clone());
-        let a_tile = b
-            .op("tile.load_tile")
-            .operands(&[a, row, kk])
-            .result(Type::tensor([Dim::constant(bm), Dim::constant(bk)], a_elem))
-            .build_value();
-        let b_tile = b
-            .op("tile.load_tile")
-            .operands(&[b_mem, kk, col])
-            .result(Type::tensor([Dim::constant(bk), Dim::constant(bn)], b_elem))
-            .build_value();
-        let acc = b
-            .op("tile.load_tile")
-            .operands(&[acc_slot, z0, z0])
-            .result(acc_ty.clone())
-            .build_value();
-        let next = b
-            .op("tile.mma")
-            .operands(&[a_tile, b_tile, acc])
-            .attr("accumulate", Type::Scalar(acc_elem))
-            .result(acc_ty.clone())
-            .build_value();
-        b.op("tile.store_tile").operands(&[next, acc_slot, z0, z0]).build();
-        b.op("tile.yield").build();
+        let region = self.region(&[Type::INDEX], |l, inner, kk| {
+            let kk = kk[0];
+            let a_tile = l.op1(
+                inner,
+                at,
+                "tile.load_tile",
+                &[a, row, kk],
+                vec![],
+                tile2(bm, bk, a_elem),
+            );
+            let b_tile = l.op1(
+                inner,
+                at,
+                "tile.load_tile",
+                &[b_mem, kk, col],
+                vec![],
+                tile2(bk, bn, b_elem),
+            );
+            let acc = l.op1(inner, at, "tile.load_tile", &[acc_slot, z0, z0], vec![], acc_ty.clone());
+            let mma = vec![("accumulate", Attr::Type(Type::Scalar(acc_elem)))];
+            let next = l.op1(inner, at, "tile.mma", &[a_tile, b_tile, acc], mma, acc_ty.clone());
+            l.op0(inner, at, "tile.store_tile", &[next, acc_slot, z0, z0], vec![]);
+        });
+        let loc = self.cx.loc(at);
         let mut b = self.builder(block);
         b.set_loc(loc);
-        b.op("tile.for").operands(&[lb, k, step]).region(region).build();
-        let acc = b
-            .op("tile.load_tile")
-            .operands(&[acc_slot, z0, z0])
-            .result(acc_ty.clone())
-            .build_value();
-        let old = b
-            .op("tile.load_tile")
-            .operands(&[c, row, col])
-            .result(acc_ty.clone())
-            .build_value();
-        let sum = b
-            .op("tile.binary")
-            .operands(&[old, acc])
-            .attr("fn", "add")
-            .result(acc_ty)
-            .build_value();
-        b.op("tile.store_tile").operands(&[sum, c, row, col]).build();
+        b.op("tile.for").operands(&[z0, k, step]).region(region).build();
+        let acc = self.op1(block, at, "tile.load_tile", &[acc_slot, z0, z0], vec![], acc_ty.clone());
+        let old = self.op1(block, at, "tile.load_tile", &[c, row, col], vec![], acc_ty.clone());
+        let sum = self.op1(
+            block,
+            at,
+            "tile.binary",
+            &[old, acc],
+            vec![("fn", Attr::str("add"))],
+            acc_ty,
+        );
+        self.op0(block, at, "tile.store_tile", &[sum, c, row, col], vec![]);
     }
 
     /// The run-time value of a dim expression (a dim parameter, or a
@@ -839,41 +794,48 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// Adds op `name` at the end of `block`, located at `at`.
+    fn emit(
+        &mut self,
+        block: tessera_ir::BlockId,
+        at: Span,
+        name: &str,
+        operands: &[ValueId],
+        attrs: Vec<(&str, Attr)>,
+        result: Option<Type>,
+    ) -> tessera_ir::OpId {
+        let loc = self.cx.loc(at);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        let mut op = b.op(name).operands(operands);
+        for (k, v) in attrs {
+            op = op.attr(k, v);
+        }
+        op.results(result).build()
+    }
+
     fn op1(
         &mut self,
         block: tessera_ir::BlockId,
-        e: &Expr,
+        at: Span,
         name: &str,
         operands: &[ValueId],
         attrs: Vec<(&str, Attr)>,
         ty: Type,
     ) -> ValueId {
-        let loc = self.cx.loc(e.span);
-        let mut b = self.builder(block);
-        b.set_loc(loc);
-        let mut op = b.op(name).operands(operands);
-        for (k, v) in attrs {
-            op = op.attr(k, v);
-        }
-        op.result(ty).build_value()
+        let op = self.emit(block, at, name, operands, attrs, Some(ty));
+        self.m.result(op, 0)
     }
 
     fn op0(
         &mut self,
         block: tessera_ir::BlockId,
-        e: &Expr,
+        at: Span,
         name: &str,
         operands: &[ValueId],
         attrs: Vec<(&str, Attr)>,
     ) {
-        let loc = self.cx.loc(e.span);
-        let mut b = self.builder(block);
-        b.set_loc(loc);
-        let mut op = b.op(name).operands(operands);
-        for (k, v) in attrs {
-            op = op.attr(k, v);
-        }
-        op.build();
+        self.emit(block, at, name, operands, attrs, None);
     }
 
     /// A register tile of a value: memrefs (whole parameters, shared
@@ -884,7 +846,14 @@ impl<'a> Lower<'_, 'a, '_> {
                 let zeros = self.zeros_index(block, v);
                 let mut operands = vec![v];
                 operands.extend(zeros);
-                self.op1(block, e, "tile.load_tile", &operands, vec![], Type::tensor(dims, elem))
+                self.op1(
+                    block,
+                    e.span,
+                    "tile.load_tile",
+                    &operands,
+                    vec![],
+                    Type::tensor(dims, elem),
+                )
             }
             _ => v,
         }
@@ -895,7 +864,7 @@ impl<'a> Lower<'_, 'a, '_> {
             ExprKind::Paren(inner) => self.expr(block, inner),
             ExprKind::Name(n) => match self.env.get(n).cloned() {
                 Some(Binding::Value(v)) => Some(v),
-                Some(Binding::Slot(slot, ty)) => Some(self.op1(block, e, "tile.load", &[slot], vec![], ty)),
+                Some(Binding::Slot(slot, ty)) => Some(self.op1(block, e.span, "tile.load", &[slot], vec![], ty)),
                 _ => {
                     self.cx.unsupported(e.span, format!("the name `{n}` here"));
                     None
@@ -910,7 +879,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     (ExprKind::Float(f), _) => Attr::Float(f.get()),
                     _ => return None,
                 };
-                Some(self.op1(block, e, "tile.const", &[], vec![("value", value)], ty))
+                Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
             }
             ExprKind::Unary { op, operand } => {
                 let x = self.expr(block, operand)?;
@@ -920,7 +889,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     UnaryOp::Not | UnaryOp::Invert => "not",
                     UnaryOp::Pos => return Some(x),
                 };
-                Some(self.op1(block, e, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
+                Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let a = self.expr(block, lhs)?;
@@ -928,7 +897,14 @@ impl<'a> Lower<'_, 'a, '_> {
                 if let Some(pred) = cmp_pred(*op) {
                     let ty = self.m.value_type(a).clone();
                     let b = self.convert(block, b, &ty);
-                    return Some(self.op1(block, e, "tile.cmp", &[a, b], vec![("pred", Attr::str(pred))], Type::I1));
+                    return Some(self.op1(
+                        block,
+                        e.span,
+                        "tile.cmp",
+                        &[a, b],
+                        vec![("pred", Attr::str(pred))],
+                        Type::I1,
+                    ));
                 }
                 let Some(f) = binary_fn(*op) else {
                     self.cx
@@ -945,7 +921,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 };
                 let a = self.convert(block, a, &ty);
                 let b = self.convert(block, b, &ty);
-                Some(self.op1(block, e, "tile.binary", &[a, b], vec![("fn", Attr::str(f))], ty))
+                Some(self.op1(block, e.span, "tile.binary", &[a, b], vec![("fn", Attr::str(f))], ty))
             }
             ExprKind::IfElse { cond, then, orelse } => {
                 let c = self.expr(block, cond)?;
@@ -953,7 +929,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let a = self.expr(block, then)?;
                 let b = self.expr(block, orelse)?;
                 let ty = self.m.value_type(a).clone();
-                Some(self.op1(block, e, "tile.select", &[c, a, b], vec![], ty))
+                Some(self.op1(block, e.span, "tile.select", &[c, a, b], vec![], ty))
             }
             ExprKind::Subscript { base, args } => {
                 let (mem, index, sliced) = self.place(block, base, args)?;
@@ -961,17 +937,24 @@ impl<'a> Lower<'_, 'a, '_> {
                 operands.extend(index);
                 if sliced {
                     let ty = self.result_type(e)?;
-                    Some(self.op1(block, e, "tile.load_tile", &operands, vec![], ty))
+                    Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
                 } else {
                     let ty = Type::Scalar(elem(self.m.value_type(mem))?);
-                    Some(self.op1(block, e, "tile.load", &operands, vec![], ty))
+                    Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
                 }
             }
             ExprKind::Attr { base, name } if name.name == "T" => {
                 let x = self.expr(block, base)?;
                 let x = self.as_tile(block, base, x);
                 let ty = self.result_type(e)?;
-                Some(self.op1(block, e, "tile.transpose", &[x], vec![("perm", Attr::ints([1, 0]))], ty))
+                Some(self.op1(
+                    block,
+                    e.span,
+                    "tile.transpose",
+                    &[x],
+                    vec![("perm", Attr::ints([1, 0]))],
+                    ty,
+                ))
             }
             ExprKind::Call { callee, args } => self.call(block, e, callee, args),
             _ => {
@@ -990,7 +973,7 @@ impl<'a> Lower<'_, 'a, '_> {
         let Some(elem_ty) = elem(&ty) else { return v };
         self.op1(
             block,
-            e,
+            e.span,
             "tile.broadcast",
             &[v],
             vec![],
@@ -1023,7 +1006,7 @@ impl<'a> Lower<'_, 'a, '_> {
             } else {
                 vec![]
             };
-        self.op1(block, e, name, &[], attrs, Type::INDEX)
+        self.op1(block, e.span, name, &[], attrs, Type::INDEX)
     }
 
     fn call(&mut self, block: tessera_ir::BlockId, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
@@ -1035,7 +1018,7 @@ impl<'a> Lower<'_, 'a, '_> {
                         "sync" => {
                             self.op0(
                                 block,
-                                e,
+                                e.span,
                                 "tile.barrier",
                                 &[],
                                 vec![("scope", Attr::str("group")), ("size", Attr::Int(size))],
@@ -1046,7 +1029,7 @@ impl<'a> Lower<'_, 'a, '_> {
                             let t = self.id(block, e, "tile.thread_id");
                             let s = self.op1(
                                 block,
-                                e,
+                                e.span,
                                 "tile.const",
                                 &[],
                                 vec![("value", Attr::Int(size))],
@@ -1054,7 +1037,7 @@ impl<'a> Lower<'_, 'a, '_> {
                             );
                             Some(self.op1(
                                 block,
-                                e,
+                                e.span,
                                 "tile.binary",
                                 &[t, s],
                                 vec![("fn", Attr::str("rem"))],
@@ -1091,7 +1074,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let bdim = self.id(block, e, "tile.block_dim");
                 let base = self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.binary",
                     &[bid, bdim],
                     vec![("fn", Attr::str("mul"))],
@@ -1099,7 +1082,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.binary",
                     &[base, t],
                     vec![("fn", Attr::str("add"))],
@@ -1112,7 +1095,7 @@ impl<'a> Lower<'_, 'a, '_> {
             "tile.lane_id" => Some(self.id(block, e, "tile.lane_id")),
             "tile.warp_id" => Some(self.id(block, e, "tile.warp_id")),
             "tbarrier" | "tile.barrier" => {
-                self.op0(block, e, "tile.barrier", &[], vec![("scope", Attr::str("block"))]);
+                self.op0(block, e.span, "tile.barrier", &[], vec![("scope", Attr::str("block"))]);
                 None
             }
             "tshared.alloc" | "tile.alloc_shared" => {
@@ -1137,7 +1120,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.alloc_shared",
                     &[],
                     attrs,
@@ -1146,7 +1129,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             "tile.zeros" => {
                 let ty = self.result_type(e)?;
-                Some(self.op1(block, e, "tile.const", &[], vec![("value", Attr::Float(0.0))], ty))
+                Some(self.op1(block, e.span, "tile.const", &[], vec![("value", Attr::Float(0.0))], ty))
             }
             "atomic_add" | "tile.atomic_add" => {
                 let target = kwarg(args, "target").or_else(|| positional(args, 0))?;
@@ -1164,7 +1147,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 operands.push(v);
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.atomic",
                     &operands,
                     vec![("kind", Attr::str("add"))],
@@ -1185,7 +1168,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let mode = if path.ends_with("down") { "down" } else { "xor" };
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.shuffle",
                     &[v, delta],
                     vec![("mode", Attr::str(mode)), ("width", Attr::Int(32))],
@@ -1196,7 +1179,14 @@ impl<'a> Lower<'_, 'a, '_> {
                 let p = self.arg_value(block, args, 0, "predicate", e)?;
                 let p = self.truth(block, p);
                 let mode = if path.ends_with("any") { "any" } else { "all" };
-                Some(self.op1(block, e, "tile.vote", &[p], vec![("mode", Attr::str(mode))], Type::I1))
+                Some(self.op1(
+                    block,
+                    e.span,
+                    "tile.vote",
+                    &[p],
+                    vec![("mode", Attr::str(mode))],
+                    Type::I1,
+                ))
             }
             "tile.dot" => {
                 let a = self.arg_value(block, args, 0, "a", e)?;
@@ -1211,7 +1201,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 };
                 let zero = self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.const",
                     &[],
                     vec![("value", Attr::Float(0.0))],
@@ -1219,7 +1209,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 let product = self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.mma",
                     &[a, b, zero],
                     vec![("accumulate", Attr::Type(Type::Scalar(acc_elem)))],
@@ -1236,7 +1226,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     x
                 };
                 let f = path.trim_start_matches("tile.");
-                Some(self.op1(block, e, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
+                Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }
             "min" | "max" => {
                 let ty = self.result_type(e)?;
@@ -1244,17 +1234,24 @@ impl<'a> Lower<'_, 'a, '_> {
                 let b = self.arg_value(block, args, 1, "b", e)?;
                 let a = self.convert(block, a, &ty);
                 let b = self.convert(block, b, &ty);
-                Some(self.op1(block, e, "tile.binary", &[a, b], vec![("fn", Attr::str(path))], ty))
+                Some(self.op1(block, e.span, "tile.binary", &[a, b], vec![("fn", Attr::str(path))], ty))
             }
             "ceil_div" => {
                 let a = self.arg_value(block, args, 0, "a", e)?;
                 let b = self.arg_value(block, args, 1, "b", e)?;
                 let ty = self.m.value_type(a).clone();
                 let b = self.convert(block, b, &ty);
-                let one = self.op1(block, e, "tile.const", &[], vec![("value", Attr::Int(1))], ty.clone());
+                let one = self.op1(
+                    block,
+                    e.span,
+                    "tile.const",
+                    &[],
+                    vec![("value", Attr::Int(1))],
+                    ty.clone(),
+                );
                 let sum = self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.binary",
                     &[a, b],
                     vec![("fn", Attr::str("add"))],
@@ -1262,7 +1259,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 let top = self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.binary",
                     &[sum, one],
                     vec![("fn", Attr::str("sub"))],
@@ -1270,7 +1267,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.binary",
                     &[top, b],
                     vec![("fn", Attr::str("floordiv"))],
@@ -1283,7 +1280,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let rounding = kwarg(args, "rounding")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::str("nearest_even"));
-                Some(self.op1(block, e, "tile.cast", &[x], vec![("rounding", rounding)], ty))
+                Some(self.op1(block, e.span, "tile.cast", &[x], vec![("rounding", rounding)], ty))
             }
             "tile.softmax" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
@@ -1295,7 +1292,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 if self.cx.sig.deterministic.is_some() {
                     attrs.push(("order", Attr::str("tree")));
                 }
-                Some(self.op1(block, e, "tile.softmax", &[x], attrs, ty))
+                Some(self.op1(block, e.span, "tile.softmax", &[x], attrs, ty))
             }
             "tile.sum" | "tile.reduce" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
@@ -1311,7 +1308,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let order = if ordered { "tree" } else { "any" };
                 Some(self.op1(
                     block,
-                    e,
+                    e.span,
                     "tile.reduce",
                     &[x],
                     vec![("kind", Attr::Str(kind)), ("axis", axis), ("order", Attr::str(order))],
@@ -1328,7 +1325,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     self.cx.unsupported(e.span, "a wait for a stage that is not a constant");
                     return None;
                 };
-                self.op0(block, e, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+                self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
                 None
             }
             "rng.uniform" | "rng.normal" => {
@@ -1338,7 +1335,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 if let Some(ExprKind::Name(s)) = kwarg(args, "stream").map(|s| &s.kind) {
                     attrs.push(("stream", Attr::Str(s.clone())));
                 }
-                Some(self.op1(block, e, "tile.rng", &[], attrs, ty))
+                Some(self.op1(block, e.span, "tile.rng", &[], attrs, ty))
             }
             _ => {
                 self.cx.unsupported(e.span, format!("`{path}` in a kernel"));
@@ -1385,7 +1382,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     .as_ref()
                     .and_then(|d| d.iter().map(dim_of).collect::<Option<Vec<_>>>())?;
                 let ty = Type::memref(dims, scalar_of(t.dtype?), MemSpace::Shared);
-                self.op1(block, e, "tile.alloc_shared", &[], vec![], ty)
+                self.op1(block, e.span, "tile.alloc_shared", &[], vec![], ty)
             }
         };
         let explicit_stage = kwarg(args, "stage").and_then(literal_attr).and_then(|a| a.as_int());
@@ -1397,13 +1394,13 @@ impl<'a> Lower<'_, 'a, '_> {
         operands.extend(offsets);
         self.op0(
             block,
-            e,
+            e.span,
             "tile.async_copy",
             &operands,
             vec![("stage", Attr::Int(stage))],
         );
         if explicit_stage.is_none() {
-            self.op0(block, e, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+            self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
         }
         Some(dst)
     }
