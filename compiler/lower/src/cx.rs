@@ -13,7 +13,7 @@ use tessera_hir::poly::{Atom, Poly};
 use tessera_hir::signature::Signature;
 use tessera_hir::ty::{DType, Space, Ty};
 use tessera_ir::{Attr, Dim, DimExpr, Loc, MemSpace, Module, OpId, ScalarType, Type};
-use tessera_syntax::ast::{Expr, FnDef};
+use tessera_syntax::ast::{Arg, Expr, FnDef};
 
 pub(crate) struct FnCx<'a> {
     pub db: &'a dyn Db,
@@ -109,6 +109,23 @@ impl<'a> FnCx<'a> {
             .find(|p| Some(p.0) == policy)
             .map_or(ScalarType::F32, |p| scalar_of(p.3))
     }
+}
+
+/// The argument passed by keyword `name`.
+pub(crate) fn keyword<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
+    args.iter()
+        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
+        .map(|a| &a.value)
+}
+
+/// The `index`-th argument passed by position.
+pub(crate) fn positional(args: &[Arg], index: usize) -> Option<&Expr> {
+    args.iter().filter(|a| a.name.is_none()).nth(index).map(|a| &a.value)
+}
+
+/// Parameter `name` of a call: by keyword, else the `index`-th positional.
+pub(crate) fn arg<'e>(args: &'e [Arg], index: usize, name: &str) -> Option<&'e Expr> {
+    keyword(args, name).or_else(|| positional(args, index))
 }
 
 /// A dtype written as an expression: `f32`, `numerics.f32` is not a thing.

@@ -13,6 +13,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind, UnaryOp};
 
+use crate::cx::{arg, keyword, positional};
 use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
 use crate::operator::literal_attr;
 
@@ -142,23 +143,6 @@ fn cmp_pred(op: BinOp) -> Option<&'static str> {
     })
 }
 
-fn kwarg<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
-    args.iter()
-        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
-        .map(|a| &a.value)
-}
-
-fn positional(args: &[Arg], index: usize) -> Option<&Expr> {
-    args.iter().filter(|a| a.name.is_none()).nth(index).map(|a| &a.value)
-}
-
-fn elem(ty: &Type) -> Option<ScalarType> {
-    match ty {
-        Type::Scalar(s) | Type::Tensor { elem: s, .. } | Type::MemRef { elem: s, .. } => Some(*s),
-        _ => None,
-    }
-}
-
 /// Names the statements of `block` itself assign (not nested blocks).
 fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     for stmt in &block.stmts {
@@ -245,7 +229,7 @@ impl<'a> Lower<'_, 'a, '_> {
             };
             if let Some(ty) = ty {
                 let loc = self.cx.loc(at.span);
-                let slot_ty = Type::memref(Vec::<Dim>::new(), elem(&ty).unwrap_or(ScalarType::F32), MemSpace::Local);
+                let slot_ty = Type::memref(Vec::<Dim>::new(), ty.elem().unwrap_or(ScalarType::F32), MemSpace::Local);
                 let mut b = self.builder(entry);
                 b.set_loc(loc);
                 let slot = b.op("tile.local").result(slot_ty).build_value();
@@ -355,10 +339,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             (ExprKind::Name(n), _) if self.is_group(value) => {
                 let size = match &value.kind {
-                    ExprKind::Call { args, .. } => kwarg(args, "size")
-                        .or_else(|| positional(args, 0))
-                        .and_then(literal_attr)
-                        .and_then(|a| a.as_int()),
+                    ExprKind::Call { args, .. } => arg(args, 0, "size").and_then(literal_attr).and_then(|a| a.as_int()),
                     _ => None,
                 };
                 match size {
@@ -411,7 +392,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let Some((mem, index, sliced)) = self.place(block, base, args) else {
                     return;
                 };
-                let Some(elem_ty) = elem(self.m.value_type(mem)) else {
+                let Some(elem_ty) = self.m.value_type(mem).elem() else {
                     return;
                 };
                 let v = if sliced {
@@ -492,7 +473,7 @@ impl<'a> Lower<'_, 'a, '_> {
     /// Converts a scalar or tile to `ty`'s element type when it differs.
     fn convert(&mut self, block: tessera_ir::BlockId, v: ValueId, ty: &Type) -> ValueId {
         let from = self.m.value_type(v).clone();
-        let (Some(have), Some(want)) = (elem(&from), elem(ty)) else {
+        let (Some(have), Some(want)) = (from.elem(), ty.elem()) else {
             return v;
         };
         if have == want {
@@ -543,7 +524,7 @@ impl<'a> Lower<'_, 'a, '_> {
         }
         let zero = {
             let mut b = self.builder(block);
-            let value = if elem(&ty).is_some_and(ScalarType::is_float) {
+            let value = if ty.elem().is_some_and(ScalarType::is_float) {
                 Attr::Float(0.0)
             } else {
                 Attr::Int(0)
@@ -638,7 +619,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(CallTarget::Builtin(b)) if b.path == "tile.mma_sync"),
             _ => false,
         });
-        let tile = |name: &str| kwarg(args, name).and_then(literal_attr).and_then(|a| a.as_int());
+        let tile = |name: &str| keyword(args, name).and_then(literal_attr).and_then(|a| a.as_int());
         let (Some(bm), Some(bn), Some(bk), true) = (tile("BM"), tile("BN"), tile("BK"), only_sync) else {
             self.cx.unsupported(
                 stmt.span,
@@ -652,9 +633,9 @@ impl<'a> Lower<'_, 'a, '_> {
         let Some(operands) = operands else { return };
         let (a, b_mem, c) = (operands[0], operands[1], operands[2]);
         let (Some(a_elem), Some(b_elem), Some(c_elem)) = (
-            elem(self.m.value_type(a)),
-            elem(self.m.value_type(b_mem)),
-            elem(self.m.value_type(c)),
+            self.m.value_type(a).elem(),
+            self.m.value_type(b_mem).elem(),
+            self.m.value_type(c).elem(),
         ) else {
             return;
         };
@@ -699,7 +680,7 @@ impl<'a> Lower<'_, 'a, '_> {
         let z0 = self.index_const(block, 0);
         self.op0(block, at, "tile.store_tile", &[zero, acc_slot, z0, z0], vec![]);
         let step = self.index_const(block, bk);
-        let acc_elem = self.cx.accumulate(kwarg(args, "accumulate"));
+        let acc_elem = self.cx.accumulate(keyword(args, "accumulate"));
         let region = self.region(&[Type::INDEX], |l, inner, kk| {
             let kk = kk[0];
             let a_tile = l.op1(
@@ -872,7 +853,7 @@ impl<'a> Lower<'_, 'a, '_> {
             },
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
                 let ty = self.result_type(e)?;
-                let value = match (&e.kind, ScalarType::is_float(elem(&ty)?)) {
+                let value = match (&e.kind, ScalarType::is_float(ty.elem()?)) {
                     (ExprKind::Bool(b), _) => Attr::Int(*b as i64),
                     (ExprKind::Int(i), true) => Attr::Float(*i as f64),
                     (ExprKind::Int(i), false) => Attr::Int(i64::try_from(*i).ok()?),
@@ -939,7 +920,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     let ty = self.result_type(e)?;
                     Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
                 } else {
-                    let ty = Type::Scalar(elem(self.m.value_type(mem))?);
+                    let ty = Type::Scalar(self.m.value_type(mem).elem()?);
                     Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
                 }
             }
@@ -970,7 +951,7 @@ impl<'a> Lower<'_, 'a, '_> {
         if ty.dims() == Some(dims) {
             return v;
         }
-        let Some(elem_ty) = elem(&ty) else { return v };
+        let Some(elem_ty) = ty.elem() else { return v };
         self.op1(
             block,
             e.span,
@@ -989,7 +970,7 @@ impl<'a> Lower<'_, 'a, '_> {
         name: &str,
         at: &Expr,
     ) -> Option<ValueId> {
-        match kwarg(args, name).or_else(|| positional(args, index)) {
+        match arg(args, index, name) {
             Some(x) => self.expr(block, x),
             None => {
                 self.cx
@@ -1112,10 +1093,10 @@ impl<'a> Lower<'_, 'a, '_> {
                     return None;
                 };
                 let mut attrs = Vec::new();
-                if let Some(Attr::Int(s)) = kwarg(args, "swizzle").and_then(literal_attr) {
+                if let Some(Attr::Int(s)) = keyword(args, "swizzle").and_then(literal_attr) {
                     attrs.push(("swizzle", Attr::Int(s)));
                 }
-                if let Some(Attr::Int(p)) = kwarg(args, "bank_pad").and_then(literal_attr) {
+                if let Some(Attr::Int(p)) = keyword(args, "bank_pad").and_then(literal_attr) {
                     attrs.push(("bank_pad", Attr::Int(p)));
                 }
                 Some(self.op1(
@@ -1132,14 +1113,14 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.op1(block, e.span, "tile.const", &[], vec![("value", Attr::Float(0.0))], ty))
             }
             "atomic_add" | "tile.atomic_add" => {
-                let target = kwarg(args, "target").or_else(|| positional(args, 0))?;
+                let target = arg(args, 0, "target")?;
                 let ExprKind::Subscript { base, args: index_args } = &target.kind else {
                     self.cx
                         .unsupported(target.span, "an atomic on something other than an element");
                     return None;
                 };
                 let (mem, index, _) = self.place(block, base, index_args)?;
-                let elem_ty = Type::Scalar(elem(self.m.value_type(mem))?);
+                let elem_ty = Type::Scalar(self.m.value_type(mem).elem()?);
                 let v = self.arg_value(block, args, 1, "value", e)?;
                 let v = self.convert(block, v, &elem_ty);
                 let mut operands = vec![mem];
@@ -1194,7 +1175,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let b = self.arg_value(block, args, 1, "b", e)?;
                 let b = self.as_tile(block, e, b);
                 let ty = self.result_type(e)?;
-                let acc_elem = self.cx.accumulate(kwarg(args, "accumulate"));
+                let acc_elem = self.cx.accumulate(keyword(args, "accumulate"));
                 let acc_ty = match &ty {
                     Type::Tensor { dims, .. } => Type::tensor(dims.clone(), acc_elem),
                     other => other.clone(),
@@ -1277,7 +1258,7 @@ impl<'a> Lower<'_, 'a, '_> {
             "cast" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
-                let rounding = kwarg(args, "rounding")
+                let rounding = keyword(args, "rounding")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::str("nearest_even"));
                 Some(self.op1(block, e.span, "tile.cast", &[x], vec![("rounding", rounding)], ty))
@@ -1286,8 +1267,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let x = self.as_tile(block, e, x);
                 let ty = self.result_type(e)?;
-                let axis = kwarg(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
-                let acc = self.cx.accumulate(kwarg(args, "accumulate"));
+                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
                 let mut attrs = vec![("axis", axis), ("accumulate", Attr::Type(Type::Scalar(acc)))];
                 if self.cx.sig.deterministic.is_some() {
                     attrs.push(("order", Attr::str("tree")));
@@ -1298,13 +1279,13 @@ impl<'a> Lower<'_, 'a, '_> {
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let x = self.as_tile(block, e, x);
                 let ty = self.result_type(e)?;
-                let kind = match kwarg(args, "op").and_then(literal_attr) {
+                let kind = match keyword(args, "op").and_then(literal_attr) {
                     Some(Attr::Str(k)) => k,
                     _ => "sum".to_string(),
                 };
-                let axis = kwarg(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
+                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
                 let ordered = self.cx.info.tree_reductions.contains(&e.span)
-                    || kwarg(args, "order").and_then(literal_attr) == Some(Attr::str("tree"));
+                    || keyword(args, "order").and_then(literal_attr) == Some(Attr::str("tree"));
                 let order = if ordered { "tree" } else { "any" };
                 Some(self.op1(
                     block,
@@ -1317,10 +1298,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             "tile.cp_async" | "tile.async_copy" => self.async_copy(block, e, path, args),
             "tile.wait_async" => {
-                let stage = kwarg(args, "stage")
-                    .or_else(|| positional(args, 0))
-                    .and_then(literal_attr)
-                    .and_then(|a| a.as_int());
+                let stage = arg(args, 0, "stage").and_then(literal_attr).and_then(|a| a.as_int());
                 let Some(stage) = stage else {
                     self.cx.unsupported(e.span, "a wait for a stage that is not a constant");
                     return None;
@@ -1332,7 +1310,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let ty = self.result_type(e)?;
                 let dist = if path.ends_with("uniform") { "uniform" } else { "normal" };
                 let mut attrs = vec![("dist", Attr::str(dist))];
-                if let Some(ExprKind::Name(s)) = kwarg(args, "stream").map(|s| &s.kind) {
+                if let Some(ExprKind::Name(s)) = keyword(args, "stream").map(|s| &s.kind) {
                     attrs.push(("stream", Attr::Str(s.clone())));
                 }
                 Some(self.op1(block, e.span, "tile.rng", &[], attrs, ty))
@@ -1353,10 +1331,7 @@ impl<'a> Lower<'_, 'a, '_> {
         let positional_count = args.iter().filter(|a| a.name.is_none()).count();
         let (dst_expr, src_expr) = match (path, positional_count) {
             ("tile.cp_async", 1) => (None, positional(args, 0)?),
-            _ => (
-                Some(kwarg(args, "dst").or_else(|| positional(args, 0))?),
-                kwarg(args, "src").or_else(|| positional(args, 1))?,
-            ),
+            _ => (Some(arg(args, 0, "dst")?), arg(args, 1, "src")?),
         };
         let (src, offsets) = match &src_expr.kind {
             ExprKind::Subscript { base, args: index } => {
@@ -1385,7 +1360,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.op1(block, e.span, "tile.alloc_shared", &[], vec![], ty)
             }
         };
-        let explicit_stage = kwarg(args, "stage").and_then(literal_attr).and_then(|a| a.as_int());
+        let explicit_stage = keyword(args, "stage").and_then(literal_attr).and_then(|a| a.as_int());
         let stage = explicit_stage.unwrap_or_else(|| {
             self.stage += 1;
             self.stage + 99

@@ -9,7 +9,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Module, ScalarType, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
-use crate::cx::{ir_type, FnCx, TensorAs};
+use crate::cx::{arg, ir_type, keyword, FnCx, TensorAs};
 
 struct Lower<'c, 'a, 'm> {
     cx: &'c mut FnCx<'a>,
@@ -113,19 +113,6 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     if !returned {
         l.b.op("graph.return").build();
     }
-}
-
-fn arg<'e>(args: &'e [Arg], index: usize, name: &str) -> Option<&'e Expr> {
-    args.iter()
-        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
-        .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(index))
-        .map(|a| &a.value)
-}
-
-fn keyword<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
-    args.iter()
-        .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
-        .map(|a| &a.value)
 }
 
 /// A literal as an attribute: ints, floats, strings, booleans and tuples
