@@ -139,5 +139,8 @@ fn explanation_examples_report_their_code() {
             demonstrated += 1;
         }
     }
-    assert!(demonstrated >= CODES.len() - 3, "most codes should have an example");
+    // The runtime's codes (E1xxx) are reported by running a program; their
+    // examples are checked by `runtime/tests/explain.rs`.
+    let checker_codes = CODES.iter().filter(|i| !i.code.as_str().starts_with("E1")).count();
+    assert!(demonstrated >= checker_codes - 3, "most codes should have an example");
 }

@@ -831,6 +831,135 @@ def f(x: f32[N]) -> f32[N]:
 Operator-level functions are straight-line tensor code (Graph IR has no
 loops); write the loop in a `@kernel`, or unroll it. `spec/lowering.md`
 lists what each layer accepts.",
+    E1001: "device unavailable" =>
+"`tessera run --device cuda` (or `hip`) found no driver library or no
+device. The CUDA driver (`libcuda.so`) and the HIP runtime
+(`libamdhip64.so`) are loaded when the program starts, so Tessera runs on
+machines without them; there, only the CPU device is available.
+
+```console
+$ tessera run saxpy.tsr --device cuda
+error[E1001]: cannot use CUDA: the CUDA driver library (libcuda.so) is not installed
+  help: run on the CPU with `--device cpu`
+```
+
+Run with `--device cpu`, which executes every kernel with GPU semantics
+on this machine's cores, or install the driver.",
+
+    E1002: "no entry function" =>
+"`tessera run` starts at `def main():`, or at the function that `--entry`
+names, and the program has no such function.
+
+```tessera-run
+def helper() -> f32:
+    return 1.0
+```
+
+Add a `def main():`, or name the function to run with `--entry NAME`.",
+
+    E1003: "assertion failed" =>
+"An `assert` statement, `assert_allclose` or `assert allclose(...)` in host
+code did not hold. For tensors the message gives the tolerances, how many
+elements differ, and the worst one with its index.
+
+```tessera-run
+def main():
+    x = full(4, 1.0)
+    y = full(4, 1.5)
+    assert_allclose(x, y, rtol=1e-5, atol=1e-8)
+```
+
+Two values agree when `|actual - expected| <= atol + rtol * |expected|`,
+as in NumPy.",
+
+    E1004: "cannot read or write a .npy file" =>
+"`load`, `save`, `--input` or `--output` met a file that could not be read
+or written, or that is not a `.npy` file the runtime supports: a bad magic
+string or header, a format version other than 1.0, 2.0 and 3.0, Fortran
+order, an unsupported dtype, or data that does not match the header's
+shape.
+
+```tessera-run
+def main():
+    x = load(\"missing.npy\")
+```
+
+Save arrays with `numpy.save` in C order (`np.ascontiguousarray`); the
+supported dtypes are f2, f4, f8, i1, i4, i8, u1, b1 and V2 (bf16).",
+
+    E1005: "value does not fit the parameter" =>
+"A value given to a function or kernel at run time does not fit the
+parameter it binds: a tensor of another dtype or rank (from a `.npy`
+input, say), a tensor where a scalar is expected, a missing or unknown
+`--input`.
+
+```console
+$ tessera run attention.tsr --entry attention --input q=q_f64.npy
+error[E1005]: argument `q` of `attention` is a f64 tensor, but the parameter is bf16[B, S, D]
+```
+
+Convert the data to the parameter's dtype and shape before running, or
+change the parameter.",
+
+    E1006: "not supported in host code" =>
+"Host code called something the interpreter of host code cannot run: a
+builtin that has no host implementation yet, or a construct that only
+device code has.
+
+```tessera-run
+def main():
+    g = graph.capture()
+```
+
+The host supports tensor creation, `.npy` files, arithmetic, printing,
+assertions, loops and branches, kernel launches and calls of operator
+functions; `spec/runtime.md` lists them.",
+
+    E1007: "index out of range" =>
+"An index or slice of a tensor, tuple or list in host code is outside its
+extent.
+
+```tessera-run
+def main():
+    x = zeros(4)
+    print(x[4])
+```
+
+Indices run from `0` to `n - 1` (negative ones count from the end);
+slices are clamped as in Python.",
+
+    E1008: "kernel launch failed" =>
+"A kernel could not be launched or did not complete: a grid or block over
+the device's limits, a barrier that not every thread of a block reaches,
+a deadlock between barriers and warp operations, or an error of the
+device's driver.
+
+```tessera-run
+@kernel
+def fill(x: mut f32[N]):
+    x[launch.thread_id()] = 1.0
+
+def main():
+    x = zeros(4096)
+    fill[grid=(1,), block=(4096,)](x)
+```
+
+A block holds at most 1024 threads: launch more blocks
+(`grid=(ceil_div(n, 256),), block=(256,)`). A barrier must be reached by
+every thread of the block.",
+
+    E1009: "invalid value in host code" =>
+"Host code computed something that has no value: an integer division or
+remainder by zero, an integer overflow, a negative or too large size, a
+random seed that is not a non-negative integer.
+
+```tessera-run
+def main():
+    n = 0
+    print(10 // n)
+```
+
+Check the value before the operation.",
 }
 
 #[cfg(test)]

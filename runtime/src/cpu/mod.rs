@@ -1,0 +1,569 @@
+//! CPU execution with GPU semantics: the ABI between the code generator's
+//! CPU kernels and the runtime, the functions the runtime provides to them,
+//! and the launch.
+//!
+//! ```c
+//! typedef struct {
+//!   uint32_t thread_id[3];  // threadIdx
+//!   uint32_t block_id[3];   // blockIdx
+//!   uint32_t block_dim[3];  // blockDim
+//!   uint32_t grid_dim[3];   // gridDim
+//!   uint8_t* shared;        // this block's shared memory: shared_bytes long, 128-byte aligned, poisoned (0xFF)
+//!   void*    block;         // opaque: the runtime's per-block state
+//! } TesseraCpuCtx;
+//! void entry(void** args, TesseraCpuCtx* ctx);  // args[i] points at parameter i's value
+//! void     tessera_cpu_barrier(TesseraCpuCtx*);
+//! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
+//! uint32_t tessera_cpu_vote(TesseraCpuCtx*, uint32_t pred, uint32_t mode);
+//! ```
+//!
+//! `args` is laid out as `cuLaunchKernel`'s `kernelParams`: a buffer
+//! parameter's entry points at a `void*` data pointer, a scalar's at the
+//! scalar (`f32`, `f64`, `i32`, `i64`; `index` is `i64`; `i1`/`bool` a `u8`).
+//! Warps are 32 consecutive linear thread ids (x fastest).
+//!
+//! A kernel that calls no barrier, shuffle or vote is launched without
+//! synchronization: the threads of a block run one after another on one OS
+//! thread, and blocks spread over the cores. Otherwise every thread of a
+//! block runs on its own OS thread; a *group* of such threads runs blocks
+//! `g, g + G, g + 2G, …`, and `G` groups run side by side.
+
+mod sync;
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use sync::{block_text, BlockSync, Next, WarpOp};
+
+use crate::buffer::HostBuffer;
+use crate::RunError;
+
+pub use sync::SHARED_POISON;
+
+/// The context of one GPU thread on the CPU (`TesseraCpuCtx`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct TesseraCpuCtx {
+    pub thread_id: [u32; 3],
+    pub block_id: [u32; 3],
+    pub block_dim: [u32; 3],
+    pub grid_dim: [u32; 3],
+    pub shared: *mut u8,
+    pub block: *mut c_void,
+}
+
+/// A compiled CPU kernel's entry point.
+pub type CpuKernelFn = unsafe extern "C" fn(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx);
+
+/// How the threads of a block must run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threading {
+    /// The kernel calls no barrier, shuffle or vote: a block's threads may
+    /// run one after another.
+    Independent,
+    /// The kernel synchronizes: every thread of a block runs concurrently.
+    Synchronized,
+}
+
+/// A kernel for the CPU device.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuKernel {
+    pub entry: CpuKernelFn,
+    pub threading: Threading,
+}
+
+/// The grid, the block and the dynamic shared memory of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: usize,
+}
+
+impl LaunchConfig {
+    /// A one-dimensional launch.
+    pub fn linear(blocks: u32, threads: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [blocks, 1, 1],
+            block: [threads, 1, 1],
+            shared_bytes: 0,
+        }
+    }
+
+    pub fn threads_per_block(&self) -> u64 {
+        self.block.iter().map(|&d| d as u64).product()
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.grid.iter().map(|&d| d as u64).product()
+    }
+
+    /// Checks the limits every device shares (CUDA's): at most 1024 threads
+    /// per block, block z at most 64, grid y and z at most 65535, no zero.
+    pub fn validate(&self) -> Result<(), RunError> {
+        let shown = format!(
+            "grid ({}, {}, {}), block ({}, {}, {})",
+            self.grid[0], self.grid[1], self.grid[2], self.block[0], self.block[1], self.block[2]
+        );
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return Err(RunError::launch(format!("cannot launch {shown}: a dimension is 0")));
+        }
+        if self.threads_per_block() > 1024 || self.block[2] > 64 {
+            return Err(RunError::launch(format!(
+                "cannot launch {shown}: a block holds at most 1024 threads, and its z dimension at most 64"
+            )));
+        }
+        if self.grid[0] > i32::MAX as u32 || self.grid[1] > 65535 || self.grid[2] > 65535 {
+            return Err(RunError::launch(format!(
+                "cannot launch {shown}: the grid's x dimension is at most 2147483647, y and z at most 65535"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// At most this many OS threads run GPU threads of synchronized blocks at
+/// once (more groups would only oversubscribe the cores further).
+const MAX_SYNC_THREADS: u64 = 4096;
+
+/// The stack of each OS thread that runs GPU threads.
+const THREAD_STACK: usize = 512 * 1024;
+
+/// What every thread of a launch shares: the first error, and whether to stop.
+#[derive(Default)]
+struct LaunchState {
+    error: Mutex<Option<String>>,
+    stop: AtomicBool,
+}
+
+impl LaunchState {
+    fn fail(&self, message: String) {
+        let mut e = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if e.is_none() {
+            *e = Some(message);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The runtime's per-block state, behind `TesseraCpuCtx::block`.
+struct BlockCtx<'a> {
+    threads: usize,
+    /// None when the threads of the block run one after another.
+    sync: Option<&'a BlockSync>,
+    launch: &'a LaunchState,
+}
+
+/// The CPU device: runs kernels on this process's threads.
+#[derive(Clone, Debug)]
+pub struct CpuDevice {
+    workers: usize,
+}
+
+impl Default for CpuDevice {
+    fn default() -> CpuDevice {
+        CpuDevice::new()
+    }
+}
+
+impl CpuDevice {
+    /// A device that uses every core.
+    pub fn new() -> CpuDevice {
+        CpuDevice::with_workers(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// A device that runs at most `workers` blocks at once.
+    pub fn with_workers(workers: usize) -> CpuDevice {
+        CpuDevice {
+            workers: workers.max(1),
+        }
+    }
+
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Runs `kernel` over the grid and returns when every block is done.
+    /// Errors: a configuration over the limits, a barrier, shuffle or vote in
+    /// a kernel launched as [`Threading::Independent`] with more than one
+    /// thread per block, a deadlock or a barrier divergence (the kernel's
+    /// threads still run to their end; the results are then undefined).
+    ///
+    /// # Safety
+    /// `kernel.entry` must follow the CPU ABI above, and `args` must hold,
+    /// for each of its parameters, a pointer to a value of that parameter's
+    /// type; buffers must be valid for every access the kernel makes, from
+    /// any thread, until the launch returns.
+    pub unsafe fn launch(
+        &self,
+        kernel: CpuKernel,
+        config: &LaunchConfig,
+        args: &mut [*mut c_void],
+    ) -> Result<(), RunError> {
+        config.validate()?;
+        // Addresses cross threads as integers; each thread rebuilds its own
+        // argument array from them.
+        let addresses: Vec<usize> = args.iter().map(|&p| p as usize).collect();
+        let launch = LaunchState::default();
+        let threads = config.threads_per_block();
+        if kernel.threading == Threading::Independent || threads == 1 {
+            self.run_independent(kernel.entry, config, &addresses, &launch);
+        } else {
+            self.run_synchronized(kernel.entry, config, &addresses, &launch);
+        }
+        match launch.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(message) => Err(RunError::launch(message)),
+            None => Ok(()),
+        }
+    }
+
+    fn run_independent(&self, entry: CpuKernelFn, config: &LaunchConfig, addresses: &[usize], launch: &LaunchState) {
+        let blocks = config.blocks();
+        let threads = config.threads_per_block() as usize;
+        let next = AtomicU64::new(0);
+        let workers = (self.workers as u64).min(blocks) as usize;
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let spawned = std::thread::Builder::new()
+                    .stack_size(THREAD_STACK)
+                    .spawn_scoped(scope, || {
+                        let mut shared = match HostBuffer::zeroed(config.shared_bytes) {
+                            Ok(b) => b,
+                            Err(e) => return launch.fail(e.message),
+                        };
+                        let mut args: Vec<*mut c_void> = addresses.iter().map(|&a| a as *mut c_void).collect();
+                        let block = BlockCtx {
+                            threads,
+                            sync: None,
+                            launch,
+                        };
+                        loop {
+                            let b = next.fetch_add(1, Ordering::Relaxed);
+                            if b >= blocks || launch.stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            shared.bytes_mut().fill(SHARED_POISON);
+                            let block_id = block_index(b, config.grid);
+                            for t in 0..threads {
+                                let mut ctx = TesseraCpuCtx {
+                                    thread_id: thread_index(t, config.block),
+                                    block_id,
+                                    block_dim: config.block,
+                                    grid_dim: config.grid,
+                                    shared: shared.as_mut_ptr(),
+                                    block: &block as *const BlockCtx as *mut c_void,
+                                };
+                                // SAFETY: the caller of `launch` guarantees the
+                                // entry point and its arguments; `ctx` and the
+                                // block state outlive the call.
+                                unsafe { entry(args.as_mut_ptr(), &mut ctx) };
+                            }
+                        }
+                    });
+                if let Err(e) = spawned {
+                    launch.fail(format!("cannot start a CPU worker thread: {e}"));
+                    break;
+                }
+            }
+        });
+    }
+
+    fn run_synchronized(&self, entry: CpuKernelFn, config: &LaunchConfig, addresses: &[usize], launch: &LaunchState) {
+        let blocks = config.blocks();
+        let threads = config.threads_per_block();
+        let groups = (self.workers as u64)
+            .min(blocks)
+            .min((MAX_SYNC_THREADS / threads).max(1));
+        let mut syncs = Vec::new();
+        for _ in 0..groups {
+            match HostBuffer::zeroed(config.shared_bytes) {
+                Ok(shared) => syncs.push(BlockSync::new(threads as usize, shared)),
+                Err(e) => return launch.fail(e.message),
+            }
+        }
+        std::thread::scope(|scope| {
+            for (g, sync) in syncs.iter().enumerate() {
+                let shared = sync.shared_ptr() as usize;
+                for t in 0..threads as usize {
+                    let body = move || {
+                        let mut args: Vec<*mut c_void> = addresses.iter().map(|&a| a as *mut c_void).collect();
+                        let block = BlockCtx {
+                            threads: threads as usize,
+                            sync: Some(sync),
+                            launch,
+                        };
+                        let mut b = g as u64;
+                        while b < blocks {
+                            let block_id = block_index(b, config.grid);
+                            let mut ctx = TesseraCpuCtx {
+                                thread_id: thread_index(t, config.block),
+                                block_id,
+                                block_dim: config.block,
+                                grid_dim: config.grid,
+                                shared: shared as *mut u8,
+                                block: &block as *const BlockCtx as *mut c_void,
+                            };
+                            // SAFETY: as in `run_independent`; the group's
+                            // shared memory lives until the scope ends.
+                            unsafe { entry(args.as_mut_ptr(), &mut ctx) };
+                            let stop = || launch.stop.load(Ordering::SeqCst) || b + groups >= blocks;
+                            if sync.end_block(t, block_id, &stop) == Next::Stop {
+                                break;
+                            }
+                            b += groups;
+                        }
+                    };
+                    let spawned = std::thread::Builder::new()
+                        .stack_size(THREAD_STACK)
+                        .spawn_scoped(scope, body);
+                    if let Err(e) = spawned {
+                        let message = format!("cannot start the {threads} threads of a block: {e}");
+                        sync.abort(message.clone());
+                        launch.fail(message);
+                        return;
+                    }
+                }
+            }
+        });
+        for sync in &syncs {
+            if let Some(message) = sync.error() {
+                launch.fail(message);
+            }
+        }
+    }
+}
+
+fn block_index(b: u64, grid: [u32; 3]) -> [u32; 3] {
+    let (gx, gy) = (grid[0] as u64, grid[1] as u64);
+    [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32]
+}
+
+fn thread_index(t: usize, block: [u32; 3]) -> [u32; 3] {
+    let (bx, by) = (block[0] as usize, block[1] as usize);
+    [(t % bx) as u32, ((t / bx) % by) as u32, (t / (bx * by)) as u32]
+}
+
+/// The linear thread id of a context: x fastest.
+fn linear_thread(ctx: &TesseraCpuCtx) -> usize {
+    let [x, y, z] = ctx.thread_id.map(|v| v as usize);
+    let [bx, by, _] = ctx.block_dim.map(|v| v as usize);
+    x + bx * (y + by * z)
+}
+
+/// The context and block state behind a kernel's `ctx` argument.
+///
+/// # Safety
+/// `ctx` must be the pointer the runtime passed to the kernel's entry.
+unsafe fn context<'a>(ctx: *mut TesseraCpuCtx) -> (&'a TesseraCpuCtx, &'a BlockCtx<'a>) {
+    // SAFETY: the runtime made `ctx` point at a live `TesseraCpuCtx` whose
+    // `block` points at the launch's live `BlockCtx` (caller's contract).
+    unsafe {
+        let ctx = &*ctx;
+        (ctx, &*(ctx.block as *const BlockCtx))
+    }
+}
+
+/// The shuffle modes of `tessera_cpu_shfl` (PTX `shfl.sync` modes).
+pub const SHFL_IDX: u32 = 0;
+pub const SHFL_UP: u32 = 1;
+pub const SHFL_DOWN: u32 = 2;
+pub const SHFL_BFLY: u32 = 3;
+
+/// The vote modes of `tessera_cpu_vote`.
+pub const VOTE_ALL: u32 = 0;
+pub const VOTE_ANY: u32 = 1;
+pub const VOTE_BALLOT: u32 = 2;
+
+/// The source lane of a shuffle, as PTX `shfl.sync` computes it with the
+/// clamp value CUDA's `__shfl_*_sync(mask, v, b, width)` passes
+/// (`((32 - width) << 8) | 0x1f`, without the `0x1f` for `up`): None means
+/// the lane keeps its own value. Only the low 5 bits of `b` count.
+pub fn shfl_source(lane: u32, b: u32, mode: u32, width: u32) -> Option<u32> {
+    let c = ((32 - width) << 8) | if mode == SHFL_UP { 0 } else { 0x1f };
+    let segmask = (c >> 8) & 0x1f;
+    let cval = c & 0x1f;
+    let bval = b & 0x1f;
+    let max_lane = (lane & segmask) | (cval & !segmask);
+    let min_lane = lane & segmask;
+    let (j, valid) = match mode {
+        SHFL_UP => {
+            let j = lane as i64 - bval as i64;
+            (j, j >= max_lane as i64)
+        }
+        SHFL_DOWN => {
+            let j = (lane + bval) as i64;
+            (j, j <= max_lane as i64)
+        }
+        SHFL_BFLY => {
+            let j = (lane ^ bval) as i64;
+            (j, j <= max_lane as i64)
+        }
+        _ => {
+            let j = (min_lane | (bval & !segmask)) as i64;
+            (j, j <= max_lane as i64)
+        }
+    };
+    valid.then_some(j as u32)
+}
+
+/// `__syncthreads()` for the calling thread's block.
+pub extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
+    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+    let (ctx, block) = unsafe { context(ctx) };
+    match block.sync {
+        Some(sync) => sync.barrier(linear_thread(ctx), ctx.block_id),
+        None if block.threads > 1 => block.launch.fail(unsynchronized("tessera_cpu_barrier")),
+        None => {}
+    }
+}
+
+fn unsynchronized(function: &str) -> String {
+    format!(
+        "the kernel calls `{function}` but was launched as `Threading::Independent`, whose threads run one after another; launch it as `Threading::Synchronized`"
+    )
+}
+
+/// `shfl.sync` with a full mask: `mode` 0 idx, 1 up, 2 down, 3 bfly; `width`
+/// the segment width (a power of two up to 32). A lane whose source is out
+/// of its segment, or is not in the block or has finished the kernel,
+/// gets its own value.
+pub extern "C" fn tessera_cpu_shfl(
+    ctx: *mut TesseraCpuCtx,
+    value: u32,
+    lane_or_delta: u32,
+    mode: u32,
+    width: u32,
+) -> u32 {
+    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+    let (ctx, block) = unsafe { context(ctx) };
+    if mode > SHFL_BFLY || !width.is_power_of_two() || width > 32 {
+        block.launch.fail(format!(
+            "`tessera_cpu_shfl` called with mode {mode} and width {width}: the mode is 0 to 3, the width a power of two up to 32"
+        ));
+        return value;
+    }
+    let tid = linear_thread(ctx);
+    let lane = (tid % 32) as u32;
+    let src = shfl_source(lane, lane_or_delta, mode, width);
+    let Some(sync) = block.sync else {
+        if block.threads > 1 {
+            block.launch.fail(unsynchronized("tessera_cpu_shfl"));
+        }
+        return value;
+    };
+    let Some((bank, lanes)) = sync.exchange(tid, ctx.block_id, WarpOp::Shuffle, value) else {
+        return value;
+    };
+    match src {
+        Some(j) if lanes & (1 << j) != 0 => sync.slot(tid / 32, bank, j as usize),
+        _ => value,
+    }
+}
+
+/// A warp vote with a full mask: `mode` 0 all, 1 any, 2 ballot (bit i is
+/// lane i's predicate). Lanes that are not in the block, or have finished
+/// the kernel, do not vote.
+pub extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mode: u32) -> u32 {
+    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+    let (ctx, block) = unsafe { context(ctx) };
+    if mode > VOTE_BALLOT {
+        block.launch.fail(format!(
+            "`tessera_cpu_vote` called with mode {mode}: the mode is 0 to 2"
+        ));
+        return 0;
+    }
+    let tid = linear_thread(ctx);
+    let (ballot, lanes) = match block.sync {
+        Some(sync) => match sync.exchange(tid, ctx.block_id, WarpOp::Vote, (pred != 0) as u32) {
+            Some((bank, lanes)) => {
+                let w = tid / 32;
+                let ballot = (0..32)
+                    .filter(|&j| lanes & (1 << j) != 0 && sync.slot(w, bank, j) != 0)
+                    .fold(0u32, |acc, j| acc | (1 << j));
+                (ballot, lanes)
+            }
+            None => return 0,
+        },
+        None => {
+            if block.threads > 1 {
+                block.launch.fail(unsynchronized("tessera_cpu_vote"));
+            }
+            ((pred != 0) as u32, 1)
+        }
+    };
+    match mode {
+        VOTE_ALL => (ballot == lanes) as u32,
+        VOTE_ANY => (ballot != 0) as u32,
+        _ => ballot,
+    }
+}
+
+/// The functions CPU kernels call, by name and address, for the JIT to define.
+pub fn host_symbols() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "tessera_cpu_barrier",
+            tessera_cpu_barrier as extern "C" fn(*mut TesseraCpuCtx) as usize,
+        ),
+        (
+            "tessera_cpu_shfl",
+            tessera_cpu_shfl as extern "C" fn(*mut TesseraCpuCtx, u32, u32, u32, u32) -> u32 as usize,
+        ),
+        (
+            "tessera_cpu_vote",
+            tessera_cpu_vote as extern "C" fn(*mut TesseraCpuCtx, u32, u32) -> u32 as usize,
+        ),
+    ]
+}
+
+/// Describes a block for messages: `(x, y, z)`.
+pub fn describe_block(b: [u32; 3]) -> String {
+    block_text(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CUDA's documented results: `__shfl_down_sync(v, 1)` reads lane + 1
+    /// except the last lane of each segment; `__shfl_xor_sync` may read
+    /// earlier segments but not later ones.
+    #[test]
+    fn shuffle_sources_follow_ptx() {
+        assert_eq!(shfl_source(5, 1, SHFL_DOWN, 32), Some(6));
+        assert_eq!(shfl_source(31, 1, SHFL_DOWN, 32), None);
+        assert_eq!(shfl_source(15, 1, SHFL_DOWN, 16), None);
+        assert_eq!(shfl_source(16, 1, SHFL_DOWN, 16), Some(17));
+        assert_eq!(shfl_source(0, 1, SHFL_UP, 32), None);
+        assert_eq!(shfl_source(16, 1, SHFL_UP, 16), None);
+        assert_eq!(shfl_source(17, 1, SHFL_UP, 16), Some(16));
+        assert_eq!(shfl_source(3, 35, SHFL_IDX, 32), Some(3), "only the low 5 bits count");
+        assert_eq!(
+            shfl_source(20, 3, SHFL_IDX, 8),
+            Some(19),
+            "idx reads within the segment"
+        );
+        assert_eq!(
+            shfl_source(20, 11, SHFL_IDX, 8),
+            Some(19),
+            "the lane index wraps modulo the width"
+        );
+        assert_eq!(shfl_source(4, 8, SHFL_BFLY, 8), None, "a later segment");
+        assert_eq!(shfl_source(12, 8, SHFL_BFLY, 8), Some(4), "an earlier segment");
+        assert_eq!(shfl_source(0, 32, SHFL_DOWN, 32), Some(0), "delta 32 is delta 0");
+    }
+
+    #[test]
+    fn launch_limits_are_checked() {
+        assert!(LaunchConfig::linear(1, 1024).validate().is_ok());
+        assert!(LaunchConfig::linear(1, 1025).validate().is_err());
+        assert!(LaunchConfig::linear(0, 1).validate().is_err());
+        let tall = LaunchConfig {
+            grid: [1, 70000, 1],
+            block: [1, 1, 1],
+            shared_bytes: 0,
+        };
+        assert!(tall.validate().unwrap_err().message.contains("y and z at most 65535"));
+    }
+}

@@ -1,0 +1,107 @@
+//! The element types a host tensor can hold.
+
+use std::fmt;
+
+/// The dtype of a host tensor or a device buffer's elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    F16,
+    Bf16,
+    F32,
+    F64,
+    I8,
+    I32,
+    I64,
+    U8,
+    Bool,
+}
+
+pub const ALL_DTYPES: [DType; 9] = [
+    DType::F16,
+    DType::Bf16,
+    DType::F32,
+    DType::F64,
+    DType::I8,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::Bool,
+];
+
+impl DType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::Bf16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I8 => "i8",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F16 | DType::Bf16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::Bf16 | DType::F32 | DType::F64)
+    }
+
+    /// The host dtype of a language dtype, when the host can hold it.
+    pub fn from_language(d: tessera_hir::ty::DType) -> Option<DType> {
+        use tessera_hir::ty::DType as L;
+        Some(match d {
+            L::F16 => DType::F16,
+            L::Bf16 => DType::Bf16,
+            L::F32 => DType::F32,
+            L::F64 => DType::F64,
+            L::I8 => DType::I8,
+            L::I32 => DType::I32,
+            L::I64 => DType::I64,
+            L::U8 => DType::U8,
+            L::Bool => DType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// A dtype by its language name (`f32`, `bf16`, the aliases `float` …).
+    pub fn from_name(name: &str) -> Option<DType> {
+        tessera_hir::ty::DType::from_name(name).and_then(DType::from_language)
+    }
+
+    /// The dtype of an arithmetic result (`spec/types.md`, promotion): equal
+    /// dtypes give that dtype, a dtype that widens to the other gives the
+    /// wider one, anything else `f32`.
+    pub fn promote(self, other: DType) -> DType {
+        let (Some(a), Some(b)) = (self.language(), other.language()) else {
+            return DType::F32;
+        };
+        if a.widens_to(b) {
+            other
+        } else if b.widens_to(a) {
+            self
+        } else {
+            DType::F32
+        }
+    }
+
+    fn language(self) -> Option<tessera_hir::ty::DType> {
+        tessera_hir::ty::DType::from_name(self.name())
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,29 @@
+//! Tessera's runtime.
+//!
+//! - [`device`]: the CPU, CUDA and HIP devices behind one [`Device`]:
+//!   buffers, modules, launches, streams, events and timing. CUDA and HIP are
+//!   loaded at run time, so the crate builds and runs where neither exists,
+//!   and opening them there is an error that names `--device cpu`.
+//! - [`cpu`]: CPU execution with GPU semantics and the ABI of CPU kernels.
+//! - [`rng`]: Philox-4x32-10 and the derivation of stream keys.
+//! - [`tensor`], [`npy`], [`half`]: host tensors, `.npy` files, `f16`/`bf16`.
+//! - [`reduce`]: the tree order of deterministic reductions.
+//! - [`host`]: the interpreter of host code (`def main():`), which launches
+//!   kernels and calls operator functions through an [`host::Executor`].
+
+pub mod buffer;
+pub mod cpu;
+pub mod device;
+pub mod dtype;
+mod error;
+pub mod half;
+pub mod host;
+pub mod npy;
+pub mod reduce;
+pub mod rng;
+pub mod tensor;
+
+pub use device::{Device, DeviceKind};
+pub use dtype::{DType, ALL_DTYPES};
+pub use error::RunError;
+pub use tensor::Tensor;
