@@ -25,3 +25,4 @@ pub mod solve;
 pub mod ty;
 
 pub use db::{check_file, Db, FnId, Options, SourceFile, Target, Workspace};
+pub use module::resolve_module;

@@ -10,7 +10,7 @@ use crate::names::did_you_mean;
 
 /// Finds the file of a sibling module: `import helpers` in `dir/a.tsr` is
 /// `dir/helpers.tsr`; `import pkg.mod` is `dir/pkg/mod.tsr`.
-pub(crate) fn resolve_module(db: &dyn Db, from: SourceFile, module: &str) -> Option<SourceFile> {
+pub fn resolve_module(db: &dyn Db, from: SourceFile, module: &str) -> Option<SourceFile> {
     let path = from.path(db);
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
     let relative = format!("{}.tsr", module.replace('.', "/"));
