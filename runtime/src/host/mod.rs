@@ -1,1 +1,254 @@
-//! The host interpreter.
+//! The interpreter of host code: `def main():` and the functions it calls,
+//! run over the syntax tree of a program that checked clean.
+//!
+//! Host code creates tensors (`zeros`, `full`, `arange`, `rand`, `randn`,
+//! `load`), computes with host scalars and tensors, prints, asserts, loops
+//! and branches. Two things it hands to an [`Executor`], which the command
+//! line implements with the code generator:
+//!
+//! - a kernel launch, `saxpy[grid=(g,), block=(256,)](a, X, Y, Out)`:
+//!   [`Executor::launch`], with the arguments checked against the kernel's
+//!   parameters and its dims bound;
+//! - a call of an operator function: [`Executor::call`].
+//!
+//! Tensors are [`TensorValue`]s; an executor gets the address a kernel uses
+//! with [`TensorValue::kernel_address`], which copies a tensor to the GPU
+//! when the host changed it (on the CPU device kernels use host memory).
+//! Errors are diagnostics at the statement that failed, with a code.
+
+mod interp;
+mod ops;
+pub mod print;
+mod shapes;
+mod value;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tessera_base::{FileId, FileSpan, Span};
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_syntax::ast::{FnDef, Module, StmtKind};
+
+pub use value::{TensorValue, Value};
+
+use crate::cpu::LaunchConfig;
+use crate::{Device, RunError};
+
+/// What a function of the program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A `@kernel`: launched through the executor.
+    Kernel,
+    /// An operator function: called through the executor.
+    Operator,
+    /// Host code: run by the interpreter.
+    Host,
+}
+
+/// A program to run: its syntax tree, its text (for messages), and the role
+/// of each function (the command line takes them from `tessera_lower::role`).
+pub struct Program<'a> {
+    pub(crate) file: FileId,
+    text: &'a str,
+    pub(crate) module: &'a Module,
+    functions: Vec<(&'a FnDef, Role)>,
+}
+
+impl<'a> Program<'a> {
+    pub fn new(file: FileId, text: &'a str, module: &'a Module, role: impl Fn(&FnDef) -> Role) -> Program<'a> {
+        let functions = module
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Def(def) => Some((&**def, role(def))),
+                _ => None,
+            })
+            .collect();
+        Program {
+            file,
+            text,
+            module,
+            functions,
+        }
+    }
+
+    pub(crate) fn function(&self, name: &str) -> Option<(&'a FnDef, Role)> {
+        self.functions.iter().find(|(d, _)| d.name.name == name).copied()
+    }
+
+    /// The source text of a span (empty when out of range).
+    pub(crate) fn text(&self, span: Span) -> &'a str {
+        self.text.get(span.start as usize..span.end as usize).unwrap_or("")
+    }
+
+    pub(crate) fn at(&self, span: Span) -> FileSpan {
+        FileSpan { file: self.file, span }
+    }
+}
+
+/// A kernel launch for the executor.
+#[derive(Debug)]
+pub struct Launch<'a> {
+    pub kernel: &'a str,
+    /// The grid and the block; `shared_bytes` is 0 (the executor adds the
+    /// kernel's own shared memory).
+    pub config: LaunchConfig,
+    /// The arguments in parameter order (keywords and defaults resolved).
+    pub args: &'a [Value],
+    /// The symbolic dims of the parameters (`N`), by name, in order of first
+    /// appearance; codegen's kernels take them as trailing `index` parameters.
+    pub dims: &'a [(String, i64)],
+}
+
+/// A call of an operator function for the executor.
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub function: &'a str,
+    pub args: &'a [Value],
+    pub dims: &'a [(String, i64)],
+}
+
+/// Runs kernels and operator functions for the interpreter.
+pub trait Executor {
+    /// Launches a kernel on `device` and returns when the host may read what
+    /// it wrote (a GPU executor may queue it: reads synchronize).
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError>;
+
+    /// Calls an operator function; its result is a tensor, a scalar or a
+    /// tuple of them.
+    fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError>;
+}
+
+/// Where a run prints, and its arguments.
+pub struct RunOptions<'a> {
+    /// What `print` writes to.
+    pub out: &'a mut dyn Write,
+    /// The program's arguments (`tessera run FILE -- ARGS`): passed to
+    /// `main` when it takes one parameter, as a tuple of strings.
+    pub argv: Vec<String>,
+}
+
+fn no_entry(message: String, help: &str) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(Code::E1002, message).with_help(help.to_string())]
+}
+
+/// Runs `def main():`.
+pub fn run_main(
+    program: &Program<'_>,
+    executor: &mut dyn Executor,
+    device: &Device,
+    options: RunOptions<'_>,
+) -> Result<(), Vec<Diagnostic>> {
+    let Some((main, role)) = program.function("main") else {
+        return Err(no_entry(
+            "the program has no `main` function".into(),
+            "add `def main():`, or name the function to run with `--entry NAME`",
+        ));
+    };
+    if role != Role::Host {
+        return Err(vec![Diagnostic::error(Code::E1002, "`main` is not host code")
+            .with_primary(program.at(main.name.span), "this is lowered to device code")]);
+    }
+    let mut interp = interp::Interp::new(program, executor, device, options.out);
+    interp.globals().map_err(|d| vec![*d])?;
+    let args = match main.params.len() {
+        0 if options.argv.is_empty() => vec![],
+        0 => {
+            return Err(vec![Diagnostic::error(
+                Code::E1005,
+                format!("`main` takes no arguments, but {} were given", options.argv.len()),
+            )
+            .with_primary(program.at(main.name.span), "declared here")
+            .with_help(
+                "declare `def main(args):` to receive the arguments as a tuple of strings",
+            )]);
+        }
+        _ => vec![Value::tuple(options.argv.iter().map(|a| Value::str(a)).collect())],
+    };
+    interp
+        .call_host(main, args, main.name.span)
+        .map(|_| ())
+        .map_err(|d| vec![*d])
+}
+
+/// Runs the function `entry` on inputs from `.npy` files (`--entry f --input
+/// q=q.npy --output out.npy`): each input binds the parameter it names; the
+/// result (a tensor or a tuple of them) is written to `outputs`, in order.
+pub fn run_entry(
+    program: &Program<'_>,
+    executor: &mut dyn Executor,
+    device: &Device,
+    entry: &str,
+    inputs: &[(String, PathBuf)],
+    outputs: &[PathBuf],
+    options: RunOptions<'_>,
+) -> Result<(), Vec<Diagnostic>> {
+    let Some((def, role)) = program.function(entry) else {
+        return Err(no_entry(
+            format!("the program has no function `{entry}`"),
+            "`--entry` names an operator function or a host function of the program",
+        ));
+    };
+    if role == Role::Kernel {
+        return Err(vec![Diagnostic::error(
+            Code::E1002,
+            format!("`{entry}` is a kernel, which host code launches; `--entry` runs operator and host functions"),
+        )
+        .with_primary(program.at(def.name.span), "a kernel")]);
+    }
+    let at_param = |i: usize| program.at(def.params[i].span);
+    for (name, _) in inputs {
+        if !def.params.iter().any(|p| &p.name.name == name) {
+            return Err(vec![Diagnostic::error(
+                Code::E1005,
+                format!("`--input {name}=…` names no parameter of `{entry}`"),
+            )
+            .with_primary(program.at(def.name.span), format!("the parameters of `{entry}`"))]);
+        }
+    }
+    let mut args = Vec::new();
+    for (i, p) in def.params.iter().enumerate() {
+        let Some((_, path)) = inputs.iter().find(|(n, _)| n == &p.name.name) else {
+            return Err(vec![Diagnostic::error(
+                Code::E1005,
+                format!("parameter `{}` of `{entry}` has no input", p.name.name),
+            )
+            .with_primary(at_param(i), "this parameter")
+            .with_help(format!("pass `--input {}=FILE.npy`", p.name.name))]);
+        };
+        let tensor =
+            crate::npy::load(path).map_err(|e| vec![e.to_diagnostic(Some((at_param(i), "this parameter".into())))])?;
+        args.push(Value::Tensor(TensorValue::new(tensor)));
+    }
+    let mut interp = interp::Interp::new(program, executor, device, options.out);
+    interp.globals().map_err(|d| vec![*d])?;
+    let result = interp
+        .call_function(def, role, args, None, def.name.span)
+        .map_err(|d| vec![*d])?;
+    let results = match result {
+        Value::Tuple(items) => items.to_vec(),
+        Value::None => vec![],
+        v => vec![v],
+    };
+    if results.len() != outputs.len() {
+        return Err(vec![Diagnostic::error(
+            Code::E1005,
+            format!(
+                "`{entry}` returned {} values, but {} outputs were given",
+                results.len(),
+                outputs.len()
+            ),
+        )
+        .with_primary(program.at(def.name.span), "this function")]);
+    }
+    for (value, path) in results.iter().zip(outputs) {
+        let tensor = interp.to_tensor(value).map_err(|e| vec![e.to_diagnostic(None)])?;
+        crate::npy::save(path, &tensor).map_err(|e| vec![e.to_diagnostic(None)])?;
+    }
+    Ok(())
+}
+
+/// Turns a runtime error into a diagnostic at `span`.
+pub(crate) fn at(program: &Program<'_>, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
+    Box::new(e.to_diagnostic(Some((program.at(span), label.to_string()))))
+}

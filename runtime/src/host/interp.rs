@@ -1,0 +1,1670 @@
+//! The tree-walking interpreter of host code.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use tessera_base::Span;
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_hir::builtins::{self, Context};
+use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
+
+use super::ops::{self, MathFn, Operand, Reduction, Sel};
+use super::shapes::{self, ArgSite};
+use super::value::{range_len, TensorValue, Value};
+use super::{at, Call, Executor, Launch, Program, Role};
+use crate::cpu::LaunchConfig;
+use crate::rng::{self, Distribution};
+use crate::tensor::Elem;
+use crate::{DType, Device, RunError, Tensor};
+
+type Res<T> = Result<T, Box<Diagnostic>>;
+
+/// How a statement ends.
+enum Flow {
+    Next,
+    Break,
+    Continue,
+    Return(Value),
+}
+
+/// Host functions call each other at most this deep.
+const MAX_CALL_DEPTH: usize = 64;
+
+/// Evaluated call arguments: positional and keyword, with their spans.
+struct Args {
+    positional: Vec<(Value, Span)>,
+    keyword: Vec<(String, Value, Span)>,
+}
+
+impl Args {
+    fn take(&mut self, name: &str) -> Option<(Value, Span)> {
+        let i = self.keyword.iter().position(|(n, ..)| n == name)?;
+        let (_, v, s) = self.keyword.remove(i);
+        Some((v, s))
+    }
+}
+
+pub(crate) struct Interp<'a, 'p> {
+    program: &'a Program<'p>,
+    executor: &'a mut dyn Executor,
+    device: &'a Device,
+    out: &'a mut dyn Write,
+    globals: HashMap<String, Value>,
+    depth: usize,
+}
+
+fn unsupported(message: impl Into<String>) -> RunError {
+    RunError::new(Code::E1006, message)
+}
+
+fn elem_of(v: &Value) -> Option<Elem> {
+    match v {
+        Value::Int(i) => Some(Elem::Int(*i)),
+        Value::Float(f) => Some(Elem::Float(*f)),
+        Value::Bool(b) => Some(Elem::Bool(*b)),
+        _ => None,
+    }
+}
+
+fn value_of(e: Elem) -> Value {
+    match e {
+        Elem::Int(i) => Value::Int(i),
+        Elem::Float(f) => Value::Float(f),
+        Elem::Bool(b) => Value::Bool(b),
+    }
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    elem_of(v).map(Elem::as_f64)
+}
+
+impl<'a, 'p> Interp<'a, 'p> {
+    pub(crate) fn new(
+        program: &'a Program<'p>,
+        executor: &'a mut dyn Executor,
+        device: &'a Device,
+        out: &'a mut dyn Write,
+    ) -> Interp<'a, 'p> {
+        Interp {
+            program,
+            executor,
+            device,
+            out,
+            globals: HashMap::new(),
+            depth: 0,
+        }
+    }
+
+    fn fail(&self, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
+        at(self.program, span, label, e)
+    }
+
+    /// Evaluates the module's top-level assignments (its constants), in order.
+    pub(crate) fn globals(&mut self) -> Res<()> {
+        let program = self.program;
+        let mut frame = HashMap::new();
+        for stmt in &program.module.body {
+            if matches!(stmt.kind, StmtKind::Assign { .. } | StmtKind::AnnAssign { .. }) {
+                self.stmt(&mut frame, stmt)?;
+                self.globals.extend(frame.drain());
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a host function with `args` in parameter order.
+    pub(crate) fn call_host(&mut self, def: &FnDef, args: Vec<Value>, span: Span) -> Res<Value> {
+        if self.depth >= MAX_CALL_DEPTH {
+            return Err(self.fail(
+                span,
+                "this call",
+                RunError::value(format!(
+                    "host functions call each other more than {MAX_CALL_DEPTH} deep"
+                )),
+            ));
+        }
+        let mut locals: HashMap<String, Value> = HashMap::new();
+        for (p, v) in def.params.iter().zip(args) {
+            locals.insert(p.name.name.clone(), v);
+        }
+        self.depth += 1;
+        let flow = self.block(&mut locals, &def.body);
+        self.depth -= 1;
+        match flow? {
+            Flow::Return(v) => Ok(v),
+            _ => Ok(Value::None),
+        }
+    }
+
+    /// Calls a function of the program by its role, with `args` in
+    /// parameter order; `sites` locate the arguments (the parameters when
+    /// None).
+    pub(crate) fn call_function(
+        &mut self,
+        def: &FnDef,
+        role: Role,
+        args: Vec<Value>,
+        sites: Option<Vec<ArgSite>>,
+        span: Span,
+    ) -> Res<Value> {
+        let sites = sites.unwrap_or_else(|| def.params.iter().map(|p| ArgSite { span: p.span }).collect());
+        let dims = shapes::bind(self.program, def, &args, &sites, span)?;
+        match role {
+            Role::Host => self.call_host(def, args, span),
+            Role::Operator => {
+                let call = Call {
+                    function: &def.name.name,
+                    args: &args,
+                    dims: &dims,
+                };
+                self.executor
+                    .call(self.device, &call)
+                    .map_err(|e| self.fail(span, "in this call", e))
+            }
+            Role::Kernel => Err(self.fail(
+                span,
+                "this call",
+                unsupported(format!(
+                    "the kernel `{}` is launched with brackets: `{}[grid=..., block=...](...)`",
+                    def.name.name, def.name.name
+                )),
+            )),
+        }
+    }
+
+    /// A host tensor holding `value` (a tensor, or a scalar as a 0-d tensor).
+    pub(crate) fn to_tensor(&self, value: &Value) -> Result<Tensor, RunError> {
+        match value {
+            Value::Tensor(t) => Ok(t.host(self.device)?.clone()),
+            Value::Float(f) => Tensor::from_slice(&[], &[*f]),
+            Value::Int(i) => Tensor::from_slice(&[], &[*i]),
+            Value::Bool(b) => {
+                let mut t = Tensor::zeros(DType::Bool, &[])?;
+                t.set(0, Elem::Bool(*b));
+                Ok(t)
+            }
+            v => Err(RunError::new(Code::E1005, format!("{} is not a tensor", v.describe()))),
+        }
+    }
+
+    // ---- statements
+
+    fn block(&mut self, locals: &mut HashMap<String, Value>, block: &Block) -> Res<Flow> {
+        for stmt in &block.stmts {
+            match self.stmt(locals, stmt)? {
+                Flow::Next => {}
+                flow => return Ok(flow),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn stmt(&mut self, locals: &mut HashMap<String, Value>, stmt: &Stmt) -> Res<Flow> {
+        match &stmt.kind {
+            StmtKind::Expr(e) => {
+                self.expr(locals, e)?;
+            }
+            StmtKind::Assign { targets, value } => {
+                let v = self.expr(locals, value)?;
+                for t in targets {
+                    self.assign(locals, t, v.clone())?;
+                }
+            }
+            StmtKind::AnnAssign { target, value, .. } => {
+                if let Some(value) = value {
+                    let v = self.expr(locals, value)?;
+                    self.assign(locals, target, v)?;
+                }
+            }
+            StmtKind::AugAssign { target, op, value } => self.aug_assign(locals, target, *op, value)?,
+            StmtKind::If { branches, orelse } => {
+                for b in branches {
+                    if self.condition(locals, &b.cond)? {
+                        return self.block(locals, &b.body);
+                    }
+                }
+                if let Some(orelse) = orelse {
+                    return self.block(locals, orelse);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                while self.condition(locals, cond)? {
+                    match self.block(locals, body)? {
+                        Flow::Break => break,
+                        Flow::Return(v) => return Ok(Flow::Return(v)),
+                        Flow::Next | Flow::Continue => {}
+                    }
+                }
+            }
+            StmtKind::For { target, iter, body } => return self.for_loop(locals, target, iter, body),
+            StmtKind::With { items, body } => {
+                for item in items {
+                    self.context_manager(&item.expr)?;
+                }
+                return self.block(locals, body);
+            }
+            StmtKind::Return(v) => {
+                let v = match v {
+                    Some(e) => self.expr(locals, e)?,
+                    None => Value::None,
+                };
+                return Ok(Flow::Return(v));
+            }
+            StmtKind::Break => return Ok(Flow::Break),
+            StmtKind::Continue => return Ok(Flow::Continue),
+            StmtKind::Pass | StmtKind::Import(_) | StmtKind::FromImport { .. } => {}
+            StmtKind::Assert { cond, message } => self.assert(locals, cond, message.as_ref())?,
+            StmtKind::Def(def) => {
+                return Err(self.fail(
+                    def.name.span,
+                    "a nested function",
+                    unsupported("functions defined inside host functions are not supported"),
+                ))
+            }
+            StmtKind::Error(_) => {
+                return Err(self.fail(stmt.span, "this statement", unsupported("this statement did not parse")))
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// `with deterministic(seed=…)`, `with nondeterministic(…)`,
+    /// `with effects.suspend(…)`: checker regions, nothing to do at run time.
+    fn context_manager(&mut self, e: &Expr) -> Res<()> {
+        let callee = match &e.unparen().kind {
+            ExprKind::Call { callee, .. } => callee,
+            _ => e,
+        };
+        let path = path_of(callee);
+        match path.as_deref() {
+            Some("deterministic" | "nondeterministic" | "effects.suspend" | "numerics") => Ok(()),
+            _ => Err(self.fail(
+                e.span,
+                "this context",
+                unsupported(
+                    "host code supports `with` only for `deterministic`, `nondeterministic` and `effects.suspend`",
+                ),
+            )),
+        }
+    }
+
+    fn condition(&mut self, locals: &mut HashMap<String, Value>, e: &Expr) -> Res<bool> {
+        let v = self.expr(locals, e)?;
+        v.truthy().ok_or_else(|| {
+            self.fail(
+                e.span,
+                "this condition",
+                RunError::value(format!("the truth of {} is ambiguous", v.describe()))
+                    .with_help("compare a single element, or use `allclose`"),
+            )
+        })
+    }
+
+    fn for_loop(&mut self, locals: &mut HashMap<String, Value>, target: &Expr, iter: &Expr, body: &Block) -> Res<Flow> {
+        let items = self.expr(locals, iter)?;
+        let run = |this: &mut Self, locals: &mut HashMap<String, Value>, v: Value| -> Res<Option<Flow>> {
+            this.assign(locals, target, v)?;
+            Ok(match this.block(locals, body)? {
+                Flow::Break => Some(Flow::Next),
+                Flow::Return(v) => Some(Flow::Return(v)),
+                Flow::Next | Flow::Continue => None,
+            })
+        };
+        match items {
+            Value::Range(a, b, s) => {
+                for k in 0..range_len(a, b, s) {
+                    let i = a + k as i64 * s;
+                    if let Some(flow) = run(self, locals, Value::Int(i))? {
+                        return Ok(flow);
+                    }
+                }
+            }
+            Value::Tuple(items) => {
+                for v in items.iter() {
+                    if let Some(flow) = run(self, locals, v.clone())? {
+                        return Ok(flow);
+                    }
+                }
+            }
+            Value::Tensor(t) => {
+                let n = t.shape().first().copied().unwrap_or(0);
+                for i in 0..n {
+                    let v = self
+                        .index_tensor(&t, &[Sel::Index(i)])
+                        .map_err(|e| self.fail(iter.span, "this tensor", e))?;
+                    if let Some(flow) = run(self, locals, v)? {
+                        return Ok(flow);
+                    }
+                }
+            }
+            other => {
+                return Err(self.fail(
+                    iter.span,
+                    "this value",
+                    RunError::value(format!("cannot loop over {}", other.describe())),
+                ))
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn assign(&mut self, locals: &mut HashMap<String, Value>, target: &Expr, v: Value) -> Res<()> {
+        match &target.unparen().kind {
+            ExprKind::Name(n) => {
+                locals.insert(n.clone(), v);
+                Ok(())
+            }
+            ExprKind::Tuple(targets) | ExprKind::List(targets) => {
+                let items = match &v {
+                    Value::Tuple(items) if items.len() == targets.len() => items.clone(),
+                    _ => {
+                        return Err(self.fail(
+                            target.span,
+                            "these names",
+                            RunError::new(
+                                Code::E1005,
+                                format!("cannot unpack {} into {} names", v.describe(), targets.len()),
+                            ),
+                        ))
+                    }
+                };
+                for (t, item) in targets.iter().zip(items.iter()) {
+                    self.assign(locals, t, item.clone())?;
+                }
+                Ok(())
+            }
+            ExprKind::Subscript { base, args } => {
+                let tensor = self.expect_tensor(locals, base)?;
+                let sels = self.selection(locals, &tensor, args, target.span)?;
+                self.store(&tensor, &sels, &v)
+                    .map_err(|e| self.fail(target.span, "this store", e))
+            }
+            _ => Err(self.fail(
+                target.span,
+                "this target",
+                unsupported("host code cannot assign to this"),
+            )),
+        }
+    }
+
+    fn store(&self, tensor: &TensorValue, sels: &[Sel], v: &Value) -> Result<(), RunError> {
+        let src = match v {
+            Value::Tensor(t) => Some(t.host(self.device)?.clone()),
+            _ => None,
+        };
+        let operand = match (&src, elem_of(v)) {
+            (Some(t), _) => Operand::Tensor(t),
+            (None, Some(e)) => Operand::Scalar(e),
+            (None, None) => {
+                return Err(RunError::new(
+                    Code::E1005,
+                    format!("cannot store {} in a tensor", v.describe()),
+                ))
+            }
+        };
+        let (shape, indices) = ops::select(&tensor.shape(), sels);
+        let mut host = tensor.host_mut(self.device)?;
+        ops::scatter(&mut host, &shape, &indices, operand)
+    }
+
+    fn aug_assign(&mut self, locals: &mut HashMap<String, Value>, target: &Expr, op: BinOp, value: &Expr) -> Res<()> {
+        let rhs = self.expr(locals, value)?;
+        match &target.unparen().kind {
+            ExprKind::Name(n) => {
+                let current = self.name(locals, n, target.span)?;
+                let result = self
+                    .binary(op, &current, &rhs)
+                    .map_err(|e| self.fail(target.span, "this operation", e))?;
+                if let (Value::Tensor(t), Value::Tensor(r)) = (&current, &result) {
+                    // In place, as NumPy does: every alias sees the change.
+                    let all = vec![];
+                    return self
+                        .store(t, &all, &Value::Tensor(r.clone()))
+                        .map_err(|e| self.fail(target.span, "this update", e));
+                }
+                locals.insert(n.clone(), result);
+                Ok(())
+            }
+            ExprKind::Subscript { base, args } => {
+                let tensor = self.expect_tensor(locals, base)?;
+                let sels = self.selection(locals, &tensor, args, target.span)?;
+                let current = self
+                    .index_tensor(&tensor, &sels)
+                    .map_err(|e| self.fail(target.span, "this element", e))?;
+                let result = self
+                    .binary(op, &current, &rhs)
+                    .map_err(|e| self.fail(target.span, "this operation", e))?;
+                self.store(&tensor, &sels, &result)
+                    .map_err(|e| self.fail(target.span, "this update", e))
+            }
+            _ => Err(self.fail(target.span, "this target", unsupported("host code cannot update this"))),
+        }
+    }
+
+    fn assert(&mut self, locals: &mut HashMap<String, Value>, cond: &Expr, message: Option<&Expr>) -> Res<()> {
+        // `assert allclose(a, b, ...)` reports what `assert_allclose` reports.
+        if let ExprKind::Call { callee, args } = &cond.unparen().kind {
+            if path_of(callee).as_deref() == Some("allclose") {
+                let mut args = self.args(locals, args)?;
+                return self.allclose(&mut args, cond.span, true).map(|_| ());
+            }
+        }
+        if self.condition(locals, cond)? {
+            return Ok(());
+        }
+        let text = match message {
+            Some(m) => {
+                let v = self.expr(locals, m)?;
+                format!(
+                    "assertion failed: {}",
+                    super::print::display(&v, &|t| self.tensor_text(t))
+                )
+            }
+            None => format!("assertion failed: `{}`", self.program.text(cond.span)),
+        };
+        Err(self.fail(cond.span, "this is false", RunError::new(Code::E1003, text)))
+    }
+
+    // ---- expressions
+
+    fn expr(&mut self, locals: &mut HashMap<String, Value>, e: &Expr) -> Res<Value> {
+        match &e.kind {
+            ExprKind::Name(n) => self.name(locals, n, e.span),
+            ExprKind::Int(v) | ExprKind::Size(v) => i64::try_from(*v).map(Value::Int).map_err(|_| {
+                self.fail(
+                    e.span,
+                    "this literal",
+                    RunError::value(format!("{v} does not fit in 64 bits")),
+                )
+            }),
+            ExprKind::Float(f) => Ok(Value::Float(f.get())),
+            ExprKind::Str(s) => Ok(Value::str(s)),
+            ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+            ExprKind::None => Ok(Value::None),
+            ExprKind::Paren(inner) => self.expr(locals, inner),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    values.push(self.expr(locals, item)?);
+                }
+                Ok(Value::tuple(values))
+            }
+            ExprKind::Unary { op, operand } => {
+                let v = self.expr(locals, operand)?;
+                self.unary(*op, &v)
+                    .map_err(|err| self.fail(e.span, "this operation", err))
+            }
+            ExprKind::Binary {
+                op: BinOp::And,
+                lhs,
+                rhs,
+            } => {
+                let a = self.expr(locals, lhs)?;
+                if !self.truth(&a, lhs.span)? {
+                    return Ok(a);
+                }
+                self.expr(locals, rhs)
+            }
+            ExprKind::Binary {
+                op: BinOp::Or,
+                lhs,
+                rhs,
+            } => {
+                let a = self.expr(locals, lhs)?;
+                if self.truth(&a, lhs.span)? {
+                    return Ok(a);
+                }
+                self.expr(locals, rhs)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.expr(locals, lhs)?;
+                let b = self.expr(locals, rhs)?;
+                self.binary(*op, &a, &b)
+                    .map_err(|err| self.fail(e.span, "this operation", err))
+            }
+            ExprKind::IfElse { cond, then, orelse } => {
+                if self.condition(locals, cond)? {
+                    self.expr(locals, then)
+                } else {
+                    self.expr(locals, orelse)
+                }
+            }
+            ExprKind::Call { callee, args } => self.call(locals, e, callee, args),
+            ExprKind::Subscript { base, args } => {
+                let b = self.expr(locals, base)?;
+                self.subscript(locals, &b, args, e.span)
+            }
+            ExprKind::Attr { base, name } => {
+                let b = self.expr(locals, base)?;
+                self.attribute(&b, &name.name, e.span)
+            }
+            ExprKind::Range { .. } | ExprKind::Dict(_) | ExprKind::Slice { .. } | ExprKind::Error => Err(self.fail(
+                e.span,
+                "this expression",
+                unsupported("this expression is not supported in host code"),
+            )),
+        }
+    }
+
+    fn truth(&self, v: &Value, span: Span) -> Res<bool> {
+        v.truthy().ok_or_else(|| {
+            self.fail(
+                span,
+                "this value",
+                RunError::value(format!("the truth of {} is ambiguous", v.describe())),
+            )
+        })
+    }
+
+    fn name(&self, locals: &HashMap<String, Value>, n: &str, span: Span) -> Res<Value> {
+        if let Some(v) = locals.get(n).or_else(|| self.globals.get(n)) {
+            return Ok(v.clone());
+        }
+        if self.program.function(n).is_some() {
+            return Ok(Value::Function(n.into()));
+        }
+        if let Some(d) = DType::from_name(n) {
+            return Ok(Value::DType(d));
+        }
+        if let Some(b) = builtins::lookup(n) {
+            return Ok(Value::Builtin(b.path));
+        }
+        if let Some(ns) = builtins::NAMESPACES.iter().find(|ns| **ns == n) {
+            return Ok(Value::Namespace(ns));
+        }
+        Err(self.fail(
+            span,
+            "this name",
+            unsupported(format!("`{n}` is not defined in host code")),
+        ))
+    }
+
+    fn attribute(&self, base: &Value, name: &str, span: Span) -> Res<Value> {
+        let err = |e: RunError| self.fail(span, "this attribute", e);
+        match (base, name) {
+            (Value::Namespace(ns), _) => {
+                let path = format!("{ns}.{name}");
+                builtins::lookup(&path)
+                    .map(|b| Value::Builtin(b.path))
+                    .ok_or_else(|| err(unsupported(format!("`{path}` is not a builtin"))))
+            }
+            (Value::Tensor(t), "shape") => Ok(Value::tuple(t.shape().iter().map(|&d| Value::Int(d as i64)).collect())),
+            (Value::Tensor(t), "dtype") => Ok(Value::DType(t.dtype())),
+            (Value::Tensor(t), "ndim") => Ok(Value::Int(t.shape().len() as i64)),
+            (Value::Tensor(t), "T") => {
+                let host = t.host(self.device).map_err(err)?;
+                Ok(Value::Tensor(TensorValue::new(ops::transpose(&host).map_err(err)?)))
+            }
+            _ => Err(err(unsupported(format!(
+                "{} has no attribute `{name}` in host code",
+                base.describe()
+            )))),
+        }
+    }
+
+    fn expect_tensor(&mut self, locals: &mut HashMap<String, Value>, e: &Expr) -> Res<TensorValue> {
+        match self.expr(locals, e)? {
+            Value::Tensor(t) => Ok(t),
+            v => Err(self.fail(
+                e.span,
+                "this value",
+                RunError::new(Code::E1005, format!("expected a tensor, found {}", v.describe())),
+            )),
+        }
+    }
+
+    /// The selection `args` makes in `tensor`.
+    fn selection(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        tensor: &TensorValue,
+        args: &[Arg],
+        span: Span,
+    ) -> Res<Vec<Sel>> {
+        let shape = tensor.shape();
+        if args.len() > shape.len() {
+            return Err(self.fail(
+                span,
+                "this index",
+                RunError::new(
+                    Code::E1007,
+                    format!("{} indices for a tensor of {} dims", args.len(), shape.len()),
+                ),
+            ));
+        }
+        let mut sels = Vec::new();
+        for (axis, a) in args.iter().enumerate() {
+            let n = shape[axis];
+            if let ExprKind::Slice { lower, upper, step } = &a.value.kind {
+                let mut bound = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
+                    match e {
+                        None => Ok(None),
+                        Some(e) => match self.expr(locals, e)? {
+                            Value::Int(i) => Ok(Some(i)),
+                            Value::None => Ok(None),
+                            v => Err(self.fail(
+                                e.span,
+                                "this bound",
+                                RunError::value(format!("a slice bound must be an int, not {}", v.describe())),
+                            )),
+                        },
+                    }
+                };
+                let (lo, hi, st) = (bound(lower)?, bound(upper)?, bound(step)?);
+                let st = st.unwrap_or(1);
+                if st == 0 {
+                    return Err(self.fail(a.span, "this slice", RunError::value("a slice step cannot be zero")));
+                }
+                sels.push(ops::resolve_slice(lo, hi, st, n));
+                continue;
+            }
+            match self.expr(locals, &a.value)? {
+                Value::Int(i) => match ops::resolve_index(i, n) {
+                    Some(j) => sels.push(Sel::Index(j)),
+                    None => {
+                        return Err(self.fail(
+                            a.span,
+                            "this index",
+                            RunError::new(
+                                Code::E1007,
+                                format!("index {i} is out of range for dim {axis} of size {n}"),
+                            ),
+                        ))
+                    }
+                },
+                v => {
+                    return Err(self.fail(
+                        a.span,
+                        "this index",
+                        RunError::value(format!(
+                            "a tensor index must be an int or a slice, not {}",
+                            v.describe()
+                        )),
+                    ))
+                }
+            }
+        }
+        Ok(sels)
+    }
+
+    fn index_tensor(&self, t: &TensorValue, sels: &[Sel]) -> Result<Value, RunError> {
+        let host = t.host(self.device)?;
+        let (shape, indices) = ops::select(host.shape(), sels);
+        if shape.is_empty() && sels.len() == host.shape().len() {
+            return Ok(value_of(host.get(indices[0])));
+        }
+        Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)))
+    }
+
+    fn subscript(&mut self, locals: &mut HashMap<String, Value>, base: &Value, args: &[Arg], span: Span) -> Res<Value> {
+        match base {
+            Value::Tensor(t) => {
+                let sels = self.selection(locals, t, args, span)?;
+                self.index_tensor(t, &sels)
+                    .map_err(|e| self.fail(span, "this index", e))
+            }
+            Value::Tuple(items) if args.len() == 1 => {
+                let n = items.len();
+                if let ExprKind::Slice { lower, upper, step } = &args[0].value.kind {
+                    let mut get = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
+                        match e {
+                            None => Ok(None),
+                            Some(e) => Ok(as_f64(&self.expr(locals, e)?).map(|f| f as i64)),
+                        }
+                    };
+                    let (lo, hi, st) = (get(lower)?, get(upper)?, get(step)?.unwrap_or(1));
+                    if st == 0 {
+                        return Err(self.fail(span, "this slice", RunError::value("a slice step cannot be zero")));
+                    }
+                    let Sel::Slice { start, step, len } = ops::resolve_slice(lo, hi, st, n) else {
+                        return Ok(Value::tuple(vec![]));
+                    };
+                    return Ok(Value::tuple(
+                        (0..len as i64)
+                            .map(|k| items[(start + k * step) as usize].clone())
+                            .collect(),
+                    ));
+                }
+                match self.expr(locals, &args[0].value)? {
+                    Value::Int(i) => ops::resolve_index(i, n).map(|j| items[j].clone()).ok_or_else(|| {
+                        self.fail(
+                            span,
+                            "this index",
+                            RunError::new(Code::E1007, format!("index {i} is out of range for a tuple of {n}")),
+                        )
+                    }),
+                    v => Err(self.fail(
+                        span,
+                        "this index",
+                        RunError::value(format!("a tuple index must be an int, not {}", v.describe())),
+                    )),
+                }
+            }
+            Value::Function(f) => Err(self.fail(
+                span,
+                "this launch",
+                unsupported(format!(
+                    "launch brackets must be followed by the arguments: `{f}[...](...)`"
+                )),
+            )),
+            v => Err(self.fail(
+                span,
+                "this subscript",
+                unsupported(format!("cannot index {}", v.describe())),
+            )),
+        }
+    }
+
+    fn unary(&self, op: UnaryOp, v: &Value) -> Result<Value, RunError> {
+        match (op, v) {
+            (UnaryOp::Not, v) if !matches!(v, Value::Tensor(_)) => Ok(Value::Bool(
+                !v.truthy().ok_or_else(|| RunError::value("ambiguous truth"))?,
+            )),
+            (_, Value::Tensor(t)) => {
+                let host = t.host(self.device)?;
+                Ok(Value::Tensor(TensorValue::new(ops::unary(op, &host)?)))
+            }
+            (UnaryOp::Pos, Value::Int(_) | Value::Float(_)) => Ok(v.clone()),
+            (UnaryOp::Neg, Value::Int(i)) => i
+                .checked_neg()
+                .map(Value::Int)
+                .ok_or_else(|| RunError::value("integer overflow")),
+            (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
+            (UnaryOp::Neg | UnaryOp::Pos, Value::Bool(b)) => {
+                Ok(Value::Int(if op == UnaryOp::Neg { -(*b as i64) } else { *b as i64 }))
+            }
+            (UnaryOp::Invert, Value::Int(i)) => Ok(Value::Int(!i)),
+            (UnaryOp::Invert, Value::Bool(b)) => Ok(Value::Int(!(*b as i64))),
+            _ => Err(RunError::new(
+                Code::E1005,
+                format!("`{}` does not apply to {}", op.symbol(), v.describe()),
+            )),
+        }
+    }
+
+    fn binary(&self, op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
+        if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (a, b) {
+            if matches!(op, BinOp::In | BinOp::NotIn | BinOp::MatMul) {
+                return Err(unsupported(format!(
+                    "`{}` on tensors is not supported in host code",
+                    op.symbol()
+                )));
+            }
+            let ta = match a {
+                Value::Tensor(t) => Some(t.host(self.device)?),
+                _ => None,
+            };
+            let tb = match b {
+                Value::Tensor(t) => Some(t.host(self.device)?),
+                _ => None,
+            };
+            let oa = operand(ta.as_deref(), a, op)?;
+            let ob = operand(tb.as_deref(), b, op)?;
+            let result = ops::binary(op, oa, ob)?;
+            return Ok(Value::Tensor(TensorValue::new(result)));
+        }
+        scalar_binary(op, a, b)
+    }
+
+    // ---- calls
+
+    fn args(&mut self, locals: &mut HashMap<String, Value>, args: &[Arg]) -> Res<Args> {
+        let mut out = Args {
+            positional: Vec::new(),
+            keyword: Vec::new(),
+        };
+        for a in args {
+            let v = self.expr(locals, &a.value)?;
+            match &a.name {
+                Some(n) => out.keyword.push((n.name.clone(), v, a.span)),
+                None => out.positional.push((v, a.span)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn call(&mut self, locals: &mut HashMap<String, Value>, e: &Expr, callee: &Expr, args: &[Arg]) -> Res<Value> {
+        if let ExprKind::Subscript { base, args: brackets } = &callee.unparen().kind {
+            if let ExprKind::Name(n) = &base.unparen().kind {
+                if let Some((def, Role::Kernel)) = self.program.function(n) {
+                    if !locals.contains_key(n) {
+                        return self.launch(locals, e, def, brackets, args);
+                    }
+                }
+            }
+        }
+        let f = self.expr(locals, callee)?;
+        match f {
+            Value::Function(name) => {
+                let Some((def, role)) = self.program.function(&name) else {
+                    return Err(self.fail(
+                        callee.span,
+                        "this function",
+                        unsupported(format!("`{name}` is not a function")),
+                    ));
+                };
+                let evaluated = self.args(locals, args)?;
+                let (values, sites) = self.bind_params(def, evaluated, e.span)?;
+                self.call_function(def, role, values, Some(sites), e.span)
+            }
+            Value::Builtin(path) => {
+                let mut evaluated = self.args(locals, args)?;
+                let v = self.builtin(path, &mut evaluated, e.span)?;
+                if let Some((name, _, span)) = evaluated.keyword.first() {
+                    return Err(self.fail(
+                        *span,
+                        "this argument",
+                        RunError::new(Code::E1005, format!("`{path}` has no parameter `{name}`")),
+                    ));
+                }
+                Ok(v)
+            }
+            Value::DType(d) => {
+                let mut evaluated = self.args(locals, args)?;
+                let Some((v, span)) = evaluated.positional.pop() else {
+                    return Err(self.fail(
+                        e.span,
+                        "this conversion",
+                        RunError::new(Code::E1005, format!("`{d}(...)` needs a value")),
+                    ));
+                };
+                self.cast(&v, d).map_err(|err| self.fail(span, "this value", err))
+            }
+            v => Err(self.fail(
+                callee.span,
+                "this value",
+                unsupported(format!("{} is not callable", v.describe())),
+            )),
+        }
+    }
+
+    /// Arguments in parameter order: positional, then keywords, then the
+    /// defaults.
+    fn bind_params(&mut self, def: &FnDef, mut args: Args, call: Span) -> Res<(Vec<Value>, Vec<ArgSite>)> {
+        let fname = &def.name.name;
+        if args.positional.len() > def.params.len() {
+            let (_, span) = &args.positional[def.params.len()];
+            return Err(self.fail(
+                *span,
+                "this argument",
+                RunError::new(
+                    Code::E1005,
+                    format!(
+                        "`{fname}` takes {} arguments, but {} were given",
+                        def.params.len(),
+                        args.positional.len()
+                    ),
+                ),
+            ));
+        }
+        let mut values = Vec::new();
+        let mut sites = Vec::new();
+        let mut positional = std::mem::take(&mut args.positional).into_iter();
+        for p in &def.params {
+            let (v, span) = match positional.next() {
+                Some(a) => a,
+                None => match args.take(&p.name.name) {
+                    Some(a) => a,
+                    None => match &p.default {
+                        Some(d) => {
+                            let mut frame = HashMap::new();
+                            (self.expr(&mut frame, d)?, call)
+                        }
+                        None => {
+                            return Err(self.fail(
+                                call,
+                                "this call",
+                                RunError::new(
+                                    Code::E1005,
+                                    format!("`{fname}` needs an argument for `{}`", p.name.name),
+                                ),
+                            ))
+                        }
+                    },
+                },
+            };
+            values.push(v);
+            sites.push(ArgSite { span });
+        }
+        if let Some((name, _, span)) = args.keyword.first() {
+            return Err(self.fail(
+                *span,
+                "this argument",
+                RunError::new(Code::E1005, format!("`{fname}` has no parameter `{name}`")),
+            ));
+        }
+        Ok((values, sites))
+    }
+
+    fn launch(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        e: &Expr,
+        def: &FnDef,
+        brackets: &[Arg],
+        args: &[Arg],
+    ) -> Res<Value> {
+        let mut grid = None;
+        let mut block = None;
+        for (k, a) in brackets.iter().enumerate() {
+            let slot = match (a.name.as_ref().map(|n| n.name.as_str()), k) {
+                (Some("grid"), _) | (None, 0) => &mut grid,
+                (Some("block"), _) | (None, 1) => &mut block,
+                (Some("stream"), _) => continue,
+                _ => {
+                    return Err(self.fail(
+                        a.span,
+                        "this launch argument",
+                        unsupported("a launch takes `grid`, `block` and `stream`"),
+                    ))
+                }
+            };
+            let v = self.expr(locals, &a.value)?;
+            *slot = Some(self.dims3(&v).map_err(|err| self.fail(a.span, "this size", err))?);
+        }
+        let Some(grid) = grid else {
+            return Err(self.fail(
+                e.span,
+                "this launch",
+                RunError::launch("a launch needs a grid: `[grid=(blocks,), block=(threads,)]`"),
+            ));
+        };
+        let block = match block {
+            Some(b) => b,
+            None => self
+                .declared_block(def)
+                .map_err(|err| self.fail(e.span, "this launch", err))?,
+        };
+        let config = LaunchConfig {
+            grid,
+            block,
+            shared_bytes: 0,
+        };
+        config.validate().map_err(|err| self.fail(e.span, "this launch", err))?;
+        let evaluated = self.args(locals, args)?;
+        let (values, sites) = self.bind_params(def, evaluated, e.span)?;
+        let dims = shapes::bind(self.program, def, &values, &sites, e.span)?;
+        let launch = Launch {
+            kernel: &def.name.name,
+            config,
+            args: &values,
+            dims: &dims,
+        };
+        self.executor
+            .launch(self.device, &launch)
+            .map_err(|err| self.fail(e.span, "this launch", err))?;
+        Ok(Value::None)
+    }
+
+    /// The block of a kernel's `tile[(…)]` clause, or 128 threads.
+    fn declared_block(&self, def: &FnDef) -> Result<[u32; 3], RunError> {
+        for d in &def.decorators {
+            for clause in &d.clauses {
+                if let ExprKind::Subscript { base, args } = &clause.kind {
+                    if path_of(base).as_deref() == Some("tile") && args.len() == 1 {
+                        let v = literal(&args[0].value)
+                            .ok_or_else(|| unsupported("the kernel's `tile[...]` is not a literal"))?;
+                        return self.dims3(&v);
+                    }
+                }
+            }
+        }
+        Ok([128, 1, 1])
+    }
+
+    /// `g`, `(g,)`, `(x, y)` or `(x, y, z)` as three sizes.
+    fn dims3(&self, v: &Value) -> Result<[u32; 3], RunError> {
+        let items: Vec<Value> = match v {
+            Value::Tuple(items) => items.to_vec(),
+            v => vec![v.clone()],
+        };
+        if items.is_empty() || items.len() > 3 {
+            return Err(RunError::launch(format!(
+                "a grid or block has 1 to 3 sizes, not {}",
+                items.len()
+            )));
+        }
+        let mut out = [1u32; 3];
+        for (i, item) in items.iter().enumerate() {
+            out[i] = match item {
+                Value::Int(n) => u32::try_from(*n)
+                    .map_err(|_| RunError::launch(format!("a grid or block size of {n} is out of range")))?,
+                v => {
+                    return Err(RunError::launch(format!(
+                        "a grid or block size must be an int, not {}",
+                        v.describe()
+                    )))
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    // ---- builtins
+
+    fn builtin(&mut self, path: &'static str, args: &mut Args, span: Span) -> Res<Value> {
+        let fail = |this: &Self, e: RunError| this.fail(span, "in this call", e);
+        if let Some(b) = builtins::lookup(path) {
+            if b.context == Context::Kernel {
+                return Err(fail(self, unsupported(format!("`{path}` runs only inside kernels"))));
+            }
+        }
+        let result = match path {
+            "print" => self.print(args),
+            "range" => self.range(args),
+            "len" => self.len(args),
+            "min" | "max" => self.min_max(path, args),
+            "abs" | "sqrt" | "exp" | "log" | "tanh" | "op.relu" => self.math(path, args),
+            "ceil_div" => self.ceil_div(args),
+            "cast" => self.cast_builtin(args),
+            "zeros" | "ones" | "empty" | "full" => self.create(path, args),
+            "arange" => self.arange(args),
+            "rand" | "randn" => self.random(path, args),
+            "assert_allclose" => return self.allclose(args, span, true),
+            "allclose" => return self.allclose(args, span, false),
+            "load" => self.load(args),
+            "save" => self.save(args),
+            "op.sum" | "op.mean" => self.reduce(path, args),
+            "op.add" | "op.mul" => self.op_binary(path, args),
+            "op.transpose" => self.op_transpose(args),
+            "op.reshape" => self.op_reshape(args),
+            "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
+            _ => Err(unsupported(format!("`{path}` is not supported in host code"))),
+        };
+        result.map_err(|e| fail(self, e))
+    }
+
+    fn positional(&self, args: &mut Args, name: &str, path: &str) -> Result<Value, RunError> {
+        if !args.positional.is_empty() {
+            return Ok(args.positional.remove(0).0);
+        }
+        args.take(name)
+            .map(|(v, _)| v)
+            .ok_or_else(|| RunError::new(Code::E1005, format!("`{path}` needs an argument for `{name}`")))
+    }
+
+    fn no_more(&self, args: &Args, path: &str) -> Result<(), RunError> {
+        if !args.positional.is_empty() {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("`{path}` was given too many arguments"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn print(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let sep = match args.take("sep") {
+            Some((Value::Str(s), _)) => s.to_string(),
+            Some((v, _)) => return Err(RunError::value(format!("`sep` must be a string, not {}", v.describe()))),
+            None => " ".into(),
+        };
+        let mut parts = Vec::new();
+        for (v, _) in std::mem::take(&mut args.positional) {
+            if let Value::Tensor(t) = &v {
+                t.host(self.device)?;
+            }
+            parts.push(super::print::display(&v, &|t| self.tensor_text(t)));
+        }
+        writeln!(self.out, "{}", parts.join(&sep))
+            .map_err(|e| RunError::new(Code::E1006, format!("cannot print: {e}")))?;
+        Ok(Value::None)
+    }
+
+    fn tensor_text(&self, t: &TensorValue) -> String {
+        match t.host(self.device) {
+            Ok(host) => super::print::tensor(&host),
+            Err(e) => format!("<tensor: {}>", e.message),
+        }
+    }
+
+    fn int_arg(&self, v: &Value, what: &str) -> Result<i64, RunError> {
+        match v {
+            Value::Int(i) => Ok(*i),
+            Value::Bool(b) => Ok(*b as i64),
+            v => Err(RunError::value(format!("{what} must be an int, not {}", v.describe()))),
+        }
+    }
+
+    fn range(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let ints: Vec<i64> = std::mem::take(&mut args.positional)
+            .iter()
+            .map(|(v, _)| self.int_arg(v, "a `range` bound"))
+            .collect::<Result<_, _>>()?;
+        let (a, b, s) = match ints[..] {
+            [b] => (0, b, 1),
+            [a, b] => (a, b, 1),
+            [a, b, s] => (a, b, s),
+            _ => return Err(RunError::new(Code::E1005, "`range` takes 1 to 3 arguments")),
+        };
+        if s == 0 {
+            return Err(RunError::value("the step of `range` cannot be zero"));
+        }
+        Ok(Value::Range(a, b, s))
+    }
+
+    fn len(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let v = self.positional(args, "x", "len")?;
+        let n = match &v {
+            Value::Tensor(t) => *t
+                .shape()
+                .first()
+                .ok_or_else(|| RunError::value("a 0-d tensor has no length"))? as i64,
+            Value::Tuple(items) => items.len() as i64,
+            Value::Str(s) => s.chars().count() as i64,
+            Value::Range(a, b, s) => range_len(*a, *b, *s) as i64,
+            v => return Err(RunError::new(Code::E1005, format!("{} has no length", v.describe()))),
+        };
+        Ok(Value::Int(n))
+    }
+
+    fn min_max(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let a = self.positional(args, "a", path)?;
+        let b = self.positional(args, "b", path)?;
+        if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (&a, &b) {
+            // min(a, b) = where(b < a, b, a), elementwise.
+            let less = if path == "min" {
+                self.binary(BinOp::Lt, &b, &a)?
+            } else {
+                self.binary(BinOp::Gt, &b, &a)?
+            };
+            let pick_b = self.binary(BinOp::Mul, &less, &b)?;
+            let not_less = self.unary(UnaryOp::Not, &less)?;
+            let pick_a = self.binary(BinOp::Mul, &not_less, &a)?;
+            return self.binary(BinOp::Add, &pick_a, &pick_b);
+        }
+        let (Some(x), Some(y)) = (as_f64(&a), as_f64(&b)) else {
+            return Err(RunError::new(Code::E1005, format!("`{path}` needs numbers")));
+        };
+        let take_b = if path == "min" { y < x } else { y > x };
+        Ok(if take_b { b } else { a })
+    }
+
+    fn math(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let f = match path {
+            "abs" => MathFn::Abs,
+            "sqrt" => MathFn::Sqrt,
+            "exp" => MathFn::Exp,
+            "log" => MathFn::Log,
+            "tanh" => MathFn::Tanh,
+            _ => MathFn::Relu,
+        };
+        let x = self.positional(args, "x", path)?;
+        match &x {
+            Value::Tensor(t) => {
+                let host = t.host(self.device)?;
+                Ok(Value::Tensor(TensorValue::new(ops::math(f, &host)?)))
+            }
+            Value::Int(i) if matches!(f, MathFn::Abs | MathFn::Relu) => Ok(Value::Int(if f == MathFn::Abs {
+                i.checked_abs().ok_or_else(|| RunError::value("integer overflow"))?
+            } else {
+                (*i).max(0)
+            })),
+            v => as_f64(v).map(|x| Value::Float(f.f64(x))).ok_or_else(|| {
+                RunError::new(
+                    Code::E1005,
+                    format!("`{path}` needs a number or a tensor, not {}", v.describe()),
+                )
+            }),
+        }
+    }
+
+    fn ceil_div(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let a = self.positional(args, "a", "ceil_div")?;
+        let b = self.positional(args, "b", "ceil_div")?;
+        let (a, b) = (self.int_arg(&a, "the dividend")?, self.int_arg(&b, "the divisor")?);
+        let q = ops::int_op(
+            BinOp::FloorDiv,
+            a.checked_neg().ok_or_else(|| RunError::value("integer overflow"))?,
+            b,
+        )?;
+        Ok(Value::Int(
+            q.checked_neg().ok_or_else(|| RunError::value("integer overflow"))?,
+        ))
+    }
+
+    fn dtype_arg(&self, args: &mut Args, default: DType) -> Result<DType, RunError> {
+        match args.take("dtype") {
+            None => Ok(default),
+            Some((Value::DType(d), _)) => Ok(d),
+            Some((v, _)) => Err(RunError::value(format!(
+                "`dtype` must be a dtype the host holds, not {}",
+                v.describe()
+            ))),
+        }
+    }
+
+    fn cast(&self, v: &Value, d: DType) -> Result<Value, RunError> {
+        match v {
+            Value::Tensor(t) => {
+                let host = t.host(self.device)?;
+                Ok(Value::Tensor(TensorValue::new(host.cast(d)?)))
+            }
+            v => {
+                let e = elem_of(v)
+                    .ok_or_else(|| RunError::new(Code::E1005, format!("cannot convert {} to {d}", v.describe())))?;
+                let mut t = Tensor::zeros(d, &[1])?;
+                t.set(0, e);
+                Ok(value_of(t.get(0)))
+            }
+        }
+    }
+
+    fn cast_builtin(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", "cast")?;
+        let d = match self.positional(args, "dtype", "cast")? {
+            Value::DType(d) => d,
+            v => {
+                return Err(RunError::value(format!(
+                    "`cast` needs a dtype the host holds, not {}",
+                    v.describe()
+                )))
+            }
+        };
+        match args.take("rounding") {
+            None => {}
+            Some((Value::Str(s), _)) if &*s == "nearest_even" => {}
+            Some((v, _)) => {
+                return Err(unsupported(format!(
+                    "host code rounds to nearest even only, not {}",
+                    super::print::display(&v, &|_| String::new())
+                )))
+            }
+        }
+        args.take("saturate");
+        self.cast(&x, d)
+    }
+
+    /// The shape given as sizes or as one tuple.
+    fn shape_of(&self, values: &[(Value, Span)]) -> Result<Vec<usize>, RunError> {
+        let sizes: Vec<Value> = match values {
+            [(Value::Tuple(items), _)] => items.to_vec(),
+            _ => values.iter().map(|(v, _)| v.clone()).collect(),
+        };
+        sizes
+            .iter()
+            .map(|v| {
+                let n = self.int_arg(v, "a size")?;
+                usize::try_from(n).map_err(|_| RunError::value(format!("a size cannot be negative ({n})")))
+            })
+            .collect()
+    }
+
+    fn create(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let dtype = self.dtype_arg(args, DType::F32)?;
+        let fill = match path {
+            "full" => {
+                let v = match args.take("value") {
+                    Some((v, _)) => v,
+                    None => args
+                        .positional
+                        .pop()
+                        .map(|(v, _)| v)
+                        .ok_or_else(|| RunError::new(Code::E1005, "`full` needs a value"))?,
+                };
+                Some(
+                    elem_of(&v)
+                        .ok_or_else(|| RunError::value(format!("`full` fills with a number, not {}", v.describe())))?,
+                )
+            }
+            "ones" => Some(Elem::Int(1)),
+            _ => None,
+        };
+        let shape = self.shape_of(&std::mem::take(&mut args.positional))?;
+        let mut t = Tensor::zeros(dtype, &shape)?;
+        match (path, fill) {
+            ("empty", _) => t.bytes_mut().fill(0xFF),
+            (_, Some(e)) => (0..t.numel()).for_each(|i| t.set(i, e)),
+            _ => {}
+        }
+        Ok(Value::Tensor(TensorValue::new(t)))
+    }
+
+    fn arange(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let dtype = self.dtype_arg(args, DType::F32)?;
+        let n = self.positional(args, "n", "arange")?;
+        let n = self.int_arg(&n, "the length of `arange`")?;
+        let n = usize::try_from(n).map_err(|_| RunError::value(format!("a size cannot be negative ({n})")))?;
+        let mut t = Tensor::zeros(dtype, &[n])?;
+        (0..n).for_each(|i| t.set(i, Elem::Int(i as i64)));
+        Ok(Value::Tensor(TensorValue::new(t)))
+    }
+
+    fn random(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let dtype = self.dtype_arg(args, DType::F32)?;
+        let seed = match args.take("seed") {
+            Some((Value::Int(s), _)) if s >= 0 => s as u64,
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "a seed is a non-negative int, not {}",
+                    super::print::display(&v, &|_| "a tensor".into())
+                )))
+            }
+            None => {
+                return Err(
+                    RunError::new(Code::E1005, format!("`{path}` needs a seed: `{path}(..., seed=1)`"))
+                        .with_note("the seed fixes the values, so every run draws the same ones"),
+                )
+            }
+        };
+        let shape = self.shape_of(&std::mem::take(&mut args.positional))?;
+        let dist = if path == "rand" {
+            Distribution::Uniform
+        } else {
+            Distribution::Normal
+        };
+        let t = rng::fill(dtype, &shape, rng::host_key(seed), dist)?;
+        Ok(Value::Tensor(TensorValue::new(t)))
+    }
+
+    /// `assert_allclose`, `allclose` and `assert allclose(...)`.
+    fn allclose(&mut self, args: &mut Args, span: Span, assert: bool) -> Res<Value> {
+        let parse = |this: &mut Self, args: &mut Args| -> Result<(Tensor, Tensor, f64, f64), RunError> {
+            let a = this.positional(args, "actual", "allclose")?;
+            let b = this.positional(args, "expected", "allclose")?;
+            let mut tol = |name: &str, default: f64| -> Result<f64, RunError> {
+                let v = match args.take(name) {
+                    Some((v, _)) => Some(v),
+                    None if !args.positional.is_empty() => Some(args.positional.remove(0).0),
+                    None => None,
+                };
+                match v {
+                    None => Ok(default),
+                    Some(v) => as_f64(&v)
+                        .ok_or_else(|| RunError::value(format!("`{name}` must be a number, not {}", v.describe()))),
+                }
+            };
+            let (rtol, atol) = (tol("rtol", 1e-5)?, tol("atol", 1e-8)?);
+            Ok((this.to_tensor(&a)?, this.to_tensor(&b)?, rtol, atol))
+        };
+        let (a, b, rtol, atol) = parse(self, args).map_err(|e| self.fail(span, "in this call", e))?;
+        let c = ops::closeness(&a, &b, rtol, atol).map_err(|e| self.fail(span, "in this call", e))?;
+        if c.mismatched == 0 {
+            return Ok(Value::Bool(true));
+        }
+        if !assert {
+            return Ok(Value::Bool(false));
+        }
+        let pct = 100.0 * c.mismatched as f64 / c.total.max(1) as f64;
+        let mut e = RunError::new(
+            Code::E1003,
+            format!("the tensors are not close (rtol={rtol:e}, atol={atol:e})"),
+        )
+        .with_note(format!(
+            "mismatched elements: {} / {} ({pct:.3}%)",
+            c.mismatched, c.total
+        ));
+        if let Some((diff, index, x, y)) = c.worst {
+            let index: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+            e = e.with_note(format!(
+                "largest difference at index ({}{}): actual {x}, expected {y}, |difference| {diff:e}",
+                index.join(", "),
+                if index.len() == 1 { "," } else { "" }
+            ));
+        }
+        Err(self.fail(span, "these values differ", e))
+    }
+
+    fn load(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let path = match self.positional(args, "path", "load")? {
+            Value::Str(s) => s,
+            v => return Err(RunError::value(format!("`load` needs a path, not {}", v.describe()))),
+        };
+        let t = crate::npy::load(Path::new(&*path))?;
+        Ok(Value::Tensor(TensorValue::new(t)))
+    }
+
+    fn save(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let path = match self.positional(args, "path", "save")? {
+            Value::Str(s) => s,
+            v => return Err(RunError::value(format!("`save` needs a path, not {}", v.describe()))),
+        };
+        let x = self.positional(args, "x", "save")?;
+        let t = self.to_tensor(&x)?;
+        crate::npy::save(Path::new(&*path), &t)?;
+        Ok(Value::None)
+    }
+
+    fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", path)?;
+        let axis = match args
+            .take("axis")
+            .map(|(v, _)| v)
+            .or_else(|| (!args.positional.is_empty()).then(|| args.positional.remove(0).0))
+        {
+            None | Some(Value::None) => None,
+            Some(v) => Some(self.int_arg(&v, "the axis")?),
+        };
+        let accumulate = match args.take("accumulate") {
+            None | Some((Value::None, _)) => None,
+            Some((Value::DType(d), _)) => Some(d),
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "`accumulate` must be a dtype, not {}",
+                    v.describe()
+                )))
+            }
+        };
+        self.no_more(args, path)?;
+        let t = self.to_tensor(&x)?;
+        let rank = t.shape().len() as i64;
+        let axis = match axis {
+            None => None,
+            Some(a) => {
+                let k = if a < 0 { a + rank } else { a };
+                if !(0..rank).contains(&k) {
+                    return Err(RunError::new(
+                        Code::E1007,
+                        format!("axis {a} is out of range for a tensor of {rank} dims"),
+                    ));
+                }
+                Some(k as usize)
+            }
+        };
+        let kind = if path == "op.sum" {
+            Reduction::Sum
+        } else {
+            Reduction::Mean
+        };
+        let r = ops::reduce(&t, axis, kind, accumulate)?;
+        Ok(if r.shape().is_empty() {
+            value_of(r.get(0))
+        } else {
+            Value::Tensor(TensorValue::new(r))
+        })
+    }
+
+    fn op_binary(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let a = self.positional(args, "a", path)?;
+        let b = self.positional(args, "b", path)?;
+        self.binary(if path == "op.add" { BinOp::Add } else { BinOp::Mul }, &a, &b)
+    }
+
+    fn op_transpose(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", "op.transpose")?;
+        let t = self.to_tensor(&x)?;
+        Ok(Value::Tensor(TensorValue::new(ops::transpose(&t)?)))
+    }
+
+    fn op_reshape(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", "op.reshape")?;
+        let shape = self.positional(args, "shape", "op.reshape")?;
+        let shape = self.shape_of(&[(shape, Span::new(0, 0))])?;
+        let t = self.to_tensor(&x)?;
+        Ok(Value::Tensor(TensorValue::new(t.reshaped(&shape)?)))
+    }
+}
+
+/// A tensor operand, or a scalar one.
+fn operand<'t>(t: Option<&'t Tensor>, v: &Value, op: BinOp) -> Result<Operand<'t>, RunError> {
+    match (t, elem_of(v)) {
+        (Some(t), _) => Ok(Operand::Tensor(t)),
+        (None, Some(e)) => Ok(Operand::Scalar(e)),
+        (None, None) => Err(RunError::new(
+            Code::E1005,
+            format!("`{}` does not apply to {}", op.symbol(), v.describe()),
+        )),
+    }
+}
+
+/// The dotted path a callee names (`op.sum`, `allclose`), if it is one.
+fn path_of(e: &Expr) -> Option<String> {
+    match &e.unparen().kind {
+        ExprKind::Name(n) => Some(n.clone()),
+        ExprKind::Attr { base, name } => Some(format!("{}.{}", path_of(base)?, name.name)),
+        _ => None,
+    }
+}
+
+/// A literal int or tuple of ints (a kernel's `tile[(128,)]`).
+fn literal(e: &Expr) -> Option<Value> {
+    match &e.unparen().kind {
+        ExprKind::Int(v) => i64::try_from(*v).ok().map(Value::Int),
+        ExprKind::Tuple(items) | ExprKind::List(items) => {
+            items.iter().map(literal).collect::<Option<Vec<_>>>().map(Value::tuple)
+        }
+        _ => None,
+    }
+}
+
+/// Python's arithmetic on host scalars: ints are 64-bit and overflow is an
+/// error, `/` gives a float, `//` and `%` floor.
+fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
+    use BinOp::*;
+    let overflow = || RunError::value(format!("integer overflow in `{}`", op.symbol()));
+    match (op, a, b) {
+        (Eq, _, _) => return Ok(Value::Bool(equal(a, b))),
+        (Ne, _, _) => return Ok(Value::Bool(!equal(a, b))),
+        (In | NotIn, x, Value::Tuple(items)) => {
+            let found = items.iter().any(|v| equal(v, x));
+            return Ok(Value::Bool(found == (op == In)));
+        }
+        (In | NotIn, Value::Int(x), Value::Range(s, e, st)) => {
+            let inside = range_len(*s, *e, *st) > 0
+                && if *st > 0 { x >= s && x < e } else { x <= s && x > e }
+                && (x - s) % st == 0;
+            return Ok(Value::Bool(inside == (op == In)));
+        }
+        (Add, Value::Str(x), Value::Str(y)) => return Ok(Value::str(&format!("{x}{y}"))),
+        (Add, Value::Tuple(x), Value::Tuple(y)) => {
+            return Ok(Value::tuple(x.iter().chain(y.iter()).cloned().collect()))
+        }
+        _ => {}
+    }
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(*b as i64),
+        _ => None,
+    };
+    if let (Some(x), Some(y)) = (int(a), int(b)) {
+        return Ok(match op {
+            Add => Value::Int(x.checked_add(y).ok_or_else(overflow)?),
+            Sub => Value::Int(x.checked_sub(y).ok_or_else(overflow)?),
+            Mul => Value::Int(x.checked_mul(y).ok_or_else(overflow)?),
+            Div if y == 0 => return Err(RunError::value("division by zero")),
+            Div => Value::Float(x as f64 / y as f64),
+            Pow if y < 0 => Value::Float((x as f64).powf(y as f64)),
+            Pow => Value::Int(
+                u32::try_from(y)
+                    .ok()
+                    .and_then(|e| x.checked_pow(e))
+                    .ok_or_else(overflow)?,
+            ),
+            Shl => {
+                if !(0..64).contains(&y) {
+                    return Err(RunError::value(format!("shift by {y} bits")));
+                }
+                let r = x << y;
+                if r >> y != x {
+                    return Err(overflow());
+                }
+                Value::Int(r)
+            }
+            Lt => Value::Bool(x < y),
+            Le => Value::Bool(x <= y),
+            Gt => Value::Bool(x > y),
+            Ge => Value::Bool(x >= y),
+            FloorDiv | Mod | BitAnd | BitOr | BitXor | Shr => Value::Int(ops::int_op(op, x, y)?),
+            _ => {
+                return Err(RunError::new(
+                    Code::E1005,
+                    format!("`{}` does not apply to ints", op.symbol()),
+                ))
+            }
+        });
+    }
+    let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else {
+        return Err(RunError::new(
+            Code::E1005,
+            format!(
+                "`{}` does not apply to {} and {}",
+                op.symbol(),
+                a.describe(),
+                b.describe()
+            ),
+        ));
+    };
+    Ok(match op {
+        Add => Value::Float(x + y),
+        Sub => Value::Float(x - y),
+        Mul => Value::Float(x * y),
+        Div | FloorDiv | Mod if y == 0.0 => return Err(RunError::value("float division by zero")),
+        Div => Value::Float(x / y),
+        FloorDiv => Value::Float((x / y).floor()),
+        Mod => Value::Float(x - (x / y).floor() * y),
+        Pow => Value::Float(x.powf(y)),
+        Lt => Value::Bool(x < y),
+        Le => Value::Bool(x <= y),
+        Gt => Value::Bool(x > y),
+        Ge => Value::Bool(x >= y),
+        _ => {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("`{}` does not apply to floats", op.symbol()),
+            ))
+        }
+    })
+}
+
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::None, Value::None) => true,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)),
+        (Value::DType(x), Value::DType(y)) => x == y,
+        (Value::Tensor(x), Value::Tensor(y)) => x.same(y),
+        _ => match (as_f64(a), as_f64(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_scalars_follow_python() {
+        let int = |op, a, b| scalar_binary(op, &Value::Int(a), &Value::Int(b));
+        assert!(matches!(int(BinOp::FloorDiv, -7, 2), Ok(Value::Int(-4))));
+        assert!(matches!(int(BinOp::Mod, -7, 2), Ok(Value::Int(1))));
+        assert!(matches!(int(BinOp::Div, 7, 2), Ok(Value::Float(f)) if f == 3.5));
+        assert!(matches!(int(BinOp::Shl, 1, 20), Ok(Value::Int(1048576))));
+        assert!(matches!(int(BinOp::Pow, 2, -1), Ok(Value::Float(f)) if f == 0.5));
+        assert_eq!(int(BinOp::Mul, i64::MAX, 2).unwrap_err().code, Code::E1009);
+        assert_eq!(int(BinOp::FloorDiv, 1, 0).unwrap_err().code, Code::E1009);
+        assert_eq!(int(BinOp::Shl, 1, 63).unwrap_err().code, Code::E1009);
+        let f = scalar_binary(BinOp::Mod, &Value::Float(-1.5), &Value::Int(1)).unwrap();
+        assert!(matches!(f, Value::Float(x) if x == 0.5));
+        assert!(matches!(
+            scalar_binary(BinOp::In, &Value::Int(4), &Value::Range(0, 10, 2)),
+            Ok(Value::Bool(true))
+        ));
+        assert!(matches!(
+            scalar_binary(BinOp::In, &Value::Int(5), &Value::Range(0, 10, 2)),
+            Ok(Value::Bool(false))
+        ));
+    }
+}

@@ -1,0 +1,675 @@
+//! Tensor operations of host code: elementwise arithmetic with NumPy
+//! broadcasting, math functions, indexing and slicing, tree-ordered sums,
+//! and the comparison behind `allclose`.
+
+use tessera_diagnostics::Code;
+use tessera_syntax::ast::{BinOp, UnaryOp};
+
+use crate::reduce::tree_sum;
+use crate::tensor::{shape_text, Elem};
+use crate::{DType, RunError, Tensor};
+
+/// An operand of an elementwise operation.
+#[derive(Clone, Copy)]
+pub(crate) enum Operand<'a> {
+    Scalar(Elem),
+    Tensor(&'a Tensor),
+}
+
+impl Operand<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Scalar(_) => &[],
+            Operand::Tensor(t) => t.shape(),
+        }
+    }
+
+    fn dtype(&self) -> Option<DType> {
+        match self {
+            Operand::Scalar(_) => None,
+            Operand::Tensor(t) => Some(t.dtype()),
+        }
+    }
+}
+
+/// The broadcast of two shapes (NumPy's rule), or None.
+pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    (0..n)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// For each element of `out` (C order), the index of the element of a
+/// tensor of shape `shape` that broadcasts to it.
+fn broadcast_map(out: &[usize], shape: &[usize]) -> Vec<usize> {
+    let n = out.len();
+    let mut strides = vec![0usize; n];
+    let mut stride = 1;
+    for i in (0..shape.len()).rev() {
+        let axis = i + n - shape.len();
+        strides[axis] = if shape[i] == 1 { 0 } else { stride };
+        stride *= shape[i];
+    }
+    let total: usize = out.iter().product();
+    let mut map = Vec::with_capacity(total);
+    let mut index = vec![0usize; n];
+    for _ in 0..total {
+        map.push(index.iter().zip(&strides).map(|(i, s)| i * s).sum());
+        for axis in (0..n).rev() {
+            index[axis] += 1;
+            if index[axis] < out[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    map
+}
+
+fn element(op: Operand<'_>, map: &[usize], i: usize) -> Elem {
+    match op {
+        Operand::Scalar(e) => e,
+        Operand::Tensor(t) => t.get(map[i]),
+    }
+}
+
+/// The arithmetic a dtype computes in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    F64,
+    F32,
+    Int,
+    Bool,
+}
+
+fn class(d: DType) -> Class {
+    match d {
+        DType::F64 => Class::F64,
+        DType::F32 | DType::F16 | DType::Bf16 => Class::F32,
+        DType::Bool => Class::Bool,
+        _ => Class::Int,
+    }
+}
+
+fn does_not_broadcast(a: &[usize], b: &[usize]) -> RunError {
+    RunError::new(
+        Code::E0306,
+        format!("shapes {} and {} do not broadcast", shape_text(a), shape_text(b)),
+    )
+    .with_help("in each dim, counted from the right, the sizes must be equal or one of them 1")
+}
+
+/// `a op b` elementwise. A scalar operand takes the tensor's dtype; two
+/// tensors promote (`spec/types.md`); a comparison gives `bool`, and `/`
+/// of integers gives `f32`.
+pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor, RunError> {
+    let shape = broadcast_shape(a.shape(), b.shape()).ok_or_else(|| does_not_broadcast(a.shape(), b.shape()))?;
+    let operands = match (a.dtype(), b.dtype()) {
+        (Some(x), Some(y)) => x.promote(y),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => DType::F64,
+    };
+    let out_dtype = if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
+        DType::Bool
+    } else if op == BinOp::Div && !operands.is_float() {
+        DType::F32
+    } else {
+        operands
+    };
+    let cls = if op == BinOp::Div && !operands.is_float() {
+        Class::F32
+    } else {
+        class(operands)
+    };
+    let (ma, mb) = (broadcast_map(&shape, a.shape()), broadcast_map(&shape, b.shape()));
+    let mut out = Tensor::zeros(out_dtype, &shape)?;
+    for i in 0..out.numel() {
+        let v = apply(op, cls, element(a, &ma, i), element(b, &mb, i))?;
+        out.set(i, v);
+    }
+    Ok(out)
+}
+
+fn apply(op: BinOp, cls: Class, a: Elem, b: Elem) -> Result<Elem, RunError> {
+    use BinOp::*;
+    if matches!(op, And | Or) {
+        let (x, y) = (a.as_bool(), b.as_bool());
+        return Ok(Elem::Bool(if op == And { x && y } else { x || y }));
+    }
+    match cls {
+        Class::F64 | Class::F32 => {
+            let (x, y) = (a.as_f64(), b.as_f64());
+            if op.is_comparison() {
+                return compare(op, x.partial_cmp(&y));
+            }
+            let v = if cls == Class::F32 {
+                float_op(op, x as f32, y as f32)? as f64
+            } else {
+                float_op(op, x, y)?
+            };
+            Ok(Elem::Float(v))
+        }
+        Class::Int | Class::Bool => {
+            let (x, y) = (a.as_i64(), b.as_i64());
+            if op.is_comparison() {
+                return compare(op, Some(x.cmp(&y)));
+            }
+            int_op(op, x, y).map(Elem::Int)
+        }
+    }
+}
+
+fn compare(op: BinOp, ord: Option<std::cmp::Ordering>) -> Result<Elem, RunError> {
+    use std::cmp::Ordering::*;
+    let r = match (op, ord) {
+        (BinOp::Ne, None) => true,
+        (_, None) => false,
+        (BinOp::Eq, Some(o)) => o == Equal,
+        (BinOp::Ne, Some(o)) => o != Equal,
+        (BinOp::Lt, Some(o)) => o == Less,
+        (BinOp::Le, Some(o)) => o != Greater,
+        (BinOp::Gt, Some(o)) => o == Greater,
+        (BinOp::Ge, Some(o)) => o != Less,
+        _ => return Err(unsupported_op(op)),
+    };
+    Ok(Elem::Bool(r))
+}
+
+fn unsupported_op(op: BinOp) -> RunError {
+    RunError::new(
+        Code::E1006,
+        format!("`{}` is not supported on tensors in host code", op.symbol()),
+    )
+}
+
+/// Float arithmetic in the precision of `T` (Python's floor division and
+/// modulo).
+trait Float:
+    Copy
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    fn floor(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+}
+
+impl Float for f32 {
+    fn floor(self) -> f32 {
+        f32::floor(self)
+    }
+    fn powf(self, e: f32) -> f32 {
+        f32::powf(self, e)
+    }
+}
+
+impl Float for f64 {
+    fn floor(self) -> f64 {
+        f64::floor(self)
+    }
+    fn powf(self, e: f64) -> f64 {
+        f64::powf(self, e)
+    }
+}
+
+fn float_op<T: Float>(op: BinOp, x: T, y: T) -> Result<T, RunError> {
+    Ok(match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::FloorDiv => (x / y).floor(),
+        BinOp::Mod => x - (x / y).floor() * y,
+        BinOp::Pow => x.powf(y),
+        _ => {
+            return Err(RunError::new(
+                Code::E1006,
+                format!("`{}` needs integer operands", op.symbol()),
+            ))
+        }
+    })
+}
+
+/// Integer arithmetic of tensors: wrapping, as on a GPU.
+pub(crate) fn int_op(op: BinOp, x: i64, y: i64) -> Result<i64, RunError> {
+    let zero = || {
+        RunError::value(format!(
+            "integer {} by zero",
+            if op == BinOp::Mod { "modulo" } else { "division" }
+        ))
+    };
+    Ok(match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::FloorDiv => {
+            if y == 0 {
+                return Err(zero());
+            }
+            x.wrapping_div(y) - i64::from((x % y != 0) && ((x < 0) != (y < 0)))
+        }
+        BinOp::Mod => {
+            if y == 0 {
+                return Err(zero());
+            }
+            let r = x.wrapping_rem(y);
+            if r != 0 && ((r < 0) != (y < 0)) {
+                r + y
+            } else {
+                r
+            }
+        }
+        BinOp::Pow => {
+            let e = u32::try_from(y).map_err(|_| RunError::value(format!("integer power with exponent {y}")))?;
+            x.wrapping_pow(e)
+        }
+        BinOp::BitAnd => x & y,
+        BinOp::BitOr => x | y,
+        BinOp::BitXor => x ^ y,
+        BinOp::Shl | BinOp::Shr => {
+            if !(0..64).contains(&y) {
+                return Err(RunError::value(format!("shift by {y} bits")));
+            }
+            if op == BinOp::Shl {
+                x.wrapping_shl(y as u32)
+            } else {
+                x >> y
+            }
+        }
+        _ => return Err(unsupported_op(op)),
+    })
+}
+
+/// `-x`, `+x`, `not x`, `~x` elementwise.
+pub(crate) fn unary(op: UnaryOp, t: &Tensor) -> Result<Tensor, RunError> {
+    let dtype = if op == UnaryOp::Not { DType::Bool } else { t.dtype() };
+    if op == UnaryOp::Invert && t.dtype().is_float() {
+        return Err(RunError::new(Code::E1006, "`~` needs an integer or bool tensor"));
+    }
+    let mut out = Tensor::zeros(dtype, t.shape())?;
+    for i in 0..t.numel() {
+        let e = t.get(i);
+        out.set(
+            i,
+            match (op, e) {
+                (UnaryOp::Pos, e) => e,
+                (UnaryOp::Not, e) => Elem::Bool(!e.as_bool()),
+                (UnaryOp::Neg, Elem::Float(x)) => Elem::Float(-x),
+                (UnaryOp::Neg, e) => Elem::Int(e.as_i64().wrapping_neg()),
+                (UnaryOp::Invert, Elem::Bool(b)) => Elem::Bool(!b),
+                (UnaryOp::Invert, e) => Elem::Int(!e.as_i64()),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The elementwise math functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MathFn {
+    Abs,
+    Sqrt,
+    Exp,
+    Log,
+    Tanh,
+    Relu,
+}
+
+impl MathFn {
+    pub(crate) fn f64(self, x: f64) -> f64 {
+        match self {
+            MathFn::Abs => x.abs(),
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Exp => x.exp(),
+            MathFn::Log => x.ln(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Relu => x.max(0.0),
+        }
+    }
+
+    fn f32(self, x: f32) -> f32 {
+        match self {
+            MathFn::Abs => x.abs(),
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Exp => x.exp(),
+            MathFn::Log => x.ln(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Relu => x.max(0.0),
+        }
+    }
+}
+
+/// `f(x)` elementwise, in the tensor's precision (`f32` for the halves;
+/// integers stay integers for `abs` and `relu` and become `f32` otherwise).
+pub(crate) fn math(f: MathFn, t: &Tensor) -> Result<Tensor, RunError> {
+    let keeps_ints = matches!(f, MathFn::Abs | MathFn::Relu);
+    let dtype = if t.dtype().is_float() || keeps_ints {
+        t.dtype()
+    } else {
+        DType::F32
+    };
+    let mut out = Tensor::zeros(dtype, t.shape())?;
+    for i in 0..t.numel() {
+        let e = t.get(i);
+        let v = match (class(t.dtype()), e) {
+            (Class::F64, e) => Elem::Float(f.f64(e.as_f64())),
+            (Class::Int | Class::Bool, e) if keeps_ints => Elem::Int(f.f64(e.as_i64() as f64) as i64),
+            (_, e) => Elem::Float(f.f32(e.as_f64() as f32) as f64),
+        };
+        out.set(i, v);
+    }
+    Ok(out)
+}
+
+/// One axis of an index expression, resolved against the dim's size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Sel {
+    Index(usize),
+    Slice { start: i64, step: i64, len: usize },
+}
+
+/// `i` (negative counts from the end) as an index into `n` elements.
+pub(crate) fn resolve_index(i: i64, n: usize) -> Option<usize> {
+    let j = if i < 0 { i + n as i64 } else { i };
+    (0..n as i64).contains(&j).then_some(j as usize)
+}
+
+/// A Python slice `start:stop:step` of `n` elements, clamped as Python does.
+pub(crate) fn resolve_slice(start: Option<i64>, stop: Option<i64>, step: i64, n: usize) -> Sel {
+    let n = n as i64;
+    let clamp = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi);
+    let (lo, hi) = if step > 0 { (0, n) } else { (-1, n - 1) };
+    let norm = |v: i64| if v < 0 { v + n } else { v };
+    let start = start.map_or(if step > 0 { lo } else { hi }, |s| clamp(norm(s), lo, hi));
+    let stop = stop.map_or(if step > 0 { hi } else { lo }, |s| clamp(norm(s), lo, hi));
+    let len = if step > 0 {
+        (stop - start + step - 1).max(0) / step
+    } else {
+        (start - stop - step - 1).max(0) / -step
+    };
+    Sel::Slice {
+        start,
+        step,
+        len: len as usize,
+    }
+}
+
+/// The shape of a selection and the flat indices it picks, in C order.
+/// Axes beyond `sels` are taken whole.
+pub(crate) fn select(shape: &[usize], sels: &[Sel]) -> (Vec<usize>, Vec<usize>) {
+    let strides: Vec<usize> = (0..shape.len()).map(|a| shape[a + 1..].iter().product()).collect();
+    let mut per_axis: Vec<Vec<usize>> = Vec::new();
+    let mut out_shape = Vec::new();
+    for (axis, &n) in shape.iter().enumerate() {
+        match sels.get(axis) {
+            Some(Sel::Index(i)) => per_axis.push(vec![*i]),
+            Some(Sel::Slice { start, step, len }) => {
+                per_axis.push((0..*len as i64).map(|k| (start + k * step) as usize).collect());
+                out_shape.push(*len);
+            }
+            None => {
+                per_axis.push((0..n).collect());
+                out_shape.push(n);
+            }
+        }
+    }
+    let mut indices = vec![0usize];
+    for (axis, picks) in per_axis.iter().enumerate() {
+        let stride = strides[axis];
+        indices = indices
+            .iter()
+            .flat_map(|&base| picks.iter().map(move |&p| base + p * stride))
+            .collect();
+    }
+    (out_shape, indices)
+}
+
+/// The selected elements as a new tensor.
+pub(crate) fn gather(t: &Tensor, shape: &[usize], indices: &[usize]) -> Result<Tensor, RunError> {
+    let mut out = Tensor::zeros(t.dtype(), shape)?;
+    for (k, &i) in indices.iter().enumerate() {
+        out.set(k, t.get(i));
+    }
+    Ok(out)
+}
+
+/// Stores `src` (broadcast to the selection's shape) into the selected
+/// elements of `t`.
+pub(crate) fn scatter(t: &mut Tensor, shape: &[usize], indices: &[usize], src: Operand<'_>) -> Result<(), RunError> {
+    let fits = broadcast_shape(shape, src.shape()).is_some_and(|s| s == shape);
+    if !fits {
+        return Err(does_not_broadcast(src.shape(), shape));
+    }
+    let map = broadcast_map(shape, src.shape());
+    for (k, &i) in indices.iter().enumerate() {
+        t.set(i, element(src, &map, k));
+    }
+    Ok(())
+}
+
+/// Swaps the last two dims.
+pub(crate) fn transpose(t: &Tensor) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    if shape.len() < 2 {
+        return Ok(t.clone());
+    }
+    let r = shape.len();
+    let mut out_shape = shape.to_vec();
+    out_shape.swap(r - 1, r - 2);
+    let (m, n) = (shape[r - 2], shape[r - 1]);
+    let mut out = Tensor::zeros(t.dtype(), &out_shape)?;
+    let batch = t.numel() / (m * n).max(1);
+    for b in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                out.set(b * m * n + j * m + i, t.get(b * m * n + i * n + j));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Sum or mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    Sum,
+    Mean,
+}
+
+/// `op.sum` / `op.mean` over `axis` (all elements when None), in tree
+/// order (`crate::reduce`), accumulating in `accumulate` (by default `f32`
+/// for floats up to `f32`, `f64` for `f64`, `i64` for integers); the result
+/// has the input's dtype.
+pub(crate) fn reduce(
+    t: &Tensor,
+    axis: Option<usize>,
+    kind: Reduction,
+    accumulate: Option<DType>,
+) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let (outer, n, inner, out_shape) = match axis {
+        None => (1, t.numel(), 1, vec![]),
+        Some(a) => {
+            let mut s = shape.to_vec();
+            s.remove(a);
+            (
+                shape[..a].iter().product(),
+                shape[a],
+                shape[a + 1..].iter().product(),
+                s,
+            )
+        }
+    };
+    let acc = accumulate.unwrap_or(match t.dtype() {
+        DType::F64 => DType::F64,
+        d if d.is_float() => DType::F32,
+        _ => DType::I64,
+    });
+    let out_dtype = if kind == Reduction::Mean && !t.dtype().is_float() {
+        DType::F32
+    } else {
+        t.dtype()
+    };
+    let mut out = Tensor::zeros(out_dtype, &out_shape)?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| t.get(o * n * inner + k * inner + i);
+            let v = match acc {
+                DType::F64 => {
+                    let mut v: Vec<f64> = (0..n).map(|k| at(k).as_f64()).collect();
+                    let s = tree_sum(&mut v);
+                    Elem::Float(if kind == Reduction::Mean { s / n as f64 } else { s })
+                }
+                d if d.is_float() => {
+                    let mut v: Vec<f32> = (0..n).map(|k| at(k).as_f64() as f32).collect();
+                    let s = tree_sum(&mut v);
+                    Elem::Float(if kind == Reduction::Mean {
+                        (s / n as f32) as f64
+                    } else {
+                        s as f64
+                    })
+                }
+                _ => {
+                    let mut v: Vec<i64> = (0..n).map(|k| at(k).as_i64()).collect();
+                    let s = tree_sum(&mut v);
+                    if kind == Reduction::Mean {
+                        Elem::Float(s as f64 / n as f64)
+                    } else {
+                        Elem::Int(s)
+                    }
+                }
+            };
+            out.set(o * inner + i, v);
+        }
+    }
+    Ok(out)
+}
+
+/// How far two tensors are from each other, as `allclose` reports it.
+pub(crate) struct Closeness {
+    pub(crate) total: usize,
+    pub(crate) mismatched: usize,
+    /// The largest absolute difference and the index where it occurs.
+    pub(crate) worst: Option<(f64, Vec<usize>, f64, f64)>,
+}
+
+/// Compares elementwise: `|a - b| <= atol + rtol * |b|` (NaN is never close).
+pub(crate) fn closeness(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<Closeness, RunError> {
+    let shape = broadcast_shape(a.shape(), b.shape()).ok_or_else(|| does_not_broadcast(a.shape(), b.shape()))?;
+    let (ma, mb) = (broadcast_map(&shape, a.shape()), broadcast_map(&shape, b.shape()));
+    let total: usize = shape.iter().product();
+    let mut mismatched = 0;
+    let mut worst: Option<(f64, usize, f64, f64)> = None;
+    for i in 0..total {
+        let (x, y) = (a.get(ma[i]).as_f64(), b.get(mb[i]).as_f64());
+        let diff = (x - y).abs();
+        let close = diff <= atol + rtol * y.abs() || (x == y);
+        if !close {
+            mismatched += 1;
+            let d = if diff.is_nan() { f64::INFINITY } else { diff };
+            if worst.is_none_or(|(w, ..)| d > w) {
+                worst = Some((d, i, x, y));
+            }
+        }
+    }
+    let unravel = |mut i: usize| {
+        let mut idx = vec![0; shape.len()];
+        for axis in (0..shape.len()).rev() {
+            idx[axis] = i % shape[axis].max(1);
+            i /= shape[axis].max(1);
+        }
+        idx
+    };
+    Ok(Closeness {
+        total,
+        mismatched,
+        worst: worst.map(|(d, i, x, y)| (d, unravel(i), x, y)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(broadcast_shape(&[2, 3], &[3]), Some(vec![2, 3]));
+        assert_eq!(broadcast_shape(&[2, 1], &[1, 4]), Some(vec![2, 4]));
+        assert_eq!(broadcast_shape(&[2, 3], &[2]), None);
+        let a = Tensor::from_slice(&[2, 1], &[1.0f32, 2.0]).unwrap();
+        let b = Tensor::from_slice(&[3], &[10.0f32, 20.0, 30.0]).unwrap();
+        let s = binary(BinOp::Add, Operand::Tensor(&a), Operand::Tensor(&b)).unwrap();
+        assert_eq!(s.shape(), &[2, 3]);
+        assert_eq!(s.to_f64_vec(), vec![11.0, 21.0, 31.0, 12.0, 22.0, 32.0]);
+        let e = binary(
+            BinOp::Add,
+            Operand::Tensor(&b),
+            Operand::Tensor(&Tensor::zeros(DType::F32, &[2]).unwrap()),
+        );
+        assert_eq!(e.unwrap_err().code, Code::E0306);
+    }
+
+    #[test]
+    fn arithmetic_keeps_the_dtype_and_rounds_in_it() {
+        let x = Tensor::from_slice(&[2], &[0.1f32, 16777216.0]).unwrap();
+        let y = binary(BinOp::Add, Operand::Tensor(&x), Operand::Scalar(Elem::Float(1.0))).unwrap();
+        assert_eq!(y.dtype(), DType::F32);
+        assert_eq!(
+            y.as_slice::<f32>().unwrap(),
+            &[0.1f32 + 1.0, 16777216.0],
+            "f32 arithmetic, not f64"
+        );
+        let i = Tensor::from_slice(&[3], &[7i32, -7, 8]).unwrap();
+        let q = binary(BinOp::FloorDiv, Operand::Tensor(&i), Operand::Scalar(Elem::Int(2))).unwrap();
+        assert_eq!(q.as_slice::<i32>().unwrap(), &[3, -4, 4]);
+        let m = binary(BinOp::Mod, Operand::Tensor(&i), Operand::Scalar(Elem::Int(3))).unwrap();
+        assert_eq!(m.as_slice::<i32>().unwrap(), &[1, 2, 2]);
+        let d = binary(BinOp::Div, Operand::Tensor(&i), Operand::Scalar(Elem::Int(2))).unwrap();
+        assert_eq!((d.dtype(), d.to_f64_vec()), (DType::F32, vec![3.5, -3.5, 4.0]));
+        let c = binary(BinOp::Lt, Operand::Tensor(&i), Operand::Scalar(Elem::Int(0))).unwrap();
+        assert_eq!(c.dtype(), DType::Bool);
+        assert!(binary(BinOp::Mod, Operand::Tensor(&i), Operand::Scalar(Elem::Int(0))).is_err());
+    }
+
+    #[test]
+    fn slices_clamp_as_python_does() {
+        let pick = |start, stop, step, n| match resolve_slice(start, stop, step, n) {
+            Sel::Slice { start, step, len } => (0..len as i64).map(|k| start + k * step).collect::<Vec<_>>(),
+            Sel::Index(_) => unreachable!(),
+        };
+        assert_eq!(pick(Some(0), Some(4), 1, 10), vec![0, 1, 2, 3]);
+        assert_eq!(pick(Some(8), Some(100), 1, 10), vec![8, 9]);
+        assert_eq!(pick(Some(-3), None, 1, 10), vec![7, 8, 9]);
+        assert_eq!(pick(None, None, -3, 10), vec![9, 6, 3, 0]);
+        assert_eq!(pick(Some(5), Some(2), 1, 10), Vec::<i64>::new());
+        assert_eq!(resolve_index(-1, 4), Some(3));
+        assert_eq!(resolve_index(4, 4), None);
+        let t = Tensor::from_slice(&[2, 3], &[0i32, 1, 2, 3, 4, 5]).unwrap();
+        let (shape, idx) = select(t.shape(), &[resolve_slice(None, None, 1, 2), Sel::Index(1)]);
+        assert_eq!((shape, idx), (vec![2], vec![1, 4]));
+    }
+
+    #[test]
+    fn reductions_are_tree_ordered() {
+        let v: Vec<f32> = vec![1e8, 1.0, -1e8, 1.0];
+        let t = Tensor::from_slice(&[4], &v).unwrap();
+        assert_eq!(reduce(&t, None, Reduction::Sum, None).unwrap().to_f64_vec(), vec![2.0]);
+        let m = Tensor::from_slice(&[2, 3], &[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        assert_eq!(
+            reduce(&m, Some(0), Reduction::Sum, None).unwrap().to_f64_vec(),
+            vec![5.0, 7.0, 9.0]
+        );
+        assert_eq!(
+            reduce(&m, Some(1), Reduction::Mean, None).unwrap().to_f64_vec(),
+            vec![2.0, 5.0]
+        );
+    }
+}

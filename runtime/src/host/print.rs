@@ -1,0 +1,438 @@
+//! Printing host values as Python and NumPy do: scalars in Python's `repr`
+//! form (`2.0`, `1e-07`, `True`), tensors in NumPy's default format (eight
+//! fractional digits at most, decimal points aligned, scientific notation
+//! when the magnitudes call for it, long tensors summarized with `...`).
+
+use crate::tensor::Elem;
+use crate::{DType, Tensor};
+
+use super::value::Value;
+
+/// The shortest decimal digits that read back as `x` in `dtype`:
+/// (digits without the point, exponent of the first digit).
+fn shortest(x: f64, dtype: DType) -> (String, i32) {
+    let round_trips = |s: &str| -> bool {
+        let Ok(y) = s.parse::<f64>() else { return false };
+        match dtype {
+            DType::F64 => y == x,
+            DType::F32 => y as f32 == x as f32,
+            DType::F16 => crate::half::f32_to_f16(y as f32) == crate::half::f32_to_f16(x as f32),
+            DType::Bf16 => crate::half::f32_to_bf16(y as f32) == crate::half::f32_to_bf16(x as f32),
+            _ => y == x,
+        }
+    };
+    let text = (0..17)
+        .map(|p| format!("{:.*e}", p, x.abs()))
+        .find(|s| round_trips(s))
+        .unwrap_or_else(|| format!("{:e}", x.abs()));
+    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits = digits.trim_end_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    (digits.to_string(), exp.parse().unwrap_or(0))
+}
+
+/// Python's `repr` of a float.
+pub fn python_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    if x == 0.0 {
+        return format!("{sign}0.0");
+    }
+    let (digits, exp) = shortest(x, DType::F64);
+    if (-4..16).contains(&exp) {
+        format!("{sign}{}", positional(&digits, exp, 1))
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let mantissa = if rest.is_empty() {
+            first.to_string()
+        } else {
+            format!("{first}.{rest}")
+        };
+        format!("{sign}{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+/// `digits` × 10^(exp + 1 - len) written out, with at least
+/// `min_fraction` fractional digits.
+fn positional(digits: &str, exp: i32, min_fraction: usize) -> String {
+    let n = digits.len() as i32;
+    let (int, frac) = if exp < 0 {
+        ("0".to_string(), format!("{}{digits}", "0".repeat((-exp - 1) as usize)))
+    } else if exp + 1 >= n {
+        (format!("{digits}{}", "0".repeat((exp + 1 - n) as usize)), String::new())
+    } else {
+        (
+            digits[..(exp + 1) as usize].to_string(),
+            digits[(exp + 1) as usize..].to_string(),
+        )
+    };
+    let frac = if frac.len() < min_fraction {
+        format!("{frac}{}", "0".repeat(min_fraction - frac.len()))
+    } else {
+        frac
+    };
+    format!("{int}.{frac}")
+}
+
+/// How host code prints a value (`print(x)`).
+pub fn display(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+    match value {
+        Value::Str(s) => s.to_string(),
+        _ => repr(value, tensor_text),
+    }
+}
+
+fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+    match value {
+        Value::None => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => python_float(*f),
+        Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
+            if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+        Value::Tensor(t) => tensor_text(t),
+        Value::Range(a, b, 1) => format!("range({a}, {b})"),
+        Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
+        Value::DType(d) => d.name().into(),
+        Value::Function(f) => format!("<function {f}>"),
+        Value::Builtin(b) => format!("<builtin {b}>"),
+        Value::Namespace(n) => format!("<namespace {n}>"),
+    }
+}
+
+/// NumPy's line width and summarization thresholds.
+const LINE_WIDTH: usize = 75;
+const THRESHOLD: usize = 1000;
+const EDGE_ITEMS: usize = 3;
+const PRECISION: usize = 8;
+
+/// A tensor as NumPy's `str` prints it.
+pub fn tensor(t: &Tensor) -> String {
+    let shape = t.shape();
+    if shape.is_empty() {
+        return element_alone(t.get(0), t.dtype());
+    }
+    let summarize = t.numel() > THRESHOLD;
+    // The elements that are shown, to size the columns.
+    let shown = shown_indices(shape, summarize);
+    let format = ElementFormat::new(t, &shown);
+    let mut out = String::new();
+    write_nested(t, shape, 0, 0, summarize, &format, &mut out, 1);
+    out
+}
+
+fn element_alone(e: Elem, dtype: DType) -> String {
+    match e {
+        Elem::Float(x) if dtype == DType::F64 => python_float(x),
+        Elem::Float(x) => {
+            let format = ElementFormat::floats(&[x], dtype);
+            format.text(e).trim().to_string()
+        }
+        Elem::Int(i) => i.to_string(),
+        Elem::Bool(b) => if b { "True" } else { "False" }.into(),
+    }
+}
+
+/// Flat indices of the elements NumPy would show.
+fn shown_indices(shape: &[usize], summarize: bool) -> Vec<usize> {
+    let mut out = Vec::new();
+    let strides: Vec<usize> = (0..shape.len()).map(|a| shape[a + 1..].iter().product()).collect();
+    fn walk(shape: &[usize], strides: &[usize], axis: usize, base: usize, summarize: bool, out: &mut Vec<usize>) {
+        if axis == shape.len() {
+            out.push(base);
+            return;
+        }
+        let n = shape[axis];
+        let keep: Vec<usize> = if summarize && n > 2 * EDGE_ITEMS {
+            (0..EDGE_ITEMS).chain(n - EDGE_ITEMS..n).collect()
+        } else {
+            (0..n).collect()
+        };
+        for i in keep {
+            walk(shape, strides, axis + 1, base + i * strides[axis], summarize, out);
+        }
+    }
+    walk(shape, &strides, 0, 0, summarize, &mut out);
+    out
+}
+
+/// How every element of one tensor is written, so columns line up.
+enum ElementFormat {
+    Int {
+        width: usize,
+    },
+    Bool,
+    Float {
+        dtype: DType,
+        scientific: bool,
+        int_width: usize,
+        frac: usize,
+        exp_width: usize,
+    },
+}
+
+impl ElementFormat {
+    fn new(t: &Tensor, shown: &[usize]) -> ElementFormat {
+        match t.dtype() {
+            DType::Bool => ElementFormat::Bool,
+            d if d.is_float() => {
+                let values: Vec<f64> = shown.iter().map(|&i| t.get(i).as_f64()).collect();
+                ElementFormat::floats(&values, d)
+            }
+            _ => ElementFormat::Int {
+                width: shown
+                    .iter()
+                    .map(|&i| t.get(i).as_i64().to_string().len())
+                    .max()
+                    .unwrap_or(1),
+            },
+        }
+    }
+
+    fn floats(values: &[f64], dtype: DType) -> ElementFormat {
+        let finite: Vec<f64> = values
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite() && *x != 0.0)
+            .map(f64::abs)
+            .collect();
+        let (max, min) = finite
+            .iter()
+            .fold((0f64, f64::INFINITY), |(a, b), &x| (a.max(x), b.min(x)));
+        let scientific = !finite.is_empty() && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
+        let mut int_width = 1;
+        let mut frac = 0;
+        let mut exp_width = 2;
+        for &x in values {
+            if !x.is_finite() {
+                int_width = int_width.max(if x.is_sign_negative() && !x.is_nan() { 4 } else { 3 });
+                continue;
+            }
+            let (int, f, e) = split(x, dtype, scientific);
+            int_width = int_width.max(int.len());
+            frac = frac.max(f.len());
+            exp_width = exp_width.max(e.len());
+        }
+        ElementFormat::Float {
+            dtype,
+            scientific,
+            int_width,
+            frac,
+            exp_width,
+        }
+    }
+
+    fn text(&self, e: Elem) -> String {
+        match (self, e) {
+            (ElementFormat::Bool, e) => format!("{:>5}", if e.as_bool() { "True" } else { "False" }),
+            (ElementFormat::Int { width }, e) => format!("{:>width$}", e.as_i64()),
+            (
+                ElementFormat::Float {
+                    dtype,
+                    scientific,
+                    int_width,
+                    frac,
+                    exp_width,
+                },
+                e,
+            ) => {
+                let x = e.as_f64();
+                let total = int_width + 1 + frac + if *scientific { 2 + exp_width } else { 0 };
+                if !x.is_finite() {
+                    let s = if x.is_nan() {
+                        "nan"
+                    } else if x > 0.0 {
+                        "inf"
+                    } else {
+                        "-inf"
+                    };
+                    return format!("{s:>total$}");
+                }
+                let (int, f, exp) = split(x, *dtype, *scientific);
+                if *scientific {
+                    let f = format!("{f:0<frac$}");
+                    let sign = if exp.starts_with('-') { '-' } else { '+' };
+                    let digits = exp.trim_start_matches('-');
+                    format!("{int:>int_width$}.{f}e{sign}{digits:0>exp_width$}")
+                } else {
+                    format!("{int:>int_width$}.{f:<frac$}")
+                }
+            }
+        }
+    }
+}
+
+/// The integer part (with sign), fractional digits and exponent of `x` as
+/// NumPy writes it: the shortest round-trip digits, at most eight
+/// fractional ones.
+fn split(x: f64, dtype: DType, scientific: bool) -> (String, String, String) {
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    if x == 0.0 {
+        return (format!("{sign}0"), String::new(), "0".into());
+    }
+    let (digits, exp) = shortest(x, dtype);
+    if scientific {
+        let (first, rest) = digits.split_at(1);
+        let mut rest = rest.to_string();
+        if rest.len() > PRECISION {
+            let rounded = format!("{:.*e}", PRECISION, x.abs());
+            let mantissa = rounded.split('e').next().unwrap_or("");
+            rest = mantissa
+                .split('.')
+                .nth(1)
+                .unwrap_or("")
+                .trim_end_matches('0')
+                .to_string();
+            let exp = rounded.split('e').nth(1).unwrap_or("0").to_string();
+            let first = mantissa.split('.').next().unwrap_or("0");
+            return (format!("{sign}{first}"), rest, exp);
+        }
+        return (format!("{sign}{first}"), rest, exp.to_string());
+    }
+    let text = positional(&digits, exp, 0);
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    if frac.len() > PRECISION {
+        let rounded = format!("{:.*}", PRECISION, x.abs());
+        let (int, frac) = rounded.split_once('.').unwrap_or((&rounded, ""));
+        return (
+            format!("{sign}{int}"),
+            frac.trim_end_matches('0').to_string(),
+            "0".into(),
+        );
+    }
+    (format!("{sign}{int}"), frac.to_string(), "0".into())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_nested(
+    t: &Tensor,
+    shape: &[usize],
+    axis: usize,
+    base: usize,
+    summarize: bool,
+    format: &ElementFormat,
+    out: &mut String,
+    indent: usize,
+) {
+    let n = shape[axis];
+    let stride: usize = shape[axis + 1..].iter().product();
+    let skip = summarize && n > 2 * EDGE_ITEMS;
+    let items: Vec<Option<usize>> = if skip {
+        (0..EDGE_ITEMS)
+            .map(Some)
+            .chain([None])
+            .chain((n - EDGE_ITEMS..n).map(Some))
+            .collect()
+    } else {
+        (0..n).map(Some).collect()
+    };
+    out.push('[');
+    if axis + 1 == shape.len() {
+        let mut line = indent;
+        for (k, item) in items.iter().enumerate() {
+            let text = match item {
+                Some(i) => format.text(t.get(base + i * stride)),
+                None => "...".to_string(),
+            };
+            if k > 0 {
+                if line + 1 + text.len() + 1 > LINE_WIDTH {
+                    out.push('\n');
+                    out.push_str(&" ".repeat(indent));
+                    line = indent;
+                } else {
+                    out.push(' ');
+                    line += 1;
+                }
+            }
+            out.push_str(&text);
+            line += text.len();
+        }
+    } else {
+        let blank_lines = shape.len() - axis - 1;
+        for (k, item) in items.iter().enumerate() {
+            if k > 0 {
+                out.push_str(&"\n".repeat(blank_lines));
+                out.push_str(&" ".repeat(indent));
+            }
+            match item {
+                Some(i) => write_nested(
+                    t,
+                    shape,
+                    axis + 1,
+                    base + i * stride,
+                    summarize,
+                    format,
+                    out,
+                    indent + 1,
+                ),
+                None => out.push_str("..."),
+            }
+        }
+    }
+    out.push(']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(shape: &[usize], v: &[f32]) -> String {
+        tensor(&Tensor::from_slice(shape, v).unwrap())
+    }
+
+    /// Expected strings are what NumPy 2 prints for the same arrays.
+    #[test]
+    fn tensors_print_as_numpy_does() {
+        assert_eq!(f32s(&[4], &[1.0, 2.0, 3.0, 4.0]), "[1. 2. 3. 4.]");
+        assert_eq!(f32s(&[3], &[0.5, 1.25, -3.0]), "[ 0.5   1.25 -3.  ]");
+        assert_eq!(f32s(&[2], &[0.1, 0.2]), "[0.1 0.2]");
+        assert_eq!(f32s(&[2], &[1.0 / 3.0, 2.0]), "[0.33333334 2.        ]");
+        assert_eq!(f32s(&[2], &[1e-5, 1.0]), "[1.e-05 1.e+00]");
+        assert_eq!(f32s(&[2], &[1.5e-5, 1.0]), "[1.5e-05 1.0e+00]");
+        assert_eq!(f32s(&[2], &[1e9, 1.0]), "[1.e+09 1.e+00]");
+        assert_eq!(f32s(&[3], &[f32::NAN, 1.0, f32::NEG_INFINITY]), "[  nan    1.  -inf]");
+        assert_eq!(f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]), "[[1. 2.]\n [3. 4.]]");
+        assert_eq!(f32s(&[2, 1, 2], &[1.0, 2.0, 3.0, 4.0]), "[[[1. 2.]]\n\n [[3. 4.]]]");
+        let ints = Tensor::from_slice(&[3], &[1i32, -20, 300]).unwrap();
+        assert_eq!(tensor(&ints), "[  1 -20 300]");
+        let mut bools = Tensor::zeros(DType::Bool, &[2]).unwrap();
+        bools.set(0, Elem::Bool(true));
+        assert_eq!(tensor(&bools), "[ True False]");
+        let long: Vec<f32> = (0..2000).map(|i| i as f32).collect();
+        assert_eq!(
+            f32s(&[2000], &long),
+            "[0.000e+00 1.000e+00 2.000e+00 ... 1.997e+03 1.998e+03 1.999e+03]"
+        );
+        let wide: Vec<f32> = (0..30).map(|i| i as f32).collect();
+        assert_eq!(
+            f32s(&[30], &wide),
+            "[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.\n 18. 19. 20. 21. 22. 23. 24. 25. 26. 27. 28. 29.]"
+        );
+        assert_eq!(tensor(&Tensor::from_slice(&[], &[2.5f64]).unwrap()), "2.5");
+    }
+
+    #[test]
+    fn floats_print_as_python_does() {
+        assert_eq!(python_float(2.0), "2.0");
+        assert_eq!(python_float(0.1), "0.1");
+        assert_eq!(python_float(-1.5e-7), "-1.5e-07");
+        assert_eq!(python_float(1e16), "1e+16");
+        assert_eq!(python_float(123456.789), "123456.789");
+        assert_eq!(python_float(0.0001), "0.0001");
+        assert_eq!(python_float(f64::NAN), "nan");
+        assert_eq!(python_float(-0.0), "-0.0");
+    }
+}

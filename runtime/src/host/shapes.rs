@@ -1,0 +1,393 @@
+//! Checking run-time arguments against a function's parameters: kinds,
+//! dtypes and ranks; the binding of symbolic dims (`N` in `f32[N]`); and the
+//! `where` constraints the checker could not decide, reported with the
+//! checker's codes and messages (E0302, E0303, E0304; `spec/shapes.md`).
+
+use std::collections::HashMap;
+
+use tessera_base::{FileSpan, Span};
+use tessera_diagnostics::{Code, Diagnostic};
+use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Param, TypeKind, UnaryOp};
+
+use super::value::Value;
+use super::Program;
+use crate::tensor::shape_text;
+use crate::DType;
+
+/// Where an argument came from: its expression in a call, or the parameter
+/// (for `--input`).
+#[derive(Clone, Debug)]
+pub(crate) struct ArgSite {
+    pub(crate) span: Span,
+}
+
+/// A dim bound by an argument.
+#[derive(Clone, Debug)]
+struct Bound {
+    value: i64,
+    /// (argument index, dim index), None when derived from the `where` clause.
+    from: Option<(usize, usize)>,
+}
+
+/// What a parameter's annotation asks for.
+pub(crate) enum ParamKind<'a> {
+    /// `f32[N, 4]`: the dtype name and the dims.
+    Tensor(&'a str, &'a [Expr]),
+    /// `f32`, `index`, `bool`.
+    Scalar(&'a str),
+    /// No annotation, or one the host does not interpret.
+    Any,
+}
+
+pub(crate) fn param_kind(p: &Param) -> ParamKind<'_> {
+    match p.ty.as_ref().map(|t| &t.kind) {
+        Some(TypeKind::Named {
+            name, dims: Some(dims), ..
+        }) => ParamKind::Tensor(&name.name, dims),
+        Some(TypeKind::Named { name, dims: None, .. }) => ParamKind::Scalar(&name.name),
+        _ => ParamKind::Any,
+    }
+}
+
+/// The source text of a parameter's type, for messages.
+fn type_text(program: &Program<'_>, p: &Param) -> String {
+    p.ty.as_ref()
+        .map_or_else(|| "untyped".into(), |t| program.text(t.span).to_string())
+}
+
+/// Checks `args` (in parameter order) against `def`'s parameters and binds
+/// its dims; returns the dims by name, in the order they first appear.
+pub(crate) fn bind(
+    program: &Program<'_>,
+    def: &FnDef,
+    args: &[Value],
+    sites: &[ArgSite],
+    call: Span,
+) -> Result<Vec<(String, i64)>, Box<Diagnostic>> {
+    let file = program.file;
+    let at = |span: Span| FileSpan { file, span };
+    let fname = &def.name.name;
+    let mut dims: HashMap<String, Bound> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (k, (param, value)) in def.params.iter().zip(args).enumerate() {
+        let site = at(sites[k].span);
+        let pname = &param.name.name;
+        let mismatch = |what: String| {
+            Box::new(
+                Diagnostic::error(
+                    Code::E1005,
+                    format!(
+                        "argument `{pname}` of `{fname}` is {what}, but the parameter is {}",
+                        type_text(program, param)
+                    ),
+                )
+                .with_primary(site, "this value")
+                .with_secondary(at(param.span), "the parameter"),
+            )
+        };
+        match param_kind(param) {
+            ParamKind::Any => {}
+            ParamKind::Scalar(ty) => {
+                let fits = match (ty, value) {
+                    ("bool", Value::Bool(_)) => true,
+                    (t, Value::Int(_) | Value::Bool(_)) => DType::from_name(t).is_some() || t == "index",
+                    (t, Value::Float(_)) => DType::from_name(t).is_some_and(DType::is_float),
+                    (t, Value::Tensor(_)) => DType::from_name(t).is_none() && t != "index",
+                    _ => DType::from_name(ty).is_none() && ty != "index",
+                };
+                if !fits {
+                    return Err(mismatch(value.describe()));
+                }
+            }
+            ParamKind::Tensor(dtype_name, pdims) => {
+                let Value::Tensor(t) = value else {
+                    return Err(mismatch(value.describe()));
+                };
+                if let Some(want) = tessera_hir::ty::DType::from_name(dtype_name) {
+                    if DType::from_language(want) != Some(t.dtype()) {
+                        return Err(mismatch(format!("a {} tensor", t.dtype())));
+                    }
+                }
+                let shape = t.shape();
+                if shape.len() != pdims.len() {
+                    return Err(Box::new(
+                        Diagnostic::error(
+                            Code::E0303,
+                            format!(
+                                "argument `{pname}` of `{fname}` has {} dims, but the parameter has {}",
+                                shape.len(),
+                                pdims.len()
+                            ),
+                        )
+                        .with_primary(site, format!("this has shape {}", shape_text(&shape)))
+                        .with_secondary(
+                            at(param.span),
+                            format!("parameter `{pname}` is {}", type_text(program, param)),
+                        ),
+                    ));
+                }
+                for (i, (d, &size)) in pdims.iter().zip(&shape).enumerate() {
+                    let ExprKind::Name(sym) = &d.unparen().kind else {
+                        continue;
+                    };
+                    match dims.get(sym) {
+                        Some(prev) if prev.value != size as i64 => {
+                            let (pa, pd) = prev.from.unwrap_or((k, i));
+                            let prev_name = &def.params[pa].name.name;
+                            return Err(Box::new(
+                                Diagnostic::error(
+                                    Code::E0302,
+                                    format!("dim `{sym}` of `{fname}` gets two different sizes"),
+                                )
+                                .with_primary(site, format!("dim {i} of `{pname}` is {sym} = {size}"))
+                                .with_secondary(
+                                    at(sites[pa].span),
+                                    format!("but dim {pd} of `{prev_name}` is {sym} = {}", prev.value),
+                                )
+                                .with_help(format!("pass tensors whose `{sym}` dims agree")),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => {
+                            order.push(sym.clone());
+                            dims.insert(
+                                sym.clone(),
+                                Bound {
+                                    value: size as i64,
+                                    from: Some((k, i)),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let constraints: Vec<&Expr> = def.where_clause.iter().flat_map(|w| w.constraints.iter()).collect();
+    derive(&constraints, &mut dims, &mut order);
+    // Composite dims (`H * Dh`, constants), once their symbols are known.
+    for (k, (param, value)) in def.params.iter().zip(args).enumerate() {
+        let (ParamKind::Tensor(_, pdims), Value::Tensor(t)) = (param_kind(param), value) else {
+            continue;
+        };
+        for (i, (d, size)) in pdims.iter().zip(t.shape()).enumerate() {
+            if matches!(d.unparen().kind, ExprKind::Name(_)) {
+                continue;
+            }
+            let Some(expected) = eval(d, &dims) else { continue };
+            if expected != size as i64 {
+                let pname = &param.name.name;
+                return Err(Box::new(
+                    Diagnostic::error(Code::E0302, format!("argument `{pname}` has the wrong size in dim {i}"))
+                        .with_primary(
+                            at(sites[k].span),
+                            format!(
+                                "dim {i} is {size}, but `{fname}` expects {} = {expected}",
+                                program.text(d.span)
+                            ),
+                        )
+                        .with_secondary(
+                            at(param.span),
+                            format!("parameter `{pname}` is {}", type_text(program, param)),
+                        ),
+                ));
+            }
+        }
+    }
+    for c in constraints {
+        check_constraint(program, def, c, &dims, sites, call)?;
+    }
+    Ok(order.into_iter().map(|s| (s.clone(), dims[&s].value)).collect())
+}
+
+/// Learns unbound symbols from equalities `X == expr` of the `where`
+/// clause, until nothing more is learned.
+fn derive(constraints: &[&Expr], dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
+    loop {
+        let mut learned = false;
+        for c in constraints {
+            let ExprKind::Binary {
+                op: BinOp::Eq,
+                lhs,
+                rhs,
+            } = &c.unparen().kind
+            else {
+                continue;
+            };
+            for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                let ExprKind::Name(sym) = &a.unparen().kind else {
+                    continue;
+                };
+                if dims.contains_key(sym) {
+                    continue;
+                }
+                if let Some(v) = eval(b, dims) {
+                    order.push(sym.clone());
+                    dims.insert(sym.clone(), Bound { value: v, from: None });
+                    learned = true;
+                }
+            }
+        }
+        if !learned {
+            return;
+        }
+    }
+}
+
+/// The value of a dim expression, when every symbol in it is known.
+fn eval(e: &Expr, dims: &HashMap<String, Bound>) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(v) => i64::try_from(*v).ok(),
+        ExprKind::Size(v) => i64::try_from(*v).ok(),
+        ExprKind::Name(n) => dims.get(n).map(|b| b.value),
+        ExprKind::Paren(inner) => eval(inner, dims),
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            operand,
+        } => eval(operand, dims)?.checked_neg(),
+        ExprKind::Binary { op, lhs, rhs } => {
+            let (a, b) = (eval(lhs, dims)?, eval(rhs, dims)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::FloorDiv => (b != 0).then(|| a.div_euclid(b)),
+                BinOp::Mod => (b != 0).then(|| a.rem_euclid(b)),
+                BinOp::Pow => a.checked_pow(u32::try_from(b).ok()?),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The symbols of an expression, in order.
+fn symbols(e: &Expr, out: &mut Vec<String>) {
+    if let ExprKind::Name(n) = &e.kind {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    e.kind.for_each_child(|c| symbols(c, out));
+}
+
+/// Checks one constraint, when its symbols are known; a violated one is
+/// E0304 with the message the checker gives at compile time.
+fn check_constraint(
+    program: &Program<'_>,
+    def: &FnDef,
+    c: &Expr,
+    dims: &HashMap<String, Bound>,
+    sites: &[ArgSite],
+    call: Span,
+) -> Result<(), Box<Diagnostic>> {
+    if let ExprKind::Binary {
+        op: BinOp::And,
+        lhs,
+        rhs,
+    } = &c.unparen().kind
+    {
+        check_constraint(program, def, lhs, dims, sites, call)?;
+        return check_constraint(program, def, rhs, dims, sites, call);
+    }
+    let Some(arithmetic) = violation(c, dims) else {
+        return Ok(());
+    };
+    let file = program.file;
+    let at = |span: Span| FileSpan { file, span };
+    let rule = program.text(c.span);
+    let fname = &def.name.name;
+    let mut syms = Vec::new();
+    symbols(c, &mut syms);
+    let blamed = syms.iter().find_map(|s| {
+        let b = dims.get(s)?;
+        b.from.map(|(arg, dim)| (s.as_str(), b.value, arg, dim))
+    });
+    let d = match blamed {
+        Some((sym, value, arg, dim)) => {
+            let pname = &def.params[arg].name.name;
+            let help = match divisor(c) {
+                Some(k) if syms.len() == 1 && k > 0 => {
+                    let padded = (value + k - 1) / k * k;
+                    format!("pad dim {dim} of `{pname}` to {padded}, or relax the constraint")
+                }
+                _ => format!("pass a `{pname}` whose dim {dim} satisfies {rule}, or relax the constraint"),
+            };
+            Diagnostic::error(
+                Code::E0304,
+                format!("argument `{pname}` breaks a shape constraint of `{fname}`"),
+            )
+            .with_primary(
+                at(sites[arg].span),
+                format!("dim {dim} of `{pname}` is {sym} = {value}, and {arithmetic}"),
+            )
+            .with_secondary(at(c.span), "the rule")
+            .with_note(format!(
+                "argument `{pname}`, dim {dim} ({sym} = {value}): requires {rule}"
+            ))
+            .with_help(help)
+        }
+        None => Diagnostic::error(Code::E0304, format!("this call breaks a shape constraint of `{fname}`"))
+            .with_primary(at(call), format!("requires {rule}: {arithmetic}"))
+            .with_secondary(at(c.span), "the rule"),
+    };
+    Err(Box::new(d))
+}
+
+/// `k` of a divisibility constraint `X % k == 0`.
+fn divisor(c: &Expr) -> Option<i64> {
+    let ExprKind::Binary { op: BinOp::Eq, lhs, .. } = &c.unparen().kind else {
+        return None;
+    };
+    let ExprKind::Binary {
+        op: BinOp::Mod, rhs, ..
+    } = &lhs.unparen().kind
+    else {
+        return None;
+    };
+    match rhs.unparen().kind {
+        ExprKind::Int(k) => i64::try_from(k).ok(),
+        _ => None,
+    }
+}
+
+/// The arithmetic that shows a constraint false (`100 % 8 == 4`,
+/// `9000 <= 8192 is false`, `0 is outside 1..=4096`), or None when it holds
+/// or cannot be decided.
+fn violation(c: &Expr, dims: &HashMap<String, Bound>) -> Option<String> {
+    match &c.unparen().kind {
+        ExprKind::Binary {
+            op: BinOp::In,
+            lhs,
+            rhs,
+        } => {
+            let ExprKind::Range { start, end, inclusive } = &rhs.unparen().kind else {
+                return None;
+            };
+            let (v, lo, hi) = (eval(lhs, dims)?, eval(start, dims)?, eval(end, dims)?);
+            let inside = v >= lo && if *inclusive { v <= hi } else { v < hi };
+            (!inside).then(|| format!("{v} is outside {lo}..{}{hi}", if *inclusive { "=" } else { "" }))
+        }
+        ExprKind::Binary { op, lhs, rhs } if op.is_comparison() => {
+            let (a, b) = (eval(lhs, dims)?, eval(rhs, dims)?);
+            let holds = match op {
+                BinOp::Eq => a == b,
+                BinOp::Ne => a != b,
+                BinOp::Lt => a < b,
+                BinOp::Le => a <= b,
+                BinOp::Gt => a > b,
+                BinOp::Ge => a >= b,
+                _ => return None,
+            };
+            if holds {
+                return None;
+            }
+            if let (Some(k), ExprKind::Binary { lhs: x, .. }) = (divisor(c), &lhs.unparen().kind) {
+                let v = eval(x, dims)?;
+                return Some(format!("{v} % {k} == {}", v.rem_euclid(k.max(1))));
+            }
+            Some(format!("{a} {} {b} is false", op.symbol()))
+        }
+        _ => None,
+    }
+}
