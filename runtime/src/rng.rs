@@ -194,7 +194,8 @@ mod tests {
     /// The known-answer vectors of Random123 (`kat_vectors`), for 7 and 10 rounds.
     #[test]
     fn matches_the_random123_known_answers() {
-        let cases: [(u32, [u32; 4], [u32; 2], [u32; 4]); 6] = [
+        type Case = (u32, [u32; 4], [u32; 2], [u32; 4]);
+        let cases: [Case; 6] = [
             (10, [0; 4], [0; 2], [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
             (
                 10,

@@ -102,7 +102,7 @@ fn shared_memory_tree_reduction_with_barriers_in_a_loop() {
     };
     launch(synchronized(sum_reduce), config, &mut args).unwrap();
     let stride = (blocks * threads) as usize;
-    for b in 0..blocks as usize {
+    for (b, &got) in out.iter().enumerate() {
         // The per-thread partial sums, then the kernel's tree, bit for bit.
         let mut partial: Vec<f32> = (0..threads as usize)
             .map(|i| {
@@ -113,12 +113,12 @@ fn shared_memory_tree_reduction_with_barriers_in_a_loop() {
             })
             .collect();
         let tree = tree_sum(&mut partial);
-        assert_eq!(out[b].to_bits(), tree.to_bits(), "block {b}");
+        assert_eq!(got.to_bits(), tree.to_bits(), "block {b}");
         let exact: f64 = (0..threads as usize)
             .flat_map(|i| (b * threads as usize + i..n).step_by(stride))
             .map(|k| x[k] as f64)
             .sum();
-        assert!((out[b] as f64 - exact).abs() < 1e-3, "block {b}: {} vs {exact}", out[b]);
+        assert!((got as f64 - exact).abs() < 1e-3, "block {b}: {got} vs {exact}");
     }
 }
 
@@ -250,7 +250,7 @@ unsafe extern "C" fn votes(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
         let limit = scalar::<i32>(args, 1) as usize;
         let c = &*ctx;
         let tid = linear(c);
-        *out.add(tid * 4) = tessera_cpu_vote(ctx, (tid % 3 == 0) as u32, VOTE_BALLOT);
+        *out.add(tid * 4) = tessera_cpu_vote(ctx, tid.is_multiple_of(3) as u32, VOTE_BALLOT);
         *out.add(tid * 4 + 1) = tessera_cpu_vote(ctx, (tid < limit) as u32, VOTE_ALL);
         *out.add(tid * 4 + 2) = tessera_cpu_vote(ctx, (tid >= limit) as u32, VOTE_ANY);
         *out.add(tid * 4 + 3) = tessera_cpu_vote(ctx, 1, VOTE_BALLOT);
@@ -636,7 +636,7 @@ fn host_symbols_name_the_three_functions() {
     assert_eq!(names, ["tessera_cpu_barrier", "tessera_cpu_shfl", "tessera_cpu_vote"]);
     assert_eq!(
         symbols[0].1,
-        tessera_cpu_barrier as extern "C" fn(*mut TesseraCpuCtx) as usize
+        tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize
     );
     assert!(symbols.iter().all(|(_, a)| *a != 0));
 }

@@ -244,3 +244,18 @@ fn failures_are_diagnostics_with_codes_and_spans() {
         (Code::E0306, "shapes (2, 3) and (2,) do not broadcast")
     );
 }
+
+/// A program with a synchronized kernel, random inputs and host sums prints
+/// the same bits every time.
+#[test]
+fn runs_are_bit_identical() {
+    let program = format!(
+        "{}\ndef main():\n    x = randn(5000, seed=9)\n    out = zeros(3)\n    sum_reduce[grid=(3,)](x, out)\n    \
+         print(out[0] * 1.0, op.sum(x), op.mean(x * x))\n",
+        example("sum_reduce.tsr")
+    );
+    let first = run(&program, &[]).unwrap();
+    for _ in 0..19 {
+        assert_eq!(run(&program, &[]).unwrap(), first);
+    }
+}

@@ -408,8 +408,11 @@ pub fn shfl_source(lane: u32, b: u32, mode: u32, width: u32) -> Option<u32> {
 }
 
 /// `__syncthreads()` for the calling thread's block.
-pub extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
-    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+///
+/// # Safety
+/// `ctx` must be the context the runtime passed to the calling kernel.
+pub unsafe extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
+    // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     match block.sync {
         Some(sync) => sync.barrier(linear_thread(ctx), ctx.block_id),
@@ -428,14 +431,17 @@ fn unsynchronized(function: &str) -> String {
 /// the segment width (a power of two up to 32). A lane whose source is out
 /// of its segment, or is not in the block or has finished the kernel,
 /// gets its own value.
-pub extern "C" fn tessera_cpu_shfl(
+///
+/// # Safety
+/// `ctx` must be the context the runtime passed to the calling kernel.
+pub unsafe extern "C" fn tessera_cpu_shfl(
     ctx: *mut TesseraCpuCtx,
     value: u32,
     lane_or_delta: u32,
     mode: u32,
     width: u32,
 ) -> u32 {
-    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+    // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if mode > SHFL_BFLY || !width.is_power_of_two() || width > 32 {
         block.launch.fail(format!(
@@ -464,8 +470,11 @@ pub extern "C" fn tessera_cpu_shfl(
 /// A warp vote with a full mask: `mode` 0 all, 1 any, 2 ballot (bit i is
 /// lane i's predicate). Lanes that are not in the block, or have finished
 /// the kernel, do not vote.
-pub extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mode: u32) -> u32 {
-    // SAFETY: only kernels call this, with the ctx the runtime gave them.
+///
+/// # Safety
+/// `ctx` must be the context the runtime passed to the calling kernel.
+pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mode: u32) -> u32 {
+    // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if mode > VOTE_BALLOT {
         block.launch.fail(format!(
@@ -504,15 +513,15 @@ pub fn host_symbols() -> Vec<(&'static str, usize)> {
     vec![
         (
             "tessera_cpu_barrier",
-            tessera_cpu_barrier as extern "C" fn(*mut TesseraCpuCtx) as usize,
+            tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize,
         ),
         (
             "tessera_cpu_shfl",
-            tessera_cpu_shfl as extern "C" fn(*mut TesseraCpuCtx, u32, u32, u32, u32) -> u32 as usize,
+            tessera_cpu_shfl as unsafe extern "C" fn(*mut TesseraCpuCtx, u32, u32, u32, u32) -> u32 as usize,
         ),
         (
             "tessera_cpu_vote",
-            tessera_cpu_vote as extern "C" fn(*mut TesseraCpuCtx, u32, u32) -> u32 as usize,
+            tessera_cpu_vote as unsafe extern "C" fn(*mut TesseraCpuCtx, u32, u32) -> u32 as usize,
         ),
     ]
 }

@@ -218,7 +218,17 @@ pub fn run_entry(
         };
         let tensor =
             crate::npy::load(path).map_err(|e| vec![e.to_diagnostic(Some((at_param(i), "this parameter".into())))])?;
-        args.push(Value::Tensor(TensorValue::new(tensor)));
+        // A 0-d array gives a scalar parameter its value.
+        let scalar = matches!(shapes::param_kind(p), shapes::ParamKind::Scalar(_)) && tensor.shape().is_empty();
+        args.push(if scalar {
+            match tensor.get(0) {
+                crate::tensor::Elem::Float(f) => Value::Float(f),
+                crate::tensor::Elem::Int(n) => Value::Int(n),
+                crate::tensor::Elem::Bool(b) => Value::Bool(b),
+            }
+        } else {
+            Value::Tensor(TensorValue::new(tensor))
+        });
     }
     let mut interp = interp::Interp::new(program, executor, device, options.out);
     interp.globals().map_err(|d| vec![*d])?;

@@ -89,7 +89,7 @@ unsafe extern "C" fn warp_reduce_sum(args: *mut *mut c_void, ctx: *mut TesseraCp
         for offset in [16, 8, 4, 2, 1] {
             v += f32::from_bits(tessera_cpu_shfl(ctx, v.to_bits(), offset, SHFL_DOWN, 32));
         }
-        if c.thread_id[0] % 32 == 0 {
+        if c.thread_id[0].is_multiple_of(32) {
             *out.add(tid / 32) = v;
         }
     }
