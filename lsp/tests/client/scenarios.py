@@ -1,0 +1,214 @@
+"""Scenarios run by `lsp/tests/client.rs`, one per test:
+`python scenarios.py NAME PATH-TO-tessera-lsp`."""
+
+import pathlib
+import tempfile
+
+from lsprotocol import types as t
+
+from harness import apply_workspace_edit, main, uri_of
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+MODEL = FIXTURES / "model.tsr"
+
+
+def line_of(text, needle, nth=0):
+    """The (line, character) of the `nth` occurrence of `needle`."""
+    index = -1
+    for _ in range(nth + 1):
+        index = text.index(needle, index + 1)
+    line = text.count("\n", 0, index)
+    return line, index - (text.rindex("\n", 0, index) + 1 if line else 0)
+
+
+def hover_text(session, uri, at):
+    hover = session.hover(uri, *at)
+    assert hover is not None, f"no hover at {at}"
+    return hover.contents.value
+
+
+def open_reports_diagnostics(s):
+    uri = s.open(MODEL)
+    diags = s.diagnostics(uri)
+    assert [d.code for d in diags] == ["E0205"], diags
+    d = diags[0]
+    text = MODEL.read_text()
+    line, col = line_of(text, "out[i] = x[i]")
+    assert (d.range.start.line, d.range.start.character) == (line, col), d.range
+    assert d.severity == t.DiagnosticSeverity.Error
+    assert d.message.startswith("cannot write to `out`: the parameter is not `mut`"), d.message
+    assert d.code_description.href == "tessera-explain:E0205.md"
+    (related,) = d.related_information
+    assert related.message == "declared without `mut`"
+    assert related.location.uri == uri
+    assert related.location.range.start.line == line_of(text, "def fill")[0]
+    explanation = s.explain("E0205")
+    assert "E0205" in explanation.markdown and "mut" in explanation.markdown, explanation
+
+
+def edit_updates_and_clears_diagnostics(s):
+    text = "def double(x: f32[N], out: mut f32[N]):\n    out[0] = x[0] * 2.0\n"
+    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-edit.tsr", text)
+    assert s.diagnostics(uri) == []
+    # Remove `mut `: writing to `out` is now an error.
+    s.change(uri, [((0, 27), (0, 31), "")])
+    diags = s.diagnostics(uri)
+    assert [d.code for d in diags] == ["E0205"], diags
+    assert diags[0].range.start.line == 1
+    # A syntax error on top of it, then both repaired in one change.
+    s.change(uri, [((1, 0), (1, 0), "    y = (\n")])
+    codes = [d.code for d in s.diagnostics(uri)]
+    assert codes and all(c.startswith("E00") for c in codes), codes
+    s.change(uri, [((1, 0), (2, 0), ""), ((0, 27), (0, 27), "mut ")])
+    assert s.diagnostics(uri) == [], s.texts[uri]
+    # Unicode before the edit point: positions are UTF-16 units.
+    s.change(uri, [((1, 4), (1, 4), 'q = "é𝔸"\n    ')])
+    assert s.diagnostics(uri) == []
+    s.change(uri, [((1, 13), (1, 13), "$")])
+    assert s.texts[uri].split("\n")[1] == '    q = "é𝔸"$'
+    diags = s.diagnostics(uri)
+    assert [d.code for d in diags] == ["E0001"], diags
+    assert (diags[0].range.start.line, diags[0].range.start.character) == (1, 13), diags[0].range
+
+
+def hover_shows_shapes(s):
+    uri = s.open(MODEL)
+    text = MODEL.read_text()
+    s.diagnostics(uri)
+    local = hover_text(s, uri, line_of(text, "y = op.matmul"))
+    assert "y: f32[B, N]" in local, local
+    assert "numerics `Training` — bf16 storage, bf16 compute, f32 accumulate" in local, local
+    assert "where `D % 8 == 0`" in local, local
+    assert "effects `pure`" in local, local
+    line, col = line_of(text, "def project")
+    function = hover_text(s, uri, (line, col + 5))
+    assert "def project(x: bf16[B, D], w: bf16[D, N]) -> f32[B, N]" in function, function
+    assert "where D % 8 == 0" in function, function
+    assert "@numerics(Training)" in function, function
+    assert "effects: `pure`" in function, function
+    line, col = line_of(text, "op.matmul")
+    builtin = hover_text(s, uri, (line, col + 4))
+    assert "op.matmul(a, b, tile_shape = None, accumulate = None)" in builtin, builtin
+    assert "Matrix product" in builtin, builtin
+    line, col = line_of(text, "scale(y, 2.0)")
+    callee = hover_text(s, uri, (line, col + 1))
+    assert "def scale(x: f32[M, K], s: f32) -> f32[M, K]" in callee, callee
+    line, col = line_of(text, "c = project")
+    call = hover_text(s, uri, (line, col))
+    assert "c: f32[4, 8]" in call, call
+    line, col = line_of(text, "def fill(x: f32[N]")
+    kernel = hover_text(s, uri, (line, col + 5))
+    assert "kernel" in kernel and "effects: `pure`" in kernel, kernel
+
+
+def definition_location(s):
+    uri = s.open(MODEL)
+    text = MODEL.read_text()
+    s.diagnostics(uri)
+    line, col = line_of(text, "project(a, b)")
+    (target,) = [s.definition(uri, line, col + 2)]
+    assert target.uri == uri
+    assert (target.range.start.line, target.range.start.character) == (line_of(text, "def project")[0], 4)
+    # A local: its first binding.
+    line, col = line_of(text, "return z")
+    target = s.definition(uri, line, col + 7)
+    assert target.range.start.line == line_of(text, "z = scale")[0], target
+    # Into a sibling module that is not open: read from disk.
+    line, col = line_of(text, "scale(y, 2.0)")
+    target = s.definition(uri, line, col + 2)
+    assert target.uri == uri_of(FIXTURES / "helpers.tsr"), target
+    helpers = (FIXTURES / "helpers.tsr").read_text()
+    assert target.range.start.line == line_of(helpers, "def scale")[0], target
+    refs = s.references(uri, line_of(text, "def project")[0], 5)
+    assert sorted(r.range.start.line for r in refs) == [line_of(text, "def project")[0], line_of(text, "c = project")[0]]
+
+
+def code_action_fixes_the_error(s):
+    uri = s.open(MODEL)
+    (diag,) = s.diagnostics(uri)
+    actions = s.code_actions(uri, diag)
+    assert [a.title for a in actions] == ["make `out` writable"], actions
+    (action,) = actions
+    assert action.kind == t.CodeActionKind.QuickFix
+    assert action.is_preferred
+    apply_workspace_edit(s, action.edit)
+    assert "out: mut f32[N]" in s.texts[uri]
+    assert s.diagnostics(uri) == []
+
+
+def completion_and_signature_help(s):
+    uri = s.open(MODEL)
+    text = MODEL.read_text()
+    s.diagnostics(uri)
+    line, col = line_of(text, "    return z")
+    s.change(uri, [((line, 0), (line, 0), "    q = op.\n")])
+    items = s.completion(uri, line, len("    q = op."))
+    by_label = {i.label: i for i in items}
+    assert "matmul" in by_label and "softmax" in by_label, sorted(by_label)
+    assert by_label["matmul"].detail == "op.matmul(a, b, tile_shape = None, accumulate = None)"
+    assert "Matrix product" in by_label["matmul"].documentation.value
+    assert "thread_id" not in by_label
+    s.change(uri, [((line, 0), (line + 1, 0), "    q = \n")])
+    items = {i.label: i for i in s.completion(uri, line, len("    q = "))}
+    assert items["y"].detail == "y: f32[B, N]", items["y"]
+    assert items["x"].detail == "x: bf16[B, D]", items["x"]
+    assert items["project"].kind == t.CompletionItemKind.Function
+    assert "tile" in items and "range" in items and "bf16" in items
+    s.change(uri, [((line, 0), (line + 1, 0), "    q = op.matmul(x, \n")])
+    help = s.signature_help(uri, line, len("    q = op.matmul(x, "))
+    (sig,) = help.signatures
+    assert sig.label == "op.matmul(a, b, tile_shape = None, accumulate = None)"
+    assert help.active_parameter == 1
+    start, end = sig.parameters[1].label
+    assert sig.label[start:end] == "b"
+    s.change(uri, [((line, 0), (line + 1, 0), "    q = scale(y, \n")])
+    help = s.signature_help(uri, line, len("    q = scale(y, "))
+    assert help.signatures[0].label == "def scale(x: f32[M, K], s: f32) -> f32[M, K]", help
+    assert help.active_parameter == 1
+
+
+def outline_hints_and_tokens(s):
+    uri = s.open(MODEL)
+    text = MODEL.read_text()
+    s.diagnostics(uri)
+    symbols = {sym.name: sym for sym in s.symbols(uri)}
+    assert symbols["project"].kind == t.SymbolKind.Function
+    assert symbols["project"].detail == "def project(x: bf16[B, D], w: bf16[D, N]) -> f32[B, N]"
+    assert symbols["P"].kind == t.SymbolKind.Variable
+    assert {"fill", "main", "scale", "op"} <= set(symbols)
+    hints = {(h.position.line, h.label) for h in s.inlay_hints(uri)}
+    assert (line_of(text, "y = op.matmul")[0], ": f32[B, N]") in hints, hints
+    assert (line_of(text, "a = zeros")[0], ": bf16[4, 16]") in hints, hints
+    assert (line_of(text, "c = project")[0], ": f32[4, 8]") in hints, hints
+    legend = s.capabilities.semantic_tokens_provider.legend.token_types
+    data = s.semantic_tokens(uri).data
+    tokens = {}
+    line = col = 0
+    for i in range(0, len(data), 5):
+        dl, dc, length, kind = data[i : i + 4]
+        line, col = line + dl, (col + dc if dl == 0 else dc)
+        tokens[text.split("\n")[line][col : col + length]] = legend[kind]
+    assert tokens["project"] == "function", tokens
+    assert tokens["matmul"] == "function", tokens
+    assert tokens["op"] == "namespace", tokens
+    assert tokens["bf16"] == "type", tokens
+    assert tokens["D"] == "typeParameter", tokens
+    assert tokens["w"] == "parameter", tokens
+    assert tokens["kernel"] == "decorator", tokens
+
+
+SCENARIOS = {
+    f.__name__: f
+    for f in [
+        open_reports_diagnostics,
+        edit_updates_and_clears_diagnostics,
+        hover_shows_shapes,
+        definition_location,
+        code_action_fixes_the_error,
+        completion_and_signature_help,
+        outline_hints_and_tokens,
+    ]
+}
+
+if __name__ == "__main__":
+    main(SCENARIOS)
