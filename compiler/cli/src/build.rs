@@ -1,6 +1,7 @@
-//! `tessera build FILE --target T --emit LAYERS [-o DIR]`: checks the
-//! file, lowers it through the IR layers for the target and writes (or
-//! prints) the layers asked for.
+//! `tessera build FILE --target T --emit WHAT [-O N] [-o DIR]`: checks the
+//! file, lowers it through the IR layers for the target, generates code
+//! through LLVM when an artifact asks for it, and writes (or prints) what
+//! was asked for, with a JSON manifest beside the machine code.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -20,9 +21,13 @@ pub struct BuildArgs {
     /// The target to build for
     #[arg(long, value_enum, default_value_t = TargetArg::Sm90a)]
     target: TargetArg,
-    /// What to write, comma-separated: graph-ir, schedule-ir, tile-ir, target-ir
+    /// What to write, comma-separated: graph-ir, schedule-ir, tile-ir,
+    /// target-ir, llvm-ir, ptx, cubin, hsaco, obj, asm
     #[arg(long, value_delimiter = ',', value_enum, default_value = "target-ir")]
     emit: Vec<EmitArg>,
+    /// LLVM optimization level (0 to 3)
+    #[arg(short = 'O', default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    opt_level: u8,
     /// The directory to write artifacts to (`<stem>.<layer>.tir`); without
     /// it they are printed to standard output
     #[arg(short = 'o', long = "out-dir", value_name = "DIR")]
@@ -62,15 +67,22 @@ enum EmitArg {
     ScheduleIr,
     TileIr,
     TargetIr,
+    LlvmIr,
+    Ptx,
+    Cubin,
+    Hsaco,
+    Obj,
+    Asm,
 }
 
 impl EmitArg {
-    fn layer(self) -> Layer {
+    fn layer(self) -> Option<Layer> {
         match self {
-            EmitArg::GraphIr => Layer::Graph,
-            EmitArg::ScheduleIr => Layer::Schedule,
-            EmitArg::TileIr => Layer::Tile,
-            EmitArg::TargetIr => Layer::Target,
+            EmitArg::GraphIr => Some(Layer::Graph),
+            EmitArg::ScheduleIr => Some(Layer::Schedule),
+            EmitArg::TileIr => Some(Layer::Tile),
+            EmitArg::TargetIr => Some(Layer::Target),
+            _ => None,
         }
     }
 }
@@ -111,24 +123,149 @@ pub fn run(args: BuildArgs) -> ExitCode {
     let stem = std::path::Path::new(&sources.get(file).display)
         .file_stem()
         .map_or("out".to_string(), |s| s.to_string_lossy().into_owned());
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
     for emit in &args.emit {
-        let layer = emit.layer();
-        let Some(text) = layers.text(layer) else { continue };
+        if let Some(layer) = emit.layer() {
+            if let Some(text) = layers.text(layer) {
+                outputs.push((format!("{stem}.{}.tir", layer.emit_name()), text.as_bytes().to_vec()));
+            }
+        }
+    }
+    if args.emit.iter().any(|e| e.layer().is_none()) {
+        let options = tessera_codegen::Options {
+            opt_level: args.opt_level,
+            source_hash: source_hash(&sources.get(file).text),
+        };
+        let mut compiled = match tessera_driver::generate(&layers, &options) {
+            Ok(c) => c,
+            Err(diags) => {
+                report(&diags);
+                return ExitCode::from(EXIT_ERRORS);
+            }
+        };
+        let target = args.target.target_name();
+        let nvptx = matches!(args.target, TargetArg::Sm80 | TargetArg::Sm90a);
+        let amdgpu = matches!(args.target, TargetArg::Gfx90a | TargetArg::Gfx942);
+        let work = std::env::temp_dir().join(format!("tessera-build-{}", std::process::id()));
+        if nvptx && tessera_codegen::ptxas_available() {
+            match tessera_codegen::assemble_ptx(&compiled.asm, target, &work) {
+                Ok(report) => {
+                    for kernel in &mut compiled.manifest.kernels {
+                        if let Some((_, regs, spill)) = report.kernels.iter().find(|(n, _, _)| *n == kernel.name) {
+                            kernel.registers = Some(*regs);
+                            kernel.spill_bytes = Some(*spill);
+                        }
+                    }
+                    compiled.manifest.ptxas = Some(report.version.clone());
+                    if args.emit.contains(&EmitArg::Cubin) {
+                        outputs.push((format!("{stem}.{target}.cubin"), report.cubin));
+                    }
+                }
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(EXIT_ERRORS);
+                }
+            }
+        } else if nvptx && args.emit.contains(&EmitArg::Cubin) {
+            eprintln!("error: `--emit cubin` needs `ptxas`, which is not on PATH (scripts/setup.sh installs it into .venv/bin)");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        for emit in &args.emit {
+            let artifact = match emit {
+                EmitArg::LlvmIr => Some((format!("{stem}.{target}.ll"), compiled.llvm_ir.as_bytes().to_vec())),
+                EmitArg::Ptx if nvptx => Some((format!("{stem}.{target}.ptx"), compiled.asm.clone())),
+                EmitArg::Asm => Some((format!("{stem}.{target}.s"), compiled.asm.clone())),
+                EmitArg::Obj => compiled.object.clone().map(|o| (format!("{stem}.{target}.o"), o)),
+                EmitArg::Hsaco if amdgpu => {
+                    let object = compiled.object.clone().unwrap_or_default();
+                    match tessera_codegen::link_hsaco(&object, &work) {
+                        Ok(bytes) => Some((format!("{stem}.{target}.hsaco"), bytes)),
+                        Err(message) => {
+                            eprintln!("error: {message}");
+                            return ExitCode::from(EXIT_ERRORS);
+                        }
+                    }
+                }
+                EmitArg::Ptx | EmitArg::Hsaco | EmitArg::Cubin => {
+                    if !nvptx && !amdgpu
+                        || matches!(emit, EmitArg::Ptx | EmitArg::Cubin) && !nvptx
+                        || matches!(emit, EmitArg::Hsaco) && !amdgpu
+                    {
+                        eprintln!(
+                            "error: `--emit {}` does not apply to the target `{target}`",
+                            emit.name()
+                        );
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                    None
+                }
+                _ => None,
+            };
+            outputs.extend(artifact);
+        }
+        let _ = std::fs::remove_dir_all(&work);
+        if args.out_dir.is_some() {
+            outputs.push((
+                format!("{stem}.{target}.json"),
+                compiled.manifest.to_json().into_bytes(),
+            ));
+        }
+    }
+    for (name, bytes) in outputs {
         match &args.out_dir {
             Some(dir) => {
-                let path = dir.join(format!("{stem}.{}.tir", layer.emit_name()));
-                if let Err(error) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text)) {
+                let path = dir.join(&name);
+                if let Err(error) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, &bytes)) {
                     eprintln!("error: cannot write `{}`: {error}", path.display());
                     return ExitCode::from(EXIT_USAGE);
                 }
             }
             None => {
+                if std::str::from_utf8(&bytes).is_err() {
+                    eprintln!("error: `{name}` is binary; write it to a directory with `-o DIR`");
+                    return ExitCode::from(EXIT_USAGE);
+                }
                 let mut out = std::io::stdout().lock();
-                if writeln!(out, "// {}\n{text}", layer.emit_name()).is_err() {
+                let kind = name.rsplit('.').next().unwrap_or("");
+                let comment = if kind == "ll" || kind == "s" { ";" } else { "//" };
+                if writeln!(out, "{comment} {name}\n{}", String::from_utf8_lossy(&bytes)).is_err() {
                     return ExitCode::from(EXIT_USAGE);
                 }
             }
         }
     }
     ExitCode::SUCCESS
+}
+
+/// A stable FNV-1a hash of the source text, for the manifest.
+fn source_hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{h:016x}")
+}
+
+impl EmitArg {
+    fn name(self) -> &'static str {
+        match self {
+            EmitArg::Ptx => "ptx",
+            EmitArg::Cubin => "cubin",
+            EmitArg::Hsaco => "hsaco",
+            _ => "…",
+        }
+    }
+}
+
+impl TargetArg {
+    fn target_name(self) -> &'static str {
+        match self {
+            TargetArg::Sm80 => "sm_80",
+            TargetArg::Sm90a => "sm_90a",
+            TargetArg::Gfx90a => "gfx90a",
+            TargetArg::Gfx942 => "gfx942",
+            TargetArg::Cpu => "cpu",
+        }
+    }
 }

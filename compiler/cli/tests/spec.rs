@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use tessera_base::FileId;
-use tessera_diagnostics::{Diagnostic, CODES};
+use tessera_diagnostics::{Code, Diagnostic, CODES};
 
 fn spec_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec")
@@ -141,6 +141,11 @@ fn explanation_examples_report_their_code() {
     }
     // The runtime's codes (E1xxx) are reported by running a program; their
     // examples are checked by `runtime/tests/explain.rs`.
-    let checker_codes = CODES.iter().filter(|i| !i.code.as_str().starts_with("E1")).count();
+    // E0904 is reported by code generation, after lowering; its test is
+    // `compiler/cli/tests/codegen.rs`.
+    let checker_codes = CODES
+        .iter()
+        .filter(|i| !i.code.as_str().starts_with("E1") && i.code != Code::E0904)
+        .count();
     assert!(demonstrated >= checker_codes - 3, "most codes should have an example");
 }

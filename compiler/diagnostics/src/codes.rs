@@ -831,6 +831,16 @@ def f(x: f32[N]) -> f32[N]:
 Operator-level functions are straight-line tensor code (Graph IR has no
 loops); write the loop in a `@kernel`, or unroll it. `spec/lowering.md`
 lists what each layer accepts.",
+
+    E0904: "cannot generate code" =>
+"The program lowered through every IR layer, but the code generator (LLVM)
+has no translation yet for an op in its Target IR, or the op needs more of
+the target than it has (for example more shared memory for a matrix
+product's staging than the GPU provides). The diagnostic names the op and
+points at the `.tsr` source it came from. `spec/codegen.md` lists what each
+target supports; a smaller tile shape or a different target usually
+helps.",
+
     E1001: "device unavailable" =>
 "`tessera run --device cuda` (or `hip`) found no driver library or no
 device. The CUDA driver (`libcuda.so`) and the HIP runtime

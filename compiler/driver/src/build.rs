@@ -43,10 +43,14 @@ impl Layer {
     }
 }
 
-/// Each layer's module as printed text.
+/// Each layer's module as printed text, and the last (Target IR) module
+/// itself for code generation.
 #[derive(Clone, Debug, Default)]
 pub struct Layers {
     pub texts: Vec<(Layer, String)>,
+    pub target: Module,
+    /// Maps the locations in the modules back to the `.tsr` file.
+    pub files: FileMap,
 }
 
 impl Layers {
@@ -76,7 +80,23 @@ pub fn lower_layers(
         verify(&module, registry, &files)?;
         layers.texts.push((layer, print_module(&module)));
     }
+    layers.target = module;
+    layers.files = files;
     Ok(layers)
+}
+
+/// Generates machine code for the Target-IR module of `layers`; what the
+/// code generator cannot handle is E0904 at the op's `.tsr` source.
+pub fn generate(
+    layers: &Layers,
+    options: &tessera_codegen::Options,
+) -> Result<tessera_codegen::Compiled, Vec<Diagnostic>> {
+    tessera_codegen::compile(&layers.target, options).map_err(|e| vec![codegen_diagnostic(&e, &layers.files)])
+}
+
+/// A code-generation error as a diagnostic (E0904).
+pub fn codegen_diagnostic(e: &tessera_codegen::CodegenError, files: &FileMap) -> Diagnostic {
+    files.diagnostic(Code::E0904, &e.message, "cannot be generated", &e.loc, None)
 }
 
 fn verify(module: &Module, registry: &Registry, files: &FileMap) -> Result<(), Vec<Diagnostic>> {

@@ -1,0 +1,252 @@
+//! Code generation through LLVM.
+//!
+//! * Every example (but those `spec/conformance.md` lists as not lowering)
+//!   builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
+//!   ptx,cubin`: the build fails when ptxas rejects it), for gfx90a and
+//!   gfx942 with `ld.lld` linking the code object, and for the CPU.
+//! * Building twice gives the same bytes.
+//! * A kernel compiled for the CPU and run through the JIT computes what a
+//!   float64 reference computes.
+//!
+//! The FileCheck tests over `--emit llvm-ir,ptx,asm` are in `tests/lower/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("tessera runs")
+}
+
+fn examples() -> Vec<String> {
+    let spec = std::fs::read_to_string(root().join("spec/conformance.md")).unwrap();
+    let table: String = spec
+        .split("## Lowering")
+        .nth(1)
+        .map(|rest| rest.split("\n## ").next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    let mut files: Vec<String> = std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tsr") && !table.contains(&format!("`{n}`")))
+        .map(|n| format!("examples/{n}"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tessera-codegen-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn every_example_builds_for_every_target() {
+    assert!(
+        tessera_codegen::ptxas_available(),
+        "ptxas is not on PATH: run the tests through scripts/test.sh, which installs it"
+    );
+    let files = examples();
+    assert!(files.len() >= 8, "the examples are missing");
+    let mut failures = Vec::new();
+    for (target, emit, artifact) in [
+        ("sm_80", "ptx,cubin", "cubin"),
+        ("sm_90a", "ptx,cubin", "cubin"),
+        ("gfx90a", "hsaco", "hsaco"),
+        ("gfx942", "hsaco", "hsaco"),
+        ("cpu", "obj", "o"),
+    ] {
+        let dir = out_dir(target);
+        for rel in &files {
+            let out = tessera(&[
+                "build",
+                rel,
+                "--target",
+                target,
+                "--emit",
+                emit,
+                "-o",
+                dir.to_str().unwrap(),
+            ]);
+            let stem = Path::new(rel).file_stem().unwrap().to_string_lossy().into_owned();
+            if !out.status.success() {
+                failures.push(format!("{rel} for {target}:\n{}", String::from_utf8_lossy(&out.stderr)));
+                continue;
+            }
+            let bytes = std::fs::read(dir.join(format!("{stem}.{target}.{artifact}"))).unwrap_or_default();
+            if bytes.len() < 64 || !bytes.starts_with(b"\x7fELF") {
+                failures.push(format!("{rel} for {target}: `{artifact}` is not an ELF file"));
+            }
+            let manifest = std::fs::read_to_string(dir.join(format!("{stem}.{target}.json"))).unwrap_or_default();
+            let json: serde_json::Value = serde_json::from_str(&manifest).unwrap_or_default();
+            if json["target"] != target || json["kernels"].as_array().is_none_or(|k| k.is_empty()) {
+                failures.push(format!(
+                    "{rel} for {target}: the manifest lacks its kernels:\n{manifest}"
+                ));
+            }
+            if target.starts_with("sm_") && json["kernels"][0]["registers"].as_u64().is_none() {
+                failures.push(format!("{rel} for {target}: no register count from ptxas"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn builds_are_byte_identical() {
+    for (target, emit, exts) in [
+        ("sm_90a", "ptx,llvm-ir", &["ptx", "ll", "json"][..]),
+        ("gfx942", "hsaco,asm", &["hsaco", "s", "json"][..]),
+    ] {
+        let (a, b) = (out_dir(&format!("det-a-{target}")), out_dir(&format!("det-b-{target}")));
+        for dir in [&a, &b] {
+            let out = tessera(&[
+                "build",
+                "examples/matmul.tsr",
+                "--target",
+                target,
+                "--emit",
+                emit,
+                "-o",
+                dir.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        for ext in exts {
+            let name = format!("matmul.{target}.{ext}");
+            let (x, y) = (
+                std::fs::read(a.join(&name)).unwrap(),
+                std::fs::read(b.join(&name)).unwrap(),
+            );
+            assert!(!x.is_empty() && x == y, "{name} differs between two builds");
+        }
+        let _ = std::fs::remove_dir_all(&a);
+        let _ = std::fs::remove_dir_all(&b);
+    }
+}
+
+#[test]
+fn unknown_artifacts_for_a_target_are_refused() {
+    let out = tessera(&["build", "examples/saxpy.tsr", "--target", "gfx942", "--emit", "ptx"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not apply to the target `gfx942`"));
+    let out = tessera(&["build", "examples/saxpy.tsr", "--target", "sm_80", "--emit", "cubin"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is binary"));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("ELF"),
+        "binary output is never printed"
+    );
+}
+
+/// The CPU context of `spec/runtime.md`.
+#[repr(C)]
+struct Ctx {
+    ids: [[u32; 3]; 4],
+    shared: *mut u8,
+    block: *mut std::ffi::c_void,
+}
+
+#[test]
+fn saxpy_runs_on_the_cpu_through_the_jit() {
+    let mut sources = tessera_driver::Sources::default();
+    let path = root().join("examples/saxpy.tsr");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file = sources.add(
+        "examples/saxpy.tsr".into(),
+        tessera_driver::Input::Path(path.clone()),
+        text,
+    );
+    let mut db = tessera_driver::Database::default();
+    db.load(&sources);
+    db.set_options(tessera_hir::Options {
+        target: tessera_hir::Target::Cpu,
+    });
+    let mut registry = tessera_ir::Registry::new();
+    let mut passes = tessera_ir::PassRegistry::new();
+    tessera_ir_tile::register_dialects(&mut registry);
+    tessera_ir_graph::register_dialects(&mut registry);
+    tessera_ir_tile::register_passes(&mut passes);
+    tessera_ir_graph::register_passes(&mut passes);
+    let layers = tessera_driver::lower_layers(&db, file, &registry, &passes).unwrap();
+    let module = tessera_codegen::CpuModule::new(&layers.target, &tessera_codegen::Options::default(), &[]).unwrap();
+    assert!(!module.manifest.kernels[0].needs_sync);
+    let entry = module.entry("saxpy").unwrap();
+    // SAFETY: the JIT compiled `saxpy` with the CPU kernel ABI.
+    let kernel: extern "C" fn(*mut *mut std::ffi::c_void, *mut Ctx) = unsafe { std::mem::transmute(entry) };
+    let n: usize = 1000;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let x: Vec<f32> = (0..n).map(|_| next()).collect();
+    let y: Vec<f32> = (0..n).map(|_| next()).collect();
+    let mut out = vec![f32::NAN; n];
+    let mut a = 2.5f32;
+    let (mut px, mut py, mut po) = (x.as_ptr() as *mut f32, y.as_ptr() as *mut f32, out.as_mut_ptr());
+    let mut dim = n as i64;
+    let mut args: Vec<*mut std::ffi::c_void> = vec![
+        (&mut a as *mut f32).cast(),
+        (&mut px as *mut *mut f32).cast(),
+        (&mut py as *mut *mut f32).cast(),
+        (&mut po as *mut *mut f32).cast(),
+        (&mut dim as *mut i64).cast(),
+    ];
+    let block = 128u32;
+    let grid = (n as u32).div_ceil(block);
+    for b in 0..grid {
+        for t in 0..block {
+            let mut ctx = Ctx {
+                ids: [[t, 0, 0], [b, 0, 0], [block, 1, 1], [grid, 1, 1]],
+                shared: std::ptr::null_mut(),
+                block: std::ptr::null_mut(),
+            };
+            kernel(args.as_mut_ptr(), &mut ctx);
+        }
+    }
+    for i in 0..n {
+        let want = f64::from(a) * f64::from(x[i]) + f64::from(y[i]);
+        assert!(
+            (f64::from(out[i]) - want).abs() <= 1e-6,
+            "out[{i}] = {}, want {want}",
+            out[i]
+        );
+    }
+}
+
+#[test]
+fn ops_the_code_generator_lacks_are_reported_with_e0904() {
+    let text = r#"module @m attributes {layer = "target", target = "sm_80"} {
+  func.func @k(%0: memref<128xf32, global>) -> () attributes {block = [128], kind = "kernel", layer = "target"} {
+    %1 = tile.rng() {dist = "uniform", stream = 0} : () -> tensor<128xf32>
+    tile.return() : () -> ()
+  }
+}
+"#;
+    let module = tessera_ir::parse(text).expect("the IR parses");
+    let layers = tessera_driver::Layers {
+        target: module,
+        ..Default::default()
+    };
+    let Err(diags) = tessera_driver::generate(&layers, &tessera_codegen::Options::default()) else {
+        panic!("an op without a translation must be refused");
+    };
+    assert_eq!(diags[0].code, tessera_diagnostics::Code::E0904);
+    assert!(diags[0].message.contains("tile.rng"), "{}", diags[0].message);
+}

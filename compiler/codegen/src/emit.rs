@@ -1,0 +1,1544 @@
+//! Target IR → LLVM IR text, one kernel at a time.
+//!
+//! Scalars become LLVM values. A tile (`tensor<…>`) is spread over the
+//! block's threads in one fixed, blocked order: thread `t` of `T` holds the
+//! elements whose row-major index is `t + i·T`, `i = 0, 1, …` — so every
+//! elementwise op is thread-local, and loads and stores of whole tiles are
+//! coalesced. A tile of constant shape lives in a per-thread array (which
+//! LLVM promotes to registers); a tile whose shape has symbols lives in the
+//! block's slice of a global scratch buffer the launcher provides. Ops that
+//! move elements between threads (transpose, broadcast, reduce, softmax,
+//! matrix products) stage their operands through shared memory, between
+//! barriers. Control flow is structured; variables live in `alloca`s that
+//! LLVM turns back into SSA.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
+use tessera_ir_tile::Target;
+
+use crate::target::{Abi, TargetInfo};
+use crate::{CodegenError, KernelInfo, ParamInfo, TmaDescriptor};
+
+/// An extent: a constant, or an `i64` LLVM value computed in the kernel.
+#[derive(Clone, Debug)]
+pub(crate) enum Ext {
+    Const(i64),
+    Dyn(String),
+}
+
+impl Ext {
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Ext::Const(c) => c.to_string(),
+            Ext::Dyn(v) => v.clone(),
+        }
+    }
+
+    pub(crate) fn as_const(&self) -> Option<i64> {
+        match self {
+            Ext::Const(c) => Some(*c),
+            Ext::Dyn(_) => None,
+        }
+    }
+}
+
+/// Where a tile's elements live.
+#[derive(Clone, Debug)]
+pub(crate) enum Storage {
+    /// A per-thread array of `per_thread` elements (`alloca`).
+    Private { array: String, per_thread: i64 },
+    /// Element `e` at `base[e]` in global memory (the block's scratch).
+    Scratch { base: String },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Tile {
+    pub dims: Vec<Ext>,
+    pub elem: ScalarType,
+    pub count: Ext,
+    pub storage: Storage,
+}
+
+/// A memref: a base pointer, its extents, and its layout.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    pub base: String,
+    pub space: MemSpace,
+    pub dims: Vec<Ext>,
+    pub elem: ScalarType,
+    /// Elements of padding after each row (`bank_pad`).
+    pub pad: i64,
+}
+
+/// Where one thread is in a tile: `e` the element's row-major index,
+/// `i` its place among the thread's elements.
+pub(crate) struct Pos {
+    pub e: String,
+    pub i: String,
+}
+
+/// What an IR value is in the generated code.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Scalar(ScalarType, String),
+    Tile(Tile),
+    Buffer(Buffer),
+    /// An mbarrier object: its shared-memory address.
+    Mbarrier(String),
+}
+
+/// The LLVM type of a scalar.
+pub(crate) fn llvm_ty(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::F64 => "double",
+        ScalarType::F32 => "float",
+        ScalarType::F16 => "half",
+        ScalarType::BF16 => "bfloat",
+        ScalarType::I1 => "i1",
+        ScalarType::I8 | ScalarType::U8 | ScalarType::F8E4M3 | ScalarType::F8E5M2 | ScalarType::F4E2M1 => "i8",
+        ScalarType::I16 | ScalarType::U16 => "i16",
+        ScalarType::I32 | ScalarType::U32 => "i32",
+        ScalarType::I64 | ScalarType::U64 | ScalarType::Index => "i64",
+    }
+}
+
+pub(crate) fn elem_bytes(s: ScalarType) -> i64 {
+    match s {
+        ScalarType::I1 => 1,
+        _ => i64::from(s.bits().max(8)) / 8,
+    }
+}
+
+fn is_unsigned(s: ScalarType) -> bool {
+    matches!(
+        s,
+        ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64 | ScalarType::I1
+    )
+}
+
+fn is_narrow_float(s: ScalarType) -> bool {
+    matches!(s, ScalarType::F8E4M3 | ScalarType::F8E5M2 | ScalarType::F4E2M1)
+}
+
+/// An LLVM float literal for `v` in type `s` (hex form, exact).
+pub(crate) fn float_lit(s: ScalarType, v: f64) -> String {
+    match s {
+        ScalarType::F64 => format!("0x{:016X}", v.to_bits()),
+        // float, half and bfloat literals are written as the double with the
+        // same value; round to the type first so LLVM accepts it.
+        ScalarType::F32 => format!("0x{:016X}", f64::from(v as f32).to_bits()),
+        ScalarType::F16 => format!("0xH{:04X}", f32_to_f16(v as f32)),
+        ScalarType::BF16 => format!("0xR{:04X}", f32_to_bf16(v as f32)),
+        _ => format!("{}", v as i64),
+    }
+}
+
+fn f32_to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    if x.is_nan() {
+        return 0x7FC0;
+    }
+    let round = 0x7FFF + ((bits >> 16) & 1);
+    ((bits + round) >> 16) as u16
+}
+
+fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let exp = ((bits >> 23) & 0xFF) as i32;
+    let man = bits & 0x7F_FFFF;
+    if exp == 0xFF {
+        return sign | 0x7C00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1F {
+        return sign | 0x7C00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
+        return sign | rounded as u16;
+    }
+    let rounded = man + 0xFFF + ((man >> 13) & 1);
+    let (e, m) = if rounded & 0x80_0000 != 0 {
+        (e + 1, 0)
+    } else {
+        (e, rounded >> 13)
+    };
+    if e >= 0x1F {
+        return sign | 0x7C00;
+    }
+    sign | ((e as u16) << 10) | m as u16
+}
+
+/// Emits one module's kernels.
+pub(crate) struct ModuleEmitter<'m> {
+    pub m: &'m Module,
+    pub info: TargetInfo,
+    pub decls: BTreeSet<String>,
+    pub bodies: String,
+    pub kernels: Vec<KernelInfo>,
+    pub uses_math: bool,
+}
+
+impl<'m> ModuleEmitter<'m> {
+    pub fn new(m: &'m Module, target: Target) -> ModuleEmitter<'m> {
+        ModuleEmitter {
+            m,
+            info: TargetInfo::of(target),
+            decls: BTreeSet::new(),
+            bodies: String::new(),
+            kernels: Vec::new(),
+            uses_math: false,
+        }
+    }
+
+    pub fn emit_kernel(&mut self, func: OpId) -> Result<(), CodegenError> {
+        let entry = self.m.entry_block(func).expect("functions have bodies");
+        let mut f = FnEmitter::new(self, func)?;
+        f.prologue()?;
+        f.block(entry)?;
+        let kernel = f.finish();
+        if kernel.shared_bytes > self.info.shared_limit {
+            return Err(CodegenError {
+                message: format!(
+                    "the kernel `{}` needs {} bytes of shared memory; {} has {}",
+                    kernel.name,
+                    kernel.shared_bytes,
+                    self.info.target.name(),
+                    self.info.shared_limit
+                ),
+                loc: self.m.op(func).loc.clone(),
+            });
+        }
+        self.kernels.push(kernel);
+        Ok(())
+    }
+}
+
+struct LoopLabels {
+    continue_to: String,
+    break_to: String,
+}
+
+/// Emits one kernel.
+pub(crate) struct FnEmitter<'e, 'm> {
+    pub me: &'e mut ModuleEmitter<'m>,
+    func: OpId,
+    name: String,
+    /// Alloca lines (hoisted to the entry block).
+    allocas: String,
+    pub body: String,
+    tmp: u32,
+    pub values: HashMap<ValueId, Val>,
+    /// Dim symbol → its `i64` value.
+    dims: HashMap<String, String>,
+    pub threads: i64,
+    /// Linear thread id in the block (`i64`).
+    pub tid: String,
+    loops: Vec<LoopLabels>,
+    /// Shared memory: bytes placed so far by allocations, and the most any
+    /// staging op needs beyond them.
+    shared_static: i64,
+    shared_planned: i64,
+    pub staging_need: i64,
+    staging_uses: Vec<String>,
+    /// Global scratch per block: symbolic byte count terms.
+    scratch_terms: Vec<DimExpr>,
+    scratch_base: Option<String>,
+    scratch_uses: Vec<(String, DimExpr)>,
+    pub needs_sync: bool,
+    params: Vec<ParamInfo>,
+    hidden: Vec<String>,
+    tma: Vec<TmaDescriptor>,
+    terminated: bool,
+    pub ctx: String,
+}
+
+fn err(m: &Module, op: OpId, message: impl Into<String>) -> CodegenError {
+    CodegenError {
+        message: message.into(),
+        loc: m.op(op).loc.clone(),
+    }
+}
+
+impl<'e, 'm> FnEmitter<'e, 'm> {
+    fn new(me: &'e mut ModuleEmitter<'m>, func: OpId) -> Result<FnEmitter<'e, 'm>, CodegenError> {
+        let m = me.m;
+        let name = m.func_name(func).unwrap_or("kernel").to_string();
+        let threads = m
+            .attr(func, "block")
+            .and_then(Attr::as_ints)
+            .map(|b| b.iter().product::<i64>())
+            .unwrap_or(128)
+            .max(1);
+        Ok(FnEmitter {
+            me,
+            func,
+            name,
+            allocas: String::new(),
+            body: String::new(),
+            tmp: 0,
+            values: HashMap::new(),
+            dims: HashMap::new(),
+            threads,
+            tid: String::new(),
+            loops: Vec::new(),
+            shared_static: 0,
+            shared_planned: planned_shared(m, func),
+            staging_need: 0,
+            staging_uses: Vec::new(),
+            scratch_terms: Vec::new(),
+            scratch_base: None,
+            scratch_uses: Vec::new(),
+            needs_sync: false,
+            params: Vec::new(),
+            hidden: Vec::new(),
+            tma: Vec::new(),
+            terminated: false,
+            ctx: "%ctx".to_string(),
+        })
+    }
+
+    pub fn m(&self) -> &'m Module {
+        self.me.m
+    }
+
+    pub fn info(&self) -> TargetInfo {
+        self.me.info
+    }
+
+    pub fn err(&self, op: OpId, message: impl Into<String>) -> CodegenError {
+        err(self.m(), op, message)
+    }
+
+    pub fn fresh(&mut self) -> String {
+        self.tmp += 1;
+        format!("%t{}", self.tmp)
+    }
+
+    pub fn label(&mut self, hint: &str) -> String {
+        self.tmp += 1;
+        format!("{hint}{}", self.tmp)
+    }
+
+    pub fn line(&mut self, text: impl AsRef<str>) {
+        self.body.push_str("  ");
+        self.body.push_str(text.as_ref());
+        self.body.push('\n');
+    }
+
+    /// `%x = <text>`, returning `%x`.
+    pub fn val(&mut self, text: impl AsRef<str>) -> String {
+        let v = self.fresh();
+        let _ = writeln!(self.body, "  {v} = {}", text.as_ref());
+        v
+    }
+
+    pub fn start_block(&mut self, label: &str) {
+        let _ = writeln!(self.body, "{label}:");
+        self.terminated = false;
+    }
+
+    pub fn br(&mut self, label: &str) {
+        if !self.terminated {
+            self.line(format!("br label %{label}"));
+        }
+        self.terminated = true;
+    }
+
+    pub fn cond_br(&mut self, cond: &str, yes: &str, no: &str) {
+        self.line(format!("br i1 {cond}, label %{yes}, label %{no}"));
+        self.terminated = true;
+    }
+
+    pub fn alloca(&mut self, ty: &str) -> String {
+        let v = self.fresh();
+        let _ = writeln!(self.allocas, "  {v} = alloca {ty}, align 16");
+        v
+    }
+
+    /// Declares an LLVM function (intrinsic or runtime) once per module.
+    pub fn declare(&mut self, decl: &str) {
+        self.me.decls.insert(decl.to_string());
+    }
+
+    /// Calls an intrinsic `name` returning `ret` with typed arguments.
+    pub fn intrinsic(&mut self, ret: &str, name: &str, args: &[(&str, String)]) -> String {
+        let params: Vec<&str> = args.iter().map(|(t, _)| *t).collect();
+        self.declare(&format!("declare {ret} @{name}({})", params.join(", ")));
+        let list: Vec<String> = args.iter().map(|(t, v)| format!("{t} {v}")).collect();
+        if ret == "void" {
+            self.line(format!("call void @{name}({})", list.join(", ")));
+            String::new()
+        } else {
+            self.val(format!("call {ret} @{name}({})", list.join(", ")))
+        }
+    }
+
+    // ----- parameters and prologue -------------------------------------
+
+    fn prologue(&mut self) -> Result<(), CodegenError> {
+        let m = self.m();
+        let func = self.func;
+        let entry = m.entry_block(func).expect("functions have bodies");
+        let args = m.block_args(entry).to_vec();
+        let dim_names: Vec<String> = m
+            .attr(func, "dims")
+            .and_then(Attr::as_array)
+            .map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let mutable: Vec<i64> = m.attr(func, "mutable").and_then(Attr::as_ints).unwrap_or_default();
+        let trailing = args.len().saturating_sub(dim_names.len());
+        let mut raw = Vec::new();
+        for (i, &arg) in args.iter().enumerate() {
+            let ty = m.value_type(arg).clone();
+            let (llty, info) = match &ty {
+                Type::Scalar(s) => (llvm_ty(*s).to_string(), ParamInfo::scalar(i, *s)),
+                Type::MemRef { dims, elem, .. } => (
+                    self.info().global_ptr(),
+                    ParamInfo::buffer(i, *elem, dims, mutable.contains(&(i as i64))),
+                ),
+                other => return Err(self.err(func, format!("a kernel parameter of type `{other}` cannot be passed"))),
+            };
+            let mut info = info;
+            if i >= trailing {
+                info.dim = Some(dim_names[i - trailing].clone());
+            }
+            raw.push((arg, ty, llty));
+            self.params.push(info);
+        }
+        // Values of the parameters.
+        for (i, (arg, ty, llty)) in raw.iter().enumerate() {
+            let v = match self.info().abi {
+                Abi::Cpu => {
+                    let slot = self.val(format!("getelementptr ptr, ptr %args, i64 {i}"));
+                    let p = self.val(format!("load ptr, ptr {slot}"));
+                    self.val(format!("load {llty}, ptr {p}"))
+                }
+                _ => format!("%p{i}"),
+            };
+            if i >= trailing {
+                self.dims.insert(dim_names[i - trailing].clone(), v.clone());
+            }
+            let value = match ty {
+                Type::Scalar(s) => Val::Scalar(*s, v),
+                Type::MemRef { elem, space, .. } => Val::Buffer(Buffer {
+                    base: v,
+                    space: *space,
+                    dims: Vec::new(),
+                    elem: *elem,
+                    pad: 0,
+                }),
+                _ => unreachable!("checked above"),
+            };
+            self.values.insert(*arg, value);
+        }
+        // Memref extents need the dim values, which come last.
+        for (arg, ty, _) in &raw {
+            if let Type::MemRef { dims, .. } = ty {
+                let exts = dims
+                    .iter()
+                    .map(|d| self.dim_ext(d, self.func))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if let Some(Val::Buffer(b)) = self.values.get_mut(arg) {
+                    b.dims = exts;
+                }
+            }
+        }
+        self.tid = self.linear_thread_id();
+        // Where the scratch slice is computed once its size is known.
+        self.body.push_str("@SCRATCHSETUP@\n");
+        Ok(())
+    }
+
+    /// An extent from a (possibly symbolic) dim.
+    pub fn dim_ext(&mut self, d: &DimExpr, at: OpId) -> Result<Ext, CodegenError> {
+        if let Some(c) = d.as_const() {
+            return Ok(Ext::Const(c));
+        }
+        let mut acc: Option<String> = None;
+        for (monomial, coeff) in d.terms() {
+            let mut term = coeff.to_string();
+            for sym in monomial {
+                let Some(v) = self.dims.get(sym.as_str()).cloned() else {
+                    return Err(self.err(at, format!("the dim `{sym}` is not a parameter of the kernel")));
+                };
+                term = self.val(format!("mul i64 {term}, {v}"));
+            }
+            acc = Some(match acc {
+                None => term,
+                Some(a) => self.val(format!("add i64 {a}, {term}")),
+            });
+        }
+        Ok(Ext::Dyn(acc.unwrap_or_else(|| "0".into())))
+    }
+
+    fn linear_thread_id(&mut self) -> String {
+        match self.info().abi {
+            Abi::Nvptx => {
+                let x = self.sreg("tid.x");
+                let y = self.sreg("tid.y");
+                let z = self.sreg("tid.z");
+                let nx = self.sreg("ntid.x");
+                let ny = self.sreg("ntid.y");
+                let zy = self.val(format!("mul i64 {z}, {ny}"));
+                let yzy = self.val(format!("add i64 {zy}, {y}"));
+                let r = self.val(format!("mul i64 {yzy}, {nx}"));
+                self.val(format!("add i64 {r}, {x}"))
+            }
+            Abi::Amdgpu => {
+                let x = self.amd_id("workitem", 0);
+                let y = self.amd_id("workitem", 1);
+                let z = self.amd_id("workitem", 2);
+                let nx = self.amd_size(0);
+                let ny = self.amd_size(1);
+                let zy = self.val(format!("mul i64 {z}, {ny}"));
+                let yzy = self.val(format!("add i64 {zy}, {y}"));
+                let r = self.val(format!("mul i64 {yzy}, {nx}"));
+                self.val(format!("add i64 {r}, {x}"))
+            }
+            Abi::Cpu => {
+                let x = self.cpu_field(0, 0);
+                let y = self.cpu_field(0, 1);
+                let z = self.cpu_field(0, 2);
+                let nx = self.cpu_field(2, 0);
+                let ny = self.cpu_field(2, 1);
+                let zy = self.val(format!("mul i64 {z}, {ny}"));
+                let yzy = self.val(format!("add i64 {zy}, {y}"));
+                let r = self.val(format!("mul i64 {yzy}, {nx}"));
+                self.val(format!("add i64 {r}, {x}"))
+            }
+        }
+    }
+
+    /// A PTX special register, as `i64`.
+    pub fn sreg(&mut self, reg: &str) -> String {
+        let name = format!("llvm.nvvm.read.ptx.sreg.{reg}");
+        let v = self.intrinsic("i32", &name, &[]);
+        self.val(format!("zext i32 {v} to i64"))
+    }
+
+    /// `workitem`/`workgroup` id along `dim`, as `i64`.
+    pub fn amd_id(&mut self, kind: &str, dim: usize) -> String {
+        let axis = ["x", "y", "z"][dim.min(2)];
+        let v = self.intrinsic("i32", &format!("llvm.amdgcn.{kind}.id.{axis}"), &[]);
+        self.val(format!("zext i32 {v} to i64"))
+    }
+
+    /// The workgroup size along `dim`, read from the dispatch packet.
+    pub fn amd_size(&mut self, dim: usize) -> String {
+        let packet = self.intrinsic("ptr addrspace(4)", "llvm.amdgcn.dispatch.ptr", &[]);
+        let at = self.val(format!(
+            "getelementptr i8, ptr addrspace(4) {packet}, i64 {}",
+            4 + 2 * dim.min(2)
+        ));
+        let size = self.val(format!("load i16, ptr addrspace(4) {at}, align 2"));
+        self.val(format!("zext i16 {size} to i64"))
+    }
+
+    /// The AMD grid size in workgroups along `dim`.
+    pub fn amd_groups(&mut self, dim: usize) -> String {
+        let packet = self.intrinsic("ptr addrspace(4)", "llvm.amdgcn.dispatch.ptr", &[]);
+        let at = self.val(format!(
+            "getelementptr i8, ptr addrspace(4) {packet}, i64 {}",
+            12 + 4 * dim.min(2)
+        ));
+        let items = self.val(format!("load i32, ptr addrspace(4) {at}, align 4"));
+        let items = self.val(format!("zext i32 {items} to i64"));
+        let size = self.amd_size(dim);
+        let up = self.val(format!("add i64 {items}, {size}"));
+        let up = self.val(format!("sub i64 {up}, 1"));
+        self.val(format!("udiv i64 {up}, {size}"))
+    }
+
+    /// A field of the CPU context: `group` 0 thread id, 1 block id, 2 block
+    /// dim, 3 grid dim; as `i64`.
+    pub fn cpu_field(&mut self, group: usize, dim: usize) -> String {
+        let at = self.val(format!(
+            "getelementptr [4 x [3 x i32]], ptr %ctx, i64 0, i64 {group}, i64 {dim}"
+        ));
+        let v = self.val(format!("load i32, ptr {at}, align 4"));
+        self.val(format!("zext i32 {v} to i64"))
+    }
+
+    /// The block's shared memory, as a pointer in the shared space.
+    pub fn shared_base(&mut self) -> String {
+        match self.info().abi {
+            Abi::Cpu => {
+                let at = self.val("getelementptr i8, ptr %ctx, i64 48".to_string());
+                self.val(format!("load ptr, ptr {at}, align 8"))
+            }
+            _ => format!("@{}_smem", self.name),
+        }
+    }
+
+    /// A barrier for the whole block (memory writes before it are visible
+    /// after it, shared and global).
+    pub fn barrier(&mut self) {
+        self.needs_sync = true;
+        match self.info().abi {
+            Abi::Nvptx => {
+                self.intrinsic("void", "llvm.nvvm.barrier0", &[]);
+            }
+            Abi::Amdgpu => {
+                self.line("fence syncscope(\"workgroup\") release");
+                self.intrinsic("void", "llvm.amdgcn.s.barrier", &[]);
+                self.line("fence syncscope(\"workgroup\") acquire");
+            }
+            Abi::Cpu => {
+                self.declare("declare void @tessera_cpu_barrier(ptr)");
+                let ctx = self.ctx.clone();
+                self.line(format!("call void @tessera_cpu_barrier(ptr {ctx})"));
+            }
+        }
+    }
+
+    // ----- shared memory and scratch -----------------------------------
+
+    /// Places `bytes` of shared memory for an allocation; gives its address.
+    pub fn place_shared(&mut self, bytes: i64, align: i64) -> String {
+        let align = align.max(16);
+        let offset = (self.shared_static + align - 1) / align * align;
+        self.shared_static = offset + bytes;
+        let base = self.shared_base();
+        let sp = self.info().shared_ptr();
+        self.val(format!("getelementptr i8, {sp} {base}, i64 {offset}"))
+    }
+
+    /// Shared memory the kernel's allocations take, all of them (counted
+    /// before emission, so that staging decisions see later allocations).
+    pub fn shared_used(&self) -> i64 {
+        self.shared_planned.max(self.shared_static)
+    }
+
+    /// The staging area (shared memory after every allocation), at least
+    /// `bytes` long; valid between two barriers.
+    pub fn staging(&mut self, bytes: i64) -> String {
+        self.staging_need = self.staging_need.max(bytes);
+        let base = self.shared_base();
+        let sp = self.info().shared_ptr();
+        // The offset is known only when the function is finished: patched.
+        let marker = self.fresh();
+        self.staging_uses.push(marker.clone());
+        let _ = writeln!(self.body, "  {marker} = getelementptr i8, {sp} {base}, i64 @STAGING@");
+        marker
+    }
+
+    /// `bytes` (a dim expression) of the block's global scratch.
+    pub(crate) fn scratch(&mut self, bytes: DimExpr) -> String {
+        let base = match &self.scratch_base {
+            Some(b) => b.clone(),
+            None => {
+                let p = self.fresh();
+                self.scratch_base = Some(p.clone());
+                p
+            }
+        };
+        let offset_marker = self.fresh();
+        let at = self.fresh();
+        let gp = self.info().global_ptr();
+        let _ = writeln!(
+            self.body,
+            "  {offset_marker} = add i64 0, @SCRATCH{}@",
+            self.scratch_uses.len()
+        );
+        let _ = writeln!(self.body, "  {at} = getelementptr i8, {gp} {base}, i64 {offset_marker}");
+        self.scratch_uses.push((offset_marker, bytes.clone()));
+        self.scratch_terms.push(bytes);
+        at
+    }
+
+    // ----- tiles ---------------------------------------------------------
+
+    /// A new tile of `dims` and `elem`, with storage.
+    pub fn new_tile(&mut self, dims: &[DimExpr], elem: ScalarType, at: OpId) -> Result<Tile, CodegenError> {
+        let exts = dims
+            .iter()
+            .map(|d| self.dim_ext(d, at))
+            .collect::<Result<Vec<_>, _>>()?;
+        let total = dims.iter().fold(DimExpr::constant(1), |a, d| a.mul(d));
+        let count = self.dim_ext(&total, at)?;
+        let storage = match count.as_const() {
+            Some(n) => {
+                let per_thread = (n + self.threads - 1) / self.threads;
+                let array = self.alloca(&format!("[{} x {}]", per_thread.max(1), llvm_ty(elem)));
+                Storage::Private { array, per_thread }
+            }
+            None => {
+                let bytes = total.mul(&DimExpr::constant(elem_bytes(elem)));
+                Storage::Scratch {
+                    base: self.scratch(bytes),
+                }
+            }
+        };
+        Ok(Tile {
+            dims: exts,
+            elem,
+            count,
+            storage,
+        })
+    }
+
+    /// Runs `body(pos)` for every element of `tile` this thread holds.
+    pub fn for_own(&mut self, tile: &Tile, mut body: impl FnMut(&mut Self, &Pos)) {
+        let t = self.threads;
+        let known = match &tile.storage {
+            Storage::Private { per_thread, .. } => Some(*per_thread),
+            Storage::Scratch { .. } => None,
+        };
+        let n = tile.count.text();
+        let trips = match known {
+            Some(p) => p.to_string(),
+            None => {
+                let per = self.val(format!("add i64 {n}, {}", t - 1));
+                self.val(format!("udiv i64 {per}, {t}"))
+            }
+        };
+        let exact = tile.count.as_const().is_some_and(|c| c % t == 0);
+        self.counted_loop(&trips, known.is_some(), |f, i| {
+            let scaled = f.val(format!("mul i64 {i}, {t}"));
+            let e = f.val(format!("add i64 {scaled}, {}", f.tid));
+            let pos = Pos { e, i: i.to_string() };
+            if exact {
+                body(f, &pos);
+            } else {
+                let inside = f.val(format!("icmp slt i64 {}, {n}", pos.e));
+                f.when(&inside, |f| body(f, &pos));
+            }
+        });
+    }
+
+    /// The slot of the element at `pos` in `tile` (any tile with the same
+    /// element count has the same distribution).
+    pub fn slot(&mut self, tile: &Tile, pos: &Pos) -> String {
+        let ty = llvm_ty(tile.elem);
+        match &tile.storage {
+            Storage::Private { array, per_thread } => {
+                let (array, per_thread) = (array.clone(), *per_thread);
+                self.val(format!(
+                    "getelementptr [{per_thread} x {ty}], ptr {array}, i64 0, i64 {}",
+                    pos.i
+                ))
+            }
+            Storage::Scratch { base } => {
+                let (base, gp) = (base.clone(), self.info().global_ptr());
+                self.val(format!("getelementptr {ty}, {gp} {base}, i64 {}", pos.e))
+            }
+        }
+    }
+
+    /// Loads the element at `pos` of `tile`.
+    pub fn load_slot(&mut self, tile: &Tile, pos: &Pos) -> String {
+        let at = self.slot(tile, pos);
+        let p = self.slot_ptr(tile);
+        self.val(format!("load {}, {p} {at}", llvm_ty(tile.elem)))
+    }
+
+    /// Stores `v` (of the tile's element type) at `pos` of `tile`.
+    pub fn store_slot(&mut self, tile: &Tile, pos: &Pos, v: &str) {
+        let at = self.slot(tile, pos);
+        let p = self.slot_ptr(tile);
+        self.line(format!("store {} {v}, {p} {at}", llvm_ty(tile.elem)));
+    }
+
+    /// The pointer type of a tile's element slots.
+    pub fn slot_ptr(&self, tile: &Tile) -> String {
+        match tile.storage {
+            Storage::Private { .. } => "ptr".to_string(),
+            Storage::Scratch { .. } => self.info().global_ptr(),
+        }
+    }
+
+    /// A loop `for i in 0..count` (`count` an `i64` operand); `unroll`
+    /// asks LLVM to unroll it fully (constant trip counts).
+    pub fn counted_loop(&mut self, count: &str, unroll: bool, body: impl FnOnce(&mut Self, &str)) {
+        let var = self.alloca("i64");
+        self.line(format!("store i64 0, ptr {var}"));
+        let head = self.label("loop");
+        let inner = self.label("body");
+        let exit = self.label("done");
+        self.br(&head);
+        self.start_block(&head);
+        let i = self.val(format!("load i64, ptr {var}"));
+        let more = self.val(format!("icmp slt i64 {i}, {count}"));
+        self.cond_br(&more, &inner, &exit);
+        self.start_block(&inner);
+        body(self, &i);
+        let next = self.val(format!("add i64 {i}, 1"));
+        self.line(format!("store i64 {next}, ptr {var}"));
+        if !self.terminated {
+            let md = if unroll { ", !llvm.loop !0" } else { "" };
+            self.line(format!("br label %{head}{md}"));
+            self.terminated = true;
+        }
+        self.start_block(&exit);
+    }
+
+    /// `if cond { body }`.
+    pub fn when(&mut self, cond: &str, body: impl FnOnce(&mut Self)) {
+        let yes = self.label("then");
+        let done = self.label("endif");
+        self.cond_br(cond, &yes, &done);
+        self.start_block(&yes);
+        body(self);
+        self.br(&done);
+        self.start_block(&done);
+    }
+
+    /// Row and column of element `e` of a 2-D tile (`cols` columns).
+    pub fn row_col(&mut self, e: &str, cols: &Ext) -> (String, String) {
+        let c = cols.text();
+        let r = self.val(format!("udiv i64 {e}, {c}"));
+        let col = self.val(format!("urem i64 {e}, {c}"));
+        (r, col)
+    }
+
+    /// Multi-index of element `e` in a row-major shape.
+    pub fn unravel(&mut self, e: &str, dims: &[Ext]) -> Vec<String> {
+        let mut idx = vec![String::new(); dims.len()];
+        let mut rest = e.to_string();
+        for (k, d) in dims.iter().enumerate().rev() {
+            if k == 0 {
+                idx[k] = rest.clone();
+            } else {
+                let dt = d.text();
+                idx[k] = self.val(format!("urem i64 {rest}, {dt}"));
+                rest = self.val(format!("udiv i64 {rest}, {dt}"));
+            }
+        }
+        idx
+    }
+
+    /// Row-major linear index of `idx` in `dims`.
+    pub fn ravel(&mut self, idx: &[String], dims: &[Ext]) -> String {
+        let mut acc = "0".to_string();
+        for (k, i) in idx.iter().enumerate() {
+            if k > 0 {
+                acc = self.val(format!("mul i64 {acc}, {}", dims[k].text()));
+            }
+            acc = self.val(format!("add i64 {acc}, {i}"));
+        }
+        acc
+    }
+
+    /// The address of `buffer[idx]` (row-major, rows padded by `pad`).
+    pub fn element_ptr(&mut self, b: &Buffer, idx: &[String]) -> String {
+        let ty = llvm_ty(b.elem);
+        let pt = self.buffer_ptr_ty(b);
+        if idx.is_empty() {
+            return b.base.clone();
+        }
+        let mut dims = b.dims.clone();
+        if b.pad > 0 {
+            if let Some(last) = dims.last_mut() {
+                *last = match last {
+                    Ext::Const(c) => Ext::Const(*c + b.pad),
+                    Ext::Dyn(v) => {
+                        let v = v.clone();
+                        Ext::Dyn(self.val(format!("add i64 {v}, {}", b.pad)))
+                    }
+                };
+            }
+        }
+        let lin = self.ravel(idx, &dims);
+        self.val(format!("getelementptr {ty}, {pt} {}, i64 {lin}", b.base))
+    }
+
+    pub fn buffer_ptr_ty(&self, b: &Buffer) -> String {
+        match b.space {
+            MemSpace::Shared => self.info().shared_ptr(),
+            MemSpace::Local => "ptr".to_string(),
+            _ => self.info().global_ptr(),
+        }
+    }
+
+    /// The operands of `op` as generated values.
+    pub fn operand(&self, op: OpId, i: usize) -> Result<Val, CodegenError> {
+        let m = self.m();
+        let v = *m
+            .operands(op)
+            .get(i)
+            .ok_or_else(|| self.err(op, format!("`{}` lacks operand {i}", m.op(op).name.as_str())))?;
+        self.values.get(&v).cloned().ok_or_else(|| {
+            self.err(
+                op,
+                "an operand has no generated value (is it defined in a region that ended?)",
+            )
+        })
+    }
+
+    pub fn scalar(&self, op: OpId, i: usize) -> Result<(ScalarType, String), CodegenError> {
+        match self.operand(op, i)? {
+            Val::Scalar(s, v) => Ok((s, v)),
+            _ => Err(self.err(
+                op,
+                format!("operand {i} of `{}` must be a scalar", self.m().op(op).name.as_str()),
+            )),
+        }
+    }
+
+    pub fn index(&mut self, op: OpId, i: usize) -> Result<String, CodegenError> {
+        let (s, v) = self.scalar(op, i)?;
+        Ok(self.convert(&v, s, ScalarType::Index))
+    }
+
+    pub fn buffer(&self, op: OpId, i: usize) -> Result<Buffer, CodegenError> {
+        match self.operand(op, i)? {
+            Val::Buffer(b) => Ok(b),
+            _ => Err(self.err(
+                op,
+                format!("operand {i} of `{}` must be a memref", self.m().op(op).name.as_str()),
+            )),
+        }
+    }
+
+    pub fn tile(&self, op: OpId, i: usize) -> Result<Tile, CodegenError> {
+        match self.operand(op, i)? {
+            Val::Tile(t) => Ok(t),
+            _ => Err(self.err(
+                op,
+                format!("operand {i} of `{}` must be a tile", self.m().op(op).name.as_str()),
+            )),
+        }
+    }
+
+    pub fn set(&mut self, op: OpId, v: Val) {
+        if let Some(&r) = self.m().results(op).first() {
+            self.values.insert(r, v);
+        }
+    }
+
+    pub fn result_type(&self, op: OpId) -> Result<Type, CodegenError> {
+        self.m()
+            .results(op)
+            .first()
+            .map(|&r| self.m().value_type(r).clone())
+            .ok_or_else(|| self.err(op, "the op has no result"))
+    }
+
+    // ----- scalar arithmetic -------------------------------------------
+
+    /// Converts `v` from `from` to `to` (round to nearest even; float to
+    /// integer truncates toward zero).
+    pub fn convert(&mut self, v: &str, from: ScalarType, to: ScalarType) -> String {
+        if from == to || llvm_ty(from) == llvm_ty(to) && from.is_float() == to.is_float() {
+            return v.to_string();
+        }
+        let (ft, tt) = (llvm_ty(from), llvm_ty(to));
+        match (
+            from.is_float() && !is_narrow_float(from),
+            to.is_float() && !is_narrow_float(to),
+        ) {
+            (true, true) => {
+                let (fb, tb) = (from.bits(), to.bits());
+                if from == ScalarType::BF16 && to == ScalarType::F16
+                    || from == ScalarType::F16 && to == ScalarType::BF16
+                {
+                    let wide = self.val(format!("fpext {ft} {v} to float"));
+                    self.val(format!("fptrunc float {wide} to {tt}"))
+                } else if fb < tb {
+                    self.val(format!("fpext {ft} {v} to {tt}"))
+                } else {
+                    self.val(format!("fptrunc {ft} {v} to {tt}"))
+                }
+            }
+            (true, false) => {
+                if to == ScalarType::I1 {
+                    return self.val(format!("fcmp une {ft} {v}, 0.0"));
+                }
+                let op = if is_unsigned(to) { "fptoui" } else { "fptosi" };
+                self.val(format!("{op} {ft} {v} to {tt}"))
+            }
+            (false, true) => {
+                let op = if is_unsigned(from) { "uitofp" } else { "sitofp" };
+                self.val(format!("{op} {ft} {v} to {tt}"))
+            }
+            (false, false) => {
+                let (fb, tb) = (from.bits().max(1), to.bits().max(1));
+                let fb = if from == ScalarType::Index { 64 } else { fb };
+                let tb = if to == ScalarType::Index { 64 } else { tb };
+                if to == ScalarType::I1 {
+                    self.val(format!("icmp ne {ft} {v}, 0"))
+                } else if fb < tb {
+                    let op = if is_unsigned(from) { "zext" } else { "sext" };
+                    self.val(format!("{op} {ft} {v} to {tt}"))
+                } else if fb > tb {
+                    self.val(format!("trunc {ft} {v} to {tt}"))
+                } else {
+                    v.to_string()
+                }
+            }
+        }
+    }
+
+    /// `a fn b` on scalars of type `s`.
+    pub fn binary(&mut self, f: &str, s: ScalarType, a: &str, b: &str) -> Result<String, String> {
+        let t = llvm_ty(s);
+        if is_narrow_float(s) {
+            return Err(format!(
+                "arithmetic on `{}` is not supported by the code generator",
+                s.name()
+            ));
+        }
+        let float = s.is_float();
+        let u = is_unsigned(s);
+        Ok(match (f, float) {
+            ("add", true) => self.val(format!("fadd {t} {a}, {b}")),
+            ("sub", true) => self.val(format!("fsub {t} {a}, {b}")),
+            ("mul", true) => self.val(format!("fmul {t} {a}, {b}")),
+            ("div", true) => self.val(format!("fdiv {t} {a}, {b}")),
+            ("rem", true) => self.val(format!("frem {t} {a}, {b}")),
+            ("floordiv", true) => {
+                let q = self.val(format!("fdiv {t} {a}, {b}"));
+                self.intrinsic(t, &format!("llvm.floor.{}", float_suffix(s)), &[(t, q)])
+            }
+            ("max", true) => self.intrinsic(
+                t,
+                &format!("llvm.maxnum.{}", float_suffix(s)),
+                &[(t, a.into()), (t, b.into())],
+            ),
+            ("min", true) => self.intrinsic(
+                t,
+                &format!("llvm.minnum.{}", float_suffix(s)),
+                &[(t, a.into()), (t, b.into())],
+            ),
+            ("pow", true) => {
+                let l = self.math("log", s, a)?;
+                let p = self.val(format!("fmul {t} {l}, {b}"));
+                self.math("exp", s, &p)?
+            }
+            ("add", false) => self.val(format!("add {t} {a}, {b}")),
+            ("sub", false) => self.val(format!("sub {t} {a}, {b}")),
+            ("mul", false) => self.val(format!("mul {t} {a}, {b}")),
+            ("div", false) => self.val(format!("{} {t} {a}, {b}", if u { "udiv" } else { "sdiv" })),
+            ("rem", false) if u => self.val(format!("urem {t} {a}, {b}")),
+            ("rem", false) => {
+                // Python's modulo: the sign of the divisor.
+                let r = self.val(format!("srem {t} {a}, {b}"));
+                let nz = self.val(format!("icmp ne {t} {r}, 0"));
+                let x = self.val(format!("xor {t} {r}, {b}"));
+                let neg = self.val(format!("icmp slt {t} {x}, 0"));
+                let fix = self.val(format!("and i1 {nz}, {neg}"));
+                let adj = self.val(format!("add {t} {r}, {b}"));
+                self.val(format!("select i1 {fix}, {t} {adj}, {t} {r}"))
+            }
+            ("floordiv", false) if u => self.val(format!("udiv {t} {a}, {b}")),
+            ("floordiv", false) => {
+                let q = self.val(format!("sdiv {t} {a}, {b}"));
+                let r = self.val(format!("srem {t} {a}, {b}"));
+                let nz = self.val(format!("icmp ne {t} {r}, 0"));
+                let x = self.val(format!("xor {t} {r}, {b}"));
+                let neg = self.val(format!("icmp slt {t} {x}, 0"));
+                let fix = self.val(format!("and i1 {nz}, {neg}"));
+                let down = self.val(format!("sub {t} {q}, 1"));
+                self.val(format!("select i1 {fix}, {t} {down}, {t} {q}"))
+            }
+            ("max", false) => {
+                let c = self.val(format!("icmp {} {t} {a}, {b}", if u { "ugt" } else { "sgt" }));
+                self.val(format!("select i1 {c}, {t} {a}, {t} {b}"))
+            }
+            ("min", false) => {
+                let c = self.val(format!("icmp {} {t} {a}, {b}", if u { "ult" } else { "slt" }));
+                self.val(format!("select i1 {c}, {t} {a}, {t} {b}"))
+            }
+            ("pow", false) => return Err("integer `pow` is not supported by the code generator".into()),
+            ("and", false) => self.val(format!("and {t} {a}, {b}")),
+            ("or", false) => self.val(format!("or {t} {a}, {b}")),
+            ("xor", false) => self.val(format!("xor {t} {a}, {b}")),
+            ("shl", false) => self.val(format!("shl {t} {a}, {b}")),
+            ("shr", false) => self.val(format!("{} {t} {a}, {b}", if u { "lshr" } else { "ashr" })),
+            _ => return Err(format!("the operation `{f}` on `{}` is not supported", s.name())),
+        })
+    }
+
+    /// `fn a` on a scalar of type `s`.
+    pub fn unary(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
+        let t = llvm_ty(s);
+        let float = s.is_float();
+        Ok(match (f, float) {
+            ("neg", true) => self.val(format!("fneg {t} {a}")),
+            ("neg", false) => self.val(format!("sub {t} 0, {a}")),
+            ("abs", true) => self.intrinsic(t, &format!("llvm.fabs.{}", float_suffix(s)), &[(t, a.into())]),
+            ("abs", false) => {
+                let n = self.val(format!("sub {t} 0, {a}"));
+                let c = self.val(format!("icmp slt {t} {a}, 0"));
+                self.val(format!("select i1 {c}, {t} {n}, {t} {a}"))
+            }
+            ("relu", true) => {
+                let zero = float_lit(s, 0.0);
+                let c = self.val(format!("fcmp ogt {t} {a}, {zero}"));
+                self.val(format!("select i1 {c}, {t} {a}, {t} {zero}"))
+            }
+            ("relu", false) => {
+                let c = self.val(format!("icmp sgt {t} {a}, 0"));
+                self.val(format!("select i1 {c}, {t} {a}, {t} 0"))
+            }
+            ("not", false) => self.val(format!("xor {t} {a}, -1")),
+            ("sqrt", true) => self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]),
+            ("rsqrt", true) => {
+                let r = self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]);
+                self.val(format!("fdiv {t} {}, {r}", float_lit(s, 1.0)))
+            }
+            ("exp" | "log" | "tanh", true) => self.math(f, s, a)?,
+            ("sigmoid", true) => {
+                let n = self.val(format!("fneg {t} {a}"));
+                let e = self.math("exp", s, &n)?;
+                let d = self.val(format!("fadd {t} {e}, {}", float_lit(s, 1.0)));
+                self.val(format!("fdiv {t} {}, {d}", float_lit(s, 1.0)))
+            }
+            ("silu", true) => {
+                let sg = self.unary("sigmoid", s, a)?;
+                self.val(format!("fmul {t} {a}, {sg}"))
+            }
+            ("gelu", true) => {
+                // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+                let x3 = self.val(format!("fmul {t} {a}, {a}"));
+                let x3 = self.val(format!("fmul {t} {x3}, {a}"));
+                let k = self.val(format!("fmul {t} {x3}, {}", float_lit(s, 0.044715)));
+                let inner = self.val(format!("fadd {t} {a}, {k}"));
+                let inner = self.val(format!("fmul {t} {inner}, {}", float_lit(s, 0.7978845608028654)));
+                let th = self.math("tanh", s, &inner)?;
+                let one = self.val(format!("fadd {t} {th}, {}", float_lit(s, 1.0)));
+                let half = self.val(format!("fmul {t} {a}, {}", float_lit(s, 0.5)));
+                self.val(format!("fmul {t} {half}, {one}"))
+            }
+            _ => return Err(format!("the operation `{f}` on `{}` is not supported", s.name())),
+        })
+    }
+
+    /// Tessera's own `exp`, `log`, `tanh` (the same bits on every target:
+    /// computed in f32 or f64 by `tsr_*` functions in the module prelude).
+    pub fn math(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
+        self.me.uses_math = true;
+        let t = llvm_ty(s);
+        match s {
+            ScalarType::F32 => Ok(self.val(format!("call float @tsr_{f}_f32(float {a})"))),
+            ScalarType::F64 => Ok(self.val(format!("call double @tsr_{f}_f64(double {a})"))),
+            ScalarType::F16 | ScalarType::BF16 => {
+                let w = self.val(format!("fpext {t} {a} to float"));
+                let r = self.val(format!("call float @tsr_{f}_f32(float {w})"));
+                Ok(self.val(format!("fptrunc float {r} to {t}")))
+            }
+            _ => Err(format!("`{f}` needs a float, not `{}`", s.name())),
+        }
+    }
+
+    pub fn cmp(&mut self, pred: &str, s: ScalarType, a: &str, b: &str) -> String {
+        let t = llvm_ty(s);
+        if s.is_float() {
+            let p = match pred {
+                "lt" => "olt",
+                "le" => "ole",
+                "gt" => "ogt",
+                "ge" => "oge",
+                "eq" => "oeq",
+                _ => "une",
+            };
+            self.val(format!("fcmp {p} {t} {a}, {b}"))
+        } else {
+            let u = is_unsigned(s);
+            let p = match (pred, u) {
+                ("lt", false) => "slt",
+                ("le", false) => "sle",
+                ("gt", false) => "sgt",
+                ("ge", false) => "sge",
+                ("lt", true) => "ult",
+                ("le", true) => "ule",
+                ("gt", true) => "ugt",
+                ("ge", true) => "uge",
+                ("eq", _) => "eq",
+                _ => "ne",
+            };
+            self.val(format!("icmp {p} {t} {a}, {b}"))
+        }
+    }
+
+    // ----- blocks and control flow --------------------------------------
+
+    pub fn block(&mut self, block: tessera_ir::BlockId) -> Result<(), CodegenError> {
+        for op in self.m().block_ops(block).to_vec() {
+            if self.terminated {
+                // Code after a return/break/continue is unreachable.
+                let dead = self.label("dead");
+                self.start_block(&dead);
+            }
+            self.op(op)?;
+        }
+        Ok(())
+    }
+
+    fn region(&mut self, op: OpId, index: usize) -> Result<(), CodegenError> {
+        let r = self.m().regions(op)[index];
+        let b = self.m().region_block(r);
+        self.block(b)
+    }
+
+    fn op(&mut self, op: OpId) -> Result<(), CodegenError> {
+        let m = self.m();
+        let name = m.op(op).name.as_str().to_string();
+        match name.as_str() {
+            "tile.yield" | "tile.condition" => Ok(()),
+            "tile.return" | "func.return" => {
+                self.line("ret void");
+                self.terminated = true;
+                Ok(())
+            }
+            "tile.for" => self.for_op(op),
+            "tile.if" => self.if_op(op),
+            "tile.while" => self.while_op(op),
+            "tile.break" | "tile.continue" => {
+                let Some(l) = self.loops.last() else {
+                    return Err(self.err(op, "`break`/`continue` outside a loop"));
+                };
+                let to = if name == "tile.break" {
+                    l.break_to.clone()
+                } else {
+                    l.continue_to.clone()
+                };
+                self.br(&to);
+                Ok(())
+            }
+            _ => crate::ops::emit_op(self, op, &name),
+        }
+    }
+
+    fn for_op(&mut self, op: OpId) -> Result<(), CodegenError> {
+        let lb = self.index(op, 0)?;
+        let ub = self.index(op, 1)?;
+        let step = self.index(op, 2)?;
+        let var = self.alloca("i64");
+        self.line(format!("store i64 {lb}, ptr {var}"));
+        let head = self.label("for");
+        let body = self.label("forbody");
+        let latch = self.label("forlatch");
+        let exit = self.label("forexit");
+        self.br(&head);
+        self.start_block(&head);
+        let i = self.val(format!("load i64, ptr {var}"));
+        let more = self.val(format!("icmp slt i64 {i}, {ub}"));
+        self.cond_br(&more, &body, &exit);
+        self.start_block(&body);
+        let r = self.m().regions(op)[0];
+        if let Some(&iv) = self.m().region_args(r).first() {
+            let ty = self.m().value_type(iv).clone();
+            let s = match ty {
+                Type::Scalar(s) => s,
+                _ => ScalarType::Index,
+            };
+            let v = self.convert(&i, ScalarType::Index, s);
+            self.values.insert(iv, Val::Scalar(s, v));
+        }
+        self.loops.push(LoopLabels {
+            continue_to: latch.clone(),
+            break_to: exit.clone(),
+        });
+        self.region(op, 0)?;
+        self.loops.pop();
+        self.br(&latch);
+        self.start_block(&latch);
+        let cur = self.val(format!("load i64, ptr {var}"));
+        let next = self.val(format!("add i64 {cur}, {step}"));
+        self.line(format!("store i64 {next}, ptr {var}"));
+        self.br(&head);
+        self.start_block(&exit);
+        Ok(())
+    }
+
+    fn if_op(&mut self, op: OpId) -> Result<(), CodegenError> {
+        let (_, c) = self.scalar(op, 0)?;
+        let yes = self.label("if");
+        let no = self.label("else");
+        let done = self.label("endif");
+        self.cond_br(&c, &yes, &no);
+        self.start_block(&yes);
+        self.region(op, 0)?;
+        self.br(&done);
+        self.start_block(&no);
+        if self.m().regions(op).len() > 1 {
+            self.region(op, 1)?;
+        }
+        self.br(&done);
+        self.start_block(&done);
+        Ok(())
+    }
+
+    fn while_op(&mut self, op: OpId) -> Result<(), CodegenError> {
+        let head = self.label("while");
+        let body = self.label("whilebody");
+        let exit = self.label("whileexit");
+        self.br(&head);
+        self.start_block(&head);
+        self.region(op, 0)?;
+        // The condition region ends in `tile.condition(%c)`.
+        let r = self.m().regions(op)[0];
+        let b = self.m().region_block(r);
+        let last = *self
+            .m()
+            .block_ops(b)
+            .last()
+            .ok_or_else(|| self.err(op, "`tile.while` needs a condition"))?;
+        let (_, c) = self.scalar(last, 0)?;
+        self.cond_br(&c, &body, &exit);
+        self.start_block(&body);
+        self.loops.push(LoopLabels {
+            continue_to: head.clone(),
+            break_to: exit.clone(),
+        });
+        if self.m().regions(op).len() > 1 {
+            self.region(op, 1)?;
+        }
+        self.loops.pop();
+        self.br(&head);
+        self.start_block(&exit);
+        Ok(())
+    }
+
+    pub fn add_tma(&mut self, d: TmaDescriptor) -> String {
+        if let Some(i) = self.tma.iter().position(|t| t == &d) {
+            return self.hidden[i].clone();
+        }
+        let name = format!("%tma{}", self.tma.len());
+        self.tma.push(d);
+        self.hidden.push(name.clone());
+        match self.info().abi {
+            Abi::Cpu => unreachable!("TMA is NVIDIA-only"),
+            _ => name,
+        }
+    }
+
+    // ----- finishing ----------------------------------------------------
+
+    fn finish(mut self) -> KernelInfo {
+        if !self.terminated {
+            self.line("ret void");
+        }
+        let info = self.info();
+        let staging_offset = (self.shared_static + 127) / 128 * 128;
+        let shared_bytes = if self.staging_need > 0 {
+            staging_offset + self.staging_need
+        } else {
+            self.shared_static
+        };
+        // Scratch: each use gets the sum of the earlier ones as its offset;
+        // the block's slice is scratch + linear block id × per-block bytes.
+        let mut offset = DimExpr::constant(0);
+        let mut offsets = Vec::new();
+        for (_, bytes) in self.scratch_uses.clone() {
+            offsets.push(offset.clone());
+            // Each tile starts 16-byte aligned.
+            let rounded = bytes.add(&DimExpr::constant(15));
+            offset = offset.add(&rounded);
+        }
+        let per_block = offset;
+        let saved = std::mem::take(&mut self.body);
+        let mut replacements = Vec::new();
+        if let Some(base) = self.scratch_base.clone() {
+            let arg = match info.abi {
+                Abi::Cpu => {
+                    let slot = self.val(format!("getelementptr ptr, ptr %args, i64 {}", self.params.len()));
+                    let p = self.val(format!("load ptr, ptr {slot}"));
+                    self.val(format!("load ptr, ptr {p}"))
+                }
+                _ => "%scratch".to_string(),
+            };
+            let size = self.dim_text(&per_block);
+            let block = self.block_linear();
+            let off = self.val(format!("mul i64 {block}, {size}"));
+            let gp = info.global_ptr();
+            self.line(format!("{base} = getelementptr i8, {gp} {arg}, i64 {off}"));
+            for (k, o) in offsets.iter().enumerate() {
+                let v = self.dim_text(o);
+                replacements.push((format!("@SCRATCH{k}@"), v));
+            }
+        }
+        let setup = std::mem::replace(&mut self.body, saved);
+        let mut body = self
+            .body
+            .replace("@STAGING@", &staging_offset.to_string())
+            .replace("@SCRATCHSETUP@\n", &setup);
+        for (from, to) in replacements {
+            body = body.replace(&from, &to);
+        }
+        let m = self.m();
+        let entry = m.entry_block(self.func).expect("functions have bodies");
+        let sig = if info.abi == Abi::Cpu {
+            "ptr %args, ptr %ctx".to_string()
+        } else {
+            let mut params: Vec<String> = Vec::new();
+            for (i, &arg) in m.block_args(entry).iter().enumerate() {
+                let (t, attrs) = match m.value_type(arg) {
+                    Type::Scalar(s) => (llvm_ty(*s).to_string(), ""),
+                    _ => (info.global_ptr(), " noalias align 16"),
+                };
+                params.push(format!("{t}{attrs} %p{i}"));
+            }
+            for h in &self.hidden {
+                params.push(format!("i64 {h}"));
+            }
+            if self.scratch_base.is_some() {
+                params.push(format!("{} noalias %scratch", info.global_ptr()));
+            }
+            params.join(", ")
+        };
+        let cc = match info.abi {
+            Abi::Amdgpu => "amdgpu_kernel ",
+            _ => "",
+        };
+        let attrs = match info.abi {
+            Abi::Amdgpu => format!(
+                " \"amdgpu-flat-work-group-size\"=\"1,{}\"",
+                self.threads.clamp(1, 1024).max(256)
+            ),
+            _ => String::new(),
+        };
+        let attr_group = if attrs.is_empty() {
+            String::new()
+        } else {
+            let _ = writeln!(
+                self.me.bodies,
+                "attributes #{} = {{{attrs} }}",
+                self.me.kernels.len() + 1
+            );
+            format!(" #{}", self.me.kernels.len() + 1)
+        };
+        let _ = writeln!(
+            self.me.bodies,
+            "define {cc}void @{}({sig}){attr_group} {{\nentry:\n{}{}}}\n",
+            self.name, self.allocas, body
+        );
+        if info.abi != Abi::Cpu && shared_bytes > 0 {
+            let _ = writeln!(
+                self.me.bodies,
+                "@{}_smem = external addrspace({}) global [0 x i8], align 128\n",
+                self.name, info.shared_as
+            );
+        }
+        let m = self.m();
+        let block = m.attr(self.func, "block").and_then(Attr::as_ints).unwrap_or_default();
+        let has_tiles = self.values.values().any(|v| matches!(v, Val::Tile(_)));
+        KernelInfo {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            block,
+            block_required: has_tiles,
+            shared_bytes: shared_bytes as u64,
+            scratch_bytes_per_block: if self.scratch_base.is_some() {
+                Some(per_block.to_string())
+            } else {
+                None
+            },
+            tma: self.tma.clone(),
+            needs_sync: self.needs_sync,
+            registers: None,
+            spill_bytes: None,
+        }
+    }
+
+    fn dim_text(&mut self, d: &DimExpr) -> String {
+        let Some(c) = d.as_const() else {
+            return match self.dim_ext(d, self.func) {
+                Ok(e) => e.text(),
+                Err(_) => "0".into(),
+            };
+        };
+        c.to_string()
+    }
+
+    fn block_linear(&mut self) -> String {
+        let (x, y, z, gx, gy) = match self.info().abi {
+            Abi::Nvptx => (
+                self.sreg("ctaid.x"),
+                self.sreg("ctaid.y"),
+                self.sreg("ctaid.z"),
+                self.sreg("nctaid.x"),
+                self.sreg("nctaid.y"),
+            ),
+            Abi::Amdgpu => (
+                self.amd_id("workgroup", 0),
+                self.amd_id("workgroup", 1),
+                self.amd_id("workgroup", 2),
+                self.amd_groups(0),
+                self.amd_groups(1),
+            ),
+            Abi::Cpu => (
+                self.cpu_field(1, 0),
+                self.cpu_field(1, 1),
+                self.cpu_field(1, 2),
+                self.cpu_field(3, 0),
+                self.cpu_field(3, 1),
+            ),
+        };
+        let zy = self.val(format!("mul i64 {z}, {gy}"));
+        let zyy = self.val(format!("add i64 {zy}, {y}"));
+        let r = self.val(format!("mul i64 {zyy}, {gx}"));
+        self.val(format!("add i64 {r}, {x}"))
+    }
+}
+
+/// Bytes of shared memory the allocations in `func` take (each aligned to
+/// 128 bytes, an upper bound of what placement uses).
+fn planned_shared(m: &Module, func: OpId) -> i64 {
+    let mut total = 0;
+    for op in m.walk_op(func) {
+        let name = m.op(op).name.as_str();
+        let bytes = match name {
+            "tile.alloc_shared" | "nvptx.alloc_shared" | "amdgpu.alloc_lds" | "cpu.alloc_shared" => {
+                let Some(&r) = m.results(op).first() else { continue };
+                let Type::MemRef { dims, elem, layout, .. } = m.value_type(r) else {
+                    continue;
+                };
+                let pad = m
+                    .attr(op, "bank_pad")
+                    .and_then(Attr::as_int)
+                    .or(layout.get("bank_pad").and_then(Attr::as_int))
+                    .unwrap_or(0);
+                let consts: Option<Vec<i64>> = dims.iter().map(|d| d.as_const()).collect();
+                let Some(consts) = consts else { continue };
+                let rows: i64 = consts.iter().rev().skip(1).product();
+                let cols = consts.last().copied().unwrap_or(1) + pad;
+                rows * cols * elem_bytes(*elem)
+            }
+            "nvptx.mbarrier_init" => 8,
+            _ => continue,
+        };
+        total += (bytes + 127) / 128 * 128;
+    }
+    total
+}
+
+fn float_suffix(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::F64 => "f64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        _ => "f32",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_and_bfloat_literals_round_to_nearest_even() {
+        assert_eq!(f32_to_f16(1.0), 0x3C00);
+        assert_eq!(f32_to_f16(-2.5), 0xC100);
+        assert_eq!(f32_to_f16(65520.0), 0x7C00);
+        assert_eq!(f32_to_f16(1e-8), 0);
+        assert_eq!(f32_to_bf16(1.0), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8000)), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+        assert_eq!(
+            float_lit(ScalarType::F32, 0.1),
+            format!("0x{:016X}", f64::from(0.1f32).to_bits())
+        );
+    }
+}

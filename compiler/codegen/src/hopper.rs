@@ -1,0 +1,113 @@
+//! sm_90a's asynchronous copies: mbarriers and TMA (`cp.async.bulk.tensor`)
+//! through inline PTX, which LLVM 19's NVVM lacks. The TMA descriptor
+//! (`CUtensorMap`) of each global operand is a hidden kernel parameter the
+//! launcher encodes (listed in the manifest as `tma`).
+
+use tessera_ir::{Attr, OpId};
+
+use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
+use crate::{CodegenError, TmaDescriptor};
+
+pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), CodegenError> {
+    let sp = f.info().shared_ptr();
+    match name {
+        "nvptx.mbarrier_init" => {
+            let count = f.m().attr(op, "count").and_then(Attr::as_int).unwrap_or(1);
+            let at = f.place_shared(8, 8);
+            let addr = shared_addr(f, &at);
+            let tid = f.tid.clone();
+            let first = f.val(format!("icmp eq i64 {tid}, 0"));
+            f.when(&first, |f| {
+                f.line(format!(
+                    "call void asm sideeffect \"mbarrier.init.shared::cta.b64 [$0], {count};\", \"r,~{{memory}}\"(i32 {addr})"
+                ));
+                f.line("call void asm sideeffect \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"()");
+            });
+            f.set(op, Val::Mbarrier(at));
+            let _ = sp;
+            Ok(())
+        }
+        "nvptx.mbarrier_arrive_expect_tx" => {
+            let bar = mbarrier(f, op, 0)?;
+            let bytes = f.m().attr(op, "bytes").and_then(Attr::as_int).unwrap_or(0);
+            let addr = shared_addr(f, &bar);
+            let tid = f.tid.clone();
+            let first = f.val(format!("icmp eq i64 {tid}, 0"));
+            f.when(&first, |f| {
+                f.line(format!(
+                    "call void asm sideeffect \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {bytes};\", \"r,~{{memory}}\"(i32 {addr})"
+                ));
+            });
+            Ok(())
+        }
+        "nvptx.mbarrier_try_wait" => {
+            let bar = mbarrier(f, op, 0)?;
+            let (s, phase) = f.scalar(op, 1)?;
+            let phase = f.convert(&phase, s, tessera_ir::ScalarType::I32);
+            let addr = shared_addr(f, &bar);
+            f.line(format!(
+                "call void asm sideeffect \"{{ .reg .pred p; WAIT${{:uid}}: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; @!p bra WAIT${{:uid}}; }}\", \"r,r,~{{memory}}\"(i32 {addr}, i32 {phase})"
+            ));
+            Ok(())
+        }
+        "nvptx.tma_load" => {
+            let dst = f.buffer(op, 0)?;
+            let src_value = f.m().operands(op)[1];
+            let tessera_ir::ValueDef::BlockArg { index, .. } = f.m().value_def(src_value) else {
+                return Err(f.err(op, "a TMA source must be a kernel parameter"));
+            };
+            let param = index as usize;
+            let box_dims: Vec<i64> = dst
+                .dims
+                .iter()
+                .map(|d| match d {
+                    Ext::Const(c) => *c,
+                    Ext::Dyn(_) => 0,
+                })
+                .collect();
+            if box_dims.len() != 2 || box_dims.iter().any(|&d| d <= 0 || d > 256) || dst.pad != 0 {
+                return Err(f.err(
+                    op,
+                    "a TMA load moves a 2-D tile of at most 256×256 elements into an unpadded buffer",
+                ));
+            }
+            if box_dims[1] * elem_bytes(dst.elem) % 16 != 0 {
+                return Err(f.err(op, "a TMA tile's rows must be multiples of 16 bytes"));
+            }
+            let desc = f.add_tma(TmaDescriptor {
+                param,
+                elem: dst.elem.name().to_string(),
+                box_dims: box_dims.clone(),
+                swizzle: 0,
+            });
+            let row = f.index(op, 2)?;
+            let col = f.index(op, 3)?;
+            let bar = mbarrier(f, op, 4)?;
+            let (dst_addr, bar_addr) = (shared_addr(f, &dst.base), shared_addr(f, &bar));
+            let row = f.val(format!("trunc i64 {row} to i32"));
+            let col = f.val(format!("trunc i64 {col} to i32"));
+            let tid = f.tid.clone();
+            let first = f.val(format!("icmp eq i64 {tid}, 0"));
+            f.when(&first, |f| {
+                f.line(format!(
+                    "call void asm sideeffect \"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{$2, $3}}], [$4];\", \"r,l,r,r,r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, i32 {col}, i32 {row}, i32 {bar_addr})"
+                ));
+            });
+            Ok(())
+        }
+        other => Err(f.err(op, format!("unknown sm_90a op `{other}`"))),
+    }
+}
+
+fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
+    match f.operand(op, i)? {
+        Val::Mbarrier(at) => Ok(at),
+        _ => Err(f.err(op, "expected an mbarrier")),
+    }
+}
+
+/// The 32-bit shared-window address of a shared pointer.
+fn shared_addr(f: &mut FnEmitter, at: &str) -> String {
+    let sp = f.info().shared_ptr();
+    f.val(format!("ptrtoint {sp} {at} to i32"))
+}

@@ -1,0 +1,511 @@
+//! Code generation: Target IR → LLVM IR → PTX (sm_80, sm_90a), AMDGPU code
+//! objects (gfx90a, gfx942) and host machine code (x86-64, run in-process
+//! through ORC LLJIT).
+//!
+//! The only crate that touches LLVM; every raw call is in [`llvm`]. The
+//! emitter writes LLVM IR text (one module per Tessera module), which LLVM
+//! parses and verifies before any pass runs, so a bug here becomes an error
+//! message, never an abort. How tiles, barriers, warps and tensor cores map
+//! to each target is in `spec/codegen.md`.
+
+mod emit;
+mod exchange;
+mod hopper;
+pub mod llvm;
+mod mma;
+mod ops;
+mod target;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+use tessera_ir::{Attr, DimExpr, Loc, Module, ScalarType, Type};
+use tessera_ir_tile::Target;
+
+pub use target::{Abi, TargetInfo};
+
+/// An error the code generator reports against a Target-IR op.
+#[derive(Clone, Debug)]
+pub struct CodegenError {
+    pub message: String,
+    pub loc: Loc,
+}
+
+impl CodegenError {
+    fn plain(message: impl Into<String>) -> CodegenError {
+        CodegenError {
+            message: message.into(),
+            loc: Loc::Unknown,
+        }
+    }
+}
+
+/// One kernel parameter, as the manifest lists it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ParamInfo {
+    pub index: usize,
+    /// `buffer` or `scalar`.
+    pub kind: String,
+    pub dtype: String,
+    /// Dims of a buffer (`["M", "K"]`, constants as numbers in text).
+    pub shape: Vec<String>,
+    pub mutable: bool,
+    /// The dim symbol this scalar carries (trailing dim parameters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim: Option<String>,
+}
+
+impl ParamInfo {
+    fn scalar(index: usize, s: ScalarType) -> ParamInfo {
+        ParamInfo {
+            index,
+            kind: "scalar".into(),
+            dtype: s.name().into(),
+            shape: Vec::new(),
+            mutable: false,
+            dim: None,
+        }
+    }
+
+    fn buffer(index: usize, elem: ScalarType, dims: &[DimExpr], mutable: bool) -> ParamInfo {
+        ParamInfo {
+            index,
+            kind: "buffer".into(),
+            dtype: elem.name().into(),
+            shape: dims.iter().map(|d| d.to_string()).collect(),
+            mutable,
+            dim: None,
+        }
+    }
+}
+
+/// A TMA descriptor the launcher must encode (`cuTensorMapEncodeTiled`)
+/// and pass, as the address of the 128-byte `CUtensorMap` in device
+/// memory, in a hidden `u64` parameter after the declared ones.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TmaDescriptor {
+    /// The parameter holding the global tensor.
+    pub param: usize,
+    pub elem: String,
+    /// Box (tile) dims, rows then columns.
+    pub box_dims: Vec<i64>,
+    /// 0: no swizzle.
+    pub swizzle: i64,
+}
+
+/// What the manifest says about one kernel.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelInfo {
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    /// The block shape the kernel was compiled for.
+    pub block: Vec<i64>,
+    /// Whether a launch must use exactly `block` (kernels with tiles).
+    pub block_required: bool,
+    /// Dynamic shared memory to pass at launch.
+    pub shared_bytes: u64,
+    /// Global scratch per block (a dim expression over the kernel's dims),
+    /// passed as a hidden pointer parameter after the TMA descriptors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scratch_bytes_per_block: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tma: Vec<TmaDescriptor>,
+    /// Whether the kernel synchronises threads (barriers, shuffles, votes):
+    /// the CPU launcher runs such blocks one OS thread per GPU thread.
+    pub needs_sync: bool,
+    /// Registers per thread, from `ptxas -v` when it ran.
+    pub registers: Option<u32>,
+    /// Bytes spilled to local memory, from `ptxas -v` when it ran.
+    pub spill_bytes: Option<u32>,
+}
+
+/// A host launch recorded in the manifest (the runtime interprets host
+/// functions).
+#[derive(Clone, Debug, Serialize)]
+pub struct LaunchInfo {
+    pub kernel: String,
+    pub grid: Vec<String>,
+    pub block: Vec<i64>,
+    pub args: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HostInfo {
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    pub launches: Vec<LaunchInfo>,
+}
+
+/// The JSON manifest of a compiled module.
+#[derive(Clone, Debug, Serialize)]
+pub struct Manifest {
+    pub module: String,
+    pub target: String,
+    pub opt_level: u8,
+    pub source_hash: String,
+    pub kernels: Vec<KernelInfo>,
+    pub host_functions: Vec<HostInfo>,
+    /// Whether `registers` came from ptxas.
+    pub ptxas: Option<String>,
+}
+
+impl Manifest {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+}
+
+/// Options for [`compile`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub opt_level: u8,
+    /// Hash of the source text, for the manifest.
+    pub source_hash: String,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            opt_level: 3,
+            source_hash: String::new(),
+        }
+    }
+}
+
+/// A compiled module: the optimized LLVM IR, machine code and manifest.
+pub struct Compiled {
+    pub target: Target,
+    pub llvm_ir: String,
+    /// PTX (NVPTX), AMDGPU assembly, or x86-64 assembly.
+    pub asm: Vec<u8>,
+    /// The relocatable object (AMDGPU and CPU).
+    pub object: Option<Vec<u8>>,
+    pub manifest: Manifest,
+}
+
+const MATH: &str = include_str!("math.ll");
+
+/// The LLVM IR text of a Target-IR module (unoptimized), with the kernels'
+/// manifest entries. Host functions are recorded, not compiled.
+pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest), CodegenError> {
+    let target = Target::of_module(module)
+        .ok_or_else(|| CodegenError::plain("the module names no target; run `lower-tile-to-target` first"))?;
+    if !tessera_ir_tile::is_target_layer(module) {
+        return Err(CodegenError::plain(
+            "code generation needs Target IR (`layer = \"target\"`)",
+        ));
+    }
+    let mut me = emit::ModuleEmitter::new(module, target);
+    let mut hosts = Vec::new();
+    for func in module.functions() {
+        match module.attr(func, "kind").and_then(Attr::as_str) {
+            Some("host") | Some("operator") => hosts.push(host_info(module, func)),
+            _ => me.emit_kernel(func)?,
+        }
+    }
+    let info = me.info;
+    let machine =
+        llvm::Machine::new(info.triple, info.cpu, info.features, opts.opt_level).map_err(CodegenError::plain)?;
+    let name = module.name.clone().unwrap_or_else(|| "module".to_string());
+    let mut text = String::new();
+    let _ = writeln!(text, "; Tessera module `{name}` for {}", target.name());
+    let _ = writeln!(text, "source_filename = \"{name}\"");
+    let _ = writeln!(text, "target datalayout = \"{}\"", machine.data_layout());
+    let _ = writeln!(text, "target triple = \"{}\"\n", info.triple);
+    text.push_str(&me.bodies);
+    if me.uses_math {
+        text.push_str(MATH);
+        text.push('\n');
+    }
+    for d in &me.decls {
+        text.push_str(d);
+        text.push('\n');
+    }
+    text.push_str("\n!0 = distinct !{!0, !1}\n!1 = !{!\"llvm.loop.unroll.full\"}\n");
+    if info.abi == Abi::Nvptx && !me.kernels.is_empty() {
+        let mut ann = Vec::new();
+        let mut nodes = String::new();
+        for (i, k) in me.kernels.iter().enumerate() {
+            let id = 10 + 2 * i;
+            ann.push(format!("!{id}"));
+            let _ = writeln!(nodes, "!{id} = !{{ptr @{}, !\"kernel\", i32 1}}", k.name);
+            if k.block_required {
+                let threads: i64 = k.block.iter().product();
+                ann.push(format!("!{}", id + 1));
+                let _ = writeln!(
+                    nodes,
+                    "!{} = !{{ptr @{}, !\"maxntidx\", i32 {threads}}}",
+                    id + 1,
+                    k.name
+                );
+            }
+        }
+        let _ = writeln!(text, "!nvvm.annotations = !{{{}}}", ann.join(", "));
+        text.push_str(&nodes);
+    }
+    check_intrinsics(&text)?;
+    let manifest = Manifest {
+        module: name,
+        target: target.name().into(),
+        opt_level: opts.opt_level,
+        source_hash: opts.source_hash.clone(),
+        kernels: me.kernels,
+        host_functions: hosts,
+        ptxas: None,
+    };
+    Ok((text, manifest))
+}
+
+fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
+    let mut params = Vec::new();
+    if let Some(entry) = module.entry_block(func) {
+        let mutable: Vec<i64> = module.attr(func, "mutable").and_then(Attr::as_ints).unwrap_or_default();
+        for (i, &a) in module.block_args(entry).iter().enumerate() {
+            params.push(match module.value_type(a) {
+                Type::MemRef { dims, elem, .. } => ParamInfo::buffer(i, *elem, dims, mutable.contains(&(i as i64))),
+                Type::Scalar(s) => ParamInfo::scalar(i, *s),
+                _ => ParamInfo::scalar(i, ScalarType::Index),
+            });
+        }
+    }
+    let mut launches = Vec::new();
+    for op in module.walk_op(func) {
+        if module.op(op).name.as_str() != "tile.launch" {
+            continue;
+        }
+        let entry = module.entry_block(func);
+        let args = module
+            .operands(op)
+            .iter()
+            .map(|v| match module.value_def(*v) {
+                tessera_ir::ValueDef::BlockArg { block, index } if Some(block) == entry => index as usize,
+                _ => usize::MAX,
+            })
+            .collect();
+        let grid = module
+            .attr(op, "grid")
+            .and_then(Attr::as_array)
+            .map(|g| {
+                g.iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .or(x.as_int().map(|i| i.to_string()))
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        launches.push(LaunchInfo {
+            kernel: module
+                .attr(op, "callee")
+                .and_then(Attr::as_symbol)
+                .unwrap_or("")
+                .to_string(),
+            grid,
+            block: module.attr(op, "block").and_then(Attr::as_ints).unwrap_or_default(),
+            args,
+        });
+    }
+    HostInfo {
+        name: module.func_name(func).unwrap_or("").to_string(),
+        params,
+        launches,
+    }
+}
+
+/// Every `llvm.*` function the text declares must be an intrinsic LLVM 19
+/// knows (LLVM would otherwise accept it and fail late, or abort).
+fn check_intrinsics(text: &str) -> Result<(), CodegenError> {
+    for line in text.lines().filter(|l| l.starts_with("declare ")) {
+        let Some(at) = line.find(" @llvm.") else { continue };
+        let name: String = line[at + 2..].chars().take_while(|c| *c != '(').collect();
+        if !llvm::intrinsic_exists(&name) {
+            return Err(CodegenError::plain(format!(
+                "the code generator used `{name}`, which LLVM 19 does not know"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Compiles a Target-IR module to machine code.
+pub fn compile(module: &Module, opts: &Options) -> Result<Compiled, CodegenError> {
+    let (text, manifest) = emit_llvm_ir(module, opts)?;
+    let target = Target::of_module(module).unwrap_or(Target::Cpu);
+    let info = TargetInfo::of(target);
+    let machine =
+        llvm::Machine::new(info.triple, info.cpu, info.features, opts.opt_level).map_err(CodegenError::plain)?;
+    let mut llvm_module = llvm::Module::parse(&manifest.module, &text).map_err(CodegenError::plain)?;
+    machine.optimize(&mut llvm_module).map_err(CodegenError::plain)?;
+    let llvm_ir = llvm_module.print();
+    let asm = machine
+        .emit(&llvm_module, llvm::FileType::Assembly)
+        .map_err(CodegenError::plain)?;
+    let object = match info.abi {
+        Abi::Nvptx => None,
+        _ => Some(
+            machine
+                .emit(&llvm_module, llvm::FileType::Object)
+                .map_err(CodegenError::plain)?,
+        ),
+    };
+    Ok(Compiled {
+        target,
+        llvm_ir,
+        asm,
+        object,
+        manifest,
+    })
+}
+
+/// Links an AMDGPU object into a code object (`.hsaco`) with `ld.lld`.
+pub fn link_hsaco(object: &[u8], work_dir: &Path) -> Result<Vec<u8>, String> {
+    let linker = find_tool(&["ld.lld-19", "ld.lld"]).ok_or("`ld.lld-19` was not found (install lld-19)")?;
+    std::fs::create_dir_all(work_dir).map_err(|e| e.to_string())?;
+    let obj = work_dir.join("kernel.o");
+    let out = work_dir.join("kernel.hsaco");
+    std::fs::write(&obj, object).map_err(|e| e.to_string())?;
+    let status = Command::new(&linker)
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("could not run {linker}: {e}"))?;
+    if !status.status.success() {
+        return Err(format!(
+            "{linker} failed: {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        ));
+    }
+    std::fs::read(&out).map_err(|e| e.to_string())
+}
+
+/// Assembles PTX with `ptxas -v` for `arch`; gives the cubin and, per
+/// kernel, (registers, spill bytes).
+pub fn assemble_ptx(ptx: &[u8], arch: &str, work_dir: &Path) -> Result<PtxasReport, String> {
+    let ptxas =
+        find_tool(&["ptxas"]).ok_or("`ptxas` was not found on PATH (scripts/setup.sh installs it into .venv)")?;
+    std::fs::create_dir_all(work_dir).map_err(|e| e.to_string())?;
+    let src = work_dir.join("kernel.ptx");
+    let out = work_dir.join("kernel.cubin");
+    std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+    let run = Command::new(&ptxas)
+        .args(["-v", "-arch", arch])
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("could not run ptxas: {e}"))?;
+    let log = String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout);
+    if !run.status.success() {
+        return Err(format!("ptxas rejected the PTX for {arch}:\n{}", log.trim()));
+    }
+    let cubin = std::fs::read(&out).map_err(|e| e.to_string())?;
+    Ok(PtxasReport {
+        cubin,
+        kernels: parse_ptxas_log(&log),
+        version: tool_version(&ptxas),
+    })
+}
+
+/// What `ptxas -v` said.
+pub struct PtxasReport {
+    pub cubin: Vec<u8>,
+    /// (kernel, registers, spill store bytes)
+    pub kernels: Vec<(String, u32, u32)>,
+    pub version: String,
+}
+
+fn parse_ptxas_log(log: &str) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut spill = 0;
+    for line in log.lines() {
+        if let Some(at) = line.find("Compiling entry function '") {
+            let rest = &line[at + 26..];
+            current = rest.split('\'').next().map(str::to_string);
+            spill = 0;
+        }
+        if let Some(at) = line.find("bytes spill stores") {
+            spill = line[..at]
+                .split_whitespace()
+                .last()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        }
+        if let Some(at) = line.find("Used ") {
+            let regs = line[at + 5..].split_whitespace().next().and_then(|n| n.parse().ok());
+            if let (Some(name), Some(regs)) = (current.clone(), regs) {
+                out.push((name, regs, spill));
+            }
+        }
+    }
+    out
+}
+
+fn find_tool(names: &[&str]) -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    for name in names {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate.to_string_lossy().into_owned());
+            }
+        }
+        let fixed = format!("/usr/lib/llvm-19/bin/{}", name.trim_end_matches("-19"));
+        if Path::new(&fixed).is_file() {
+            return Some(fixed);
+        }
+    }
+    None
+}
+
+fn tool_version(tool: &str) -> String {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .last()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `ptxas` is on PATH.
+pub fn ptxas_available() -> bool {
+    find_tool(&["ptxas"]).is_some()
+}
+
+/// Kernels of a CPU-target module compiled in-process, ready to call.
+pub struct CpuModule {
+    jit: llvm::Jit,
+    pub manifest: Manifest,
+}
+
+impl CpuModule {
+    /// Compiles `module` (Target IR for `cpu`); `symbols` are the runtime's
+    /// `tessera_cpu_*` functions by name and address.
+    pub fn new(module: &Module, opts: &Options, symbols: &[(&str, usize)]) -> Result<CpuModule, CodegenError> {
+        let (text, manifest) = emit_llvm_ir(module, opts)?;
+        let info = TargetInfo::of(Target::Cpu);
+        let machine =
+            llvm::Machine::new(info.triple, info.cpu, info.features, opts.opt_level).map_err(CodegenError::plain)?;
+        let mut m = llvm::Module::parse(&manifest.module, &text).map_err(CodegenError::plain)?;
+        machine.optimize(&mut m).map_err(CodegenError::plain)?;
+        let jit = llvm::Jit::new(&manifest.module, &m.print(), symbols).map_err(CodegenError::plain)?;
+        Ok(CpuModule { jit, manifest })
+    }
+
+    /// The entry point of kernel `name`:
+    /// `extern "C" fn(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx)`.
+    pub fn entry(&self, name: &str) -> Result<usize, CodegenError> {
+        self.jit.lookup(name).map_err(CodegenError::plain)
+    }
+}

@@ -1,0 +1,188 @@
+; Tessera's own transcendental functions, the same bits on every target:
+; plain IEEE adds, multiplies and divides (no fused multiply-add, no
+; target library), with range reduction by powers of two.
+
+define internal float @tsr_exp_f32(float %x) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %r = call double @tsr_exp_f64(double %d)
+  %f = fptrunc double %r to float
+  ret float %f
+}
+
+define internal float @tsr_log_f32(float %x) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %r = call double @tsr_log_f64(double %d)
+  %f = fptrunc double %r to float
+  ret float %f
+}
+
+define internal float @tsr_tanh_f32(float %x) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %r = call double @tsr_tanh_f64(double %d)
+  %f = fptrunc double %r to float
+  ret float %f
+}
+
+; exp(x) = 2^k * exp(r), r = x - k*ln2 in [-ln2/2, ln2/2]; exp(r) by a
+; degree-13 Taylor polynomial in Horner form.
+define internal double @tsr_exp_f64(double %x) {
+entry:
+  %isnan = fcmp uno double %x, %x
+  br i1 %isnan, label %nan, label %chk_hi
+nan:
+  ret double %x
+chk_hi:
+  %big = fcmp ogt double %x, 709.782712893384
+  br i1 %big, label %inf, label %chk_lo
+inf:
+  ret double 0x7FF0000000000000
+chk_lo:
+  %small = fcmp olt double %x, -745.1332191019412
+  br i1 %small, label %zero, label %body
+zero:
+  ret double 0.0
+body:
+  %t = fmul double %x, 0x3FF71547652B82FE
+  %kr = fadd double %t, 0.5
+  %kf = call double @llvm.floor.f64(double %kr)
+  %hi = fmul double %kf, 0x3FE62E42FEE00000
+  %lo = fmul double %kf, 0x3DEA39EF35793C76
+  %r0 = fsub double %x, %hi
+  %r = fsub double %r0, %lo
+  %p13 = fmul double %r, 0x3DE6124613A86D09
+  %p12 = fadd double %p13, 0x3E21EED8EFF8D898
+  %q12 = fmul double %r, %p12
+  %p11 = fadd double %q12, 0x3E5AE64567F544E4
+  %q11 = fmul double %r, %p11
+  %p10 = fadd double %q11, 0x3E927E4FB7789F5C
+  %q10 = fmul double %r, %p10
+  %p9 = fadd double %q10, 0x3EC71DE3A556C734
+  %q9 = fmul double %r, %p9
+  %p8 = fadd double %q9, 0x3EFA01A01A01A01A
+  %q8 = fmul double %r, %p8
+  %p7 = fadd double %q8, 0x3F2A01A01A01A01A
+  %q7 = fmul double %r, %p7
+  %p6 = fadd double %q7, 0x3F56C16C16C16C17
+  %q6 = fmul double %r, %p6
+  %p5 = fadd double %q6, 0x3F81111111111111
+  %q5 = fmul double %r, %p5
+  %p4 = fadd double %q5, 0x3FA5555555555555
+  %q4 = fmul double %r, %p4
+  %p3 = fadd double %q4, 0x3FC5555555555555
+  %q3 = fmul double %r, %p3
+  %p2 = fadd double %q3, 0x3FE0000000000000
+  %q2 = fmul double %r, %p2
+  %p1 = fadd double %q2, 1.0
+  %q1 = fmul double %r, %p1
+  %p0 = fadd double %q1, 1.0
+  %k = fptosi double %kf to i64
+  ; 2^k in two steps so that k down to -1074 and up to 1024 stay exact.
+  %k1 = sdiv i64 %k, 2
+  %k2 = sub i64 %k, %k1
+  %e1 = add i64 %k1, 1023
+  %e2 = add i64 %k2, 1023
+  %b1 = shl i64 %e1, 52
+  %b2 = shl i64 %e2, 52
+  %s1 = bitcast i64 %b1 to double
+  %s2 = bitcast i64 %b2 to double
+  %y1 = fmul double %p0, %s1
+  %y = fmul double %y1, %s2
+  ret double %y
+}
+
+; log(x) = k*ln2 + log(m), m in [sqrt(1/2), sqrt(2)); log(m) = 2*atanh(s),
+; s = (m-1)/(m+1), by its odd series to s^21.
+define internal double @tsr_log_f64(double %x) {
+entry:
+  %isnan = fcmp uno double %x, %x
+  br i1 %isnan, label %nan, label %chk_neg
+nan:
+  ret double %x
+chk_neg:
+  %neg = fcmp olt double %x, 0.0
+  br i1 %neg, label %qnan, label %chk_zero
+qnan:
+  ret double 0x7FF8000000000000
+chk_zero:
+  %z = fcmp oeq double %x, 0.0
+  br i1 %z, label %ninf, label %chk_inf
+ninf:
+  ret double 0xFFF0000000000000
+chk_inf:
+  %isinf = fcmp oeq double %x, 0x7FF0000000000000
+  br i1 %isinf, label %pinf, label %body
+pinf:
+  ret double %x
+body:
+  ; Subnormals: scale up by 2^54 first.
+  %sub = fcmp olt double %x, 0x0010000000000000
+  %xs = fmul double %x, 0x4350000000000000
+  %xx = select i1 %sub, double %xs, double %x
+  %adj = select i1 %sub, i64 -54, i64 0
+  %bits = bitcast double %xx to i64
+  %eb = lshr i64 %bits, 52
+  %e = sub i64 %eb, 1023
+  %mbits = and i64 %bits, 4503599627370495
+  %mone = or i64 %mbits, 4607182418800017408
+  %m0 = bitcast i64 %mone to double
+  %big = fcmp oge double %m0, 0x3FF6A09E667F3BCD
+  %mh = fmul double %m0, 0.5
+  %m = select i1 %big, double %mh, double %m0
+  %e1 = add i64 %e, %adj
+  %e2 = add i64 %e1, 1
+  %ek = select i1 %big, i64 %e2, i64 %e1
+  %num = fsub double %m, 1.0
+  %den = fadd double %m, 1.0
+  %s = fdiv double %num, %den
+  %s2 = fmul double %s, %s
+  %c21 = fmul double %s2, 0x3FA8618618618618
+  %c19 = fadd double %c21, 0x3FAAF286BCA1AF28
+  %d19 = fmul double %s2, %c19
+  %c17 = fadd double %d19, 0x3FAE1E1E1E1E1E1E
+  %d17 = fmul double %s2, %c17
+  %c15 = fadd double %d17, 0x3FB1111111111111
+  %d15 = fmul double %s2, %c15
+  %c13 = fadd double %d15, 0x3FB3B13B13B13B14
+  %d13 = fmul double %s2, %c13
+  %c11 = fadd double %d13, 0x3FB745D1745D1746
+  %d11 = fmul double %s2, %c11
+  %c9 = fadd double %d11, 0x3FBC71C71C71C71C
+  %d9 = fmul double %s2, %c9
+  %c7 = fadd double %d9, 0x3FC2492492492492
+  %d7 = fmul double %s2, %c7
+  %c5 = fadd double %d7, 0x3FC999999999999A
+  %d5 = fmul double %s2, %c5
+  %c3 = fadd double %d5, 0x3FD5555555555555
+  %d3 = fmul double %s2, %c3
+  %c1 = fadd double %d3, 1.0
+  %ps = fmul double %s, %c1
+  %lm = fmul double %ps, 2.0
+  %kf = sitofp i64 %ek to double
+  %khi = fmul double %kf, 0x3FE62E42FEE00000
+  %klo = fmul double %kf, 0x3DEA39EF35793C76
+  %r1 = fadd double %lm, %klo
+  %r = fadd double %r1, %khi
+  ret double %r
+}
+
+; tanh(x) = sign(x) * (1 - 2/(exp(2|x|) + 1)); |x| > 20 gives +-1.
+define internal double @tsr_tanh_f64(double %x) {
+entry:
+  %a = call double @llvm.fabs.f64(double %x)
+  %sat = fcmp ogt double %a, 20.0
+  %a2 = fmul double %a, 2.0
+  %e = call double @tsr_exp_f64(double %a2)
+  %d = fadd double %e, 1.0
+  %q = fdiv double 2.0, %d
+  %t = fsub double 1.0, %q
+  %ts = select i1 %sat, double 1.0, double %t
+  %r = call double @llvm.copysign.f64(double %ts, double %x)
+  ret double %r
+}
+
+declare double @llvm.floor.f64(double)
+declare double @llvm.fabs.f64(double)
+declare double @llvm.copysign.f64(double, double)

@@ -1,0 +1,580 @@
+//! Matrix products `a · b + c` of a block: on tensor cores (`mma.sync` with
+//! `ldmatrix` on sm_80 and sm_90a, `wgmma` on sm_90a, MFMA on gfx90a and
+//! gfx942) or with scalar fused multiply-adds in increasing `k` (the CPU,
+//! `*.mma_fma`, and shapes the instructions do not fit).
+//!
+//! The operands are read from shared memory: a shared buffer as it is, a
+//! tile staged row-major. Tensor-core engines compute the product of a
+//! chunk of rows into the staging area (each warp or warpgroup a set of
+//! instruction tiles), then every thread adds its own elements of `c`.
+
+use tessera_ir::{Attr, MemSpace, OpId, ScalarType, Type};
+
+use crate::emit::{llvm_ty, Ext, FnEmitter, Tile, Val};
+use crate::exchange::{stage, staged_bytes, View};
+use crate::target::Abi;
+use crate::CodegenError;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Engine {
+    Scalar,
+    MmaSync,
+    Wgmma,
+    Mfma,
+}
+
+pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), CodegenError> {
+    let c = f.tile(op, 2)?;
+    let ty = f.result_type(op)?;
+    let Type::Tensor { dims, elem: d_elem } = &ty else {
+        return Err(f.err(op, "a matrix product gives a tile"));
+    };
+    let acc = f
+        .m()
+        .attr(op, "accumulate")
+        .and_then(Attr::as_type)
+        .and_then(Type::elem)
+        .unwrap_or(*d_elem);
+    // Operands: staged tiles first (their bytes), then views.
+    let a_val = f.operand(op, 0)?;
+    let b_val = f.operand(op, 1)?;
+    let a_bytes = match &a_val {
+        Val::Tile(t) => staged_bytes(t),
+        _ => 0,
+    };
+    let a = view_of(f, op, &a_val, 0)?;
+    let b = view_of(f, op, &b_val, a_bytes)?;
+    let b_bytes = match &b_val {
+        Val::Tile(t) => staged_bytes(t),
+        _ => 0,
+    };
+    let (m, n, k) = match (a.dims.as_slice(), b.dims.last()) {
+        ([m, k], Some(n)) => (m.clone(), n.clone(), k.clone()),
+        _ => return Err(f.err(op, "matrix products take 2-D operands")),
+    };
+    let d = f.new_tile(dims, *d_elem, op)?;
+    let consts = (
+        m.text().parse::<i64>(),
+        n.text().parse::<i64>(),
+        k.text().parse::<i64>(),
+    );
+    let fp16 = matches!(a.elem, ScalarType::BF16 | ScalarType::F16) && a.elem == b.elem && acc == ScalarType::F32;
+    let engine = match (name, consts.clone()) {
+        ("nvptx.mma_sync", (Ok(mm), Ok(nn), Ok(kk))) if fp16 && mm % 16 == 0 && nn % 8 == 0 && kk % 16 == 0 => {
+            Engine::MmaSync
+        }
+        ("nvptx.wgmma", (Ok(mm), Ok(nn), Ok(kk)))
+            if fp16 && mm % 64 == 0 && nn % 8 == 0 && nn <= 256 && kk % 16 == 0 && f.threads >= 128 =>
+        {
+            Engine::Wgmma
+        }
+        ("nvptx.wgmma", (Ok(mm), Ok(nn), Ok(kk))) if fp16 && mm % 16 == 0 && nn % 8 == 0 && kk % 16 == 0 => {
+            Engine::MmaSync
+        }
+        ("amdgpu.mfma", (Ok(mm), Ok(nn), Ok(kk))) if fp16 && mm % 16 == 0 && nn % 16 == 0 && kk % 16 == 0 => {
+            Engine::Mfma
+        }
+        _ => Engine::Scalar,
+    };
+    let (mm, nn, kk) = (consts.0.unwrap_or(0), consts.1.unwrap_or(0), consts.2.unwrap_or(0));
+    // MFMA whose staging does not fit in LDS falls back to scalar FMAs.
+    let fits =
+        engine != Engine::Mfma || f.info().shared_limit as i64 - f.shared_used() - (a_bytes + b_bytes) >= 16 * nn * 4;
+    if engine == Engine::Scalar || !fits {
+        scalar(f, &a, &b, &c, &d, &k, acc);
+    } else {
+        tensor_cores(f, op, engine, &a, &b, &c, &d, [mm, nn, kk], a_bytes + b_bytes)?;
+    }
+    f.set(op, Val::Tile(d));
+    Ok(())
+}
+
+fn view_of(f: &mut FnEmitter, op: OpId, v: &Val, offset: i64) -> Result<View, CodegenError> {
+    match v {
+        Val::Tile(t) => Ok(stage(f, t, offset)),
+        Val::Buffer(b) => {
+            if b.space == MemSpace::Shared || b.space == MemSpace::Global || f.info().abi == Abi::Cpu {
+                let ptr_ty = f.buffer_ptr_ty(b);
+                Ok(View {
+                    base: b.base.clone(),
+                    ptr_ty,
+                    elem: b.elem,
+                    dims: b.dims.clone(),
+                    pad: b.pad,
+                })
+            } else {
+                Err(f.err(op, "matrix-product operands are tiles or shared buffers"))
+            }
+        }
+        _ => Err(f.err(op, "matrix-product operands are tiles or shared buffers")),
+    }
+}
+
+/// `d = c + Σ_k a·b` per element, with fused multiply-adds in `acc`,
+/// `k` increasing.
+fn scalar(f: &mut FnEmitter, a: &View, b: &View, c: &Tile, d: &Tile, k: &Ext, acc: ScalarType) {
+    let t = llvm_ty(acc);
+    let suffix = match acc {
+        ScalarType::F64 => "f64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        _ => "f32",
+    };
+    let ddims = d.dims.clone();
+    let kt = k.text();
+    let (ce, de) = (c.elem, d.elem);
+    f.for_own(d, |f, pos| {
+        let (row, col) = f.row_col(&pos.e, &ddims[1]);
+        let init = f.load_slot(c, pos);
+        let init = f.convert(&init, ce, acc);
+        let cell = f.alloca(t);
+        f.line(format!("store {t} {init}, ptr {cell}"));
+        f.counted_loop(&kt, false, |f, kk| {
+            let pa = a.at(f, &row, kk);
+            let x = a.load(f, &pa);
+            let x = f.convert(&x, a.elem, acc);
+            let pb = b.at(f, kk, &col);
+            let y = b.load(f, &pb);
+            let y = f.convert(&y, b.elem, acc);
+            let s = f.val(format!("load {t}, ptr {cell}"));
+            let r = if acc.is_float() {
+                f.intrinsic(t, &format!("llvm.fma.{suffix}"), &[(t, x), (t, y), (t, s)])
+            } else {
+                let p = f.val(format!("mul {t} {x}, {y}"));
+                f.val(format!("add {t} {p}, {s}"))
+            };
+            f.line(format!("store {t} {r}, ptr {cell}"));
+        });
+        let r = f.val(format!("load {t}, ptr {cell}"));
+        let r = f.convert(&r, acc, de);
+        f.store_slot(d, pos, &r);
+    });
+}
+
+/// The tensor-core engines: the product of `rows` rows at a time into
+/// staging (f32, row-major), then `d = c + product` per element.
+#[allow(clippy::too_many_arguments)]
+fn tensor_cores(
+    f: &mut FnEmitter,
+    op: OpId,
+    engine: Engine,
+    a: &View,
+    b: &View,
+    c: &Tile,
+    d: &Tile,
+    [m, n, k]: [i64; 3],
+    used: i64,
+) -> Result<(), CodegenError> {
+    // wgmma reads operands in its own core-matrix layout: copy them there.
+    let (a, b, used) = if engine == Engine::Wgmma {
+        let (a2, b2, bytes) = core_matrix_copies(f, a, b, m, n, k, used);
+        (a2, b2, bytes)
+    } else {
+        (a.clone(), b.clone(), used)
+    };
+    let warps = (f.threads / i64::from(f.info().warp)).max(1);
+    let unit = match engine {
+        Engine::Wgmma => 64 * (f.threads / 128).max(1),
+        _ => 16,
+    };
+    let budget = f.info().shared_limit as i64 - f.shared_used() - used;
+    let mut rows = m;
+    while rows > unit && (rows * n * 4 > budget || rows * n * 4 > 64 * 1024) {
+        rows /= 2;
+    }
+    if rows % unit != 0 && engine == Engine::Wgmma {
+        rows = unit.min(m);
+    }
+    if rows * n * 4 > budget {
+        return Err(f.err(
+            op,
+            format!(
+                "the matrix product needs {} bytes of shared memory for its staging, more than the target has left",
+                rows * n * 4 + used
+            ),
+        ));
+    }
+    let p_off = (used + 127) / 128 * 128;
+    let chunks = m / rows;
+    let ddims = d.dims.clone();
+    let (ce, de) = (c.elem, d.elem);
+    f.counted_loop(&chunks.to_string(), false, |f, chunk| {
+        f.barrier();
+        let base = f.staging(p_off + rows * n * 4);
+        let sp = f.info().shared_ptr();
+        let p = f.val(format!("getelementptr i8, {sp} {base}, i64 {p_off}"));
+        let r0 = f.val(format!("mul i64 {chunk}, {rows}"));
+        match engine {
+            Engine::MmaSync => mma_sync_chunk(f, &a, &b, &p, &r0, rows, n, k, warps),
+            Engine::Wgmma => wgmma_chunk(f, &a, &b, &p, &r0, rows, n, k),
+            Engine::Mfma => mfma_chunk(f, &a, &b, &p, &r0, rows, n, k, warps),
+            Engine::Scalar => unreachable!("handled by `scalar`"),
+        }
+        f.barrier();
+        let lo = f.val(format!("mul i64 {r0}, {n}"));
+        let hi = f.val(format!("add i64 {lo}, {}", rows * n));
+        f.for_own(d, |f, pos| {
+            let ge = f.val(format!("icmp sge i64 {}, {lo}", pos.e));
+            let lt = f.val(format!("icmp slt i64 {}, {hi}", pos.e));
+            let inside = f.val(format!("and i1 {ge}, {lt}"));
+            f.when(&inside, |f| {
+                let rel = f.val(format!("sub i64 {}, {lo}", pos.e));
+                let pp = f.val(format!("getelementptr float, {sp} {p}, i64 {rel}"));
+                let prod = f.val(format!("load float, {sp} {pp}"));
+                let cv = f.load_slot(c, pos);
+                let cv = f.convert(&cv, ce, ScalarType::F32);
+                let s = f.val(format!("fadd float {cv}, {prod}"));
+                let s = f.convert(&s, ScalarType::F32, de);
+                f.store_slot(d, pos, &s);
+            });
+        });
+        let _ = &ddims;
+    });
+    Ok(())
+}
+
+/// Splits `v` (16-bit element pointer into shared memory) into lanes etc.
+fn lane(f: &mut FnEmitter, warp: u32) -> (String, String) {
+    let tid = f.tid.clone();
+    let l = f.val(format!("urem i64 {tid}, {warp}"));
+    let w = f.val(format!("udiv i64 {tid}, {warp}"));
+    (l, w)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i64, n: i64, k: i64, warps: i64) {
+    let sp = f.info().shared_ptr();
+    let (l, w) = lane(f, 32);
+    let tiles_n = n / 8;
+    let tiles = (rows / 16) * tiles_n;
+    let per_warp = (tiles + warps - 1) / warps;
+    let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    let mma = if kind == "bf16" {
+        "llvm.nvvm.mma.m16n8k16.row.col.bf16".to_string()
+    } else {
+        "llvm.nvvm.mma.m16n8k16.row.col.f32.f32".to_string()
+    };
+    f.counted_loop(&per_warp.to_string(), false, |f, i| {
+        let iw = f.val(format!("mul i64 {i}, {warps}"));
+        let t = f.val(format!("add i64 {iw}, {w}"));
+        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
+        f.when(&inside, |f| {
+            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
+            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
+            let accs: Vec<String> = (0..4).map(|_| f.alloca("float")).collect();
+            for cell in &accs {
+                f.line(format!("store float 0.0, ptr {cell}"));
+            }
+            let row_a = f.val(format!("mul i64 {tm}, 16"));
+            let row_a = f.val(format!("add i64 {row_a}, {r0}"));
+            let l16 = f.val(format!("urem i64 {l}, 16"));
+            let hi = f.val(format!("udiv i64 {l}, 16"));
+            let hi8 = f.val(format!("mul i64 {hi}, 8"));
+            let arow = f.val(format!("add i64 {row_a}, {l16}"));
+            let col_b = f.val(format!("mul i64 {tn}, 8"));
+            f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
+                let k0 = f.val(format!("mul i64 {ks}, 16"));
+                let acol = f.val(format!("add i64 {k0}, {hi8}"));
+                let pa = a.at(f, &arow, &acol);
+                let ra = f.intrinsic(
+                    "{ i32, i32, i32, i32 }",
+                    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
+                    &[(sp.as_str(), pa)],
+                );
+                let brow = f.val(format!("add i64 {k0}, {l16}"));
+                let pb = b.at(f, &brow, &col_b);
+                let rb = f.intrinsic(
+                    "{ i32, i32 }",
+                    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16",
+                    &[(sp.as_str(), pb)],
+                );
+                let mut args: Vec<(&str, String)> = Vec::new();
+                for j in 0..4 {
+                    args.push(("i32", f.val(format!("extractvalue {{ i32, i32, i32, i32 }} {ra}, {j}"))));
+                }
+                for j in 0..2 {
+                    args.push(("i32", f.val(format!("extractvalue {{ i32, i32 }} {rb}, {j}"))));
+                }
+                if kind == "f16" {
+                    // f16 fragments are <2 x half>.
+                    for a in args.iter_mut() {
+                        let v = f.val(format!("bitcast i32 {} to <2 x half>", a.1));
+                        *a = ("<2 x half>", v);
+                    }
+                }
+                for cell in &accs {
+                    args.push(("float", f.val(format!("load float, ptr {cell}"))));
+                }
+                let r = f.intrinsic("{ float, float, float, float }", &mma, &args);
+                for (j, cell) in accs.iter().enumerate() {
+                    let v = f.val(format!("extractvalue {{ float, float, float, float }} {r}, {j}"));
+                    f.line(format!("store float {v}, ptr {cell}"));
+                }
+            });
+            // c0,c1: row lane/4, cols 2·(lane%4)+{0,1}; c2,c3: row + 8.
+            let lr = f.val(format!("udiv i64 {l}, 4"));
+            let lc = f.val(format!("urem i64 {l}, 4"));
+            let lc = f.val(format!("mul i64 {lc}, 2"));
+            let prow = f.val(format!("mul i64 {tm}, 16"));
+            let prow = f.val(format!("add i64 {prow}, {lr}"));
+            let pcol = f.val(format!("add i64 {col_b}, {lc}"));
+            for (j, cell) in accs.iter().enumerate() {
+                let r = if j >= 2 {
+                    f.val(format!("add i64 {prow}, 8"))
+                } else {
+                    prow.clone()
+                };
+                let c = f.val(format!("add i64 {pcol}, {}", j % 2));
+                let e = f.val(format!("mul i64 {r}, {n}"));
+                let e = f.val(format!("add i64 {e}, {c}"));
+                let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
+                let v = f.val(format!("load float, ptr {cell}"));
+                f.line(format!("store float {v}, {sp} {at}"));
+            }
+        });
+    });
+}
+
+/// Copies `a` (m×k) and `b` (k×n) into wgmma's K-major core-matrix layout
+/// without swizzle: 8×8 core matrices of 128 bytes, core `(i, j)` (i along
+/// M or N, j along K) at `(i·k/8 + j)·128`. B is stored transposed (n×k).
+fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (View, View, i64) {
+    let eb = 2;
+    let a_off = (used + 127) / 128 * 128;
+    let b_off = a_off + m * k * eb;
+    let total = b_off + n * k * eb;
+    f.barrier();
+    let base = f.staging(total);
+    let sp = f.info().shared_ptr();
+    let t = llvm_ty(a.elem);
+    let threads = f.threads;
+    for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
+        let count = rows * k;
+        let per = (count + threads - 1) / threads;
+        f.counted_loop(&per.to_string(), false, |f, i| {
+            let s = f.val(format!("mul i64 {i}, {threads}"));
+            let e = f.val(format!("add i64 {s}, {}", f.tid));
+            let inside = f.val(format!("icmp slt i64 {e}, {count}"));
+            f.when(&inside, |f| {
+                // e = r·k + kk over the (rows × k) K-major operand.
+                let r = f.val(format!("udiv i64 {e}, {k}"));
+                let kk = f.val(format!("urem i64 {e}, {k}"));
+                let from = if transposed {
+                    src.at(f, &kk, &r)
+                } else {
+                    src.at(f, &r, &kk)
+                };
+                let v = src.load(f, &from);
+                let ci = f.val(format!("udiv i64 {r}, 8"));
+                let cj = f.val(format!("udiv i64 {kk}, 8"));
+                let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+                let core = f.val(format!("add i64 {core}, {cj}"));
+                let core = f.val(format!("mul i64 {core}, 64"));
+                let ri = f.val(format!("urem i64 {r}, 8"));
+                let ki = f.val(format!("urem i64 {kk}, 8"));
+                let inner = f.val(format!("mul i64 {ri}, 8"));
+                let inner = f.val(format!("add i64 {inner}, {ki}"));
+                let idx = f.val(format!("add i64 {core}, {inner}"));
+                let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
+                let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
+                f.line(format!("store {t} {v}, {sp} {at}"));
+            });
+        });
+    }
+    // The async proxy (wgmma) reads what the generic proxy wrote.
+    f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
+    f.barrier();
+    let a_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {a_off}"));
+    let b_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {b_off}"));
+    let view = |base: String, rows: i64| View {
+        base,
+        ptr_ty: sp.clone(),
+        elem: a.elem,
+        dims: vec![Ext::Const(rows), Ext::Const(k)],
+        pad: 0,
+    };
+    (view(a_base, m), view(b_base, n), total)
+}
+
+/// A wgmma shared-memory descriptor: no swizzle, `lbo` between core
+/// matrices along K, `sbo` between 8-row groups.
+fn descriptor(f: &mut FnEmitter, at: &str, lbo: i64, sbo: i64) -> String {
+    let sp = f.info().shared_ptr();
+    let addr = f.val(format!("ptrtoint {sp} {at} to i64"));
+    let addr = f.val(format!("and i64 {addr}, 262143"));
+    let addr = f.val(format!("lshr i64 {addr}, 4"));
+    let fixed = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+    f.val(format!("or i64 {addr}, {fixed}"))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i64, n: i64, k: i64) {
+    let sp = f.info().shared_ptr();
+    let tid = f.tid.clone();
+    let group = f.val(format!("udiv i64 {tid}, 128"));
+    let groups = rows / 64;
+    let inside = f.val(format!("icmp slt i64 {group}, {groups}"));
+    let regs = n / 2;
+    let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    f.when(&inside, |f| {
+        let accs: Vec<String> = (0..regs).map(|_| f.alloca("float")).collect();
+        for cell in &accs {
+            f.line(format!("store float 0.0, ptr {cell}"));
+        }
+        let row = f.val(format!("mul i64 {group}, 64"));
+        let row = f.val(format!("add i64 {row}, {r0}"));
+        let sbo = k / 8 * 128;
+        f.line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
+        for ks in 0..k / 16 {
+            // Core matrix (row/8, 2·ks) of A; (0, 2·ks) of B.
+            let ci = f.val(format!("udiv i64 {row}, 8"));
+            let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+            let core = f.val(format!("add i64 {core}, {}", 2 * ks));
+            let core = f.val(format!("mul i64 {core}, 128"));
+            let at = f.val(format!("getelementptr i8, {sp} {}, i64 {core}", a.base));
+            let da = descriptor(f, &at, 128, sbo);
+            let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
+            let db = descriptor(f, &bt, 128, sbo);
+            let outs: Vec<String> = (0..regs).map(|j| format!("${j}")).collect();
+            let asm = format!(
+                "{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
+                outs.join(", "),
+                2 * regs,
+                2 * regs + 1
+            );
+            let mut constraints: Vec<String> = (0..regs).map(|_| "=f".to_string()).collect();
+            constraints.extend((0..regs).map(|j| j.to_string()));
+            constraints.push("l".into());
+            constraints.push("l".into());
+            constraints.push("~{memory}".into());
+            let ret = format!("{{ {} }}", vec!["float"; regs as usize].join(", "));
+            let mut args: Vec<String> = Vec::new();
+            for cell in &accs {
+                let v = f.val(format!("load float, ptr {cell}"));
+                args.push(format!("float {v}"));
+            }
+            args.push(format!("i64 {da}"));
+            args.push(format!("i64 {db}"));
+            let r = f.val(format!(
+                "call {ret} asm sideeffect \"{asm}\", \"{}\"({})",
+                constraints.join(","),
+                args.join(", ")
+            ));
+            for (j, cell) in accs.iter().enumerate() {
+                let v = f.val(format!("extractvalue {ret} {r}, {j}"));
+                f.line(format!("store float {v}, ptr {cell}"));
+            }
+        }
+        f.line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
+        f.line("call void asm sideeffect \"wgmma.wait_group.sync.aligned 0;\", \"~{memory}\"()");
+        // d[4j + {0,1}]: row 16·warp + lane/4, cols 8j + 2·(lane%4) + {0,1};
+        // d[4j + {2,3}]: the row + 8.
+        let tid = f.tid.clone();
+        let in_group = f.val(format!("urem i64 {tid}, 128"));
+        let warp = f.val(format!("udiv i64 {in_group}, 32"));
+        let l = f.val(format!("urem i64 {in_group}, 32"));
+        let lr = f.val(format!("udiv i64 {l}, 4"));
+        let lc = f.val(format!("urem i64 {l}, 4"));
+        let lc = f.val(format!("mul i64 {lc}, 2"));
+        let prow = f.val(format!("mul i64 {warp}, 16"));
+        let prow = f.val(format!("add i64 {prow}, {lr}"));
+        let g64 = f.val(format!("mul i64 {group}, 64"));
+        let prow = f.val(format!("add i64 {prow}, {g64}"));
+        for (j, cell) in accs.iter().enumerate() {
+            let j = j as i64;
+            let r = if j % 4 >= 2 { f.val(format!("add i64 {prow}, 8")) } else { prow.clone() };
+            let c = f.val(format!("add i64 {lc}, {}", 8 * (j / 4) + j % 2));
+            let e = f.val(format!("mul i64 {r}, {n}"));
+            let e = f.val(format!("add i64 {e}, {c}"));
+            let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
+            let v = f.val(format!("load float, ptr {cell}"));
+            f.line(format!("store float {v}, {sp} {at}"));
+        }
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mfma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i64, n: i64, k: i64, waves: i64) {
+    let sp = f.info().shared_ptr();
+    let (l, w) = lane(f, 64);
+    let tiles_n = n / 16;
+    let tiles = (rows / 16) * tiles_n;
+    let per_wave = (tiles + waves - 1) / waves;
+    let (ety, name) = if a.elem == ScalarType::BF16 {
+        ("i16", "llvm.amdgcn.mfma.f32.16x16x16bf16.1k")
+    } else {
+        ("half", "llvm.amdgcn.mfma.f32.16x16x16f16")
+    };
+    let vty = format!("<4 x {ety}>");
+    f.counted_loop(&per_wave.to_string(), false, |f, i| {
+        let iw = f.val(format!("mul i64 {i}, {waves}"));
+        let t = f.val(format!("add i64 {iw}, {w}"));
+        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
+        f.when(&inside, |f| {
+            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
+            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
+            let acc = f.alloca("<4 x float>");
+            f.line(format!("store <4 x float> zeroinitializer, ptr {acc}"));
+            let l16 = f.val(format!("urem i64 {l}, 16"));
+            let kq = f.val(format!("udiv i64 {l}, 16"));
+            let kq = f.val(format!("mul i64 {kq}, 4"));
+            let row0 = f.val(format!("mul i64 {tm}, 16"));
+            let arow = f.val(format!("add i64 {row0}, {r0}"));
+            let arow = f.val(format!("add i64 {arow}, {l16}"));
+            let bcol = f.val(format!("mul i64 {tn}, 16"));
+            let bcol = f.val(format!("add i64 {bcol}, {l16}"));
+            f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
+                let k0 = f.val(format!("mul i64 {ks}, 16"));
+                let k0 = f.val(format!("add i64 {k0}, {kq}"));
+                let mut va = "undef".to_string();
+                let mut vb = "undef".to_string();
+                for j in 0..4 {
+                    let kk = f.val(format!("add i64 {k0}, {j}"));
+                    let pa = a.at(f, &arow, &kk);
+                    let x = a.load(f, &pa);
+                    let x = if ety == "i16" {
+                        f.val(format!("bitcast bfloat {x} to i16"))
+                    } else {
+                        x
+                    };
+                    va = f.val(format!("insertelement {vty} {va}, {ety} {x}, i64 {j}"));
+                    let pb = b.at(f, &kk, &bcol);
+                    let y = b.load(f, &pb);
+                    let y = if ety == "i16" {
+                        f.val(format!("bitcast bfloat {y} to i16"))
+                    } else {
+                        y
+                    };
+                    vb = f.val(format!("insertelement {vty} {vb}, {ety} {y}, i64 {j}"));
+                }
+                let c = f.val(format!("load <4 x float>, ptr {acc}"));
+                let r = f.intrinsic(
+                    "<4 x float>",
+                    name,
+                    &[
+                        (vty.as_str(), va),
+                        (vty.as_str(), vb),
+                        ("<4 x float>", c),
+                        ("i32", "0".into()),
+                        ("i32", "0".into()),
+                        ("i32", "0".into()),
+                    ],
+                );
+                f.line(format!("store <4 x float> {r}, ptr {acc}"));
+            });
+            // d[j]: row 4·(lane/16) + j, col lane % 16.
+            let v = f.val(format!("load <4 x float>, ptr {acc}"));
+            let col = f.val(format!("mul i64 {tn}, 16"));
+            let col = f.val(format!("add i64 {col}, {l16}"));
+            for j in 0..4 {
+                let r = f.val(format!("add i64 {row0}, {kq}"));
+                let r = f.val(format!("add i64 {r}, {j}"));
+                let e = f.val(format!("mul i64 {r}, {n}"));
+                let e = f.val(format!("add i64 {e}, {col}"));
+                let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
+                let x = f.val(format!("extractelement <4 x float> {v}, i64 {j}"));
+                f.line(format!("store float {x}, {sp} {at}"));
+            }
+        });
+    });
+}

@@ -1,0 +1,822 @@
+//! The ops of Target IR (the `tile` ops that stay block-level plus the
+//! `nvptx`, `amdgpu` and `cpu` dialects), each turned into LLVM IR.
+
+use tessera_ir::{Attr, MemSpace, OpId, ScalarType, Type};
+
+use crate::emit::{elem_bytes, float_lit, llvm_ty, Buffer, Ext, FnEmitter, Tile, Val};
+use crate::target::Abi;
+use crate::CodegenError;
+
+type R = Result<(), CodegenError>;
+
+fn attr_str<'a>(f: &FnEmitter<'_, 'a>, op: OpId, name: &str) -> Option<&'a str> {
+    f.m().attr(op, name).and_then(Attr::as_str)
+}
+
+fn attr_int(f: &FnEmitter, op: OpId, name: &str) -> Option<i64> {
+    f.m().attr(op, name).and_then(Attr::as_int)
+}
+
+/// The element type of a result type (scalar, tensor or memref).
+fn elem_of(ty: &Type) -> Option<ScalarType> {
+    match ty {
+        Type::Scalar(s) => Some(*s),
+        _ => ty.elem(),
+    }
+}
+
+pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
+    match name {
+        "tile.const" => constant(f, op),
+        "tile.binary" => elementwise(f, op, Elementwise::Binary),
+        "tile.unary" => elementwise(f, op, Elementwise::Unary),
+        "tile.cmp" => elementwise(f, op, Elementwise::Cmp),
+        "tile.cast" => elementwise(f, op, Elementwise::Cast),
+        "tile.select" => select(f, op),
+        "tile.local" => local(f, op),
+        "tile.load" => load(f, op),
+        "tile.store" => store(f, op),
+        "tile.load_tile" | "nvptx.ldmatrix" => load_tile(f, op),
+        "tile.store_tile" => store_tile(f, op),
+        "tile.alloc_shared" | "nvptx.alloc_shared" | "amdgpu.alloc_lds" | "cpu.alloc_shared" => alloc_shared(f, op),
+        "tile.barrier" | "nvptx.bar_sync" | "amdgpu.s_barrier" | "cpu.barrier" => {
+            f.barrier();
+            Ok(())
+        }
+        "nvptx.sreg" => {
+            let reg = attr_str(f, op, "reg").unwrap_or("tid.x");
+            let v = match reg {
+                "warpid" => {
+                    let tid = f.tid.clone();
+                    f.val(format!("udiv i64 {tid}, 32"))
+                }
+                _ => f.sreg(reg),
+            };
+            set_index(f, op, v)
+        }
+        "amdgpu.workitem_id" | "amdgpu.workgroup_id" => {
+            let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
+            let kind = if name == "amdgpu.workitem_id" {
+                "workitem"
+            } else {
+                "workgroup"
+            };
+            let v = f.amd_id(kind, dim);
+            set_index(f, op, v)
+        }
+        "amdgpu.workgroup_size" => {
+            let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
+            let v = f.amd_size(dim);
+            set_index(f, op, v)
+        }
+        "cpu.thread_id" | "cpu.block_id" | "cpu.block_dim" | "cpu.grid_dim" => {
+            let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
+            let group = match name {
+                "cpu.thread_id" => 0,
+                "cpu.block_id" => 1,
+                "cpu.block_dim" => 2,
+                _ => 3,
+            };
+            let v = f.cpu_field(group, dim);
+            set_index(f, op, v)
+        }
+        "tile.lane_id" | "amdgpu.lane_id" => {
+            let warp = f.info().warp;
+            let tid = f.tid.clone();
+            let v = f.val(format!("urem i64 {tid}, {warp}"));
+            set_index(f, op, v)
+        }
+        "tile.warp_id" => {
+            let warp = f.info().warp;
+            let tid = f.tid.clone();
+            let v = f.val(format!("udiv i64 {tid}, {warp}"));
+            set_index(f, op, v)
+        }
+        "nvptx.shfl_sync" | "cpu.shuffle" | "tile.shuffle" | "amdgpu.ds_bpermute" => shuffle(f, op, name),
+        "nvptx.vote_sync" | "cpu.vote" | "tile.vote" | "amdgpu.ballot" => vote(f, op, name),
+        "nvptx.atom" | "amdgpu.atomic" | "cpu.atomic" | "tile.atomic" => atomic(f, op),
+        "nvptx.cp_async" => cp_async(f, op),
+        "nvptx.cp_async_commit" => {
+            f.intrinsic("void", "llvm.nvvm.cp.async.commit.group", &[]);
+            Ok(())
+        }
+        "nvptx.cp_async_wait" => {
+            let pending = attr_int(f, op, "pending").unwrap_or(0);
+            f.intrinsic("void", "llvm.nvvm.cp.async.wait.group", &[("i32", pending.to_string())]);
+            Ok(())
+        }
+        "amdgpu.copy_to_lds" | "cpu.copy" | "tile.async_copy" => copy_tile(f, op),
+        "amdgpu.s_waitcnt" | "tile.wait_async" => {
+            // Copies into shared memory are synchronous on these paths; the
+            // barrier that follows in the IR makes them visible.
+            Ok(())
+        }
+        "nvptx.fence_proxy_async" => {
+            f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
+            Ok(())
+        }
+        "nvptx.setmaxnreg" => {
+            let regs = attr_int(f, op, "regs").unwrap_or(232);
+            let verb = if regs >= 128 { "inc" } else { "dec" };
+            f.line(format!(
+                "call void asm sideeffect \"setmaxnreg.{verb}.sync.aligned.u32 {regs};\", \"~{{memory}}\"()"
+            ));
+            Ok(())
+        }
+        "nvptx.mbarrier_init" | "nvptx.mbarrier_arrive_expect_tx" | "nvptx.mbarrier_try_wait" | "nvptx.tma_load" => {
+            crate::hopper::emit(f, op, name)
+        }
+        "nvptx.mma_sync" | "nvptx.mma_fma" | "nvptx.wgmma" | "amdgpu.mfma" | "amdgpu.mma_fma" | "cpu.mma"
+        | "tile.mma" => crate::mma::emit(f, op, name),
+        "tile.transpose" => crate::exchange::transpose(f, op),
+        "tile.broadcast" => crate::exchange::broadcast(f, op),
+        "tile.reduce" => crate::exchange::reduce(f, op),
+        "tile.softmax" => crate::exchange::softmax(f, op),
+        "tile.iota" => iota(f, op),
+        other => Err(f.err(
+            op,
+            format!("the code generator cannot lower `{other}` yet (see the Limitations of spec/codegen.md)"),
+        )),
+    }
+}
+
+fn set_index(f: &mut FnEmitter, op: OpId, v: String) -> R {
+    let s = elem_of(&f.result_type(op)?).unwrap_or(ScalarType::Index);
+    let v = f.convert(&v, ScalarType::Index, s);
+    f.set(op, Val::Scalar(s, v));
+    Ok(())
+}
+
+fn constant(f: &mut FnEmitter, op: OpId) -> R {
+    let ty = f.result_type(op)?;
+    let s = elem_of(&ty).ok_or_else(|| f.err(op, "a constant must be a scalar or a tile"))?;
+    let value = f.m().attr(op, "value").cloned().unwrap_or(Attr::Int(0));
+    let lit = if s.is_float() {
+        float_lit(s, value.as_float().or(value.as_int().map(|i| i as f64)).unwrap_or(0.0))
+    } else if s == ScalarType::I1 {
+        let b = value.as_bool().or(value.as_int().map(|i| i != 0)).unwrap_or(false);
+        if b { "true" } else { "false" }.to_string()
+    } else {
+        value
+            .as_int()
+            .or(value.as_float().map(|x| x as i64))
+            .unwrap_or(0)
+            .to_string()
+    };
+    match &ty {
+        Type::Scalar(_) => {
+            f.set(op, Val::Scalar(s, lit));
+        }
+        Type::Tensor { dims, .. } => {
+            let tile = f.new_tile(dims, s, op)?;
+            f.for_own(&tile, |f, pos| f.store_slot(&tile, pos, &lit));
+            f.set(op, Val::Tile(tile));
+        }
+        other => return Err(f.err(op, format!("a constant of type `{other}` cannot be generated"))),
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Elementwise {
+    Binary,
+    Unary,
+    Cmp,
+    Cast,
+}
+
+/// Applies a scalar function to operands that are scalars or tiles of one
+/// shape (a scalar operand broadcasts).
+fn elementwise(f: &mut FnEmitter, op: OpId, kind: Elementwise) -> R {
+    let ty = f.result_type(op)?;
+    let out = elem_of(&ty).ok_or_else(|| f.err(op, "an elementwise op gives scalars or tiles"))?;
+    let arity = if matches!(kind, Elementwise::Binary | Elementwise::Cmp) {
+        2
+    } else {
+        1
+    };
+    let operands: Vec<Val> = (0..arity).map(|i| f.operand(op, i)).collect::<Result<_, _>>()?;
+    let fname = attr_str(f, op, "fn")
+        .or(attr_str(f, op, "pred"))
+        .unwrap_or("")
+        .to_string();
+    let apply = |f: &mut FnEmitter, args: &[(ScalarType, String)]| -> Result<String, String> {
+        match kind {
+            Elementwise::Binary => f.binary(&fname, args[0].0, &args[0].1, &args[1].1),
+            Elementwise::Unary => f.unary(&fname, args[0].0, &args[0].1),
+            Elementwise::Cmp => Ok(f.cmp(&fname, args[0].0, &args[0].1, &args[1].1)),
+            Elementwise::Cast => Ok(f.convert(&args[0].1, args[0].0, out)),
+        }
+    };
+    map_elements(f, op, &ty, out, &operands, apply)
+}
+
+/// Runs `apply` on the elements of `operands` (scalars broadcast) and sets
+/// `op`'s result: a scalar, or a new tile of `ty`.
+fn map_elements(
+    f: &mut FnEmitter,
+    op: OpId,
+    ty: &Type,
+    out: ScalarType,
+    operands: &[Val],
+    apply: impl Fn(&mut FnEmitter, &[(ScalarType, String)]) -> Result<String, String>,
+) -> R {
+    match ty {
+        Type::Scalar(_) => {
+            let args = operands
+                .iter()
+                .map(|v| match v {
+                    Val::Scalar(s, x) => Ok((*s, x.clone())),
+                    _ => Err(f.err(op, "a scalar result needs scalar operands")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let v = apply(f, &args).map_err(|e| f.err(op, e))?;
+            f.set(op, Val::Scalar(out, v));
+            Ok(())
+        }
+        Type::Tensor { dims, .. } => {
+            let result = f.new_tile(dims, out, op)?;
+            let mut failure = None;
+            f.for_own(&result, |f, pos| {
+                let mut args = Vec::new();
+                for v in operands {
+                    match v {
+                        Val::Scalar(s, x) => args.push((*s, x.clone())),
+                        Val::Tile(t) => {
+                            let x = f.load_slot(t, pos);
+                            args.push((t.elem, x));
+                        }
+                        _ => {}
+                    }
+                }
+                match apply(f, &args) {
+                    Ok(v) => f.store_slot(&result, pos, &v),
+                    Err(e) => failure = Some(e),
+                }
+            });
+            if let Some(e) = failure {
+                return Err(f.err(op, e));
+            }
+            f.set(op, Val::Tile(result));
+            Ok(())
+        }
+        other => Err(f.err(op, format!("an elementwise op cannot give `{other}`"))),
+    }
+}
+
+fn select(f: &mut FnEmitter, op: OpId) -> R {
+    let ty = f.result_type(op)?;
+    let c = f.operand(op, 0)?;
+    let a = f.operand(op, 1)?;
+    let b = f.operand(op, 2)?;
+    if let (Val::Scalar(_, c), Val::Buffer(x), Val::Buffer(y)) = (&c, &a, &b) {
+        let pt = f.buffer_ptr_ty(x);
+        let base = f.val(format!("select i1 {c}, {pt} {}, {pt} {}", x.base, y.base));
+        f.set(op, Val::Buffer(Buffer { base, ..x.clone() }));
+        return Ok(());
+    }
+    let out = elem_of(&ty).ok_or_else(|| f.err(op, "`tile.select` gives scalars, tiles or memrefs"))?;
+    map_elements(f, op, &ty, out, &[c, a, b], |f, args| {
+        let t = llvm_ty(args[1].0);
+        Ok(f.val(format!("select i1 {}, {t} {}, {t} {}", args[0].1, args[1].1, args[2].1)))
+    })
+}
+
+fn local(f: &mut FnEmitter, op: OpId) -> R {
+    let ty = f.result_type(op)?;
+    let Type::MemRef { dims, elem, .. } = &ty else {
+        return Err(f.err(op, "`tile.local` gives a memref"));
+    };
+    let count: Option<i64> = dims.iter().map(|d| d.as_const()).product();
+    let Some(count) = count else {
+        return Err(f.err(op, "a thread-local buffer needs a constant shape"));
+    };
+    // A whole-tile local (only read and written as a tile at offset 0) is
+    // a distributed tile; any other local is a private array.
+    let users = f.m().users(f.m().results(op)[0]);
+    let as_tile = !dims.is_empty()
+        && users
+            .iter()
+            .all(|(u, _)| matches!(f.m().op(*u).name.as_str(), "tile.load_tile" | "tile.store_tile"));
+    if as_tile {
+        let tile = f.new_tile(dims, *elem, op)?;
+        f.set(op, Val::Tile(tile));
+        return Ok(());
+    }
+    let base = f.alloca(&format!("[{} x {}]", count.max(1), llvm_ty(*elem)));
+    let exts = dims.iter().map(|d| Ext::Const(d.as_const().unwrap_or(1))).collect();
+    f.set(
+        op,
+        Val::Buffer(Buffer {
+            base,
+            space: MemSpace::Local,
+            dims: exts,
+            elem: *elem,
+            pad: 0,
+        }),
+    );
+    Ok(())
+}
+
+fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) -> Result<Vec<String>, CodegenError> {
+    (from..from + count).map(|i| f.index(op, i)).collect()
+}
+
+fn load(f: &mut FnEmitter, op: OpId) -> R {
+    let b = f.buffer(op, 0)?;
+    let n = f.m().operands(op).len() - 1;
+    let idx = indices(f, op, 1, n)?;
+    let at = f.element_ptr(&b, &idx);
+    let pt = f.buffer_ptr_ty(&b);
+    let v = f.val(format!("load {}, {pt} {at}", llvm_ty(b.elem)));
+    f.set(op, Val::Scalar(b.elem, v));
+    Ok(())
+}
+
+fn store(f: &mut FnEmitter, op: OpId) -> R {
+    let (s, v) = f.scalar(op, 0)?;
+    let b = f.buffer(op, 1)?;
+    let n = f.m().operands(op).len() - 2;
+    let idx = indices(f, op, 2, n)?;
+    let v = f.convert(&v, s, b.elem);
+    let at = f.element_ptr(&b, &idx);
+    let pt = f.buffer_ptr_ty(&b);
+    f.line(format!("store {} {v}, {pt} {at}", llvm_ty(b.elem)));
+    Ok(())
+}
+
+/// Copies tile `src` into a new tile (for loads of whole-tile locals).
+fn copy_tile_value(f: &mut FnEmitter, op: OpId, src: &Tile) -> Result<Tile, CodegenError> {
+    let ty = f.result_type(op)?;
+    let Type::Tensor { dims, elem } = &ty else {
+        return Err(f.err(op, "a tile load gives a tile"));
+    };
+    let dst = f.new_tile(dims, *elem, op)?;
+    f.for_own(&dst, |f, pos| {
+        let v = f.load_slot(src, pos);
+        f.store_slot(&dst, pos, &v);
+    });
+    Ok(dst)
+}
+
+fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
+    if let Val::Tile(src) = f.operand(op, 0)? {
+        let t = copy_tile_value(f, op, &src)?;
+        f.set(op, Val::Tile(t));
+        return Ok(());
+    }
+    let b = f.buffer(op, 0)?;
+    let ty = f.result_type(op)?;
+    let Type::Tensor { dims, elem } = &ty else {
+        return Err(f.err(op, "`tile.load_tile` gives a tile"));
+    };
+    let offs = indices(f, op, 1, f.m().operands(op).len() - 1)?;
+    let tile = f.new_tile(dims, *elem, op)?;
+    let bp = f.buffer_ptr_ty(&b);
+    let tdims = tile.dims.clone();
+    f.for_own(&tile, |f, pos| {
+        let idx = f.unravel(&pos.e, &tdims);
+        let idx = offset_indices(f, &idx, &offs, b.dims.len());
+        let at = f.element_ptr(&b, &idx);
+        let v = f.val(format!("load {}, {bp} {at}", llvm_ty(b.elem)));
+        let v = f.convert(&v, b.elem, *elem);
+        f.store_slot(&tile, pos, &v);
+    });
+    f.set(op, Val::Tile(tile));
+    Ok(())
+}
+
+/// Tile indices placed at `offs` in a buffer of rank `rank` (a tile of
+/// lower rank fills the buffer's last dims).
+fn offset_indices(f: &mut FnEmitter, idx: &[String], offs: &[String], rank: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(rank);
+    let lead = rank.saturating_sub(idx.len());
+    for k in 0..rank {
+        let base = offs.get(k).cloned().unwrap_or_else(|| "0".into());
+        if k < lead {
+            out.push(base);
+        } else {
+            let i = &idx[k - lead];
+            out.push(f.val(format!("add i64 {base}, {i}")));
+        }
+    }
+    out
+}
+
+fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
+    let v = f.tile(op, 0)?;
+    if let Val::Tile(dst) = f.operand(op, 1)? {
+        let (ve, de) = (v.elem, dst.elem);
+        f.for_own(&dst, |f, pos| {
+            let x = f.load_slot(&v, pos);
+            let x = f.convert(&x, ve, de);
+            f.store_slot(&dst, pos, &x);
+        });
+        return Ok(());
+    }
+    let b = f.buffer(op, 1)?;
+    let offs = indices(f, op, 2, f.m().operands(op).len() - 2)?;
+    let bp = f.buffer_ptr_ty(&b);
+    let vdims = v.dims.clone();
+    let bt = llvm_ty(b.elem);
+    let (ve, be) = (v.elem, b.elem);
+    f.for_own(&v, |f, pos| {
+        let idx = f.unravel(&pos.e, &vdims);
+        let idx = offset_indices(f, &idx, &offs, b.dims.len());
+        let at = f.element_ptr(&b, &idx);
+        let x = f.load_slot(&v, pos);
+        let x = f.convert(&x, ve, be);
+        f.line(format!("store {bt} {x}, {bp} {at}"));
+    });
+    Ok(())
+}
+
+fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
+    let ty = f.result_type(op)?;
+    let Type::MemRef { dims, elem, layout, .. } = &ty else {
+        return Err(f.err(op, "a shared allocation gives a memref"));
+    };
+    let pad = f
+        .m()
+        .attr(op, "bank_pad")
+        .and_then(Attr::as_int)
+        .or(layout.get("bank_pad").and_then(Attr::as_int))
+        .unwrap_or(0);
+    let consts: Option<Vec<i64>> = dims.iter().map(|d| d.as_const()).collect();
+    let Some(consts) = consts else {
+        return Err(f.err(op, "shared memory needs a constant shape"));
+    };
+    let mut count: i64 = consts.iter().product();
+    if pad > 0 {
+        if let Some(last) = consts.last() {
+            count = count / last.max(&1) * (last + pad);
+        }
+    }
+    let align = attr_int(f, op, "align").unwrap_or(128);
+    let base = f.place_shared(count * elem_bytes(*elem), align);
+    f.set(
+        op,
+        Val::Buffer(Buffer {
+            base,
+            space: MemSpace::Shared,
+            dims: consts.into_iter().map(Ext::Const).collect(),
+            elem: *elem,
+            pad,
+        }),
+    );
+    Ok(())
+}
+
+fn shuffle(f: &mut FnEmitter, op: OpId, name: &str) -> R {
+    let (s, v) = f.scalar(op, 0)?;
+    let (ls, lane) = f.scalar(op, 1)?;
+    let lane = f.convert(&lane, ls, ScalarType::I32);
+    let mode = match name {
+        "amdgpu.ds_bpermute" => "idx",
+        _ => attr_str(f, op, "mode").unwrap_or("idx"),
+    };
+    let width = attr_int(f, op, "width").unwrap_or(i64::from(f.info().warp));
+    let bits = s.bits().max(8);
+    if bits > 64 {
+        return Err(f.err(op, "shuffles move values of at most 64 bits"));
+    }
+    // Move the value as 32-bit words.
+    let t = llvm_ty(s);
+    let as_int = if bits == 64 {
+        f.val(format!("bitcast {t} {v} to i64"))
+    } else if s.is_float() {
+        let i = f.val(format!("bitcast {t} {v} to i{bits}"));
+        if bits < 32 {
+            f.val(format!("zext i{bits} {i} to i32"))
+        } else {
+            i
+        }
+    } else if bits < 32 {
+        f.val(format!("zext {t} {v} to i32"))
+    } else {
+        v.clone()
+    };
+    let words: Vec<String> = if bits == 64 {
+        let lo = f.val(format!("trunc i64 {as_int} to i32"));
+        let hi = f.val(format!("lshr i64 {as_int}, 32"));
+        let hi = f.val(format!("trunc i64 {hi} to i32"));
+        vec![lo, hi]
+    } else {
+        vec![as_int]
+    };
+    let mut moved = Vec::new();
+    for w in words {
+        moved.push(shuffle_word(f, op, &w, &lane, mode, width)?);
+    }
+    let joined = if bits == 64 {
+        let lo = f.val(format!("zext i32 {} to i64", moved[0]));
+        let hi = f.val(format!("zext i32 {} to i64", moved[1]));
+        let hi = f.val(format!("shl i64 {hi}, 32"));
+        let w = f.val(format!("or i64 {lo}, {hi}"));
+        f.val(format!("bitcast i64 {w} to {t}"))
+    } else if bits < 32 {
+        let n = f.val(format!("trunc i32 {} to i{bits}", moved[0]));
+        f.val(format!("bitcast i{bits} {n} to {t}"))
+    } else {
+        f.val(format!("bitcast i32 {} to {t}", moved[0]))
+    };
+    f.set(op, Val::Scalar(s, joined));
+    Ok(())
+}
+
+fn shuffle_word(
+    f: &mut FnEmitter,
+    op: OpId,
+    w: &str,
+    lane: &str,
+    mode: &str,
+    width: i64,
+) -> Result<String, CodegenError> {
+    f.needs_sync = true;
+    match f.info().abi {
+        Abi::Nvptx => {
+            let ptx_mode = match mode {
+                "xor" | "bfly" => "bfly",
+                "up" => "up",
+                "down" => "down",
+                _ => "idx",
+            };
+            let clamp = if ptx_mode == "up" { 0 } else { 0x1f };
+            let c = ((32 - width.clamp(1, 32)) << 8) | clamp;
+            let mask = attr_int(f, op, "mask").unwrap_or(0xFFFF_FFFF) as u32 as i32;
+            Ok(f.intrinsic(
+                "i32",
+                &format!("llvm.nvvm.shfl.sync.{ptx_mode}.i32"),
+                &[
+                    ("i32", mask.to_string()),
+                    ("i32", w.into()),
+                    ("i32", lane.into()),
+                    ("i32", c.to_string()),
+                ],
+            ))
+        }
+        Abi::Amdgpu => {
+            // ds_bpermute reads from lane address/4; compute the source lane
+            // as CUDA's shuffles do, within segments of `width`.
+            let tid = f.tid.clone();
+            let me = f.val(format!("trunc i64 {tid} to i32"));
+            let me = f.val(format!("and i32 {me}, 63"));
+            let width = width.clamp(1, 64);
+            let seg = f.val(format!("and i32 {me}, {}", !(width - 1) as i32));
+            let inseg = f.val(format!("and i32 {me}, {}", width - 1));
+            let src = match mode {
+                "down" => {
+                    let s = f.val(format!("add i32 {inseg}, {lane}"));
+                    let ok = f.val(format!("icmp slt i32 {s}, {width}"));
+                    let s = f.val(format!("add i32 {seg}, {s}"));
+                    f.val(format!("select i1 {ok}, i32 {s}, i32 {me}"))
+                }
+                "up" => {
+                    let s = f.val(format!("sub i32 {inseg}, {lane}"));
+                    let ok = f.val(format!("icmp sge i32 {s}, 0"));
+                    let s = f.val(format!("add i32 {seg}, {s}"));
+                    f.val(format!("select i1 {ok}, i32 {s}, i32 {me}"))
+                }
+                "xor" | "bfly" => {
+                    let s = f.val(format!("xor i32 {inseg}, {lane}"));
+                    let s = f.val(format!("and i32 {s}, {}", width - 1));
+                    f.val(format!("add i32 {seg}, {s}"))
+                }
+                _ => {
+                    let s = f.val(format!("and i32 {lane}, {}", width - 1));
+                    f.val(format!("add i32 {seg}, {s}"))
+                }
+            };
+            let addr = f.val(format!("shl i32 {src}, 2"));
+            Ok(f.intrinsic("i32", "llvm.amdgcn.ds.bpermute", &[("i32", addr), ("i32", w.into())]))
+        }
+        Abi::Cpu => {
+            let code = match mode {
+                "up" => 1,
+                "down" => 2,
+                "xor" | "bfly" => 3,
+                _ => 0,
+            };
+            f.declare("declare i32 @tessera_cpu_shfl(ptr, i32, i32, i32, i32)");
+            let ctx = f.ctx.clone();
+            Ok(f.val(format!(
+                "call i32 @tessera_cpu_shfl(ptr {ctx}, i32 {w}, i32 {lane}, i32 {code}, i32 {width})"
+            )))
+        }
+    }
+}
+
+fn vote(f: &mut FnEmitter, op: OpId, name: &str) -> R {
+    let (ps, p) = f.scalar(op, 0)?;
+    let p = f.convert(&p, ps, ScalarType::I1);
+    let mode = if name == "amdgpu.ballot" {
+        "ballot"
+    } else {
+        attr_str(f, op, "mode").unwrap_or("any")
+    };
+    let out = elem_of(&f.result_type(op)?).unwrap_or(ScalarType::I1);
+    f.needs_sync = true;
+    let v = match f.info().abi {
+        Abi::Nvptx => {
+            let mask = attr_int(f, op, "mask").unwrap_or(0xFFFF_FFFF) as u32 as i32;
+            match mode {
+                "ballot" => {
+                    let b = f.intrinsic(
+                        "i32",
+                        "llvm.nvvm.vote.ballot.sync",
+                        &[("i32", mask.to_string()), ("i1", p.clone())],
+                    );
+                    (ScalarType::U32, b)
+                }
+                "all" | "uni" | "any" => {
+                    let b = f.intrinsic(
+                        "i1",
+                        &format!("llvm.nvvm.vote.{mode}.sync"),
+                        &[("i32", mask.to_string()), ("i1", p.clone())],
+                    );
+                    (ScalarType::I1, b)
+                }
+                other => return Err(f.err(op, format!("unknown vote `{other}`"))),
+            }
+        }
+        Abi::Amdgpu => {
+            let b = f.intrinsic("i64", "llvm.amdgcn.ballot.i64", &[("i1", p.clone())]);
+            match mode {
+                "ballot" => (ScalarType::U64, b),
+                "any" => (ScalarType::I1, f.val(format!("icmp ne i64 {b}, 0"))),
+                _ => {
+                    let all = f.intrinsic("i64", "llvm.amdgcn.ballot.i64", &[("i1", "true".into())]);
+                    (ScalarType::I1, f.val(format!("icmp eq i64 {b}, {all}")))
+                }
+            }
+        }
+        Abi::Cpu => {
+            let code = match mode {
+                "all" => 0,
+                "any" => 1,
+                _ => 2,
+            };
+            f.declare("declare i32 @tessera_cpu_vote(ptr, i32, i32)");
+            let ctx = f.ctx.clone();
+            let w = f.val(format!("zext i1 {p} to i32"));
+            let r = f.val(format!("call i32 @tessera_cpu_vote(ptr {ctx}, i32 {w}, i32 {code})"));
+            if code == 2 {
+                (ScalarType::U32, r)
+            } else {
+                (ScalarType::I1, f.val(format!("icmp ne i32 {r}, 0")))
+            }
+        }
+    };
+    let r = f.convert(&v.1, v.0, out);
+    f.set(op, Val::Scalar(out, r));
+    Ok(())
+}
+
+fn atomic(f: &mut FnEmitter, op: OpId) -> R {
+    let b = f.buffer(op, 0)?;
+    let n = f.m().operands(op).len();
+    let kind = attr_str(f, op, "kind").unwrap_or("add").to_string();
+    let values = if kind == "cas" { 2 } else { 1 };
+    let idx = indices(f, op, 1, n - 1 - values)?;
+    let at = f.element_ptr(&b, &idx);
+    let pt = f.buffer_ptr_ty(&b);
+    let t = llvm_ty(b.elem);
+    let float = b.elem.is_float();
+    let scope = match f.info().abi {
+        Abi::Cpu => "",
+        _ => " syncscope(\"agent\")",
+    };
+    let (s, v) = f.scalar(op, n - 1)?;
+    let v = f.convert(&v, s, b.elem);
+    let old = if kind == "cas" {
+        let (es, e) = f.scalar(op, n - 2)?;
+        let e = f.convert(&e, es, b.elem);
+        if float {
+            return Err(f.err(op, "compare-and-swap works on integers"));
+        }
+        let pair = f.val(format!("cmpxchg {pt} {at}, {t} {e}, {t} {v}{scope} seq_cst seq_cst"));
+        f.val(format!("extractvalue {{ {t}, i1 }} {pair}, 0"))
+    } else {
+        let rmw = match (kind.as_str(), float) {
+            ("add", true) => "fadd",
+            ("add", false) => "add",
+            ("max", true) => "fmax",
+            ("min", true) => "fmin",
+            ("max", false) => "max",
+            ("min", false) => "min",
+            ("and", false) => "and",
+            ("or", false) => "or",
+            ("xor", false) => "xor",
+            ("exch", _) => "xchg",
+            (k, _) => return Err(f.err(op, format!("atomic `{k}` on `{}` is not supported", b.elem.name()))),
+        };
+        f.val(format!("atomicrmw {rmw} {pt} {at}, {t} {v}{scope} monotonic"))
+    };
+    f.set(op, Val::Scalar(b.elem, old));
+    Ok(())
+}
+
+/// The copy of a `dst`-shaped tile at `offs` of `src` into shared `dst`,
+/// in chunks of `chunk` bytes spread over the threads. `each(f, dst_ptr,
+/// src_ptr)` moves one chunk.
+fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&mut FnEmitter, &str, &str)) -> R {
+    let dst = f.buffer(op, 0)?;
+    let src = f.buffer(op, 1)?;
+    let offs = indices(f, op, 2, f.m().operands(op).len() - 2)?;
+    let eb = elem_bytes(dst.elem);
+    let per_chunk = (chunk / eb).max(1);
+    let cols = dst.dims.last().and_then(|d| match d {
+        Ext::Const(c) => Some(*c),
+        _ => None,
+    });
+    let Some(cols) = cols.filter(|c| c % per_chunk == 0) else {
+        return Err(f.err(op, "a chunked copy needs rows that are whole chunks"));
+    };
+    let total: i64 = dst
+        .dims
+        .iter()
+        .map(|d| match d {
+            Ext::Const(c) => *c,
+            _ => 1,
+        })
+        .product();
+    let chunks = total / per_chunk;
+    let t = f.threads;
+    let per_thread = (chunks + t - 1) / t;
+    let exact = chunks % t == 0;
+    let tdims = dst.dims.clone();
+    f.counted_loop(&per_thread.to_string(), true, |f, i| {
+        let scaled = f.val(format!("mul i64 {i}, {t}"));
+        let c = f.val(format!("add i64 {scaled}, {}", f.tid));
+        let mut body = |f: &mut FnEmitter| {
+            let e = f.val(format!("mul i64 {c}, {per_chunk}"));
+            let idx = f.unravel(&e, &tdims);
+            let sidx = offset_indices(f, &idx, &offs, src.dims.len());
+            let d = f.element_ptr(&dst, &idx);
+            let s = f.element_ptr(&src, &sidx);
+            each(f, &d, &s);
+        };
+        if exact {
+            body(f);
+        } else {
+            let inside = f.val(format!("icmp slt i64 {c}, {chunks}"));
+            f.when(&inside, body);
+        }
+    });
+    let _ = cols;
+    Ok(())
+}
+
+fn cp_async(f: &mut FnEmitter, op: OpId) -> R {
+    let bytes = attr_int(f, op, "bytes").unwrap_or(16);
+    let (sp, gp) = (f.info().shared_ptr(), f.info().global_ptr());
+    let variant = if bytes == 16 { "cg" } else { "ca" };
+    let name = format!("llvm.nvvm.cp.async.{variant}.shared.global.{bytes}");
+    chunked_copy(f, op, bytes, |f, d, s| {
+        f.intrinsic("void", &name, &[(sp.as_str(), d.into()), (gp.as_str(), s.into())]);
+    })
+}
+
+/// A synchronous copy of a tile into shared memory, 16 bytes (or one
+/// element) at a time; the IR's barrier after it publishes it.
+fn copy_tile(f: &mut FnEmitter, op: OpId) -> R {
+    let dst = f.buffer(op, 0)?;
+    let eb = elem_bytes(dst.elem);
+    let (sp, gp) = (f.buffer_ptr_ty(&dst), f.info().global_ptr());
+    let t = llvm_ty(dst.elem);
+    let row_ok = |chunk: i64| match dst.dims.last() {
+        Some(Ext::Const(c)) => (c * eb) % chunk == 0 && dst.pad * eb % chunk == 0,
+        _ => false,
+    };
+    let chunk = if row_ok(16) { 16 } else { eb };
+    let vec = chunk / eb;
+    let ty = if vec > 1 {
+        format!("<{vec} x {t}>")
+    } else {
+        t.to_string()
+    };
+    let align = chunk;
+    chunked_copy(f, op, chunk, |f, d, s| {
+        let v = f.val(format!("load {ty}, {gp} {s}, align {align}"));
+        f.line(format!("store {ty} {v}, {sp} {d}, align {align}"));
+    })
+}
+
+fn iota(f: &mut FnEmitter, op: OpId) -> R {
+    let ty = f.result_type(op)?;
+    let Type::Tensor { dims, elem } = &ty else {
+        return Err(f.err(op, "`tile.iota` gives a tile"));
+    };
+    let axis = attr_int(f, op, "dim").unwrap_or(0).max(0) as usize;
+    let tile = f.new_tile(dims, *elem, op)?;
+    let tdims = tile.dims.clone();
+    let e2 = *elem;
+    f.for_own(&tile, |f, pos| {
+        let idx = f.unravel(&pos.e, &tdims);
+        let v = idx.get(axis).cloned().unwrap_or_else(|| "0".into());
+        let v = f.convert(&v, ScalarType::Index, e2);
+        f.store_slot(&tile, pos, &v);
+    });
+    f.set(op, Val::Tile(tile));
+    Ok(())
+}
