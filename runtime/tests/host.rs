@@ -259,3 +259,20 @@ fn runs_are_bit_identical() {
         assert_eq!(run(&program, &[]).unwrap(), first);
     }
 }
+
+/// The program of `spec/runtime.md` runs and checks itself.
+#[test]
+fn the_spec_chapter_example_runs() {
+    let spec = std::fs::read_to_string(format!("{}/../spec/runtime.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let start = spec.find("```tessera\n").unwrap() + "```tessera\n".len();
+    let program = &spec[start..start + spec[start..].find("```").unwrap()];
+    let out = run(program, &[]).unwrap();
+    let (x, y) = (uniform(4, 1), uniform(4, 2));
+    let v: Vec<f32> = (0..4)
+        .map(|i| 2.0 * x.as_slice::<f32>().unwrap()[i] + y.as_slice::<f32>().unwrap()[i])
+        .collect();
+    assert_eq!(
+        out,
+        format!("{}\n", print::tensor(&Tensor::from_slice(&[4], &v).unwrap()))
+    );
+}
