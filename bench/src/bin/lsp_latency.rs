@@ -1,0 +1,214 @@
+//! Language-server latency: the time from a `textDocument/didChange` that
+//! edits one function body of a 2 000-line file to the
+//! `textDocument/publishDiagnostics` for that version, through the whole
+//! server (JSON-RPC framing, the writer thread, the diagnostics thread,
+//! the conversion to LSP types). The server runs in this process on an
+//! in-memory duplex stream, so process pipes are not counted. The anchor,
+//! measured in the same run, is the compiler's own re-check after the same
+//! edits (`set_text` + `check` on a database), which the server cannot beat.
+//!
+//! Run: `cargo run --release -p tessera-bench --bin lsp-latency [EDITS]`
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+
+use tessera_driver::Database;
+
+const BUDGET_MS: f64 = 10.0;
+const URI: &str = "file:///bench/latency.tsr";
+
+/// A file of `functions` functions of about 10 lines: kernels with shared
+/// memory and barriers, and operator-level functions with shapes, `where`
+/// constraints and calls to each other. The constant in function `edited`
+/// is `variant`.
+fn source(functions: usize, edited: usize, variant: u32) -> String {
+    let mut text = String::from("from tessera import op\n\n");
+    for i in 0..functions {
+        let c = if i == edited { variant } else { 3 };
+        if i % 4 == 0 {
+            text.push_str(&format!(
+                "@kernel\ndef k{i}(x: f32[N], out: mut f32[N]) where N % 128 == 0:\n    \
+                 i = launch.thread_id()\n    smem = tshared.alloc[f32](128)\n    if i < N:\n        \
+                 smem[i % 128] = x[i] * {c}.0\n    tbarrier()\n    if i < N:\n        out[i] = smem[i % 128]\n\n"
+            ));
+        } else {
+            let call = if i % 4 == 1 {
+                String::new()
+            } else {
+                format!("    w = g{}(y, b)\n", i - 1)
+            };
+            text.push_str(&format!(
+                "def g{i}(a: f32[M, K], b: f32[K, N]) -> f32[M, N] where K % 8 == 0, M <= 8192:\n    \
+                 y = op.matmul(a, b)\n    z = y * {c}.0 + 1.0\n{call}    s = op.sum(z, axis=0)\n    \
+                 t = op.relu(z)\n    u = t - z\n    return u\n\n"
+            ));
+        }
+    }
+    text
+}
+
+/// The line and column of the constant in function `edited`.
+fn constant_position(text: &str, edited: usize) -> (usize, usize) {
+    let header = if edited % 4 == 0 {
+        format!("def k{edited}(")
+    } else {
+        format!("def g{edited}(")
+    };
+    let start = text.find(&header).expect("the edited function exists");
+    let needle = if edited % 4 == 0 { "x[i] * " } else { "y * " };
+    let at = start + text[start..].find(needle).expect("its constant") + needle.len();
+    let line = text[..at].matches('\n').count();
+    let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
+    (line, col)
+}
+
+struct Client {
+    input: DuplexStream,
+    output: BufReader<DuplexStream>,
+}
+
+impl Client {
+    async fn send(&mut self, message: Value) {
+        let body = message.to_string();
+        let framed = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        self.input.write_all(framed.as_bytes()).await.expect("the server reads");
+    }
+
+    async fn receive(&mut self) -> Value {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            self.output.read_line(&mut line).await.expect("the server writes");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                length = v.trim().parse().expect("a length");
+            }
+        }
+        let mut body = vec![0; length];
+        self.output.read_exact(&mut body).await.expect("a body");
+        serde_json::from_slice(&body).expect("JSON")
+    }
+
+    /// Waits for the diagnostics of `version` and returns how many there are.
+    async fn diagnostics(&mut self, version: i64) -> usize {
+        loop {
+            let m = self.receive().await;
+            if m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version) {
+                return m["params"]["diagnostics"].as_array().map_or(0, Vec::len);
+            }
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+async fn measure(functions: usize, edits: usize) -> Vec<Duration> {
+    let (client_in, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_out) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        tessera_lsp::serve(server_in, server_out)
+            .await
+            .expect("the server runs");
+    });
+    let mut client = Client {
+        input: client_in,
+        output: BufReader::new(client_out),
+    };
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
+        .await;
+    client.receive().await;
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        .await;
+    let text = source(functions, usize::MAX, 0);
+    client
+        .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+            "textDocument": {"uri": URI, "languageId": "tessera", "version": 0, "text": text}}}))
+        .await;
+    assert_eq!(client.diagnostics(0).await, 0, "the benchmark file must check clean");
+    let mut times = Vec::new();
+    for n in 0..edits {
+        let edited = (n * 37) % functions;
+        let (line, col) = constant_position(&text, edited);
+        let digit = (4 + n % 5).to_string();
+        let version = n as i64 + 1;
+        let change = json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": URI, "version": version},
+            "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                           "end": {"line": line, "character": col + 1}}, "text": digit}]}});
+        let start = Instant::now();
+        client.send(change).await;
+        let count = client.diagnostics(version).await;
+        times.push(start.elapsed());
+        assert_eq!(count, 0);
+        // Put the constant back, untimed, so every edit starts from the same text.
+        let undo = json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": URI, "version": version + 1_000_000},
+            "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                           "end": {"line": line, "character": col + 1}}, "text": "3"}]}});
+        client.send(undo).await;
+        client.diagnostics(version + 1_000_000).await;
+    }
+    times
+}
+
+fn main() {
+    const FUNCTIONS: usize = 223;
+    let edits: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let base = source(FUNCTIONS, usize::MAX, 0);
+    let lines = base.lines().count();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(tessera_lsp::QUERY_STACK_BYTES)
+        .build()
+        .expect("a runtime");
+    let mut server = runtime.block_on(measure(FUNCTIONS, edits));
+    server.sort();
+
+    let mut db = Database::default();
+    let file = db.add_file("bench.tsr", &base);
+    assert!(db.check(file).is_empty());
+    let mut direct = Vec::new();
+    for n in 0..edits {
+        let text = source(FUNCTIONS, (n * 37) % FUNCTIONS, 4 + (n % 5) as u32);
+        let start = Instant::now();
+        db.set_text(file, &text);
+        assert!(db.check(file).is_empty());
+        direct.push(start.elapsed());
+        db.set_text(file, &base);
+        db.check(file);
+    }
+    direct.sort();
+
+    let p50 = percentile(&server, 0.5);
+    println!("didChange -> publishDiagnostics, one edit in one body of a {lines}-line file ({FUNCTIONS} functions), {edits} edits:");
+    println!(
+        "  p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        ms(p50),
+        ms(percentile(&server, 0.99)),
+        ms(server[server.len() - 1])
+    );
+    println!(
+        "anchor, the compiler's re-check after the same edits (set_text + check): p50 {:.2} ms, p99 {:.2} ms",
+        ms(percentile(&direct, 0.5)),
+        ms(percentile(&direct, 0.99))
+    );
+    println!(
+        "ratio server / re-check (p50): {:.2}",
+        ms(p50) / ms(percentile(&direct, 0.5))
+    );
+    println!("budget: {BUDGET_MS} ms; p50 / budget = {:.2}", ms(p50) / BUDGET_MS);
+}
