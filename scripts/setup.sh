@@ -33,6 +33,7 @@ if ! command -v cargo >/dev/null; then
     say "cargo is not on PATH; install the Rust toolchain first"
     exit 1
 fi
+command -v npm >/dev/null || say "npm is not on PATH: the VS Code extension's packaging test (lsp/tests/vscode.rs) needs node and npm"
 
 venv="$root/.venv"
 requirements="$root/scripts/requirements-test.txt"

@@ -12,7 +12,7 @@ use tessera_hir::{Db, SourceFile};
 use tessera_syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
 use tower_lsp_server::ls_types::{Hover, HoverContents, MarkupContent, MarkupKind, Position, Uri};
 
-use crate::analysis::{self, resolve, resolve_global, Function, Node, Symbol};
+use crate::analysis::{self, resolve, resolve_global, Function, Node, Role, Symbol};
 use crate::convert;
 use crate::workspace::Snapshot;
 
@@ -56,6 +56,12 @@ fn in_function<'db>(
     text: &str,
 ) -> Option<String> {
     let symbol = match node {
+        Node::Expr(e, Role::Decorator) => {
+            return match &e.kind {
+                ExprKind::Name(n) => decorator(n),
+                _ => None,
+            }
+        }
         Node::Expr(e, role) => match &e.kind {
             ExprKind::Name(n) => resolve(db, file, Some(func), n, e.span, role),
             ExprKind::Attr { name, .. } if name.span.start <= rel && rel <= name.span.end => {
@@ -143,7 +149,7 @@ fn about_syntax(db: &dyn Db, file: SourceFile, node: Node<'_>) -> Option<String>
             let module: Vec<&str> = module.segments.iter().map(|s| s.name.as_str()).collect();
             let module = module.join(".");
             if module == "tessera" || module.starts_with("tessera.") {
-                return builtins::lookup(&name.name).map(builtin);
+                return resolve_global(db, file, &name.name).map(|symbol| describe(db, &symbol, None));
             }
             let target = Function::new(db, tessera_hir::resolve_module(db, file, &module)?, &name.name)?;
             Some(function(db, target))
@@ -357,6 +363,22 @@ fn builtin(b: &Builtin) -> String {
 
 pub fn builtin_label(b: &Builtin) -> String {
     format!("{}{}", b.path, b.params)
+}
+
+/// What a decorator does (the names `signature.rs` accepts).
+fn decorator(name: &str) -> Option<String> {
+    let doc = match name {
+        "kernel" => "a kernel: written per tile or thread, launched from host code with `[grid=..., block=...]`; clauses such as `tile[(128,)]` and `shared(16_KiB)` configure it",
+        "deterministic" => "the determinism contract: bit-identical results on every run and backend (`seed=` keys the random streams)",
+        "numerics" => "the numerics policy of the function: storage, compute and accumulate dtypes, rounding, saturation",
+        "test" => "a test, run on the CPU by the test runner",
+        "host" => "host code",
+        "autotune" => "a search over kernel configurations",
+        "tile" => "the kernel clause giving the shape of a tile group (`tile[(128,)]`)",
+        "shared" => "the kernel clause giving its shared-memory budget (`shared(16_KiB)`)",
+        _ => return None,
+    };
+    Some(format!("{}\n{doc}", code(&format!("@{name}"))))
 }
 
 fn dtype(d: DType) -> String {
