@@ -135,7 +135,7 @@ fn workspace_edit(snapshot: &Snapshot, fix: &Fix) -> Option<lsp::WorkspaceEdit> 
             new_text: edit.text.clone(),
         });
     }
-    (!changes.is_empty()).then(|| lsp::WorkspaceEdit {
+    (!changes.is_empty()).then_some(lsp::WorkspaceEdit {
         changes: Some(changes),
         document_changes: None,
         change_annotations: None,

@@ -144,7 +144,7 @@ fn names_in<'db>(
             }),
             _ => None,
         };
-        if found.as_ref().is_some_and(|s| wanted(s)) {
+        if found.as_ref().is_some_and(&mut *wanted) {
             out.push(func.absolute(node.span()).in_file(file.id(db)));
         }
     });

@@ -134,7 +134,8 @@ fn random_edit(rng: &mut Rng, lines: usize) -> Value {
         5 | 6 => {
             let mut text = String::new();
             for _ in 0..=rng.below(3) {
-                text.push_str(*rng.pick(CHARS));
+                let piece: &&str = rng.pick(CHARS);
+                text.push_str(piece);
             }
             json!({"range": {"start": start, "end": start}, "text": text})
         }

@@ -51,13 +51,13 @@ fn source(functions: usize, edited: usize, variant: u32) -> String {
 
 /// The line and column of the constant in function `edited`.
 fn constant_position(text: &str, edited: usize) -> (usize, usize) {
-    let header = if edited % 4 == 0 {
+    let header = if edited.is_multiple_of(4) {
         format!("def k{edited}(")
     } else {
         format!("def g{edited}(")
     };
     let start = text.find(&header).expect("the edited function exists");
-    let needle = if edited % 4 == 0 { "x[i] * " } else { "y * " };
+    let needle = if edited.is_multiple_of(4) { "x[i] * " } else { "y * " };
     let at = start + text[start..].find(needle).expect("its constant") + needle.len();
     let line = text[..at].matches('\n').count();
     let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
