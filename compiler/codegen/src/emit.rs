@@ -482,41 +482,39 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     fn linear_thread_id(&mut self) -> String {
-        match self.info().abi {
-            Abi::Nvptx => {
-                let x = self.sreg("tid.x");
-                let y = self.sreg("tid.y");
-                let z = self.sreg("tid.z");
-                let nx = self.sreg("ntid.x");
-                let ny = self.sreg("ntid.y");
-                let zy = self.val(format!("mul i64 {z}, {ny}"));
-                let yzy = self.val(format!("add i64 {zy}, {y}"));
-                let r = self.val(format!("mul i64 {yzy}, {nx}"));
-                self.val(format!("add i64 {r}, {x}"))
-            }
-            Abi::Amdgpu => {
-                let x = self.amd_id("workitem", 0);
-                let y = self.amd_id("workitem", 1);
-                let z = self.amd_id("workitem", 2);
-                let nx = self.amd_size(0);
-                let ny = self.amd_size(1);
-                let zy = self.val(format!("mul i64 {z}, {ny}"));
-                let yzy = self.val(format!("add i64 {zy}, {y}"));
-                let r = self.val(format!("mul i64 {yzy}, {nx}"));
-                self.val(format!("add i64 {r}, {x}"))
-            }
-            Abi::Cpu => {
-                let x = self.cpu_field(0, 0);
-                let y = self.cpu_field(0, 1);
-                let z = self.cpu_field(0, 2);
-                let nx = self.cpu_field(2, 0);
-                let ny = self.cpu_field(2, 1);
-                let zy = self.val(format!("mul i64 {z}, {ny}"));
-                let yzy = self.val(format!("add i64 {zy}, {y}"));
-                let r = self.val(format!("mul i64 {yzy}, {nx}"));
-                self.val(format!("add i64 {r}, {x}"))
-            }
-        }
+        let ids = match self.info().abi {
+            Abi::Nvptx => [
+                self.sreg("tid.x"),
+                self.sreg("tid.y"),
+                self.sreg("tid.z"),
+                self.sreg("ntid.x"),
+                self.sreg("ntid.y"),
+            ],
+            Abi::Amdgpu => [
+                self.amd_id("workitem", 0),
+                self.amd_id("workitem", 1),
+                self.amd_id("workitem", 2),
+                self.amd_size(0),
+                self.amd_size(1),
+            ],
+            Abi::Cpu => [
+                self.cpu_field(0, 0),
+                self.cpu_field(0, 1),
+                self.cpu_field(0, 2),
+                self.cpu_field(2, 0),
+                self.cpu_field(2, 1),
+            ],
+        };
+        self.linearize(ids)
+    }
+
+    /// `x + nx·(y + ny·z)` from `[x, y, z, nx, ny]` (x fastest, as CUDA
+    /// numbers threads and blocks).
+    fn linearize(&mut self, [x, y, z, nx, ny]: [String; 5]) -> String {
+        let zy = self.val(format!("mul i64 {z}, {ny}"));
+        let yzy = self.val(format!("add i64 {zy}, {y}"));
+        let r = self.val(format!("mul i64 {yzy}, {nx}"));
+        self.val(format!("add i64 {r}, {x}"))
     }
 
     /// A PTX special register, as `i64`.
@@ -573,7 +571,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     pub fn shared_base(&mut self) -> String {
         match self.info().abi {
             Abi::Cpu => {
-                let at = self.val("getelementptr i8, ptr %ctx, i64 48".to_string());
+                let at = self.val("getelementptr i8, ptr %ctx, i64 48");
                 self.val(format!("load ptr, ptr {at}, align 8"))
             }
             _ => format!("@{}_smem", self.name),
@@ -1308,10 +1306,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let name = format!("%tma{}", self.tma.len());
         self.tma.push(d);
         self.hidden.push(name.clone());
-        match self.info().abi {
-            Abi::Cpu => unreachable!("TMA is NVIDIA-only"),
-            _ => name,
-        }
+        name
     }
 
     // ----- finishing ----------------------------------------------------
@@ -1453,65 +1448,42 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     fn block_linear(&mut self) -> String {
-        let (x, y, z, gx, gy) = match self.info().abi {
-            Abi::Nvptx => (
+        let ids = match self.info().abi {
+            Abi::Nvptx => [
                 self.sreg("ctaid.x"),
                 self.sreg("ctaid.y"),
                 self.sreg("ctaid.z"),
                 self.sreg("nctaid.x"),
                 self.sreg("nctaid.y"),
-            ),
-            Abi::Amdgpu => (
+            ],
+            Abi::Amdgpu => [
                 self.amd_id("workgroup", 0),
                 self.amd_id("workgroup", 1),
                 self.amd_id("workgroup", 2),
                 self.amd_groups(0),
                 self.amd_groups(1),
-            ),
-            Abi::Cpu => (
+            ],
+            Abi::Cpu => [
                 self.cpu_field(1, 0),
                 self.cpu_field(1, 1),
                 self.cpu_field(1, 2),
                 self.cpu_field(3, 0),
                 self.cpu_field(3, 1),
-            ),
+            ],
         };
-        let zy = self.val(format!("mul i64 {z}, {gy}"));
-        let zyy = self.val(format!("add i64 {zy}, {y}"));
-        let r = self.val(format!("mul i64 {zyy}, {gx}"));
-        self.val(format!("add i64 {r}, {x}"))
+        self.linearize(ids)
     }
 }
 
 /// Bytes of shared memory the allocations in `func` take (each aligned to
-/// 128 bytes, an upper bound of what placement uses).
+/// 128 bytes, an upper bound of what placement uses), as the Tile-IR
+/// verifier counts them.
 fn planned_shared(m: &Module, func: OpId) -> i64 {
-    let mut total = 0;
-    for op in m.walk_op(func) {
-        let name = m.op(op).name.as_str();
-        let bytes = match name {
-            "tile.alloc_shared" | "nvptx.alloc_shared" | "amdgpu.alloc_lds" | "cpu.alloc_shared" => {
-                let Some(&r) = m.results(op).first() else { continue };
-                let Type::MemRef { dims, elem, layout, .. } = m.value_type(r) else {
-                    continue;
-                };
-                let pad = m
-                    .attr(op, "bank_pad")
-                    .and_then(Attr::as_int)
-                    .or(layout.get("bank_pad").and_then(Attr::as_int))
-                    .unwrap_or(0);
-                let consts: Option<Vec<i64>> = dims.iter().map(|d| d.as_const()).collect();
-                let Some(consts) = consts else { continue };
-                let rows: i64 = consts.iter().rev().skip(1).product();
-                let cols = consts.last().copied().unwrap_or(1) + pad;
-                rows * cols * elem_bytes(*elem)
-            }
-            "nvptx.mbarrier_init" => 8,
-            _ => continue,
-        };
-        total += (bytes + 127) / 128 * 128;
-    }
-    total
+    tessera_ir_tile::shared_allocations(m, &m.walk_op(func))
+        .into_iter()
+        .filter_map(|(_, bytes)| bytes.ok())
+        .map(|bytes| (bytes as i64 + 127) / 128 * 128)
+        .sum()
 }
 
 fn float_suffix(s: ScalarType) -> &'static str {

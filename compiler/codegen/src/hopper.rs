@@ -9,7 +9,6 @@ use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
 use crate::{CodegenError, TmaDescriptor};
 
 pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), CodegenError> {
-    let sp = f.info().shared_ptr();
     match name {
         "nvptx.mbarrier_init" => {
             let count = f.m().attr(op, "count").and_then(Attr::as_int).unwrap_or(1);
@@ -24,7 +23,6 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
                 f.line("call void asm sideeffect \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"()");
             });
             f.set(op, Val::Mbarrier(at));
-            let _ = sp;
             Ok(())
         }
         "nvptx.mbarrier_arrive_expect_tx" => {

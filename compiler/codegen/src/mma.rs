@@ -196,7 +196,6 @@ fn tensor_cores(
     }
     let p_off = (used + 127) / 128 * 128;
     let chunks = m / rows;
-    let ddims = d.dims.clone();
     let (ce, de) = (c.elem, d.elem);
     f.counted_loop(&chunks.to_string(), false, |f, chunk| {
         f.barrier();
@@ -228,12 +227,11 @@ fn tensor_cores(
                 f.store_slot(d, pos, &s);
             });
         });
-        let _ = &ddims;
     });
     Ok(())
 }
 
-/// Splits `v` (16-bit element pointer into shared memory) into lanes etc.
+/// This thread's lane and warp (wavefront) for warps of `warp` threads.
 fn lane(f: &mut FnEmitter, warp: u32) -> (String, String) {
     let tid = f.tid.clone();
     let l = f.val(format!("urem i64 {tid}, {warp}"));

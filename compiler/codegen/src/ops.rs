@@ -433,25 +433,19 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
 
 fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
     let ty = f.result_type(op)?;
-    let Type::MemRef { dims, elem, layout, .. } = &ty else {
+    let Type::MemRef { dims, elem, .. } = &ty else {
         return Err(f.err(op, "a shared allocation gives a memref"));
     };
-    let pad = f
-        .m()
-        .attr(op, "bank_pad")
-        .and_then(Attr::as_int)
-        .or(layout.get("bank_pad").and_then(Attr::as_int))
-        .unwrap_or(0);
+    let pad = tessera_ir_tile::pad_of(&ty, Some((f.m(), op)));
     let consts: Option<Vec<i64>> = dims.iter().map(|d| d.as_const()).collect();
     let Some(consts) = consts else {
         return Err(f.err(op, "shared memory needs a constant shape"));
     };
-    let mut count: i64 = consts.iter().product();
-    if pad > 0 {
-        if let Some(last) = consts.last() {
-            count = count / last.max(&1) * (last + pad);
-        }
-    }
+    // Elements, rows padded; each element takes whole bytes in memory (so
+    // not `buffer_bytes`, which packs sub-byte types).
+    let rows: i64 = consts.iter().rev().skip(1).product();
+    let count = rows * (consts.last().copied().unwrap_or(1) + pad);
+    let consts = consts.into_iter().map(Ext::Const).collect();
     let align = attr_int(f, op, "align").unwrap_or(128);
     let base = f.place_shared(count * elem_bytes(*elem), align);
     f.set(
@@ -459,7 +453,7 @@ fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
         Val::Buffer(Buffer {
             base,
             space: MemSpace::Shared,
-            dims: consts.into_iter().map(Ext::Const).collect(),
+            dims: consts,
             elem: *elem,
             pad,
         }),
@@ -725,13 +719,9 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
     let offs = indices(f, op, 2, f.m().operands(op).len() - 2)?;
     let eb = elem_bytes(dst.elem);
     let per_chunk = (chunk / eb).max(1);
-    let cols = dst.dims.last().and_then(|d| match d {
-        Ext::Const(c) => Some(*c),
-        _ => None,
-    });
-    let Some(cols) = cols.filter(|c| c % per_chunk == 0) else {
+    if !matches!(dst.dims.last(), Some(Ext::Const(cols)) if cols % per_chunk == 0) {
         return Err(f.err(op, "a chunked copy needs rows that are whole chunks"));
-    };
+    }
     let total: i64 = dst
         .dims
         .iter()
@@ -763,7 +753,6 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
             f.when(&inside, body);
         }
     });
-    let _ = cols;
     Ok(())
 }
 
