@@ -113,7 +113,7 @@ pub fn run(args: BuildArgs) -> ExitCode {
         report(&diags);
         return ExitCode::from(EXIT_ERRORS);
     }
-    let layers = match tessera_driver::lower_layers(&db, file, &crate::opt::registry(), &crate::opt::passes()) {
+    let layers = match tessera_driver::lower_layers(&db, file, &tessera_driver::registry(), &tessera_driver::passes()) {
         Ok(layers) => layers,
         Err(diags) => {
             report(&diags);

@@ -9,6 +9,7 @@ use tessera_driver::{Database, Input, Sources, Stage};
 
 mod build;
 mod opt;
+mod run;
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
 const EXIT_ERRORS: u8 = 1;
@@ -53,6 +54,16 @@ enum Command {
         after_help = "Examples:\n  tessera build examples/matmul.tsr --target sm_90a --emit graph-ir,schedule-ir\n  tessera build examples/saxpy.tsr --target gfx942 --emit tile-ir,target-ir -o build/"
     )]
     Build(build::BuildArgs),
+    /// Run a program: `def main()`, or a function on .npy inputs
+    #[command(
+        after_help = "Examples:\n  tessera run examples/saxpy.tsr\n  tessera run model.tsr --device cuda -- 1024\n  tessera run model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy --output out.npy\n\nExit status: 0 when the program ran to its end, 1 when it failed to compile\nor stopped with an error (a failed assert included), 2 on a usage or I/O error."
+    )]
+    Run(run::RunArgs),
+    /// Run the `@test` functions of .tsr files
+    #[command(
+        after_help = "Examples:\n  tessera test stdlib/\n  tessera test examples/saxpy.tsr --filter small\n\nExit status: 0 when every test passed, 1 otherwise, 2 on a usage or I/O error."
+    )]
+    Test(run::TestArgs),
 }
 
 #[derive(Args)]
@@ -116,6 +127,8 @@ fn run(cli: Cli) -> ExitCode {
         Command::Parse { file } => parse(&file),
         Command::Opt(args) => opt::run(args),
         Command::Build(args) => build::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Test(args) => run::test(args),
     }
 }
 

@@ -8,9 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use tessera_diagnostics::{render_human, Diagnostic};
 use tessera_driver::Sources;
-use tessera_ir::{
-    parse, print_module, verify_structure, FileMap, PassContext, PassFailure, PassManager, PassRegistry, Registry,
-};
+use tessera_ir::{parse, print_module, verify_structure, FileMap, PassContext, PassFailure, PassManager};
 
 use crate::{Color, EXIT_ERRORS, EXIT_USAGE};
 
@@ -49,24 +47,7 @@ pub struct OptArgs {
     test_dialect: bool,
 }
 
-/// The dialects `tessera opt` knows. Dialect crates register here, one
-/// line each: `registry.register(Box::new(tessera_graph::GraphDialect));`.
-pub fn registry() -> Registry {
-    let mut registry = Registry::new();
-    tessera_ir_tile::register_dialects(&mut registry);
-    tessera_ir_graph::register_dialects(&mut registry);
-    registry
-}
-
-/// The passes `tessera opt --pass NAME` can run: the generic ones and, one
-/// line each, those of the dialect crates:
-/// `tessera_graph::register_passes(&mut passes);`.
-pub fn passes() -> PassRegistry {
-    let mut passes = PassRegistry::new();
-    tessera_ir_tile::register_passes(&mut passes);
-    tessera_ir_graph::register_passes(&mut passes);
-    passes
-}
+pub use tessera_driver::{passes, registry};
 
 pub fn run(args: OptArgs) -> ExitCode {
     let passes = passes();

@@ -756,7 +756,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     /// A loop `for i in 0..count` (`count` an `i64` operand); `unroll`
-    /// asks LLVM to unroll it fully (constant trip counts).
+    /// asks LLVM to unroll it fully (constant trip counts) on GPUs, where it
+    /// keeps private arrays in registers. The CPU keeps the loop: a thread's
+    /// share of a big tile lives in memory there anyway, and unrolling it
+    /// costs LLVM tens of seconds on a 128×128 tile.
     pub fn counted_loop(&mut self, count: &str, unroll: bool, body: impl FnOnce(&mut Self, &str)) {
         let var = self.alloca("i64");
         self.line(format!("store i64 0, ptr {var}"));
@@ -773,7 +776,11 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let next = self.val(format!("add i64 {i}, 1"));
         self.line(format!("store i64 {next}, ptr {var}"));
         if !self.terminated {
-            let md = if unroll { ", !llvm.loop !0" } else { "" };
+            let md = if unroll && self.info().abi != Abi::Cpu {
+                ", !llvm.loop !0"
+            } else {
+                ""
+            };
             self.line(format!("br label %{head}{md}"));
             self.terminated = true;
         }

@@ -131,10 +131,17 @@ pub struct LaunchInfo {
     pub args: Vec<usize>,
 }
 
+/// An operator or host function: its parameters are the declared inputs,
+/// then the result buffers, then scratch buffers (temporaries between its
+/// kernels), then the dims as trailing `index` scalars.
 #[derive(Clone, Debug, Serialize)]
 pub struct HostInfo {
     pub name: String,
     pub params: Vec<ParamInfo>,
+    /// The parameters that hold the function's results, in result order.
+    pub results: Vec<usize>,
+    /// The parameters the caller allocates as temporaries.
+    pub scratch: Vec<usize>,
     pub launches: Vec<LaunchInfo>,
 }
 
@@ -186,6 +193,7 @@ pub struct Compiled {
 }
 
 const MATH: &str = include_str!("math.ll");
+const CPU_RUNTIME: &str = include_str!("cpu_rt.ll");
 
 /// The LLVM IR text of a Target-IR module (unoptimized), with the kernels'
 /// manifest entries. Host functions are recorded, not compiled.
@@ -217,6 +225,10 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
     text.push_str(&me.bodies);
     if me.uses_math {
         text.push_str(MATH);
+        text.push('\n');
+    }
+    if info.abi == Abi::Cpu {
+        text.push_str(CPU_RUNTIME);
         text.push('\n');
     }
     for d in &me.decls {
@@ -260,16 +272,38 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
 
 fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
     let mut params = Vec::new();
+    let ints = |name: &str| -> Vec<usize> {
+        module
+            .attr(func, name)
+            .and_then(Attr::as_ints)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|i| usize::try_from(i).ok())
+            .collect()
+    };
+    let mutable = ints("mutable");
+    let scratch = ints("schedule.scratch");
+    let dim_names: Vec<String> = module
+        .attr(func, "dims")
+        .and_then(Attr::as_array)
+        .map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
     if let Some(entry) = module.entry_block(func) {
-        let mutable: Vec<i64> = module.attr(func, "mutable").and_then(Attr::as_ints).unwrap_or_default();
-        for (i, &a) in module.block_args(entry).iter().enumerate() {
-            params.push(match module.value_type(a) {
-                Type::MemRef { dims, elem, .. } => ParamInfo::buffer(i, *elem, dims, mutable.contains(&(i as i64))),
+        let args = module.block_args(entry);
+        let trailing = args.len().saturating_sub(dim_names.len());
+        for (i, &a) in args.iter().enumerate() {
+            let mut info = match module.value_type(a) {
+                Type::MemRef { dims, elem, .. } => ParamInfo::buffer(i, *elem, dims, mutable.contains(&i)),
                 Type::Scalar(s) => ParamInfo::scalar(i, *s),
                 _ => ParamInfo::scalar(i, ScalarType::Index),
-            });
+            };
+            if i >= trailing {
+                info.dim = Some(dim_names[i - trailing].clone());
+            }
+            params.push(info);
         }
     }
+    let results = mutable.iter().copied().filter(|i| !scratch.contains(i)).collect();
     let mut launches = Vec::new();
     for op in module.walk_op(func) {
         if module.op(op).name.as_str() != "tile.launch" {
@@ -312,6 +346,8 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
     HostInfo {
         name: module.func_name(func).unwrap_or("").to_string(),
         params,
+        results,
+        scratch,
         launches,
     }
 }

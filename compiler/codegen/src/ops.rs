@@ -377,8 +377,7 @@ fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
     f.for_own(&tile, |f, pos| {
         let idx = f.unravel(&pos.e, &tdims);
         let idx = offset_indices(f, &idx, &offs, b.dims.len());
-        let at = f.element_ptr(&b, &idx);
-        let v = f.val(format!("load {}, {bp} {at}", llvm_ty(b.elem)));
+        let v = guarded_load(f, &b, &idx, &bp);
         let v = f.convert(&v, b.elem, *elem);
         f.store_slot(&tile, pos, &v);
     });
@@ -423,12 +422,69 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     f.for_own(&v, |f, pos| {
         let idx = f.unravel(&pos.e, &vdims);
         let idx = offset_indices(f, &idx, &offs, b.dims.len());
-        let at = f.element_ptr(&b, &idx);
         let x = f.load_slot(&v, pos);
         let x = f.convert(&x, ve, be);
-        f.line(format!("store {bt} {x}, {bp} {at}"));
+        let store = |f: &mut FnEmitter| {
+            let at = f.element_ptr(&b, &idx);
+            f.line(format!("store {bt} {x}, {bp} {at}"));
+        };
+        match in_bounds(f, &b, &idx) {
+            Some(inside) => f.when(&inside, store),
+            None => store(f),
+        }
     });
     Ok(())
+}
+
+/// Whether `idx` lies inside a global buffer whose dims are known only at
+/// run time (`None`: every dim is a constant the lowering sized the tile
+/// for, or the buffer is not global). Tiles at the edges of a tensor whose
+/// dims are not multiples of the tile shape reach past them.
+fn in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> Option<String> {
+    if matches!(b.space, MemSpace::Shared | MemSpace::Local) {
+        return None;
+    }
+    let mut all: Option<String> = None;
+    for (i, d) in idx.iter().zip(&b.dims) {
+        let Ext::Dyn(n) = d else { continue };
+        let ok = f.val(format!("icmp ult i64 {i}, {n}"));
+        all = Some(match all {
+            Some(a) => f.val(format!("and i1 {a}, {ok}")),
+            None => ok,
+        });
+    }
+    all
+}
+
+/// `buffer[idx]`, or zero outside the buffer (the address is clamped to
+/// its first element, so nothing outside it is read).
+fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> String {
+    let t = llvm_ty(b.elem);
+    let Some(inside) = in_bounds(f, b, idx) else {
+        let at = f.element_ptr(b, idx);
+        return f.val(format!("load {t}, {bp} {at}"));
+    };
+    let at = f.element_ptr(b, idx);
+    let safe = f.val(format!("select i1 {inside}, {bp} {at}, {bp} {}", b.base));
+    let v = f.val(format!("load {t}, {bp} {safe}"));
+    f.val(format!("select i1 {inside}, {t} {v}, {t} zeroinitializer"))
+}
+
+/// Whether the `len`-element chunk at `idx` lies inside a global buffer
+/// with run-time dims and starts at a chunk-aligned address (the row
+/// length is a whole number of chunks); `None` when nothing needs checking.
+fn chunk_in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String], len: i64) -> Option<String> {
+    let mut last = idx.to_vec();
+    if let Some(l) = last.last_mut() {
+        *l = f.val(format!("add i64 {l}, {}", len - 1));
+    }
+    let inside = in_bounds(f, b, &last)?;
+    let Some(Ext::Dyn(cols)) = b.dims.last() else {
+        return Some(inside);
+    };
+    let rem = f.val(format!("urem i64 {cols}, {len}"));
+    let aligned = f.val(format!("icmp eq i64 {rem}, 0"));
+    Some(f.val(format!("and i1 {inside}, {aligned}")))
 }
 
 fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
@@ -742,9 +798,37 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
             let e = f.val(format!("mul i64 {c}, {per_chunk}"));
             let idx = f.unravel(&e, &tdims);
             let sidx = offset_indices(f, &idx, &offs, src.dims.len());
-            let d = f.element_ptr(&dst, &idx);
-            let s = f.element_ptr(&src, &sidx);
-            each(f, &d, &s);
+            let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk) else {
+                let d = f.element_ptr(&dst, &idx);
+                let s = f.element_ptr(&src, &sidx);
+                each(f, &d, &s);
+                return;
+            };
+            f.when(&whole, |f| {
+                let d = f.element_ptr(&dst, &idx);
+                let s = f.element_ptr(&src, &sidx);
+                each(f, &d, &s);
+            });
+            // A chunk at an edge of the source, or rows whose length
+            // breaks the chunk's alignment: element by element, zeros
+            // past the edge.
+            let partial = f.val(format!("xor i1 {whole}, true"));
+            f.when(&partial, |f| {
+                let (dp, sp) = (f.buffer_ptr_ty(&dst), f.buffer_ptr_ty(&src));
+                let dt = llvm_ty(dst.elem);
+                for j in 0..per_chunk {
+                    let mut di = idx.clone();
+                    let mut si = sidx.clone();
+                    if let (Some(dl), Some(sl)) = (di.last_mut(), si.last_mut()) {
+                        *dl = f.val(format!("add i64 {dl}, {j}"));
+                        *sl = f.val(format!("add i64 {sl}, {j}"));
+                    }
+                    let v = guarded_load(f, &src, &si, &sp);
+                    let v = f.convert(&v, src.elem, dst.elem);
+                    let d = f.element_ptr(&dst, &di);
+                    f.line(format!("store {dt} {v}, {dp} {d}"));
+                }
+            });
         };
         if exact {
             body(f);

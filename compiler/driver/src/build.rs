@@ -59,6 +59,24 @@ impl Layers {
     }
 }
 
+/// The dialects the compiler knows. Dialect crates register here, one line
+/// each: `tessera_ir_graph::register_dialects(&mut registry);`.
+pub fn registry() -> Registry {
+    let mut registry = Registry::new();
+    tessera_ir_tile::register_dialects(&mut registry);
+    tessera_ir_graph::register_dialects(&mut registry);
+    registry
+}
+
+/// The passes the build pipeline and `tessera opt --pass NAME` can run,
+/// registered one line per dialect crate.
+pub fn passes() -> PassRegistry {
+    let mut passes = PassRegistry::new();
+    tessera_ir_tile::register_passes(&mut passes);
+    tessera_ir_graph::register_passes(&mut passes);
+    passes
+}
+
 /// Lowers a file that checked clean through every layer. Diagnostics are
 /// E0903 for what cannot be lowered, E0901 for a layer that fails its
 /// verifier (a compiler bug, reported at the `.tsr` source of the op).

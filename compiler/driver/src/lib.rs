@@ -6,7 +6,7 @@ mod database;
 mod files;
 mod fix;
 
-pub use build::{check_and_lower, codegen_diagnostic, generate, lower_layers, Layer, Layers};
+pub use build::{check_and_lower, codegen_diagnostic, generate, lower_layers, passes, registry, Layer, Layers};
 pub use database::Database;
 pub use files::{load, Input, LoadError, SourceFile, Sources, MAX_SOURCE_BYTES};
 pub use fix::{apply_machine_fixes, FixOutcome};

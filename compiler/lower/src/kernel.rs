@@ -92,6 +92,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     l.block(entry, body);
     l.loc = l.cx.loc(l.cx.def.span);
     l.builder(entry).op("tile.return").build();
+    crate::visibility::insert_barriers(l.m, func);
 }
 
 /// Threads per block: `tile[(128,)]` in the header, else 128.

@@ -12,6 +12,7 @@
 mod cx;
 mod kernel;
 mod operator;
+mod visibility;
 
 use tessera_diagnostics::Diagnostic;
 use tessera_hir::body::CallTarget;

@@ -1069,6 +1069,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
             "op.reshape" => self.op_reshape(args),
+            "op.matmul" => self.op_matmul(args),
+            "op.softmax" => self.op_softmax(args),
             "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
             _ => Err(unsupported(format!("`{path}` is not supported in host code"))),
         };
@@ -1485,6 +1487,49 @@ impl<'a, 'p> Interp<'a, 'p> {
         let x = self.positional(args, "x", "op.transpose")?;
         let t = self.to_tensor(&x)?;
         Ok(Value::Tensor(TensorValue::new(ops::transpose(&t)?)))
+    }
+
+    /// `op.matmul(a, b, accumulate=T)` on the host: a float64 reference,
+    /// converted to `T` (by default the dtype of `a`). `tile_shape` is a
+    /// scheduling hint with no meaning here.
+    fn op_matmul(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let a = self.positional(args, "a", "op.matmul")?;
+        let b = self.positional(args, "b", "op.matmul")?;
+        let accumulate = self.accumulate_arg(args)?;
+        args.take("tile_shape");
+        self.no_more(args, "op.matmul")?;
+        let (a, b) = (self.to_tensor(&a)?, self.to_tensor(&b)?);
+        let out = accumulate.unwrap_or(a.dtype());
+        Ok(Value::Tensor(TensorValue::new(ops::matmul(&a, &b, out)?)))
+    }
+
+    /// `op.softmax(x, axis=-1, accumulate=T)` on the host: in float64 over
+    /// the last axis, converted to `T` (by default the dtype of `x`).
+    fn op_softmax(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", "op.softmax")?;
+        if let Some((v, _)) = args.take("axis") {
+            if !matches!(v, Value::Int(-1)) {
+                return Err(unsupported(
+                    "host code computes `op.softmax` over the last axis (`axis=-1`) only",
+                ));
+            }
+        }
+        let accumulate = self.accumulate_arg(args)?;
+        self.no_more(args, "op.softmax")?;
+        let t = self.to_tensor(&x)?;
+        let out = accumulate.unwrap_or(t.dtype());
+        Ok(Value::Tensor(TensorValue::new(ops::softmax_last(&t, out)?)))
+    }
+
+    fn accumulate_arg(&self, args: &mut Args) -> Result<Option<DType>, RunError> {
+        match args.take("accumulate") {
+            None | Some((Value::None, _)) => Ok(None),
+            Some((Value::DType(d), _)) => Ok(Some(d)),
+            Some((v, _)) => Err(RunError::value(format!(
+                "`accumulate` must be a dtype, not {}",
+                v.describe()
+            ))),
+        }
     }
 
     fn op_reshape(&mut self, args: &mut Args) -> Result<Value, RunError> {

@@ -477,6 +477,64 @@ pub(crate) fn transpose(t: &Tensor) -> Result<Tensor, RunError> {
     Ok(out)
 }
 
+/// `a @ b` over the last two dims (leading dims are a batch both share),
+/// computed in float64 and then converted to `out`.
+pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: DType) -> Result<Tensor, RunError> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let fits = sa.len() >= 2
+        && sa.len() == sb.len()
+        && sa[..sa.len() - 2] == sb[..sb.len() - 2]
+        && sa[sa.len() - 1] == sb[sb.len() - 2];
+    if !fits {
+        return Err(RunError::value(format!(
+            "`op.matmul` of shapes {} and {}: the inner dims must agree and the batch dims match",
+            crate::tensor::shape_text(sa),
+            crate::tensor::shape_text(sb)
+        )));
+    }
+    let r = sa.len();
+    let (m, k, n) = (sa[r - 2], sa[r - 1], sb[r - 1]);
+    let mut shape = sa.to_vec();
+    shape[r - 1] = n;
+    let mut c = Tensor::zeros(out, &shape)?;
+    let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+    let batch = a.numel() / (m * k).max(1);
+    let mut row = vec![0.0f64; n];
+    for q in 0..batch {
+        for i in 0..m {
+            row.iter_mut().for_each(|x| *x = 0.0);
+            for p in 0..k {
+                let x = av[q * m * k + i * k + p];
+                let brow = &bv[q * k * n + p * n..q * k * n + (p + 1) * n];
+                for (acc, y) in row.iter_mut().zip(brow) {
+                    *acc += x * y;
+                }
+            }
+            for (j, v) in row.iter().enumerate() {
+                c.set(q * m * n + i * n + j, Elem::Float(*v));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// Softmax over the last axis in float64 (the maximum subtracted first),
+/// converted to `out`.
+pub(crate) fn softmax_last(t: &Tensor, out: DType) -> Result<Tensor, RunError> {
+    let n = t.shape().last().copied().unwrap_or(1).max(1);
+    let v = t.to_f64_vec();
+    let mut r = Tensor::zeros(out, t.shape())?;
+    for (row, chunk) in v.chunks(n).enumerate() {
+        let max = chunk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = chunk.iter().map(|x| (x - max).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        for (j, x) in e.iter().enumerate() {
+            r.set(row * n + j, Elem::Float(x / sum));
+        }
+    }
+    Ok(r)
+}
+
 /// Sum or mean.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reduction {

@@ -1,0 +1,249 @@
+//! `tessera run FILE` runs `def main()` (or `--entry NAME` on `.npy`
+//! inputs) on a device; `tessera test PATHS` runs the `@test` functions of
+//! .tsr files. Both compile the file for the device (`tessera_exec`), load
+//! it there and interpret the host code, which launches the kernels.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use tessera_diagnostics::{render_human, Diagnostic};
+use tessera_driver::Sources;
+use tessera_runtime::host::{self, Program, RunOptions};
+use tessera_runtime::{Device, DeviceKind};
+
+use crate::{load, plural, EXIT_ERRORS, EXIT_USAGE};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DeviceArg {
+    /// The host CPU, with GPU semantics (blocks, threads, shared memory,
+    /// barriers, warps of 32)
+    Cpu,
+    /// An NVIDIA GPU through the CUDA driver
+    Cuda,
+    /// An AMD GPU through HIP
+    Hip,
+}
+
+impl DeviceArg {
+    fn kind(self) -> DeviceKind {
+        match self {
+            DeviceArg::Cpu => DeviceKind::Cpu,
+            DeviceArg::Cuda => DeviceKind::Cuda,
+            DeviceArg::Hip => DeviceKind::Hip,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The .tsr file to run
+    file: String,
+    /// Where kernels run
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    device: DeviceArg,
+    /// Run this operator or host function instead of `main`, on `--input`s
+    #[arg(long, value_name = "NAME")]
+    entry: Option<String>,
+    /// A parameter of the entry and the .npy file that holds its value
+    #[arg(long, value_name = "PARAM=FILE.npy", requires = "entry")]
+    input: Vec<String>,
+    /// Where the entry's results go, one .npy file per result
+    #[arg(long, value_name = "FILE.npy", requires = "entry")]
+    output: Vec<PathBuf>,
+    /// LLVM optimization level (0 to 3)
+    #[arg(short = 'O', default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    opt_level: u8,
+    /// Arguments for `main(args)`
+    #[arg(last = true)]
+    args: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct TestArgs {
+    /// Files or directories to search for `@test` functions
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Where kernels run
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    device: DeviceArg,
+    /// Run only the tests whose name contains this text
+    #[arg(long)]
+    filter: Option<String>,
+    /// LLVM optimization level (0 to 3)
+    #[arg(short = 'O', default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    opt_level: u8,
+}
+
+/// A program compiled and loaded on a device.
+struct Prepared {
+    built: tessera_exec::Built,
+    loaded: tessera_exec::Loaded,
+    ast: tessera_syntax::ast::Module,
+}
+
+fn report(sources: &Sources, diags: &[Diagnostic]) {
+    let color = std::io::stderr().is_terminal();
+    let mut err = std::io::stderr().lock();
+    for diag in diags {
+        let _ = writeln!(err, "{}", render_human(diag, sources, color));
+    }
+}
+
+fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
+    Device::open(kind).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(EXIT_ERRORS)
+    })
+}
+
+/// Checks, lowers and compiles the first requested file of `sources` for
+/// `device`, and loads it there.
+fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
+    let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
+    let image = tessera_exec::image(device, &built.layers, opt_level)?;
+    let loaded = tessera_exec::Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])?;
+    let text = &sources.get(built.file).text;
+    let ast = tessera_syntax::parse(built.file, text).module;
+    Ok(Prepared { built, loaded, ast })
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let mut sources = match load(std::slice::from_ref(&args.file)) {
+        Ok(sources) => sources,
+        Err(code) => return code,
+    };
+    let device = match open(args.device.kind()) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let mut p = match prepare(&mut sources, &device, args.opt_level) {
+        Ok(p) => p,
+        Err(diags) => {
+            report(&sources, &diags);
+            return ExitCode::from(EXIT_ERRORS);
+        }
+    };
+    let mut inputs = Vec::new();
+    for input in &args.input {
+        let Some((name, path)) = input.split_once('=') else {
+            eprintln!("error: `--input {input}` must be `PARAM=FILE.npy`");
+            return ExitCode::from(EXIT_USAGE);
+        };
+        inputs.push((name.to_string(), PathBuf::from(path)));
+    }
+    let text = sources.get(p.built.file).text.clone();
+    let program = Program::new(
+        p.built.file,
+        &text,
+        &p.ast,
+        tessera_exec::roles(&p.built.db, p.built.file),
+    );
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let options = RunOptions {
+        out: &mut out,
+        argv: args.args.clone(),
+    };
+    let result = match &args.entry {
+        Some(entry) => host::run_entry(&program, &mut p.loaded, &device, entry, &inputs, &args.output, options),
+        None => host::run_main(&program, &mut p.loaded, &device, options),
+    };
+    let _ = out.flush();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(diags) => {
+            report(&sources, &diags);
+            ExitCode::from(EXIT_ERRORS)
+        }
+    }
+}
+
+pub fn test(args: TestArgs) -> ExitCode {
+    let all = match load(&args.paths) {
+        Ok(sources) => sources,
+        Err(code) => return code,
+    };
+    let device = match open(args.device.kind()) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let files: Vec<String> = all.requested().map(|f| all.get(f).display.clone()).collect();
+    let (mut passed, mut failed, mut broken) = (0usize, Vec::new(), 0usize);
+    for path in files {
+        let mut sources = match load(std::slice::from_ref(&path)) {
+            Ok(sources) => sources,
+            Err(code) => return code,
+        };
+        let mut p = match prepare(&mut sources, &device, args.opt_level) {
+            Ok(p) => p,
+            Err(diags) => {
+                report(&sources, &diags);
+                broken += 1;
+                continue;
+            }
+        };
+        let tests: Vec<String> = tessera_exec::test_functions(&p.built.db, p.built.file, &p.ast)
+            .into_iter()
+            .filter(|t| args.filter.as_ref().is_none_or(|f| t.contains(f.as_str())))
+            .collect();
+        let text = sources.get(p.built.file).text.clone();
+        let program = Program::new(
+            p.built.file,
+            &text,
+            &p.ast,
+            tessera_exec::roles(&p.built.db, p.built.file),
+        );
+        for name in tests {
+            let mut printed = Vec::new();
+            let started = std::time::Instant::now();
+            let result = host::run_entry(
+                &program,
+                &mut p.loaded,
+                &device,
+                &name,
+                &[],
+                &[],
+                RunOptions {
+                    out: &mut printed,
+                    argv: vec![],
+                },
+            );
+            let ms = started.elapsed().as_secs_f64() * 1e3;
+            match result {
+                Ok(()) => {
+                    passed += 1;
+                    println!("test {path}::{name} ... ok ({ms:.0} ms)");
+                }
+                Err(diags) => {
+                    println!("test {path}::{name} ... FAILED");
+                    let _ = std::io::stdout().write_all(&printed);
+                    report(&sources, &diags);
+                    failed.push(format!("{path}::{name}"));
+                }
+            }
+        }
+    }
+    let mut summary = format!(
+        "test result: {}. {passed} passed; {} failed",
+        if failed.is_empty() && broken == 0 {
+            "ok"
+        } else {
+            "FAILED"
+        },
+        failed.len()
+    );
+    if broken > 0 {
+        summary.push_str(&format!("; {} did not compile", plural(broken, "file")));
+    }
+    println!("\n{summary}");
+    for f in &failed {
+        println!("    {f}");
+    }
+    if failed.is_empty() && broken == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_ERRORS)
+    }
+}

@@ -1,0 +1,333 @@
+//! [`Loaded`]: a compiled module loaded on a device, and the host
+//! interpreter's [`Executor`] over it.
+//!
+//! A launch binds the kernel's parameters from the manifest: buffers get
+//! the tensor's device address, scalars their value in the parameter's
+//! dtype, the trailing dim parameters the dims the call binds, and a kernel
+//! that needs global scratch gets a buffer of `scratch_bytes_per_block` ×
+//! blocks. Shared memory and the block shape come from the manifest too. An
+//! operator function runs the launches its manifest entry lists, over
+//! result buffers it allocates and scratch buffers between its kernels.
+
+use tessera_codegen::{CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
+use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
+use tessera_runtime::device::{Kernel, KernelArgs, Module, ModuleImage};
+use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
+use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
+use tessera_runtime::{DType, Device, RunError, Tensor};
+
+use crate::expr;
+
+/// A module compiled for a device and loaded there.
+pub struct Loaded {
+    pub manifest: Manifest,
+    module: Module,
+    /// The JIT that owns the CPU kernels' code (kept alive with them).
+    _jit: Option<CpuModule>,
+}
+
+/// What a device runs: compiled machine code for it.
+pub enum Image {
+    /// Kernels JIT-compiled in this process.
+    Cpu(CpuModule),
+    /// PTX text for the CUDA driver to JIT.
+    Ptx(String, Manifest),
+    /// A linked AMDGPU code object.
+    Hsaco(Vec<u8>, Manifest),
+}
+
+impl Loaded {
+    /// Loads `image` on `device`.
+    pub fn new(device: &Device, image: Image) -> Result<Loaded, RunError> {
+        let (manifest, module, jit) = match image {
+            Image::Cpu(jit) => {
+                let mut kernels = Vec::new();
+                for k in &jit.manifest.kernels {
+                    let address = jit.entry(&k.name).map_err(|e| RunError::launch(e.message))?;
+                    if address == 0 {
+                        return Err(RunError::launch(format!("the JIT has no code for `{}`", k.name)));
+                    }
+                    // SAFETY: the JIT compiled `k.name` from the Target IR
+                    // of a kernel, which the code generator emits with the
+                    // CPU ABI `void(void** args, TesseraCpuCtx* ctx)`; the
+                    // address is non-null and its code lives as long as
+                    // `jit`, which `Loaded` keeps with the kernel.
+                    let entry = unsafe { std::mem::transmute::<usize, CpuKernelFn>(address) };
+                    let threading = if k.needs_sync {
+                        Threading::Synchronized
+                    } else {
+                        Threading::Independent
+                    };
+                    kernels.push((k.name.clone(), CpuKernel { entry, threading }));
+                }
+                let module = device.load_module(ModuleImage::Cpu(kernels))?;
+                (jit.manifest.clone(), module, Some(jit))
+            }
+            Image::Ptx(text, manifest) => (manifest, device.load_module(ModuleImage::Ptx(text))?, None),
+            Image::Hsaco(bytes, manifest) => (manifest, device.load_module(ModuleImage::Hsaco(bytes))?, None),
+        };
+        Ok(Loaded {
+            manifest,
+            module,
+            _jit: jit,
+        })
+    }
+
+    fn kernel_info(&self, name: &str) -> Result<&KernelInfo, RunError> {
+        self.manifest
+            .kernels
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| RunError::launch(format!("the compiled module has no kernel `{name}`")))
+    }
+
+    fn host_info(&self, name: &str) -> Result<&HostInfo, RunError> {
+        self.manifest
+            .host_functions
+            .iter()
+            .find(|h| h.name == name)
+            .ok_or_else(|| RunError::launch(format!("the compiled module has no operator function `{name}`")))
+    }
+
+    /// Launches kernel `name`: `args` bind its parameters in order (tensors,
+    /// scalars; dim parameters may be left out and are then taken from
+    /// `dims`). Returns when the host may read what the kernel wrote.
+    pub fn launch_kernel(
+        &self,
+        device: &Device,
+        name: &str,
+        config: LaunchConfig,
+        args: &[Value],
+        dims: &[(String, i64)],
+    ) -> Result<(), RunError> {
+        let info = self.kernel_info(name)?;
+        let block: Vec<i64> = config.block.iter().map(|&b| i64::from(b)).collect();
+        if info.block_required && block != padded(&info.block) {
+            return Err(RunError::launch(format!(
+                "`{name}` was compiled for blocks of {}, but the launch asks for {}",
+                shape(&info.block),
+                shape(&block)
+            ))
+            .with_help(format!(
+                "launch it with `block={}`: its tiles are spread over exactly that many threads",
+                shape(&trim(&info.block))
+            )));
+        }
+        if !info.tma.is_empty() {
+            return Err(RunError::launch(format!(
+                "`{name}` loads through TMA descriptors, which this runtime does not encode yet"
+            ))
+            .with_help("build for sm_80 (cp.async loads) to run it"));
+        }
+        let mut kargs = KernelArgs::new();
+        for p in &info.params {
+            match args.get(p.index) {
+                Some(v) => push(device, &mut kargs, p, v, name)?,
+                None => match &p.dim {
+                    Some(dim) => kargs.push_i64(lookup(dims, dim, name)?),
+                    None => {
+                        return Err(RunError::launch(format!(
+                            "`{name}` takes {} arguments, but the launch passes {}",
+                            info.params.iter().filter(|p| p.dim.is_none()).count(),
+                            args.len()
+                        )))
+                    }
+                },
+            }
+        }
+        let mut config = config;
+        config.shared_bytes = usize::try_from(info.shared_bytes).map_err(|_| {
+            RunError::launch(format!(
+                "`{name}` asks for more shared memory than this host can address"
+            ))
+        })?;
+        let mut scratch = None;
+        if let Some(per_block) = &info.scratch_bytes_per_block {
+            let bytes = expr::eval(per_block, dims)?;
+            let total = u64::try_from(bytes)
+                .ok()
+                .and_then(|b| b.checked_mul(config.blocks()))
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or_else(|| {
+                    RunError::value(format!(
+                        "the scratch of `{name}` ({per_block} bytes per block) overflows"
+                    ))
+                })?;
+            let mut buffer = device.alloc(total.max(1))?;
+            kargs.push_address(buffer.address());
+            scratch = Some(buffer);
+        }
+        let kernel: Kernel = self.module.kernel(name)?;
+        // SAFETY: the arguments follow the kernel's parameters as the
+        // manifest lists them (the code generator wrote both); buffers are
+        // the tensors the interpreter checked against the parameters'
+        // shapes (or allocated here from them), and the scratch buffer is
+        // as large as the manifest asks for this grid; all stay alive until
+        // the launch has completed (`synchronize` below).
+        unsafe { device.launch(&kernel, &config, &mut kargs, None)? };
+        device.synchronize()?;
+        drop(scratch);
+        Ok(())
+    }
+}
+
+impl Executor for Loaded {
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
+        self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
+    }
+
+    fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
+        let host = self.host_info(call.function)?.clone();
+        let dim_params = host.params.iter().filter(|p| p.dim.is_some()).count();
+        let inputs = host.params.len() - host.results.len() - host.scratch.len() - dim_params;
+        if call.args.len() != inputs {
+            return Err(RunError::launch(format!(
+                "`{}` takes {inputs} arguments, but the call passes {}",
+                call.function,
+                call.args.len()
+            )));
+        }
+        let mut values: Vec<Value> = Vec::with_capacity(host.params.len());
+        for p in &host.params {
+            let v = if p.index < inputs {
+                call.args[p.index].clone()
+            } else if let Some(dim) = &p.dim {
+                Value::Int(lookup(call.dims, dim, call.function)?)
+            } else {
+                Value::Tensor(allocate(p, call.dims)?)
+            };
+            values.push(v);
+        }
+        for l in &host.launches {
+            let mut grid = [1u32; 3];
+            for (slot, g) in grid.iter_mut().zip(&l.grid) {
+                let v = expr::eval(g, call.dims)?;
+                *slot = u32::try_from(v)
+                    .map_err(|_| RunError::launch(format!("the grid entry `{g}` of `{}` is {v}", l.kernel)))?;
+            }
+            let mut block = [1u32; 3];
+            for (slot, b) in block.iter_mut().zip(&l.block) {
+                *slot = u32::try_from(*b).map_err(|_| RunError::launch(format!("a block of {b} threads")))?;
+            }
+            let args = l
+                .args
+                .iter()
+                .map(|&i| {
+                    values.get(i).cloned().ok_or_else(|| {
+                        RunError::launch(format!(
+                            "a launch of `{}` passes a value the runtime cannot bind",
+                            l.kernel
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let config = LaunchConfig {
+                grid,
+                block,
+                shared_bytes: 0,
+            };
+            self.launch_kernel(device, &l.kernel, config, &args, call.dims)?;
+        }
+        let mut results: Vec<Value> = host.results.iter().map(|&i| values[i].clone()).collect();
+        Ok(if results.len() == 1 {
+            results.remove(0)
+        } else {
+            Value::tuple(results)
+        })
+    }
+}
+
+/// A zeroed tensor for a result or scratch parameter, its dims evaluated.
+fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunError> {
+    let dtype = DType::from_name(&p.dtype).ok_or_else(|| RunError::value(format!("no tensors of `{}`", p.dtype)))?;
+    let shape = p
+        .shape
+        .iter()
+        .map(|d| {
+            let v = expr::eval(d, dims)?;
+            usize::try_from(v).map_err(|_| RunError::value(format!("the dim `{d}` is {v}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TensorValue::new(Tensor::zeros(dtype, &shape)?))
+}
+
+fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunError> {
+    dims.iter()
+        .find(|(n, _)| n == dim)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| RunError::launch(format!("the dim `{dim}` of `{function}` is not bound by its arguments")))
+}
+
+/// Pushes `v` for parameter `p`.
+fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel: &str) -> Result<(), RunError> {
+    let mismatch = || {
+        RunError::new(
+            tessera_diagnostics::Code::E1005,
+            format!(
+                "argument {} of `{kernel}` is {}, but the parameter is {}",
+                p.index + 1,
+                v.describe(),
+                describe_param(p)
+            ),
+        )
+    };
+    if p.kind == "buffer" {
+        let Value::Tensor(t) = v else { return Err(mismatch()) };
+        if t.dtype().name() != p.dtype {
+            return Err(mismatch());
+        }
+        args.push_address(t.kernel_address(device)?);
+        return Ok(());
+    }
+    let number = match v {
+        Value::Int(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        _ => return Err(mismatch()),
+    };
+    let integer = || match v {
+        Value::Int(i) => Ok(*i),
+        Value::Bool(b) => Ok(i64::from(*b)),
+        _ => Err(mismatch()),
+    };
+    match p.dtype.as_str() {
+        "f32" => args.push_f32(number as f32),
+        "f64" => args.push_f64(number),
+        "f16" => args.push_i32(i32::from(f32_to_f16(number as f32))),
+        "bf16" => args.push_i32(i32::from(f32_to_bf16(number as f32))),
+        "bool" => args.push_bool(number != 0.0),
+        "i8" | "u8" | "i32" => args.push_i32(i32::try_from(integer()?).map_err(|_| mismatch())?),
+        _ => args.push_i64(integer()?),
+    }
+    Ok(())
+}
+
+fn describe_param(p: &ParamInfo) -> String {
+    if p.kind == "buffer" {
+        format!("{}[{}]", p.dtype, p.shape.join(", "))
+    } else {
+        p.dtype.clone()
+    }
+}
+
+fn shape(dims: &[i64]) -> String {
+    let items: Vec<String> = dims.iter().map(i64::to_string).collect();
+    if items.len() == 1 {
+        format!("({},)", items[0])
+    } else {
+        format!("({})", items.join(", "))
+    }
+}
+
+/// A block shape in three dimensions.
+fn padded(dims: &[i64]) -> Vec<i64> {
+    let mut d = dims.to_vec();
+    d.resize(3, 1);
+    d
+}
+
+/// A block shape without its trailing 1s, as a launch writes it.
+fn trim(dims: &[i64]) -> Vec<i64> {
+    let keep = dims.iter().rposition(|&d| d != 1).map_or(1, |i| i + 1);
+    dims[..keep].to_vec()
+}

@@ -1,0 +1,119 @@
+//! Runs Tessera programs: compiles a checked file for the device it runs
+//! on, loads the result there and gives the host interpreter
+//! (`tessera_runtime::host`) an [`Executor`](tessera_runtime::host::Executor)
+//! that launches its kernels and operator functions.
+//!
+//! - [`build`]: check and lower a file through every IR layer for a target;
+//! - [`image`]: generate machine code for a device (the CPU through the
+//!   in-process JIT, CUDA as PTX, HIP as a linked code object);
+//! - [`Loaded`]: the module on the device, and the executor;
+//! - [`roles`] and [`test_functions`]: what each function of the program is.
+//!
+//! The command line (`tessera run`, `tessera test`) and the example tests
+//! are built on these.
+
+mod executor;
+pub mod expr;
+
+use tessera_base::FileId;
+use tessera_codegen::{CpuModule, Options as CodegenOptions};
+use tessera_diagnostics::Diagnostic;
+use tessera_driver::{Database, Layers, Sources, Stage};
+use tessera_hir::db::{signature, FnId};
+use tessera_hir::{Options, Target};
+use tessera_lower::FnRole;
+use tessera_runtime::host::Role;
+use tessera_runtime::{Device, DeviceKind};
+use tessera_syntax::ast::{FnDef, Module, StmtKind};
+
+pub use executor::{Image, Loaded};
+
+/// The target whose code a device runs: the CPU its own; CUDA devices
+/// PTX for sm_80 (which every GPU from Ampere on runs, through the driver's
+/// JIT); HIP devices gfx942 code objects.
+pub fn target_for(device: &Device) -> Target {
+    match device.kind() {
+        DeviceKind::Cpu => Target::Cpu,
+        DeviceKind::Cuda => Target::Sm80,
+        DeviceKind::Hip => Target::Gfx942,
+    }
+}
+
+/// A file checked and lowered through every IR layer.
+pub struct Built {
+    pub db: Database,
+    pub file: FileId,
+    pub layers: Layers,
+}
+
+/// Checks the first requested file of `sources` for `target` and lowers it
+/// through every layer; the diagnostics when it does not check clean.
+pub fn build(sources: &mut Sources, target: Target) -> Result<Built, Vec<Diagnostic>> {
+    let mut db = Database::default();
+    db.load(sources);
+    db.set_options(Options { target });
+    db.load_imports(sources);
+    let Some(file) = sources.requested().next() else {
+        return Err(vec![]);
+    };
+    let diags = db.check_to(file, Stage::Full);
+    if diags.iter().any(Diagnostic::is_error) {
+        return Err(diags);
+    }
+    let layers = tessera_driver::lower_layers(&db, file, &tessera_driver::registry(), &tessera_driver::passes())?;
+    Ok(Built { db, file, layers })
+}
+
+/// Machine code of `layers` for `device`.
+pub fn image(device: &Device, layers: &Layers, opt_level: u8) -> Result<Image, Vec<Diagnostic>> {
+    let options = CodegenOptions {
+        opt_level,
+        source_hash: String::new(),
+    };
+    let diag = |e: tessera_codegen::CodegenError| vec![tessera_driver::codegen_diagnostic(&e, &layers.files)];
+    match device.kind() {
+        DeviceKind::Cpu => {
+            let symbols = tessera_runtime::cpu::host_symbols();
+            CpuModule::new(&layers.target, &options, &symbols)
+                .map(Image::Cpu)
+                .map_err(diag)
+        }
+        DeviceKind::Cuda => {
+            let compiled = tessera_driver::generate(layers, &options)?;
+            let ptx = String::from_utf8_lossy(&compiled.asm).into_owned();
+            Ok(Image::Ptx(ptx, compiled.manifest))
+        }
+        DeviceKind::Hip => {
+            let compiled = tessera_driver::generate(layers, &options)?;
+            let work = std::env::temp_dir().join(format!("tessera-run-{}", std::process::id()));
+            let linked = tessera_codegen::link_hsaco(compiled.object.as_deref().unwrap_or_default(), &work);
+            let _ = std::fs::remove_dir_all(&work);
+            let hsaco = linked.map_err(|message| vec![Diagnostic::error(tessera_diagnostics::Code::E0904, message)])?;
+            Ok(Image::Hsaco(hsaco, compiled.manifest))
+        }
+    }
+}
+
+/// The role of each function of `file`, for the interpreter's `Program`.
+pub fn roles(db: &Database, file: FileId) -> impl Fn(&FnDef) -> Role + '_ {
+    let source = db.source(file);
+    move |def: &FnDef| match tessera_lower::role(db, source, &def.name.name) {
+        FnRole::Kernel => Role::Kernel,
+        FnRole::Operator => Role::Operator,
+        FnRole::Host => Role::Host,
+    }
+}
+
+/// The `@test` functions of `module`, in source order.
+pub fn test_functions(db: &Database, file: FileId, module: &Module) -> Vec<String> {
+    let source = db.source(file);
+    module
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Def(def) => Some(def.name.name.clone()),
+            _ => None,
+        })
+        .filter(|name| signature(db, FnId::new(db, source, name.clone())).is_test)
+        .collect()
+}
