@@ -1,0 +1,202 @@
+//! `tessera run` and `tessera test` end to end on the CPU: a program's
+//! `main` checked against a float64 reference, an operator function run on
+//! `.npy` inputs and compared here with a reference computed in Rust, `@test`
+//! functions passing and failing, and the errors of bad runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
+use tessera_runtime::{npy, DType, Tensor};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("tessera runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tessera-run-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn the_matmul_example_checks_itself_against_float64() {
+    let o = tessera(&["run", "examples/matmul.tsr"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("matches the float64 reference"), "{out}");
+}
+
+#[test]
+fn saxpy_main_runs() {
+    let o = tessera(&["run", "examples/saxpy.tsr"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn an_operator_runs_on_npy_inputs() {
+    let dir = temp("entry");
+    let (m, k, n) = (70usize, 128usize, 33usize);
+    let bits = |len: usize, salt: u64| -> Vec<u16> {
+        (0..len as u64)
+            .map(|i| {
+                let h = (i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+                f32_to_bf16(h as f32 / (1u64 << 24) as f32 * 2.0 - 1.0)
+            })
+            .collect()
+    };
+    let (a, b) = (bits(m * k, 1), bits(k * n, 2));
+    let tensor = |v: &[u16], shape: &[usize]| {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Tensor::from_bytes(DType::Bf16, shape, &bytes).unwrap()
+    };
+    let (pa, pb, pc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
+    npy::save(&pa, &tensor(&a, &[m, k])).unwrap();
+    npy::save(&pb, &tensor(&b, &[k, n])).unwrap();
+    let input_a = format!("A={}", pa.display());
+    let input_b = format!("B={}", pb.display());
+    let o = tessera(&[
+        "run",
+        "examples/matmul.tsr",
+        "--entry",
+        "matmul",
+        "--input",
+        &input_a,
+        "--input",
+        &input_b,
+        "--output",
+        pc.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let c = npy::load(&pc).unwrap();
+    assert_eq!((c.dtype(), c.shape()), (DType::F32, &[m, n][..]));
+    let c = c.to_f64_vec();
+    for i in 0..m {
+        for j in 0..n {
+            let (mut want, mut abs) = (0.0f64, 0.0f64);
+            for p in 0..k {
+                let x = f64::from(bf16_to_f32(a[i * k + p])) * f64::from(bf16_to_f32(b[p * n + j]));
+                want += x;
+                abs += x.abs();
+            }
+            assert!(
+                (c[i * n + j] - want).abs() <= 1e-5 * abs + 1e-30,
+                "C[{i}, {j}] = {} not {want}",
+                c[i * n + j]
+            );
+        }
+    }
+    // An input of the wrong dtype is refused before anything runs.
+    npy::save(&pa, &Tensor::from_slice(&[m, k], &vec![0.0f32; m * k]).unwrap()).unwrap();
+    let o = tessera(&[
+        "run",
+        "examples/matmul.tsr",
+        "--entry",
+        "matmul",
+        "--input",
+        &input_a,
+        "--input",
+        &input_b,
+        "--output",
+        pc.to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("E1005"), "{err}");
+}
+
+#[test]
+fn tessera_test_runs_test_functions() {
+    let dir = temp("tests");
+    let file = dir.join("checks.tsr");
+    std::fs::write(
+        &file,
+        "\
+@kernel
+def scale(x: mut f32[N], a: f32):
+    i = launch.thread_id()
+    if i < N:
+        x[i] = x[i] * a
+
+@test
+def doubles():
+    x = arange(300, dtype=f32)
+    y = x * 2.0
+    scale[grid=(3,), block=(128,)](x, 2.0)
+    assert allclose(x, y)
+
+@test
+def triples_wrongly():
+    x = ones(10)
+    scale[grid=(1,), block=(128,)](x, 2.0)
+    assert allclose(x, full(10, 3.0)), \"not tripled\"
+",
+    )
+    .unwrap();
+    let o = tessera(&["test", file.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("::doubles ... ok"), "{out}");
+    assert!(out.contains("::triples_wrongly ... FAILED"), "{out}");
+    assert!(out.contains("1 passed; 1 failed"), "{out}");
+    assert!(err.contains("E1003") && err.contains("not tripled"), "{err}");
+    let o = tessera(&["test", file.to_str().unwrap(), "--filter", "doubles"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+}
+
+#[test]
+fn bad_runs_are_clear_errors() {
+    let dir = temp("bad");
+    let file = dir.join("bad.tsr");
+    std::fs::write(
+        &file,
+        "\
+@kernel
+def gemm(A: bf16[M, K], B: bf16[K, N], C: mut f32[M, N]) where M % 128 == 0, N % 128 == 0, K % 32 == 0:
+    for m, n, k in tile.mma(A, B, C, BM=128, BN=128, BK=32):
+        tile.mma_sync(m, n, k)
+
+def main():
+    A = zeros(128, 32, dtype=bf16)
+    B = zeros(32, 128, dtype=bf16)
+    C = zeros(128, 128)
+    gemm[grid=(1, 1), block=(64,)](A, B, C)
+",
+    )
+    .unwrap();
+    let o = tessera(&["run", file.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("E1008") && err.contains("block=(128,)"), "{err}");
+
+    let o = tessera(&["run", "examples/matmul.tsr", "--entry", "nothing"]);
+    assert!(text(&o).1.contains("E1002"), "{:?}", text(&o));
+
+    // Without a CUDA driver the run stops with E1001 and names the fallback.
+    let o = tessera(&["run", "examples/saxpy.tsr", "--device", "cuda"]);
+    if !o.status.success() {
+        let (_, err) = text(&o);
+        assert!(err.contains("E1001") && err.contains("--device cpu"), "{err}");
+    }
+}

@@ -1,0 +1,87 @@
+//! `@deterministic` kernels give the same bits on every run: 20 runs on
+//! CPU devices with 1, 2 and 4 worker threads (blocks then run in different
+//! orders and on different cores) and code optimized at -O0 and -O3 all
+//! agree bit for bit, and the result is the float64 sum within f32
+//! rounding.
+
+use tessera_runtime::cpu::{CpuDevice, LaunchConfig};
+use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::{Device, Tensor};
+
+const PROGRAM: &str = "\
+@kernel
+@deterministic(seed=1)
+def total(x: f32[N], out: mut f32[2]):
+    out[0] = tile.reduce(x, op=\"sum\", order=\"tree\")
+    out[1] = tile.sum(x * x)
+";
+
+fn load(device: &Device, opt_level: u8) -> tessera_exec::Loaded {
+    let dir = std::env::temp_dir().join(format!("tessera-determinism-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("total.tsr");
+    std::fs::write(&path, PROGRAM).unwrap();
+    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
+    let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
+    let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
+    tessera_exec::Loaded::new(device, image).unwrap()
+}
+
+#[test]
+fn deterministic_sums_are_identical_bit_for_bit() {
+    let n = 100_003;
+    // Values of very different magnitudes, so that the order of additions
+    // shows in the last bits.
+    let x: Vec<f32> = (0..n)
+        .map(|i| {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+            (h as f32 / (1u64 << 24) as f32 - 0.5) * if i % 7 == 0 { 1e4 } else { 1e-2 }
+        })
+        .collect();
+    let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
+    let dims = [("N".to_string(), n as i64)];
+    let mut seen: Option<[u32; 2]> = None;
+    for (workers, opt_level) in [(1, 3), (2, 3), (4, 3), (2, 0)] {
+        let device = Device::Cpu(CpuDevice::with_workers(workers));
+        let loaded = load(&device, opt_level);
+        for _ in 0..5 {
+            let out = TensorValue::new(Tensor::from_slice(&[2], &[f32::NAN, f32::NAN]).unwrap());
+            let args = [Value::Tensor(input.clone()), Value::Tensor(out.clone())];
+            let config = LaunchConfig {
+                grid: [1, 1, 1],
+                block: [128, 1, 1],
+                shared_bytes: 0,
+            };
+            loaded.launch_kernel(&device, "total", config, &args, &dims).unwrap();
+            let got = out.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec();
+            let bits = [got[0].to_bits(), got[1].to_bits()];
+            match seen {
+                None => {
+                    let sum: f64 = x.iter().map(|&v| f64::from(v)).sum();
+                    let abs: f64 = x.iter().map(|&v| f64::from(v).abs()).sum();
+                    let squares: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+                    // Each of 128 threads adds n/128 values in turn, then a
+                    // tree of depth 7 joins them: at most that many f32
+                    // roundings, plus the one of each square.
+                    let roundings = (n / 128 + 8) as f64;
+                    let eps = f64::from(f32::EPSILON);
+                    assert!(
+                        (f64::from(got[0]) - sum).abs() <= roundings * eps * abs,
+                        "{} vs {sum}",
+                        got[0]
+                    );
+                    assert!(
+                        (f64::from(got[1]) - squares).abs() <= (roundings + 1.0) * eps * squares,
+                        "{} vs {squares}",
+                        got[1]
+                    );
+                    seen = Some(bits);
+                }
+                Some(first) => assert_eq!(
+                    bits, first,
+                    "run with {workers} workers at -O{opt_level} differs: {got:?}"
+                ),
+            }
+        }
+    }
+}
