@@ -105,8 +105,8 @@ impl Loaded {
         if info.block_required && block != padded(&info.block) {
             return Err(RunError::launch(format!(
                 "`{name}` was compiled for blocks of {}, but the launch asks for {}",
-                shape(&info.block),
-                shape(&block)
+                shape(&trim(&info.block)),
+                shape(&trim(&block))
             ))
             .with_help(format!(
                 "launch it with `block={}`: its tiles are spread over exactly that many threads",
