@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
 use tessera_ir_tile::Target;
 
+use crate::mma::layout::{self, Layout};
 use crate::target::{Abi, TargetInfo};
 use crate::{CodegenError, KernelInfo, ParamInfo, TmaDescriptor};
 
@@ -59,6 +60,8 @@ pub(crate) struct Tile {
     pub elem: ScalarType,
     pub count: Ext,
     pub storage: Storage,
+    /// Which thread holds which element (always blocked for scratch).
+    pub layout: Layout,
 }
 
 /// A memref: a base pointer, its extents, and its layout.
@@ -238,6 +241,12 @@ pub(crate) struct FnEmitter<'e, 'm> {
     pub body: String,
     tmp: u32,
     pub values: HashMap<ValueId, Val>,
+    /// The tiles that are not blocked (see `mma::layout::plan`).
+    layouts: HashMap<ValueId, Layout>,
+    /// Multi-indices `for_own` computed for its element indices `e`, with
+    /// the shape they index: what `unravel` would compute, in a form LLVM
+    /// folds across unrolled iterations.
+    indices: HashMap<String, (Vec<i64>, Vec<String>)>,
     /// Dim symbol → its `i64` value.
     dims: HashMap<String, String>,
     pub threads: i64,
@@ -279,6 +288,13 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             .map(|b| b.iter().product::<i64>())
             .unwrap_or(128)
             .max(1);
+        let layouts = match me.info.abi {
+            Abi::Nvptx => layout::plan(m, func, threads),
+            // Tests run fragment layouts on the CPU (`mma::layout::tests`).
+            #[cfg(test)]
+            Abi::Cpu => layout::plan_from_attributes(m, func, threads),
+            _ => HashMap::new(),
+        };
         Ok(FnEmitter {
             me,
             func,
@@ -287,6 +303,8 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             body: String::new(),
             tmp: 0,
             values: HashMap::new(),
+            layouts,
+            indices: HashMap::new(),
             dims: HashMap::new(),
             threads,
             tid: String::new(),
@@ -657,7 +675,43 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     // ----- tiles ---------------------------------------------------------
 
     /// A new tile of `dims` and `elem`, with storage.
+    /// A new tile of `dims` and `elem` for the result of `at`, with storage,
+    /// in the layout the kernel's plan gives that result.
     pub fn new_tile(&mut self, dims: &[DimExpr], elem: ScalarType, at: OpId) -> Result<Tile, CodegenError> {
+        let planned = self.planned_layout(at);
+        self.new_tile_in(dims, elem, at, planned)
+    }
+
+    /// The layout the kernel's plan gives the result of `at`.
+    pub fn planned_layout(&self, at: OpId) -> Layout {
+        self.m()
+            .results(at)
+            .first()
+            .and_then(|v| self.layouts.get(v))
+            .copied()
+            .unwrap_or(Layout::Blocked)
+    }
+
+    /// A new tile in `layout` (blocked unless the tile has the fragment's
+    /// shape and the block its threads).
+    pub fn new_tile_in(
+        &mut self,
+        dims: &[DimExpr],
+        elem: ScalarType,
+        at: OpId,
+        layout: Layout,
+    ) -> Result<Tile, CodegenError> {
+        let layout = match layout {
+            Layout::Frag(frag)
+                if frag.threads() == self.threads
+                    && dims.len() == 2
+                    && dims[0].as_const() == Some(frag.rows())
+                    && dims[1].as_const() == Some(frag.cols()) =>
+            {
+                layout
+            }
+            _ => Layout::Blocked,
+        };
         let exts = dims
             .iter()
             .map(|d| self.dim_ext(d, at))
@@ -666,7 +720,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let count = self.dim_ext(&total, at)?;
         let storage = match count.as_const() {
             Some(n) => {
-                let per_thread = (n + self.threads - 1) / self.threads;
+                let per_thread = match layout {
+                    Layout::Frag(frag) => frag.per_thread(),
+                    Layout::Blocked => (n + self.threads - 1) / self.threads,
+                };
                 let array = self.alloca(&format!("[{} x {}]", per_thread.max(1), llvm_ty(elem)));
                 Storage::Private { array, per_thread }
             }
@@ -682,11 +739,26 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             elem,
             count,
             storage,
+            layout,
         })
     }
 
     /// Runs `body(pos)` for every element of `tile` this thread holds.
     pub fn for_own(&mut self, tile: &Tile, mut body: impl FnMut(&mut Self, &Pos)) {
+        let shape: Option<Vec<i64>> = tile.dims.iter().map(Ext::as_const).collect();
+        if let Layout::Frag(frag) = tile.layout {
+            let tid = self.tid.clone();
+            self.counted_loop(&frag.per_thread().to_string(), true, |f, i| {
+                let (row, col) = frag.coords(f, &tid, &i.to_string());
+                let e = f.val(format!("mul nuw nsw i64 {row}, {}", frag.cols()));
+                let e = f.val(format!("add nuw nsw i64 {e}, {col}"));
+                if let Some(shape) = shape.clone() {
+                    f.indices.insert(e.clone(), (shape, vec![row, col]));
+                }
+                body(f, &Pos { e, i: i.to_string() });
+            });
+            return;
+        }
         let t = self.threads;
         let known = match &tile.storage {
             Storage::Private { per_thread, .. } => Some(*per_thread),
@@ -702,8 +774,16 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         };
         let exact = tile.count.as_const().is_some_and(|c| c % t == 0);
         self.counted_loop(&trips, known.is_some(), |f, i| {
-            let scaled = f.val(format!("mul i64 {i}, {t}"));
-            let e = f.val(format!("add i64 {scaled}, {}", f.tid));
+            // Element indices are small and non-negative: `nuw` lets LLVM
+            // split `(t + i·T) / n` into `t / n + i·T / n`, so unrolled
+            // iterations share one address plus a constant.
+            let scaled = f.val(format!("mul nuw nsw i64 {i}, {t}"));
+            let e = f.val(format!("add nuw nsw i64 {scaled}, {}", f.tid));
+            if let Some(shape) = &shape {
+                if let Some(idx) = f.blocked_index(i, shape) {
+                    f.indices.insert(e.clone(), (shape.clone(), idx));
+                }
+            }
             let pos = Pos { e, i: i.to_string() };
             if exact {
                 body(f, &pos);
@@ -714,8 +794,31 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         });
     }
 
+    /// `tile` in `layout`: itself, or a copy through the staging area.
+    pub fn relayout(&mut self, tile: &Tile, layout: Layout, at: OpId) -> Result<Tile, CodegenError> {
+        if tile.layout == layout {
+            return Ok(tile.clone());
+        }
+        // Symbolic tiles are blocked, in scratch.
+        let dims: Option<Vec<DimExpr>> = tile.dims.iter().map(|d| d.as_const().map(DimExpr::constant)).collect();
+        let Some(dims) = dims else {
+            return Ok(tile.clone());
+        };
+        let out = self.new_tile_in(&dims, tile.elem, at, layout)?;
+        if out.layout == tile.layout {
+            return Ok(tile.clone());
+        }
+        let view = crate::exchange::stage(self, tile, 0);
+        self.for_own(&out, |f, pos| {
+            let at = view.linear(f, &pos.e);
+            let v = view.load(f, &at);
+            f.store_slot(&out, pos, &v);
+        });
+        Ok(out)
+    }
+
     /// The slot of the element at `pos` in `tile` (any tile with the same
-    /// element count has the same distribution).
+    /// element count and layout has the same distribution).
     pub fn slot(&mut self, tile: &Tile, pos: &Pos) -> String {
         let ty = llvm_ty(tile.elem);
         match &tile.storage {
@@ -798,8 +901,54 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         self.start_block(&done);
     }
 
+    /// The multi-index of element `t + i·T` (`t` this thread, `T` the
+    /// block's threads) in a constant row-major `shape`, dim by dim from
+    /// the last: where `T` is a multiple of the dim `C`, the index is
+    /// `t % C` and the rest is `t / C + i·(T / C)`; where `C` is a multiple
+    /// of `T`, it is `t + (i % (C / T))·T` and the rest `i / (C / T)`.
+    /// `None` for other shapes.
+    fn blocked_index(&mut self, i: &str, shape: &[i64]) -> Option<Vec<String>> {
+        let mut idx = vec![String::new(); shape.len()];
+        let (mut t, mut threads, mut i) = (self.tid.clone(), self.threads, i.to_string());
+        for (k, &c) in shape.iter().enumerate().skip(1).rev() {
+            if c <= 0 {
+                return None;
+            }
+            if threads % c == 0 {
+                idx[k] = self.val(format!("urem i64 {t}, {c}"));
+                t = self.val(format!("udiv i64 {t}, {c}"));
+                threads /= c;
+            } else if c % threads == 0 {
+                let per = c / threads;
+                let lane = self.val(format!("urem i64 {i}, {per}"));
+                let lane = self.val(format!("mul nuw nsw i64 {lane}, {threads}"));
+                idx[k] = self.val(format!("add nuw nsw i64 {t}, {lane}"));
+                i = self.val(format!("udiv i64 {i}, {per}"));
+                t = "0".into();
+                threads = 1;
+            } else {
+                return None;
+            }
+        }
+        let lead = self.val(format!("mul nuw nsw i64 {i}, {threads}"));
+        idx[0] = self.val(format!("add nuw nsw i64 {t}, {lead}"));
+        Some(idx)
+    }
+
+    /// What `for_own` computed for `e`, when it indexes `dims`.
+    fn known_index(&self, e: &str, dims: &[Ext]) -> Option<Vec<String>> {
+        let (shape, idx) = self.indices.get(e)?;
+        let same = shape.len() == dims.len() && shape.iter().zip(dims).all(|(s, d)| d.as_const() == Some(*s));
+        same.then(|| idx.clone())
+    }
+
     /// Row and column of element `e` of a 2-D tile (`cols` columns).
     pub fn row_col(&mut self, e: &str, cols: &Ext) -> (String, String) {
+        if let Some((shape, idx)) = self.indices.get(e) {
+            if shape.len() == 2 && cols.as_const() == Some(shape[1]) {
+                return (idx[0].clone(), idx[1].clone());
+            }
+        }
         let c = cols.text();
         let r = self.val(format!("udiv i64 {e}, {c}"));
         let col = self.val(format!("urem i64 {e}, {c}"));
@@ -808,6 +957,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
 
     /// Multi-index of element `e` in a row-major shape.
     pub fn unravel(&mut self, e: &str, dims: &[Ext]) -> Vec<String> {
+        if let Some(idx) = self.known_index(e, dims) {
+            return idx;
+        }
         let mut idx = vec![String::new(); dims.len()];
         let mut rest = e.to_string();
         for (k, d) in dims.iter().enumerate().rev() {
@@ -1503,8 +1655,58 @@ fn float_suffix(s: ScalarType) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The CPU context of `spec/runtime.md`; `block` points at the test's
+    /// barrier.
+    #[repr(C)]
+    struct Ctx {
+        ids: [[u32; 3]; 4],
+        shared: *mut u8,
+        block: *const std::sync::Barrier,
+    }
+
+    extern "C" fn barrier(ctx: *mut Ctx) {
+        // SAFETY: the kernel passes back the context `run` gave it, whose
+        // barrier outlives the threads.
+        unsafe { (*(*ctx).block).wait() };
+    }
+
+    /// Runs kernel `k` of the CPU Target IR `text` on one block of
+    /// `threads` threads (one OS thread each), its memref parameters bound
+    /// to `buffers`.
+    pub(crate) fn run(text: &str, threads: u32, buffers: &mut [Vec<f32>]) {
+        let module = tessera_ir::parse(text).expect("the IR parses");
+        let symbols = [("tessera_cpu_barrier", barrier as extern "C" fn(*mut Ctx) as usize)];
+        let cpu = crate::CpuModule::new(&module, &crate::Options::default(), &symbols).expect("the kernel compiles");
+        let shared_bytes = cpu.manifest.kernels[0].shared_bytes as usize;
+        let entry = cpu.entry("k").expect("the kernel is there");
+        // SAFETY: the JIT compiled `k` with the CPU kernel ABI.
+        let kernel: extern "C" fn(*mut *mut f32, *mut Ctx) = unsafe { std::mem::transmute(entry) };
+        let layout = std::alloc::Layout::from_size_align(shared_bytes.max(128), 128).unwrap();
+        // SAFETY: a non-zero size; freed below with the same layout.
+        let shared = unsafe { std::alloc::alloc_zeroed(layout) };
+        let mut pointers: Vec<*mut f32> = buffers.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        let args: Vec<usize> = pointers.iter_mut().map(|p| p as *mut *mut f32 as usize).collect();
+        let gate = std::sync::Barrier::new(threads as usize);
+        let (gate, shared_at) = (&gate as *const std::sync::Barrier as usize, shared as usize);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let mut args = args.clone();
+                s.spawn(move || {
+                    let mut ctx = Ctx {
+                        ids: [[t, 0, 0], [0, 0, 0], [threads, 1, 1], [1, 1, 1]],
+                        shared: shared_at as *mut u8,
+                        block: gate as *const std::sync::Barrier,
+                    };
+                    kernel(args.as_mut_ptr() as *mut *mut f32, &mut ctx);
+                });
+            }
+        });
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(shared, layout) };
+    }
 
     #[test]
     fn half_and_bfloat_literals_round_to_nearest_even() {

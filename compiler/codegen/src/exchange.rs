@@ -174,6 +174,12 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
 /// Combines `count` values `read(j)` in a fixed pairwise tree (constant
 /// `count`) or in index order (symbolic `count`) — the same order on every
 /// target. Values are of type `acc`.
+///
+/// The tree combines `(j, j + s)` for `j` a multiple of `2s`, `s = 1, 2,
+/// 4, …`, while `j + s < count`. Its subtrees over aligned blocks of
+/// [`TREE_CHUNK`] values are complete, so a long row is reduced block by
+/// block and the blocks' results by the same tree: the same operations in
+/// the same order, with a block's worth of values live instead of a row's.
 pub(crate) fn tree_reduce(
     f: &mut FnEmitter,
     count: &Ext,
@@ -183,35 +189,43 @@ pub(crate) fn tree_reduce(
 ) -> String {
     let t = llvm_ty(acc);
     match count {
-        Ext::Const(n) => {
-            let n = (*n).max(1);
-            let arr = f.alloca(&format!("[{n} x {t}]"));
-            f.counted_loop(&n.to_string(), true, |f, j| {
-                let v = read(f, j);
-                let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
-                f.line(format!("store {t} {v}, ptr {at}"));
+        Ext::Const(n) if *n > TREE_CHUNK => {
+            let (full, rest) = (n / TREE_CHUNK, n % TREE_CHUNK);
+            let blocks = full + i64::from(rest > 0);
+            let parts = f.alloca(&format!("[{blocks} x {t}]"));
+            let mut block = |f: &mut FnEmitter, first: &str, len: i64, at: &str| {
+                let v = pairwise(
+                    f,
+                    len,
+                    acc,
+                    &mut |f, j| {
+                        let e = f.val(format!("add i64 {first}, {j}"));
+                        read(f, &e)
+                    },
+                    combine,
+                );
+                let slot = f.val(format!("getelementptr [{blocks} x {t}], ptr {parts}, i64 0, i64 {at}"));
+                f.line(format!("store {t} {v}, ptr {slot}"));
+            };
+            f.counted_loop(&full.to_string(), false, |f, b| {
+                let first = f.val(format!("mul i64 {b}, {TREE_CHUNK}"));
+                block(f, &first, TREE_CHUNK, b);
             });
-            let mut stride = 1;
-            while stride < n {
-                let pairs = (n + 2 * stride - 1) / (2 * stride);
-                f.counted_loop(&pairs.to_string(), true, |f, p| {
-                    let j = f.val(format!("mul i64 {p}, {}", 2 * stride));
-                    let k = f.val(format!("add i64 {j}, {stride}"));
-                    let inside = f.val(format!("icmp slt i64 {k}, {n}"));
-                    f.when(&inside, |f| {
-                        let aj = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
-                        let ak = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {k}"));
-                        let x = f.val(format!("load {t}, ptr {aj}"));
-                        let y = f.val(format!("load {t}, ptr {ak}"));
-                        let z = combine(f, &x, &y);
-                        f.line(format!("store {t} {z}, ptr {aj}"));
-                    });
-                });
-                stride *= 2;
+            if rest > 0 {
+                block(f, &(full * TREE_CHUNK).to_string(), rest, &full.to_string());
             }
-            let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 0"));
-            f.val(format!("load {t}, ptr {at}"))
+            pairwise(
+                f,
+                blocks,
+                acc,
+                &mut |f, j| {
+                    let slot = f.val(format!("getelementptr [{blocks} x {t}], ptr {parts}, i64 0, i64 {j}"));
+                    f.val(format!("load {t}, ptr {slot}"))
+                },
+                combine,
+            )
         }
+        Ext::Const(n) => pairwise(f, *n, acc, &mut read, combine),
         Ext::Dyn(n) => {
             let cell = f.alloca(t);
             let first = read(f, "0");
@@ -227,6 +241,48 @@ pub(crate) fn tree_reduce(
             f.val(format!("load {t}, ptr {cell}"))
         }
     }
+}
+
+/// The values a reduction tree holds at once: a power of two.
+const TREE_CHUNK: i64 = 64;
+
+/// The pairwise tree of [`tree_reduce`] over `n` values in a per-thread
+/// array.
+fn pairwise(
+    f: &mut FnEmitter,
+    n: i64,
+    acc: ScalarType,
+    read: &mut dyn FnMut(&mut FnEmitter, &str) -> String,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) -> String {
+    let t = llvm_ty(acc);
+    let n = n.max(1);
+    let arr = f.alloca(&format!("[{n} x {t}]"));
+    f.counted_loop(&n.to_string(), true, |f, j| {
+        let v = read(f, j);
+        let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
+        f.line(format!("store {t} {v}, ptr {at}"));
+    });
+    let mut stride = 1;
+    while stride < n {
+        let pairs = (n + 2 * stride - 1) / (2 * stride);
+        f.counted_loop(&pairs.to_string(), true, |f, p| {
+            let j = f.val(format!("mul i64 {p}, {}", 2 * stride));
+            let k = f.val(format!("add i64 {j}, {stride}"));
+            let inside = f.val(format!("icmp slt i64 {k}, {n}"));
+            f.when(&inside, |f| {
+                let aj = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
+                let ak = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {k}"));
+                let x = f.val(format!("load {t}, ptr {aj}"));
+                let y = f.val(format!("load {t}, ptr {ak}"));
+                let z = combine(f, &x, &y);
+                f.line(format!("store {t} {z}, ptr {aj}"));
+            });
+        });
+        stride *= 2;
+    }
+    let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 0"));
+    f.val(format!("load {t}, ptr {at}"))
 }
 
 fn combiner(kind: &str, s: ScalarType) -> impl Fn(&mut FnEmitter, &str, &str) -> String {
@@ -388,9 +444,18 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     f.barrier();
     let oe = out.elem;
     let odims = out.dims.clone();
+    // The elements are read back from the staged copy, so `src` is dead
+    // once staged (and may be in another layout than `out`). Where the
+    // types agree, each result goes back into the slot its element came
+    // from (this thread's own, read by no other thread after the barrier)
+    // and is loaded into `out` afterwards: every element's computation
+    // then ends in a store, and the backend does not carry 64 unfinished
+    // ones down to where `out` is used.
+    let in_place = se == oe;
     f.for_own(&out, |f, pos| {
         let (row, _) = f.row_col(&pos.e, &odims[odims.len() - 1]);
-        let v = f.load_slot(&src, pos);
+        let at = view.linear(f, &pos.e);
+        let v = view.load(f, &at);
         let v = f.convert(&v, se, acc);
         let r2 = f.val(format!("mul i64 {row}, 2"));
         let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
@@ -401,8 +466,62 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         let e = f.math("exp", acc, &d).unwrap_or(d);
         let q = f.val(format!("fdiv {t} {e}, {s}"));
         let q = f.convert(&q, acc, oe);
-        f.store_slot(&out, pos, &q);
+        if in_place {
+            f.line(format!("store {} {q}, {} {at}", llvm_ty(oe), view.ptr_ty));
+        } else {
+            f.store_slot(&out, pos, &q);
+        }
     });
+    if in_place {
+        f.for_own(&out, |f, pos| {
+            let at = view.linear(f, &pos.e);
+            let v = view.load(f, &at);
+            f.store_slot(&out, pos, &v);
+        });
+    }
     f.set(op, Val::Tile(out));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Row sums of long rows, reduced block by block, give the bits of the
+    /// one pairwise tree over the row (`exchange::tree_reduce`).
+    #[test]
+    fn long_reductions_keep_the_pairwise_tree() {
+        let text = r#"module @m attributes {layer = "target", target = "cpu"} {
+  func.func @k(%x: memref<4x200xf32, global>, %o: memref<4xf32, global>) -> () attributes {block = [128], kind = "kernel", layer = "target"} {
+    %z = tile.const() {value = 0} : () -> index
+    %t = tile.load_tile(%x, %z, %z) : (memref<4x200xf32, global>, index, index) -> tensor<4x200xf32>
+    %s = tile.reduce(%t) {axis = 1, kind = "sum", order = "tree"} : (tensor<4x200xf32>) -> tensor<4xf32>
+    tile.store_tile(%s, %o, %z) : (tensor<4xf32>, memref<4xf32, global>, index) -> ()
+    tile.return() : () -> ()
+  }
+}
+"#;
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let x: Vec<f32> = (0..800)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1000.0
+            })
+            .collect();
+        let mut buffers = vec![x.clone(), vec![f32::NAN; 4]];
+        crate::emit::tests::run(text, 128, &mut buffers);
+        for r in 0..4 {
+            let mut v = x[r * 200..r * 200 + 200].to_vec();
+            let mut stride = 1;
+            while stride < v.len() {
+                for j in (0..v.len()).step_by(2 * stride) {
+                    if j + stride < v.len() {
+                        v[j] += v[j + stride];
+                    }
+                }
+                stride *= 2;
+            }
+            assert_eq!(buffers[1][r].to_bits(), v[0].to_bits(), "row {r}");
+        }
+    }
 }

@@ -4,16 +4,22 @@
 //! `*.mma_fma`, and shapes the instructions do not fit).
 //!
 //! The operands are read from shared memory: a shared buffer as it is, a
-//! tile staged row-major. Tensor-core engines compute the product of a
-//! chunk of rows into the staging area (each warp or warpgroup a set of
-//! instruction tiles), then every thread adds its own elements of `c`.
+//! tile staged row-major. When the kernel's layout plan keeps the
+//! accumulator in the instruction's fragments ([`layout`]), `mma.sync` and
+//! `wgmma` update those registers in place, every thread taking part;
+//! otherwise a tensor-core engine computes the product of a chunk of rows
+//! into the staging area (each warp or warpgroup a set of instruction
+//! tiles), then every thread adds its own elements of `c`.
 
-use tessera_ir::{Attr, MemSpace, OpId, ScalarType, Type};
+pub(crate) mod layout;
 
-use crate::emit::{llvm_ty, Ext, FnEmitter, Tile, Val};
+use tessera_ir::{Attr, DimExpr, MemSpace, OpId, ScalarType, Type};
+
+use crate::emit::{llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
 use crate::exchange::{stage, staged_bytes, View};
 use crate::target::Abi;
 use crate::CodegenError;
+use layout::{Frag, Layout};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Engine {
@@ -35,6 +41,14 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
         .and_then(Attr::as_type)
         .and_then(Type::elem)
         .unwrap_or(*d_elem);
+    let planned = f.planned_layout(op);
+    if let Layout::Frag(frag) = planned {
+        if layout::frag_of(f.m(), op, f.threads) == Some(frag) {
+            return in_registers(f, op, frag, &c, dims);
+        }
+    }
+    // `d` is computed element by element from `c`: the same layout.
+    let c = f.relayout(&c, planned, op)?;
     // Operands: staged tiles first (their bytes), then views.
     let a_val = f.operand(op, 0)?;
     let b_val = f.operand(op, 1)?;
@@ -87,6 +101,274 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
     }
     f.set(op, Val::Tile(d));
     Ok(())
+}
+
+/// The product with the accumulator in `frag`'s registers: `d` starts as
+/// `c`, and each instruction updates its own slots of `d`.
+fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimExpr]) -> Result<(), CodegenError> {
+    let c = f.relayout(c, Layout::Frag(frag), op)?;
+    let (m, n) = (frag.rows(), frag.cols());
+    let a_operand = f.m().operands(op)[0];
+    let k = match f.m().value_type(a_operand).dims() {
+        Some([_, k]) => k.as_const().unwrap_or(0),
+        _ => 0,
+    };
+    let a_val = f.operand(op, 0)?;
+    let b_val = f.operand(op, 1)?;
+    let d = match frag {
+        Frag::MmaSync { .. } => {
+            let a_bytes = match &a_val {
+                Val::Tile(t) => staged_bytes(t),
+                _ => 0,
+            };
+            let a = view_of(f, op, &a_val, 0)?;
+            let b = view_of(f, op, &b_val, a_bytes)?;
+            let b_bytes = match &b_val {
+                Val::Tile(t) => staged_bytes(t),
+                _ => 0,
+            };
+            let d = f.new_tile(dims, ScalarType::F32, op)?;
+            if ldmatrix_reads(f, &a) && ldmatrix_reads(f, &b) {
+                copy_slots(f, &c, &d);
+                mma_sync_in_registers(f, frag, &a, &b, &d, k);
+            } else {
+                tensor_cores(f, op, Engine::MmaSync, &a, &b, &c, &d, [m, n, k], a_bytes + b_bytes)?;
+            }
+            d
+        }
+        Frag::Wgmma { .. } => {
+            let a_bytes = match &a_val {
+                Val::Tile(t) => staged_bytes(t),
+                _ => 0,
+            };
+            let a = view_of(f, op, &a_val, 0)?;
+            let b = view_of(f, op, &b_val, a_bytes)?;
+            let b_bytes = match &b_val {
+                Val::Tile(t) => staged_bytes(t),
+                _ => 0,
+            };
+            let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, a_bytes + b_bytes);
+            let d = f.new_tile(dims, ScalarType::F32, op)?;
+            copy_slots(f, &c, &d);
+            wgmma_in_registers(f, frag, &a, &b, &d, k);
+            d
+        }
+    };
+    f.set(op, Val::Tile(d));
+    Ok(())
+}
+
+/// Whether `ldmatrix` can read fragments of a 16-bit view: in shared
+/// memory, rows a whole number of 16-byte lines (every row address of an
+/// 8×8 matrix must be 16-byte aligned; views start 16-byte aligned).
+fn ldmatrix_reads(f: &FnEmitter, v: &View) -> bool {
+    v.ptr_ty == f.info().shared_ptr()
+        && v.elem.bits() == 16
+        && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * 2 % 16 == 0)
+}
+
+/// Slot `i` of a thread-private tile.
+fn slot_at(f: &mut FnEmitter, t: &Tile, i: i64) -> String {
+    match &t.storage {
+        Storage::Private { array, per_thread } => f.val(format!(
+            "getelementptr [{per_thread} x {}], ptr {array}, i64 0, i64 {i}",
+            llvm_ty(t.elem)
+        )),
+        Storage::Scratch { .. } => unreachable!("fragment tiles have constant shapes"),
+    }
+}
+
+/// `d`'s slots ← `c`'s (f32 tiles of one layout).
+fn copy_slots(f: &mut FnEmitter, c: &Tile, d: &Tile) {
+    let per_thread = match d.layout {
+        Layout::Frag(frag) => frag.per_thread(),
+        Layout::Blocked => 0,
+    };
+    for i in 0..per_thread {
+        let from = slot_at(f, c, i);
+        let v = f.val(format!("load float, ptr {from}"));
+        let to = slot_at(f, d, i);
+        f.line(format!("store float {v}, ptr {to}"));
+    }
+}
+
+/// `d += a · b` with `mma.sync.m16n8k16`, `d` in its fragments: per k-step
+/// of 16, warp `w` loads the A fragments of its atom rows (`ldmatrix.x4`:
+/// lanes 0–15 address rows 0–15 at column 0, lanes 16–31 the same rows at
+/// column 8, so registers 0–3 are a0a1, a2a3, a4a5, a6a7 of PTX ISA
+/// 9.7.14.5.8) and the B fragments of its atom columns (`ldmatrix.x2.trans`
+/// of the 16×8 block of B: b0b1 and b2b3), then runs one `mma` per atom.
+fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Tile, k: i64) {
+    let Frag::MmaSync { warps_n, .. } = frag else {
+        return;
+    };
+    let sp = f.info().shared_ptr();
+    let (rows, cols) = frag.atoms();
+    let (l, w) = lane(f, 32);
+    let wr = f.val(format!("udiv i64 {w}, {warps_n}"));
+    let wc = f.val(format!("urem i64 {w}, {warps_n}"));
+    let row0 = f.val(format!("mul i64 {wr}, {}", 16 * rows));
+    let col0 = f.val(format!("mul i64 {wc}, {}", 8 * cols));
+    let l16 = f.val(format!("urem i64 {l}, 16"));
+    let hi = f.val(format!("udiv i64 {l}, 16"));
+    let hi8 = f.val(format!("mul i64 {hi}, 8"));
+    let arow = f.val(format!("add i64 {row0}, {l16}"));
+    let f16 = a.elem == ScalarType::F16;
+    let mma = if f16 {
+        "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+    } else {
+        "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+    };
+    // bf16 fragments are i32, f16 ones <2 x half>.
+    let reg = |f: &mut FnEmitter, packed: &str, ty: &str, j: usize| -> (&'static str, String) {
+        let v = f.val(format!("extractvalue {ty} {packed}, {j}"));
+        if f16 {
+            ("<2 x half>", f.val(format!("bitcast i32 {v} to <2 x half>")))
+        } else {
+            ("i32", v)
+        }
+    };
+    f.counted_loop(&(k / 16).to_string(), true, |f, ks| {
+        let k0 = f.val(format!("mul i64 {ks}, 16"));
+        let acol = f.val(format!("add i64 {k0}, {hi8}"));
+        let brow = f.val(format!("add i64 {k0}, {l16}"));
+        let x4 = "{ i32, i32, i32, i32 }";
+        let x2 = "{ i32, i32 }";
+        let mut a_regs = Vec::new();
+        for p in 0..rows {
+            let row = f.val(format!("add i64 {arow}, {}", 16 * p));
+            let at = a.at(f, &row, &acol);
+            let packed = f.intrinsic(x4, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", &[(sp.as_str(), at)]);
+            a_regs.push((0..4).map(|j| reg(f, &packed, x4, j)).collect::<Vec<_>>());
+        }
+        let mut b_regs = Vec::new();
+        for q in 0..cols {
+            let col = f.val(format!("add i64 {col0}, {}", 8 * q));
+            let at = b.at(f, &brow, &col);
+            let packed = f.intrinsic(
+                x2,
+                "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16",
+                &[(sp.as_str(), at)],
+            );
+            b_regs.push((0..2).map(|j| reg(f, &packed, x2, j)).collect::<Vec<_>>());
+        }
+        for p in 0..rows {
+            for q in 0..cols {
+                let mut args = a_regs[p as usize].clone();
+                args.extend(b_regs[q as usize].iter().cloned());
+                let cells: Vec<String> = (0..4).map(|r| slot_at(f, d, frag.slot(p, q, r))).collect();
+                for cell in &cells {
+                    args.push(("float", f.val(format!("load float, ptr {cell}"))));
+                }
+                let ret = "{ float, float, float, float }";
+                let out = f.intrinsic(ret, mma, &args);
+                for (j, cell) in cells.iter().enumerate() {
+                    let v = f.val(format!("extractvalue {ret} {out}, {j}"));
+                    f.line(format!("store float {v}, ptr {cell}"));
+                }
+            }
+        }
+    });
+}
+
+/// `d += a · b` with `wgmma.mma_async.m64nNk16`, `d` in its fragments, `a`
+/// and `b` in the core-matrix layout: warpgroup `g` runs one instruction
+/// per k-step of 16 and 64-row block it owns, on the `N/2` slots of that
+/// block. The accumulators pass through empty `asm` statements before the
+/// `wgmma.fence` and after the `wgmma.wait_group 0`, so that no other
+/// instruction touches them while the asynchronous products run (as
+/// CUTLASS's `warpgroup_fence_operand`).
+fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Tile, k: i64) {
+    let Frag::Wgmma { cols: n, .. } = frag else {
+        return;
+    };
+    let sp = f.info().shared_ptr();
+    let (blocks, _) = frag.atoms();
+    let regs = (n / 2) as usize;
+    let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    let tid = f.tid.clone();
+    let group = f.val(format!("udiv i64 {tid}, 128"));
+    let first = f.val(format!("mul i64 {group}, {blocks}"));
+    let cells: Vec<String> = (0..frag.per_thread()).map(|i| slot_at(f, d, i)).collect();
+    let mut acc: Vec<String> = cells
+        .iter()
+        .map(|cell| f.val(format!("load float, ptr {cell}")))
+        .collect();
+    acc = fence_operands(f, &acc, regs);
+    f.line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
+    let sbo = k / 8 * 128;
+    for ks in 0..k / 16 {
+        // B's core matrices (0, 2·ks) on.
+        let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
+        let db = descriptor(f, &bt, 128, sbo);
+        for p in 0..blocks {
+            // A's core matrices (8·block, 2·ks) on: byte (block·k + 2·ks)·128.
+            let block = f.val(format!("add i64 {first}, {p}"));
+            let off = f.val(format!("mul i64 {block}, {}", k * 128));
+            let off = f.val(format!("add i64 {off}, {}", 2 * ks * 128));
+            let at = f.val(format!("getelementptr i8, {sp} {}, i64 {off}", a.base));
+            let da = descriptor(f, &at, 128, sbo);
+            let range = p as usize * regs..(p as usize + 1) * regs;
+            let out = wgmma(f, n, kind, &acc[range.clone()], &da, &db);
+            acc.splice(range, out);
+        }
+    }
+    f.line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
+    f.line("call void asm sideeffect \"wgmma.wait_group.sync.aligned 0;\", \"~{memory}\"()");
+    let acc = fence_operands(f, &acc, regs);
+    for (cell, v) in cells.iter().zip(&acc) {
+        f.line(format!("store float {v}, ptr {cell}"));
+    }
+}
+
+/// One `wgmma.mma_async.m64n{n}k16.f32.{kind}.{kind}`: `d = a·b + d` on the
+/// `n/2` accumulators `acc` (scale-d true, A and B K-major).
+fn wgmma(f: &mut FnEmitter, n: i64, kind: &str, acc: &[String], da: &str, db: &str) -> Vec<String> {
+    let regs = acc.len();
+    let outs: Vec<String> = (0..regs).map(|j| format!("${j}")).collect();
+    let asm = format!(
+        "{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
+        outs.join(", "),
+        2 * regs,
+        2 * regs + 1
+    );
+    let mut constraints: Vec<String> = (0..regs).map(|_| "=f".to_string()).collect();
+    constraints.extend((0..regs).map(|j| j.to_string()));
+    constraints.push("l".into());
+    constraints.push("l".into());
+    constraints.push("~{memory}".into());
+    let ret = format!("{{ {} }}", vec!["float"; regs].join(", "));
+    let mut args: Vec<String> = acc.iter().map(|v| format!("float {v}")).collect();
+    args.push(format!("i64 {da}"));
+    args.push(format!("i64 {db}"));
+    let r = f.val(format!(
+        "call {ret} asm sideeffect \"{asm}\", \"{}\"({})",
+        constraints.join(","),
+        args.join(", ")
+    ));
+    (0..regs)
+        .map(|j| f.val(format!("extractvalue {ret} {r}, {j}")))
+        .collect()
+}
+
+/// `values` through empty `asm` statements (at most `chunk` at a time)
+/// that claim to change them: instructions that use the results stay after
+/// the statement, and those that compute the inputs before it.
+fn fence_operands(f: &mut FnEmitter, values: &[String], chunk: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(values.len());
+    for part in values.chunks(chunk.max(1)) {
+        let ret = format!("{{ {} }}", vec!["float"; part.len()].join(", "));
+        let mut constraints: Vec<String> = part.iter().map(|_| "=f".to_string()).collect();
+        constraints.extend((0..part.len()).map(|j| j.to_string()));
+        let args: Vec<String> = part.iter().map(|v| format!("float {v}")).collect();
+        let r = f.val(format!(
+            "call {ret} asm sideeffect \"\", \"{}\"({})",
+            constraints.join(","),
+            args.join(", ")
+        ));
+        out.extend((0..part.len()).map(|j| f.val(format!("extractvalue {ret} {r}, {j}"))));
+    }
+    out
 }
 
 fn view_of(f: &mut FnEmitter, op: OpId, v: &Val, offset: i64) -> Result<View, CodegenError> {
@@ -336,6 +618,10 @@ fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows
 /// Copies `a` (m×k) and `b` (k×n) into wgmma's K-major core-matrix layout
 /// without swizzle: 8×8 core matrices of 128 bytes, core `(i, j)` (i along
 /// M or N, j along K) at `(i·k/8 + j)·128`. B is stored transposed (n×k).
+/// This is CuTe's canonical K-major `INTERLEAVE` layout
+/// `((8,m),(T,2)):((1T,SBO),(1,LBO))` with LBO = 128 bytes (the next core
+/// matrix along K) and SBO = `k/8·128` bytes (the next 8 rows), which
+/// [`descriptor`] encodes.
 fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (View, View, i64) {
     let eb = 2;
     let a_off = (used + 127) / 128 * 128;
@@ -346,6 +632,22 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
     let sp = f.info().shared_ptr();
     let t = llvm_ty(a.elem);
     let threads = f.threads;
+    // Element (r, kk) of the (rows × k) K-major copy at `off`.
+    let place = |f: &mut FnEmitter, off: i64, r: &str, kk: &str, v: &str| {
+        let ci = f.val(format!("udiv i64 {r}, 8"));
+        let cj = f.val(format!("udiv i64 {kk}, 8"));
+        let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+        let core = f.val(format!("add i64 {core}, {cj}"));
+        let core = f.val(format!("mul i64 {core}, 64"));
+        let ri = f.val(format!("urem i64 {r}, 8"));
+        let ki = f.val(format!("urem i64 {kk}, 8"));
+        let inner = f.val(format!("mul i64 {ri}, 8"));
+        let inner = f.val(format!("add i64 {inner}, {ki}"));
+        let idx = f.val(format!("add i64 {core}, {inner}"));
+        let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
+        let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
+        f.line(format!("store {t} {v}, {sp} {at}"));
+    };
     for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
         let count = rows * k;
         let per = (count + threads - 1) / threads;
@@ -363,19 +665,7 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
                     src.at(f, &r, &kk)
                 };
                 let v = src.load(f, &from);
-                let ci = f.val(format!("udiv i64 {r}, 8"));
-                let cj = f.val(format!("udiv i64 {kk}, 8"));
-                let core = f.val(format!("mul i64 {ci}, {}", k / 8));
-                let core = f.val(format!("add i64 {core}, {cj}"));
-                let core = f.val(format!("mul i64 {core}, 64"));
-                let ri = f.val(format!("urem i64 {r}, 8"));
-                let ki = f.val(format!("urem i64 {kk}, 8"));
-                let inner = f.val(format!("mul i64 {ri}, 8"));
-                let inner = f.val(format!("add i64 {inner}, {ki}"));
-                let idx = f.val(format!("add i64 {core}, {inner}"));
-                let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
-                let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
-                f.line(format!("store {t} {v}, {sp} {at}"));
+                place(f, off, &r, &kk, &v);
             });
         });
     }
@@ -433,33 +723,12 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
             let da = descriptor(f, &at, 128, sbo);
             let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
             let db = descriptor(f, &bt, 128, sbo);
-            let outs: Vec<String> = (0..regs).map(|j| format!("${j}")).collect();
-            let asm = format!(
-                "{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
-                outs.join(", "),
-                2 * regs,
-                2 * regs + 1
-            );
-            let mut constraints: Vec<String> = (0..regs).map(|_| "=f".to_string()).collect();
-            constraints.extend((0..regs).map(|j| j.to_string()));
-            constraints.push("l".into());
-            constraints.push("l".into());
-            constraints.push("~{memory}".into());
-            let ret = format!("{{ {} }}", vec!["float"; regs as usize].join(", "));
-            let mut args: Vec<String> = Vec::new();
-            for cell in &accs {
-                let v = f.val(format!("load float, ptr {cell}"));
-                args.push(format!("float {v}"));
-            }
-            args.push(format!("i64 {da}"));
-            args.push(format!("i64 {db}"));
-            let r = f.val(format!(
-                "call {ret} asm sideeffect \"{asm}\", \"{}\"({})",
-                constraints.join(","),
-                args.join(", ")
-            ));
-            for (j, cell) in accs.iter().enumerate() {
-                let v = f.val(format!("extractvalue {ret} {r}, {j}"));
+            let vals: Vec<String> = accs
+                .iter()
+                .map(|cell| f.val(format!("load float, ptr {cell}")))
+                .collect();
+            let out = wgmma(f, n, kind, &vals, &da, &db);
+            for (cell, v) in accs.iter().zip(&out) {
                 f.line(format!("store float {v}, ptr {cell}"));
             }
         }
@@ -480,7 +749,11 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
         let prow = f.val(format!("add i64 {prow}, {g64}"));
         for (j, cell) in accs.iter().enumerate() {
             let j = j as i64;
-            let r = if j % 4 >= 2 { f.val(format!("add i64 {prow}, 8")) } else { prow.clone() };
+            let r = if j % 4 >= 2 {
+                f.val(format!("add i64 {prow}, 8"))
+            } else {
+                prow.clone()
+            };
             let c = f.val(format!("add i64 {lc}, {}", 8 * (j / 4) + j % 2));
             let e = f.val(format!("mul i64 {r}, {n}"));
             let e = f.val(format!("add i64 {e}, {c}"));

@@ -236,10 +236,17 @@ fn map_elements(
         }
         Type::Tensor { dims, .. } => {
             let result = f.new_tile(dims, out, op)?;
+            let operands = operands
+                .iter()
+                .map(|v| match v {
+                    Val::Tile(t) => f.relayout(t, result.layout, op).map(Val::Tile),
+                    other => Ok(other.clone()),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             let mut failure = None;
             f.for_own(&result, |f, pos| {
                 let mut args = Vec::new();
-                for v in operands {
+                for v in &operands {
                     match v {
                         Val::Scalar(s, x) => args.push((*s, x.clone())),
                         Val::Tile(t) => {
@@ -293,12 +300,7 @@ fn local(f: &mut FnEmitter, op: OpId) -> R {
     };
     // A whole-tile local (only read and written as a tile at offset 0) is
     // a distributed tile; any other local is a private array.
-    let users = f.m().users(f.m().results(op)[0]);
-    let as_tile = !dims.is_empty()
-        && users
-            .iter()
-            .all(|(u, _)| matches!(f.m().op(*u).name.as_str(), "tile.load_tile" | "tile.store_tile"));
-    if as_tile {
+    if crate::mma::layout::is_tile_local(f.m(), op) {
         let tile = f.new_tile(dims, *elem, op)?;
         f.set(op, Val::Tile(tile));
         return Ok(());
@@ -352,8 +354,9 @@ fn copy_tile_value(f: &mut FnEmitter, op: OpId, src: &Tile) -> Result<Tile, Code
         return Err(f.err(op, "a tile load gives a tile"));
     };
     let dst = f.new_tile(dims, *elem, op)?;
+    let src = f.relayout(src, dst.layout, op)?;
     f.for_own(&dst, |f, pos| {
-        let v = f.load_slot(src, pos);
+        let v = f.load_slot(&src, pos);
         f.store_slot(&dst, pos, &v);
     });
     Ok(dst)
@@ -405,6 +408,7 @@ fn offset_indices(f: &mut FnEmitter, idx: &[String], offs: &[String], rank: usiz
 fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     let v = f.tile(op, 0)?;
     if let Val::Tile(dst) = f.operand(op, 1)? {
+        let v = f.relayout(&v, dst.layout, op)?;
         let (ve, de) = (v.elem, dst.elem);
         f.for_own(&dst, |f, pos| {
             let x = f.load_slot(&v, pos);
