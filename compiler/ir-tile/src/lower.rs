@@ -19,7 +19,9 @@
 //!   consecutive waits); the CPU copies synchronously, so its waits
 //!   disappear.
 //! - `tile.mma` becomes `wgmma` (sm_90a: B in shared memory, M a multiple
-//!   of 64), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
+//!   of 64; a bf16/f16 B tile of constant shape is first stored into a
+//!   shared buffer of its own when the kernel's budget and the target have
+//!   room, between barriers, with the proxy fence), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
 //!   `[16, 8, 32]` on sm_90a; shared operands loaded with `ldmatrix`) or
 //!   `v_mfma` (`[32, 32, 8]` or `[16, 16, 16]` for f16/bf16, `[32, 32, 2]`
 //!   for f32, fp8 on gfx942). A product no instruction fits — f32 on
@@ -123,6 +125,9 @@ struct Lowering {
     /// Shared buffers written through the generic proxy.
     generic_written: HashSet<ValueId>,
     rename: HashMap<ValueId, ValueId>,
+    /// Shared bytes the kernel may still allocate (its budget, the target's
+    /// limit), for the buffers the lowering adds.
+    shared_left: u64,
 }
 
 fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<VerifyError>) {
@@ -142,6 +147,14 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         tma_dsts: HashSet::new(),
         generic_written: HashSet::new(),
         rename: HashMap::new(),
+        shared_left: {
+            let limit = m
+                .attr(func, "shared_budget")
+                .and_then(Attr::as_int)
+                .and_then(|b| u64::try_from(b).ok())
+                .map_or(target.max_shared_bytes(), |b| b.min(target.max_shared_bytes()));
+            limit.saturating_sub(shared_total(&shared_allocations(m, &ops)))
+        },
     };
     let copies: Vec<OpId> = ops
         .iter()
@@ -410,7 +423,8 @@ impl Lowering {
                 self.wait(&mut b, op, &data.attrs);
                 None
             }
-            "mma" => Some(self.mma(
+            "mma" => Some(Lowering::mma(
+                self,
                 &mut b,
                 &operands,
                 &data.attrs,
@@ -578,14 +592,14 @@ impl Lowering {
     }
 
     fn mma(
-        &self,
+        &mut self,
         b: &mut Builder,
         operands: &[ValueId],
         attrs: &std::collections::BTreeMap<String, Attr>,
         result: Type,
     ) -> ValueId {
-        let (a, bv, acc) = (operands[0], operands[1], operands[2]);
-        let (a_ty, b_ty) = (b.value_type(a).clone(), b.value_type(bv).clone());
+        let (a, mut bv, acc) = (operands[0], operands[1], operands[2]);
+        let (a_ty, mut b_ty) = (b.value_type(a).clone(), b.value_type(bv).clone());
         let elem = a_ty.elem().unwrap_or(ScalarType::F32);
         let acc_elem = result.elem().unwrap_or(ScalarType::F32);
         let dims = shape::mma_dims(&a_ty, &b_ty, &result).ok();
@@ -617,6 +631,21 @@ impl Lowering {
                 let k_step = if fp8 { 32 } else { 16 };
                 let wgmma_n = (1..=32).rev().map(|i| i * 8).find(|n| ndim > 0 && ndim % n == 0);
                 let wgmma_acc = acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16;
+                let b_bytes = buffer_bytes(&b_ty, 0)
+                    .ok()
+                    .filter(|_| matches!(b_ty, Type::Tensor { .. }));
+                if let Some(bytes) = b_bytes.filter(|&bytes| {
+                    self.target == Target::Sm90a
+                        && fp16
+                        && wgmma_acc
+                        && matches!(a_ty, Type::Tensor { .. })
+                        && wgmma_n.is_some_and(|n| fits([64, n, k_step]))
+                        && bytes <= self.shared_left
+                }) {
+                    self.shared_left -= bytes;
+                    bv = stage_in_shared(b, bv);
+                    b_ty = b.value_type(bv).clone();
+                }
                 if self.target == Target::Sm90a
                     && (fp16 || fp8)
                     && wgmma_acc
@@ -629,7 +658,7 @@ impl Lowering {
                         }
                         return b
                             .op("nvptx.wgmma")
-                            .operands(operands)
+                            .operands(&[a, bv, acc])
                             .attr("instr", Attr::ints([64, n, k_step]))
                             .result(result)
                             .build_value();
@@ -859,6 +888,33 @@ impl Lowering {
             }
         }
     }
+}
+
+/// `tile` stored into a new shared buffer of its shape, for a `wgmma`
+/// (which reads B from shared memory): a barrier before the store (threads
+/// still reading the buffer from an earlier iteration are done), the proxy
+/// fence (the async proxy reads what generic stores wrote) and a barrier
+/// after it.
+fn stage_in_shared(b: &mut Builder, tile: ValueId) -> ValueId {
+    let Type::Tensor { dims, elem } = b.value_type(tile).clone() else {
+        return tile;
+    };
+    let buffer = b
+        .op("nvptx.alloc_shared")
+        .attr("align", Attr::Int(128))
+        .result(Type::memref(dims.clone(), elem, MemSpace::Shared))
+        .build_value();
+    let zero = konst(b, Attr::Int(0), Type::INDEX);
+    let offsets = vec![zero; dims.len()];
+    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+    b.op("tile.store_tile")
+        .operand(tile)
+        .operand(buffer)
+        .operands(&offsets)
+        .build();
+    b.op("nvptx.fence_proxy_async").build();
+    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+    buffer
 }
 
 fn sreg(b: &mut Builder, reg: &str) -> ValueId {

@@ -62,7 +62,6 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         .filter(|&i| cx.sig.params[i as usize].mutable)
         .collect();
     m.set_attr(func, "mutable", Attr::ints(mutable));
-    m.set_attr(func, "block", Attr::ints(block_shape(cx)));
     if let Some(budget) = cx.sig.shared_budget {
         m.set_attr(func, "shared_budget", Attr::Int(budget as i64));
     }
@@ -90,13 +89,15 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     let body = &l.cx.def.body;
     l.allocate_slots(entry, body);
     l.block(entry, body);
+    let block = block_shape(l.cx).unwrap_or_else(|| default_block(l.m, func));
+    l.m.set_attr(func, "block", Attr::ints(block));
     l.loc = l.cx.loc(l.cx.def.span);
     l.builder(entry).op("tile.return").build();
     crate::visibility::insert_barriers(l.m, func);
 }
 
-/// Threads per block: `tile[(128,)]` in the header, else 128.
-fn block_shape(cx: &FnCx<'_>) -> Vec<i64> {
+/// Threads per block as the header's `tile[(128,)]` gives them.
+fn block_shape(cx: &FnCx<'_>) -> Option<Vec<i64>> {
     for deco in &cx.def.decorators {
         for clause in &deco.clauses {
             if let ExprKind::Subscript { base, args } = &clause.kind {
@@ -104,14 +105,35 @@ fn block_shape(cx: &FnCx<'_>) -> Vec<i64> {
                     if let Some(Attr::Array(items)) = args.first().and_then(|a| literal_attr(&a.value)) {
                         let dims: Vec<i64> = items.iter().filter_map(Attr::as_int).collect();
                         if !dims.is_empty() {
-                            return dims;
+                            return Some(dims);
                         }
                     }
                 }
             }
         }
     }
-    vec![128]
+    None
+}
+
+/// Threads per block when the header names none: 128, or on a GPU 256
+/// when the kernel computes a register tile of more than 8192 elements, so
+/// that a thread holds at most 64 elements of a 128×128 accumulator (which
+/// then stays in registers; spec/codegen.md). The CPU keeps 128: its
+/// threads have no registers to run out of, and each is an OS thread when
+/// the kernel synchronizes.
+fn default_block(m: &Module, func: tessera_ir::OpId) -> Vec<i64> {
+    let cpu = m.attrs.get("target").and_then(Attr::as_str) == Some(tessera_hir::db::Target::Cpu.name());
+    let largest = m
+        .walk_op(func)
+        .into_iter()
+        .flat_map(|op| m.results(op).to_vec())
+        .filter_map(|v| match m.value_type(v) {
+            Type::Tensor { dims, .. } => dims.iter().map(|d| d.as_const()).product::<Option<i64>>(),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    vec![if largest > 8192 && !cpu { 256 } else { 128 }]
 }
 
 fn binary_fn(op: BinOp) -> Option<&'static str> {
