@@ -371,6 +371,61 @@ fn fence_operands(f: &mut FnEmitter, values: &[String], chunk: usize) -> Vec<Str
     out
 }
 
+/// Whether the `nvptx.ldmatrix` `op` can leave its tile in shared memory:
+/// it loads a whole shared buffer (offsets 0), and every use is an operand
+/// `a` or `b` of an NVIDIA product later in the same block with nothing
+/// between them that writes memory. The products then read the buffer
+/// where the load would have (the same barrier interval), and no thread
+/// holds the tile in registers only to stage it back.
+pub(crate) fn read_in_place(m: &tessera_ir::Module, op: OpId) -> bool {
+    if m.op(op).name != "nvptx.ldmatrix" {
+        return false;
+    }
+    let operands = m.operands(op);
+    let (Some(&buffer), Some(&tile)) = (operands.first(), m.results(op).first()) else {
+        return false;
+    };
+    let zero_offsets = operands[1..].iter().all(|&v| {
+        m.defining_op(v)
+            .is_some_and(|d| m.op(d).name == "tile.const" && m.attr(d, "value").and_then(Attr::as_int) == Some(0))
+    });
+    let whole = m.value_type(buffer).dims() == m.value_type(tile).dims();
+    let Some(block) = m.parent_block(op) else {
+        return false;
+    };
+    let ops = m.block_ops(block);
+    let Some(from) = ops.iter().position(|&o| o == op) else {
+        return false;
+    };
+    let users = m.users(tile);
+    zero_offsets
+        && whole
+        && !users.is_empty()
+        && users.iter().all(|&(user, index)| {
+            let product = matches!(m.op(user).name.as_str(), "nvptx.mma_sync" | "nvptx.wgmma") && index < 2;
+            let to = ops.iter().position(|&o| o == user);
+            product
+                && to.is_some_and(|to| {
+                    to > from
+                        && ops[from + 1..to].iter().all(|&between| {
+                            matches!(
+                                m.op(between).name.as_str(),
+                                "tile.const"
+                                    | "tile.binary"
+                                    | "tile.unary"
+                                    | "tile.cmp"
+                                    | "tile.cast"
+                                    | "tile.select"
+                                    | "tile.load"
+                                    | "tile.load_tile"
+                                    | "nvptx.ldmatrix"
+                                    | "nvptx.sreg"
+                            )
+                        })
+                })
+        })
+}
+
 fn view_of(f: &mut FnEmitter, op: OpId, v: &Val, offset: i64) -> Result<View, CodegenError> {
     match v {
         Val::Tile(t) => Ok(stage(f, t, offset)),

@@ -369,6 +369,11 @@ fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
         return Ok(());
     }
     let b = f.buffer(op, 0)?;
+    if crate::mma::read_in_place(f.m(), op) {
+        // The products that use the tile read the buffer themselves.
+        f.set(op, Val::Buffer(b));
+        return Ok(());
+    }
     let ty = f.result_type(op)?;
     let Type::Tensor { dims, elem } = &ty else {
         return Err(f.err(op, "`tile.load_tile` gives a tile"));
