@@ -104,7 +104,9 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
 }
 
 /// The product with the accumulator in `frag`'s registers: `d` starts as
-/// `c`, and each instruction updates its own slots of `d`.
+/// `c`, and each instruction updates its own slots of `d`. Where the
+/// instruction cannot read its operands (`ldmatrix` needs shared rows of
+/// whole 16-byte lines), the staging engine computes `d` in the same layout.
 fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimExpr]) -> Result<(), CodegenError> {
     let c = f.relayout(c, Layout::Frag(frag), op)?;
     let (m, n) = (frag.rows(), frag.cols());
@@ -115,45 +117,31 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
     };
     let a_val = f.operand(op, 0)?;
     let b_val = f.operand(op, 1)?;
-    let d = match frag {
-        Frag::MmaSync { .. } => {
-            let a_bytes = match &a_val {
-                Val::Tile(t) => staged_bytes(t),
-                _ => 0,
-            };
-            let a = view_of(f, op, &a_val, 0)?;
-            let b = view_of(f, op, &b_val, a_bytes)?;
-            let b_bytes = match &b_val {
-                Val::Tile(t) => staged_bytes(t),
-                _ => 0,
-            };
-            let d = f.new_tile(dims, ScalarType::F32, op)?;
-            if ldmatrix_reads(f, &a) && ldmatrix_reads(f, &b) {
-                copy_slots(f, &c, &d);
-                mma_sync_in_registers(f, frag, &a, &b, &d, k);
-            } else {
-                tensor_cores(f, op, Engine::MmaSync, &a, &b, &c, &d, [m, n, k], a_bytes + b_bytes)?;
-            }
-            d
-        }
-        Frag::Wgmma { .. } => {
-            let a_bytes = match &a_val {
-                Val::Tile(t) => staged_bytes(t),
-                _ => 0,
-            };
-            let a = view_of(f, op, &a_val, 0)?;
-            let b = view_of(f, op, &b_val, a_bytes)?;
-            let b_bytes = match &b_val {
-                Val::Tile(t) => staged_bytes(t),
-                _ => 0,
-            };
-            let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, a_bytes + b_bytes);
-            let d = f.new_tile(dims, ScalarType::F32, op)?;
-            copy_slots(f, &c, &d);
-            wgmma_in_registers(f, frag, &a, &b, &d, k);
-            d
-        }
+    let a_bytes = match &a_val {
+        Val::Tile(t) => staged_bytes(t),
+        _ => 0,
     };
+    let a = view_of(f, op, &a_val, 0)?;
+    let b = view_of(f, op, &b_val, a_bytes)?;
+    let used = a_bytes
+        + match &b_val {
+            Val::Tile(t) => staged_bytes(t),
+            _ => 0,
+        };
+    let d = f.new_tile(dims, ScalarType::F32, op)?;
+    match (frag, Slots::of(&c), Slots::of(&d)) {
+        (Frag::MmaSync { .. }, Some(cs), Some(ds)) if ldmatrix_reads(f, &a) && ldmatrix_reads(f, &b) => {
+            cs.copy_to(f, &ds);
+            mma_sync_in_registers(f, frag, &a, &b, &ds, k);
+        }
+        (Frag::Wgmma { .. }, Some(cs), Some(ds)) => {
+            let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, used);
+            cs.copy_to(f, &ds);
+            wgmma_in_registers(f, frag, &a, &b, &ds, k);
+        }
+        (Frag::MmaSync { .. }, ..) => tensor_cores(f, op, Engine::MmaSync, &a, &b, &c, &d, [m, n, k], used)?,
+        (Frag::Wgmma { .. }, ..) => tensor_cores(f, op, Engine::Wgmma, &a, &b, &c, &d, [m, n, k], used)?,
+    }
     f.set(op, Val::Tile(d));
     Ok(())
 }
@@ -167,28 +155,38 @@ fn ldmatrix_reads(f: &FnEmitter, v: &View) -> bool {
         && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * 2 % 16 == 0)
 }
 
-/// Slot `i` of a thread-private tile.
-fn slot_at(f: &mut FnEmitter, t: &Tile, i: i64) -> String {
-    match &t.storage {
-        Storage::Private { array, per_thread } => f.val(format!(
-            "getelementptr [{per_thread} x {}], ptr {array}, i64 0, i64 {i}",
-            llvm_ty(t.elem)
-        )),
-        Storage::Scratch { .. } => unreachable!("fragment tiles have constant shapes"),
-    }
+/// The per-thread f32 slots of an accumulator in a fragment layout.
+struct Slots {
+    array: String,
+    count: i64,
 }
 
-/// `d`'s slots ← `c`'s (f32 tiles of one layout).
-fn copy_slots(f: &mut FnEmitter, c: &Tile, d: &Tile) {
-    let per_thread = match d.layout {
-        Layout::Frag(frag) => frag.per_thread(),
-        Layout::Blocked => 0,
-    };
-    for i in 0..per_thread {
-        let from = slot_at(f, c, i);
-        let v = f.val(format!("load float, ptr {from}"));
-        let to = slot_at(f, d, i);
-        f.line(format!("store float {v}, ptr {to}"));
+impl Slots {
+    fn of(t: &Tile) -> Option<Slots> {
+        match (&t.storage, t.layout, t.elem) {
+            (Storage::Private { array, .. }, Layout::Frag(frag), ScalarType::F32) => Some(Slots {
+                array: array.clone(),
+                count: frag.per_thread(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The address of slot `i`.
+    fn at(&self, f: &mut FnEmitter, i: i64) -> String {
+        f.val(format!(
+            "getelementptr [{} x float], ptr {}, i64 0, i64 {i}",
+            self.count, self.array
+        ))
+    }
+
+    fn copy_to(&self, f: &mut FnEmitter, to: &Slots) {
+        for i in 0..self.count {
+            let from = self.at(f, i);
+            let v = f.val(format!("load float, ptr {from}"));
+            let at = to.at(f, i);
+            f.line(format!("store float {v}, ptr {at}"));
+        }
     }
 }
 
@@ -198,7 +196,7 @@ fn copy_slots(f: &mut FnEmitter, c: &Tile, d: &Tile) {
 /// column 8, so registers 0–3 are a0a1, a2a3, a4a5, a6a7 of PTX ISA
 /// 9.7.14.5.8) and the B fragments of its atom columns (`ldmatrix.x2.trans`
 /// of the 16×8 block of B: b0b1 and b2b3), then runs one `mma` per atom.
-fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Tile, k: i64) {
+fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slots, k: i64) {
     let Frag::MmaSync { warps_n, .. } = frag else {
         return;
     };
@@ -256,7 +254,7 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
             for q in 0..cols {
                 let mut args = a_regs[p as usize].clone();
                 args.extend(b_regs[q as usize].iter().cloned());
-                let cells: Vec<String> = (0..4).map(|r| slot_at(f, d, frag.slot(p, q, r))).collect();
+                let cells: Vec<String> = (0..4).map(|r| d.at(f, frag.slot(p, q, r))).collect();
                 for cell in &cells {
                     args.push(("float", f.val(format!("load float, ptr {cell}"))));
                 }
@@ -278,7 +276,7 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
 /// `wgmma.fence` and after the `wgmma.wait_group 0`, so that no other
 /// instruction touches them while the asynchronous products run (as
 /// CUTLASS's `warpgroup_fence_operand`).
-fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Tile, k: i64) {
+fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slots, k: i64) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
@@ -289,7 +287,7 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Til
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
     let first = f.val(format!("mul i64 {group}, {blocks}"));
-    let cells: Vec<String> = (0..frag.per_thread()).map(|i| slot_at(f, d, i)).collect();
+    let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
     let mut acc: Vec<String> = cells
         .iter()
         .map(|cell| f.val(format!("load float, ptr {cell}")))
