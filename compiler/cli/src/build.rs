@@ -3,16 +3,16 @@
 //! through LLVM when an artifact asks for it, and writes (or prints) what
 //! was asked for, with a JSON manifest beside the machine code.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use tessera_diagnostics::{render_human, Diagnostic};
+use tessera_diagnostics::Diagnostic;
 use tessera_driver::{Database, Layer, Stage};
 use tessera_hir::{Options, Target};
 
-use crate::{load, EXIT_ERRORS, EXIT_USAGE};
+use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
 
 #[derive(Args)]
 pub struct BuildArgs {
@@ -92,7 +92,6 @@ pub fn run(args: BuildArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let color = std::io::stderr().is_terminal();
     let mut db = Database::default();
     db.load(&sources);
     db.set_options(Options {
@@ -102,21 +101,15 @@ pub fn run(args: BuildArgs) -> ExitCode {
     let Some(file) = sources.requested().next() else {
         return ExitCode::from(EXIT_USAGE);
     };
-    let report = |diags: &[Diagnostic]| {
-        let mut err = std::io::stderr().lock();
-        for diag in diags {
-            let _ = writeln!(err, "{}", render_human(diag, &sources, color));
-        }
-    };
     let diags = db.check_to(file, Stage::Full);
     if diags.iter().any(Diagnostic::is_error) {
-        report(&diags);
+        report(&sources, &diags);
         return ExitCode::from(EXIT_ERRORS);
     }
     let layers = match tessera_driver::lower_layers(&db, file, &tessera_driver::registry(), &tessera_driver::passes()) {
         Ok(layers) => layers,
         Err(diags) => {
-            report(&diags);
+            report(&sources, &diags);
             return ExitCode::from(EXIT_ERRORS);
         }
     };
@@ -139,7 +132,7 @@ pub fn run(args: BuildArgs) -> ExitCode {
         let mut compiled = match tessera_driver::generate(&layers, &options) {
             Ok(c) => c,
             Err(diags) => {
-                report(&diags);
+                report(&sources, &diags);
                 return ExitCode::from(EXIT_ERRORS);
             }
         };

@@ -152,6 +152,15 @@ fn explain(code: &str) -> ExitCode {
     }
 }
 
+/// Prints diagnostics to stderr as `human` output (coloured on a terminal).
+fn report(sources: &Sources, diags: &[Diagnostic]) {
+    let color = std::io::stderr().is_terminal();
+    let mut err = std::io::stderr().lock();
+    for diag in diags {
+        let _ = writeln!(err, "{}", render_human(diag, sources, color));
+    }
+}
+
 fn load(paths: &[String]) -> Result<Sources, ExitCode> {
     tessera_driver::load(paths).map_err(|error| {
         eprintln!("error: {error}");

@@ -3,17 +3,17 @@
 //! .tsr files. Both compile the file for the device (`tessera_exec`), load
 //! it there and interpret the host code, which launches the kernels.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use tessera_diagnostics::{render_human, Diagnostic};
+use tessera_diagnostics::Diagnostic;
 use tessera_driver::Sources;
 use tessera_runtime::host::{self, Program, RunOptions};
 use tessera_runtime::{Device, DeviceKind};
 
-use crate::{load, plural, EXIT_ERRORS, EXIT_USAGE};
+use crate::{load, plural, report, EXIT_ERRORS, EXIT_USAGE};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum DeviceArg {
@@ -81,14 +81,6 @@ struct Prepared {
     built: tessera_exec::Built,
     loaded: tessera_exec::Loaded,
     ast: tessera_syntax::ast::Module,
-}
-
-fn report(sources: &Sources, diags: &[Diagnostic]) {
-    let color = std::io::stderr().is_terminal();
-    let mut err = std::io::stderr().lock();
-    for diag in diags {
-        let _ = writeln!(err, "{}", render_human(diag, sources, color));
-    }
 }
 
 fn open(kind: DeviceKind) -> Result<Device, ExitCode> {

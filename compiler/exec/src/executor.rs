@@ -143,7 +143,7 @@ impl Loaded {
         })?;
         let mut scratch = None;
         if let Some(per_block) = &info.scratch_bytes_per_block {
-            let bytes = expr::eval(per_block, dims)?;
+            let bytes = expr::dim(per_block, dims)?;
             let total = u64::try_from(bytes)
                 .ok()
                 .and_then(|b| b.checked_mul(config.blocks()))
@@ -201,7 +201,7 @@ impl Executor for Loaded {
         for l in &host.launches {
             let mut grid = [1u32; 3];
             for (slot, g) in grid.iter_mut().zip(&l.grid) {
-                let v = expr::eval(g, call.dims)?;
+                let v = expr::grid(g, call.dims)?;
                 *slot = u32::try_from(v)
                     .map_err(|_| RunError::launch(format!("the grid entry `{g}` of `{}` is {v}", l.kernel)))?;
             }
@@ -244,7 +244,7 @@ fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunErr
         .shape
         .iter()
         .map(|d| {
-            let v = expr::eval(d, dims)?;
+            let v = expr::dim(d, dims)?;
             usize::try_from(v).map_err(|_| RunError::value(format!("the dim `{d}` is {v}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
