@@ -574,97 +574,113 @@ fn lane(f: &mut FnEmitter, warp: u32) -> (String, String) {
     (l, w)
 }
 
+/// Spreads `tiles` instruction tiles, `tiles_n` to a row, over `units`
+/// warps or waves: unit `unit` takes tiles `unit`, `unit + units`, …;
+/// `body` gets each tile's row and column in tiles.
+fn for_each_tile(
+    f: &mut FnEmitter,
+    units: i64,
+    unit: &str,
+    tiles: i64,
+    tiles_n: i64,
+    body: impl FnOnce(&mut FnEmitter, &str, &str),
+) {
+    let per_unit = (tiles + units - 1) / units;
+    f.counted_loop(&per_unit.to_string(), false, |f, i| {
+        let iw = f.val(format!("mul i64 {i}, {units}"));
+        let t = f.val(format!("add i64 {iw}, {unit}"));
+        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
+        f.when(&inside, |f| {
+            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
+            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
+            body(f, &tm, &tn);
+        });
+    });
+}
+
 #[allow(clippy::too_many_arguments)]
 fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i64, n: i64, k: i64, warps: i64) {
     let sp = f.info().shared_ptr();
     let (l, w) = lane(f, 32);
     let tiles_n = n / 8;
     let tiles = (rows / 16) * tiles_n;
-    let per_warp = (tiles + warps - 1) / warps;
     let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
     let mma = if kind == "bf16" {
         "llvm.nvvm.mma.m16n8k16.row.col.bf16".to_string()
     } else {
         "llvm.nvvm.mma.m16n8k16.row.col.f32.f32".to_string()
     };
-    f.counted_loop(&per_warp.to_string(), false, |f, i| {
-        let iw = f.val(format!("mul i64 {i}, {warps}"));
-        let t = f.val(format!("add i64 {iw}, {w}"));
-        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
-        f.when(&inside, |f| {
-            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
-            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
-            let accs: Vec<String> = (0..4).map(|_| f.alloca("float")).collect();
-            for cell in &accs {
-                f.line(format!("store float 0.0, ptr {cell}"));
+    for_each_tile(f, warps, &w, tiles, tiles_n, |f, tm, tn| {
+        let accs: Vec<String> = (0..4).map(|_| f.alloca("float")).collect();
+        for cell in &accs {
+            f.line(format!("store float 0.0, ptr {cell}"));
+        }
+        let row_a = f.val(format!("mul i64 {tm}, 16"));
+        let row_a = f.val(format!("add i64 {row_a}, {r0}"));
+        let l16 = f.val(format!("urem i64 {l}, 16"));
+        let hi = f.val(format!("udiv i64 {l}, 16"));
+        let hi8 = f.val(format!("mul i64 {hi}, 8"));
+        let arow = f.val(format!("add i64 {row_a}, {l16}"));
+        let col_b = f.val(format!("mul i64 {tn}, 8"));
+        f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
+            let k0 = f.val(format!("mul i64 {ks}, 16"));
+            let acol = f.val(format!("add i64 {k0}, {hi8}"));
+            let pa = a.at(f, &arow, &acol);
+            let ra = f.intrinsic(
+                "{ i32, i32, i32, i32 }",
+                "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
+                &[(sp.as_str(), pa)],
+            );
+            let brow = f.val(format!("add i64 {k0}, {l16}"));
+            let pb = b.at(f, &brow, &col_b);
+            let rb = f.intrinsic(
+                "{ i32, i32 }",
+                "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16",
+                &[(sp.as_str(), pb)],
+            );
+            let mut args: Vec<(&str, String)> = Vec::new();
+            for j in 0..4 {
+                args.push(("i32", f.val(format!("extractvalue {{ i32, i32, i32, i32 }} {ra}, {j}"))));
             }
-            let row_a = f.val(format!("mul i64 {tm}, 16"));
-            let row_a = f.val(format!("add i64 {row_a}, {r0}"));
-            let l16 = f.val(format!("urem i64 {l}, 16"));
-            let hi = f.val(format!("udiv i64 {l}, 16"));
-            let hi8 = f.val(format!("mul i64 {hi}, 8"));
-            let arow = f.val(format!("add i64 {row_a}, {l16}"));
-            let col_b = f.val(format!("mul i64 {tn}, 8"));
-            f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
-                let k0 = f.val(format!("mul i64 {ks}, 16"));
-                let acol = f.val(format!("add i64 {k0}, {hi8}"));
-                let pa = a.at(f, &arow, &acol);
-                let ra = f.intrinsic(
-                    "{ i32, i32, i32, i32 }",
-                    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
-                    &[(sp.as_str(), pa)],
-                );
-                let brow = f.val(format!("add i64 {k0}, {l16}"));
-                let pb = b.at(f, &brow, &col_b);
-                let rb = f.intrinsic(
-                    "{ i32, i32 }",
-                    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16",
-                    &[(sp.as_str(), pb)],
-                );
-                let mut args: Vec<(&str, String)> = Vec::new();
-                for j in 0..4 {
-                    args.push(("i32", f.val(format!("extractvalue {{ i32, i32, i32, i32 }} {ra}, {j}"))));
+            for j in 0..2 {
+                args.push(("i32", f.val(format!("extractvalue {{ i32, i32 }} {rb}, {j}"))));
+            }
+            if kind == "f16" {
+                // f16 fragments are <2 x half>.
+                for a in args.iter_mut() {
+                    let v = f.val(format!("bitcast i32 {} to <2 x half>", a.1));
+                    *a = ("<2 x half>", v);
                 }
-                for j in 0..2 {
-                    args.push(("i32", f.val(format!("extractvalue {{ i32, i32 }} {rb}, {j}"))));
-                }
-                if kind == "f16" {
-                    // f16 fragments are <2 x half>.
-                    for a in args.iter_mut() {
-                        let v = f.val(format!("bitcast i32 {} to <2 x half>", a.1));
-                        *a = ("<2 x half>", v);
-                    }
-                }
-                for cell in &accs {
-                    args.push(("float", f.val(format!("load float, ptr {cell}"))));
-                }
-                let r = f.intrinsic("{ float, float, float, float }", &mma, &args);
-                for (j, cell) in accs.iter().enumerate() {
-                    let v = f.val(format!("extractvalue {{ float, float, float, float }} {r}, {j}"));
-                    f.line(format!("store float {v}, ptr {cell}"));
-                }
-            });
-            // c0,c1: row lane/4, cols 2·(lane%4)+{0,1}; c2,c3: row + 8.
-            let lr = f.val(format!("udiv i64 {l}, 4"));
-            let lc = f.val(format!("urem i64 {l}, 4"));
-            let lc = f.val(format!("mul i64 {lc}, 2"));
-            let prow = f.val(format!("mul i64 {tm}, 16"));
-            let prow = f.val(format!("add i64 {prow}, {lr}"));
-            let pcol = f.val(format!("add i64 {col_b}, {lc}"));
+            }
+            for cell in &accs {
+                args.push(("float", f.val(format!("load float, ptr {cell}"))));
+            }
+            let r = f.intrinsic("{ float, float, float, float }", &mma, &args);
             for (j, cell) in accs.iter().enumerate() {
-                let r = if j >= 2 {
-                    f.val(format!("add i64 {prow}, 8"))
-                } else {
-                    prow.clone()
-                };
-                let c = f.val(format!("add i64 {pcol}, {}", j % 2));
-                let e = f.val(format!("mul i64 {r}, {n}"));
-                let e = f.val(format!("add i64 {e}, {c}"));
-                let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
-                let v = f.val(format!("load float, ptr {cell}"));
-                f.line(format!("store float {v}, {sp} {at}"));
+                let v = f.val(format!("extractvalue {{ float, float, float, float }} {r}, {j}"));
+                f.line(format!("store float {v}, ptr {cell}"));
             }
         });
+        // c0,c1: row lane/4, cols 2·(lane%4)+{0,1}; c2,c3: row + 8.
+        let lr = f.val(format!("udiv i64 {l}, 4"));
+        let lc = f.val(format!("urem i64 {l}, 4"));
+        let lc = f.val(format!("mul i64 {lc}, 2"));
+        let prow = f.val(format!("mul i64 {tm}, 16"));
+        let prow = f.val(format!("add i64 {prow}, {lr}"));
+        let pcol = f.val(format!("add i64 {col_b}, {lc}"));
+        for (j, cell) in accs.iter().enumerate() {
+            let r = if j >= 2 {
+                f.val(format!("add i64 {prow}, 8"))
+            } else {
+                prow.clone()
+            };
+            let c = f.val(format!("add i64 {pcol}, {}", j % 2));
+            let e = f.val(format!("mul i64 {r}, {n}"));
+            let e = f.val(format!("add i64 {e}, {c}"));
+            let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
+            let v = f.val(format!("load float, ptr {cell}"));
+            f.line(format!("store float {v}, {sp} {at}"));
+        }
     });
 }
 
@@ -823,82 +839,74 @@ fn mfma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i6
     let (l, w) = lane(f, 64);
     let tiles_n = n / 16;
     let tiles = (rows / 16) * tiles_n;
-    let per_wave = (tiles + waves - 1) / waves;
     let (ety, name) = if a.elem == ScalarType::BF16 {
         ("i16", "llvm.amdgcn.mfma.f32.16x16x16bf16.1k")
     } else {
         ("half", "llvm.amdgcn.mfma.f32.16x16x16f16")
     };
     let vty = format!("<4 x {ety}>");
-    f.counted_loop(&per_wave.to_string(), false, |f, i| {
-        let iw = f.val(format!("mul i64 {i}, {waves}"));
-        let t = f.val(format!("add i64 {iw}, {w}"));
-        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
-        f.when(&inside, |f| {
-            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
-            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
-            let acc = f.alloca("<4 x float>");
-            f.line(format!("store <4 x float> zeroinitializer, ptr {acc}"));
-            let l16 = f.val(format!("urem i64 {l}, 16"));
-            let kq = f.val(format!("udiv i64 {l}, 16"));
-            let kq = f.val(format!("mul i64 {kq}, 4"));
-            let row0 = f.val(format!("mul i64 {tm}, 16"));
-            let arow = f.val(format!("add i64 {row0}, {r0}"));
-            let arow = f.val(format!("add i64 {arow}, {l16}"));
-            let bcol = f.val(format!("mul i64 {tn}, 16"));
-            let bcol = f.val(format!("add i64 {bcol}, {l16}"));
-            f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
-                let k0 = f.val(format!("mul i64 {ks}, 16"));
-                let k0 = f.val(format!("add i64 {k0}, {kq}"));
-                let mut va = "undef".to_string();
-                let mut vb = "undef".to_string();
-                for j in 0..4 {
-                    let kk = f.val(format!("add i64 {k0}, {j}"));
-                    let pa = a.at(f, &arow, &kk);
-                    let x = a.load(f, &pa);
-                    let x = if ety == "i16" {
-                        f.val(format!("bitcast bfloat {x} to i16"))
-                    } else {
-                        x
-                    };
-                    va = f.val(format!("insertelement {vty} {va}, {ety} {x}, i64 {j}"));
-                    let pb = b.at(f, &kk, &bcol);
-                    let y = b.load(f, &pb);
-                    let y = if ety == "i16" {
-                        f.val(format!("bitcast bfloat {y} to i16"))
-                    } else {
-                        y
-                    };
-                    vb = f.val(format!("insertelement {vty} {vb}, {ety} {y}, i64 {j}"));
-                }
-                let c = f.val(format!("load <4 x float>, ptr {acc}"));
-                let r = f.intrinsic(
-                    "<4 x float>",
-                    name,
-                    &[
-                        (vty.as_str(), va),
-                        (vty.as_str(), vb),
-                        ("<4 x float>", c),
-                        ("i32", "0".into()),
-                        ("i32", "0".into()),
-                        ("i32", "0".into()),
-                    ],
-                );
-                f.line(format!("store <4 x float> {r}, ptr {acc}"));
-            });
-            // d[j]: row 4·(lane/16) + j, col lane % 16.
-            let v = f.val(format!("load <4 x float>, ptr {acc}"));
-            let col = f.val(format!("mul i64 {tn}, 16"));
-            let col = f.val(format!("add i64 {col}, {l16}"));
+    for_each_tile(f, waves, &w, tiles, tiles_n, |f, tm, tn| {
+        let acc = f.alloca("<4 x float>");
+        f.line(format!("store <4 x float> zeroinitializer, ptr {acc}"));
+        let l16 = f.val(format!("urem i64 {l}, 16"));
+        let kq = f.val(format!("udiv i64 {l}, 16"));
+        let kq = f.val(format!("mul i64 {kq}, 4"));
+        let row0 = f.val(format!("mul i64 {tm}, 16"));
+        let arow = f.val(format!("add i64 {row0}, {r0}"));
+        let arow = f.val(format!("add i64 {arow}, {l16}"));
+        let bcol = f.val(format!("mul i64 {tn}, 16"));
+        let bcol = f.val(format!("add i64 {bcol}, {l16}"));
+        f.counted_loop(&(k / 16).to_string(), false, |f, ks| {
+            let k0 = f.val(format!("mul i64 {ks}, 16"));
+            let k0 = f.val(format!("add i64 {k0}, {kq}"));
+            let mut va = "undef".to_string();
+            let mut vb = "undef".to_string();
             for j in 0..4 {
-                let r = f.val(format!("add i64 {row0}, {kq}"));
-                let r = f.val(format!("add i64 {r}, {j}"));
-                let e = f.val(format!("mul i64 {r}, {n}"));
-                let e = f.val(format!("add i64 {e}, {col}"));
-                let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
-                let x = f.val(format!("extractelement <4 x float> {v}, i64 {j}"));
-                f.line(format!("store float {x}, {sp} {at}"));
+                let kk = f.val(format!("add i64 {k0}, {j}"));
+                let pa = a.at(f, &arow, &kk);
+                let x = a.load(f, &pa);
+                let x = if ety == "i16" {
+                    f.val(format!("bitcast bfloat {x} to i16"))
+                } else {
+                    x
+                };
+                va = f.val(format!("insertelement {vty} {va}, {ety} {x}, i64 {j}"));
+                let pb = b.at(f, &kk, &bcol);
+                let y = b.load(f, &pb);
+                let y = if ety == "i16" {
+                    f.val(format!("bitcast bfloat {y} to i16"))
+                } else {
+                    y
+                };
+                vb = f.val(format!("insertelement {vty} {vb}, {ety} {y}, i64 {j}"));
             }
+            let c = f.val(format!("load <4 x float>, ptr {acc}"));
+            let r = f.intrinsic(
+                "<4 x float>",
+                name,
+                &[
+                    (vty.as_str(), va),
+                    (vty.as_str(), vb),
+                    ("<4 x float>", c),
+                    ("i32", "0".into()),
+                    ("i32", "0".into()),
+                    ("i32", "0".into()),
+                ],
+            );
+            f.line(format!("store <4 x float> {r}, ptr {acc}"));
         });
+        // d[j]: row 4·(lane/16) + j, col lane % 16.
+        let v = f.val(format!("load <4 x float>, ptr {acc}"));
+        let col = f.val(format!("mul i64 {tn}, 16"));
+        let col = f.val(format!("add i64 {col}, {l16}"));
+        for j in 0..4 {
+            let r = f.val(format!("add i64 {row0}, {kq}"));
+            let r = f.val(format!("add i64 {r}, {j}"));
+            let e = f.val(format!("mul i64 {r}, {n}"));
+            let e = f.val(format!("add i64 {e}, {col}"));
+            let at = f.val(format!("getelementptr float, {sp} {p}, i64 {e}"));
+            let x = f.val(format!("extractelement <4 x float> {v}, i64 {j}"));
+            f.line(format!("store float {x}, {sp} {at}"));
+        }
     });
 }
