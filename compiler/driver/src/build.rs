@@ -1,6 +1,7 @@
 //! The build pipeline through the IR layers: the checked program is
 //! lowered (operator functions to Graph IR, kernels to Tile IR), then
-//! `fuse` makes Schedule IR, `lower-schedule-to-tile` Tile IR and
+//! `fuse` makes Schedule IR, `lower-schedule-to-tile` Tile IR (whose
+//! kernels `estimate-cost` gives their `cost`, for the profiler) and
 //! `lower-tile-to-target` the Target IR of the database's target. Each
 //! layer is verified as it is made, and kept as text for `--emit`.
 
@@ -32,13 +33,13 @@ impl Layer {
         }
     }
 
-    /// The pass that makes this layer from the one before.
-    fn pass(self) -> Option<&'static str> {
+    /// The passes that make this layer from the one before.
+    fn passes(self) -> &'static [&'static str] {
         match self {
-            Layer::Graph => None,
-            Layer::Schedule => Some("fuse"),
-            Layer::Tile => Some("lower-schedule-to-tile"),
-            Layer::Target => Some("lower-tile-to-target"),
+            Layer::Graph => &[],
+            Layer::Schedule => &["fuse"],
+            Layer::Tile => &["lower-schedule-to-tile", "estimate-cost"],
+            Layer::Target => &["lower-tile-to-target"],
         }
     }
 }
@@ -92,7 +93,7 @@ pub fn lower_layers(
     files.insert(source.path(db).clone(), file);
     let mut layers = Layers::default();
     for layer in Layer::ALL {
-        if let Some(name) = layer.pass() {
+        for name in layer.passes() {
             run_pass(&mut module, name, registry, passes, &files)?;
         }
         verify(&module, registry, &files)?;

@@ -5,7 +5,7 @@
 //! `spec/ir-target.md`).
 //!
 //! - [`register_dialects`] adds the four dialects to a [`Registry`].
-//! - [`register_passes`] adds `estimate-resources` and
+//! - [`register_passes`] adds `estimate-resources`, `estimate-cost` and
 //!   `lower-tile-to-target` to a [`PassRegistry`].
 //!
 //! A module is at the Target layer when it has the attribute
@@ -17,6 +17,7 @@
 
 mod amdgpu;
 mod check;
+mod cost;
 mod cpu;
 mod estimate;
 mod flow;
@@ -29,6 +30,7 @@ mod target;
 mod tile;
 
 pub use amdgpu::AmdgpuDialect;
+pub use cost::{EstimateCost, Flops, KernelCost, COST_ATTR};
 pub use cpu::CpuDialect;
 pub use estimate::{estimate_registers, EstimateResources};
 pub use lower::LowerTileToTarget;
@@ -48,12 +50,17 @@ pub fn register_dialects(registry: &mut Registry) {
     registry.register(Box::new(CpuDialect));
 }
 
-/// Registers `estimate-resources` and `lower-tile-to-target`.
+/// Registers `estimate-resources`, `estimate-cost` and `lower-tile-to-target`.
 pub fn register_passes(passes: &mut PassRegistry) {
     passes.register(PassInfo {
         name: "estimate-resources",
         description: "set `shared_bytes` and an estimate of `registers` per thread on kernel functions",
         create: || Box::new(EstimateResources),
+    });
+    passes.register(PassInfo {
+        name: "estimate-cost",
+        description: "set the `cost` of kernel functions: FLOPs and bytes per launch, over their dims",
+        create: || Box::new(EstimateCost),
     });
     passes.register(PassInfo {
         name: "lower-tile-to-target",

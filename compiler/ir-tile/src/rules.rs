@@ -1,6 +1,7 @@
 //! The rules that look at a whole function or module rather than one op:
 //! async stage pairing, determinism, RNG streams, the shared-memory budget,
-//! kernel signatures and, at the Target layer, kernel launch configuration.
+//! kernel signatures (and the form of their `cost`) and, at the Target
+//! layer, kernel launch configuration.
 //!
 //! The core's `Dialect::verify_op` runs per op, so these rules run once,
 //! from the *anchor*: the first op (in textual order) of the module that
@@ -11,6 +12,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use tessera_ir::{Attr, MemSpace, Module, OpId, Type, ValueId, VerifyError, VerifyErrors};
 
+use crate::cost::{KernelCost, COST_ATTR};
 use crate::flow::{self, Transfer};
 use crate::shape::{self, budget_text};
 use crate::target::{func_at_target_layer, is_target_layer, Family, Target, LAYER_ATTR, TARGET_ATTR};
@@ -417,6 +419,13 @@ fn kernel_signature(m: &Module, func: OpId, errors: &mut VerifyErrors) {
                 .with_note("the symbolic dims are passed at run time as the last parameters, one `index` each"),
             );
         }
+    }
+    if let Some(cost) = m.attr(func, COST_ATTR).filter(|c| KernelCost::from_attr(c).is_none()) {
+        errors.push(
+            VerifyError::at_op(m, func, format!("malformed `cost` on kernel {name}: {cost}"))
+                .with_label("the profiler cannot read this cost")
+                .with_note("`estimate-cost` writes it: `{bytes = \"…\", flops_per_block = [[…]], flops_per_thread = [[…]]}`, the FLOPs both or neither"),
+        );
     }
     match m.attr(func, "block") {
         None => {}

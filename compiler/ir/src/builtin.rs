@@ -26,6 +26,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("shared_budget", AttrKind::Int),
             AttrDef::optional("shared_bytes", AttrKind::Int),
             AttrDef::optional("registers", AttrKind::Int),
+            AttrDef::optional("cost", AttrKind::Dict),
             AttrDef::optional("threads", AttrKind::Int),
             AttrDef::optional("max_registers", AttrKind::Int),
             AttrDef::optional("layer", AttrKind::Str),

@@ -1,0 +1,362 @@
+//! `estimate-cost`: the cost model of a kernel, floating-point operations
+//! and bytes of global memory per launch, as expressions over the kernel's
+//! dims that the runtime evaluates for each launch (`tessera profile`; the
+//! model is in `spec/runtime.md`, "Profiling"). The pass sets them as the
+//! kernel's `cost` attribute; the build pipeline runs it on Tile IR, before
+//! `lower-tile-to-target`. It is an estimate read from the Tile IR, not a
+//! count of what the hardware executes.
+//!
+//! FLOPs are counted per block for register tiles and per thread for
+//! scalars:
+//!
+//! - a product (`tile.mma`, and the Target-IR products it becomes) of
+//!   `MxK · KxN` is `2·M·N·K`, whatever its element types;
+//! - `tile.binary`, `tile.unary` and `tile.cmp` on floating-point operands
+//!   are one per element of the result (a tile), or one per thread (a
+//!   scalar); `tile.reduce` on floats one per element of its operand;
+//!   `tile.softmax` five per element (max, subtract, exp, sum, divide);
+//! - both branches of a `tile.if` count; a `tile.while` counts once;
+//! - everything inside a `tile.for` counts `⌈(ub − lb) / step⌉` times. The
+//!   bounds are read as polynomials over the dims: constants, dim
+//!   parameters, `tile.block_dim` (from the kernel's `block`), sums,
+//!   differences and products of these; `tile.thread_id`, `tile.lane_id`
+//!   and `tile.warp_id` count as 0 (the first thread's trip count, the
+//!   largest of a grid-stride loop). A loop whose trip count cannot be read
+//!   so (a bound loaded from memory, a non-constant step) leaves the
+//!   kernel's FLOPs unknown.
+//!
+//! A launch does `blocks × (per_block + threads × per_thread)` FLOPs. Each
+//! sum is a list of terms; a term is a list of factors whose product it is,
+//! each factor in the grid-entry form of `tile.launch` (`128`, `2*D*H`,
+//! `cdiv(K, 128)`), so the polynomial dims and the rounded-up trip counts
+//! are both read back by the runtime's one dim evaluator.
+//!
+//! Bytes follow a compulsory-traffic model: every global memref parameter
+//! once (elements × element bytes), and once more when the kernel writes it
+//! (`mutable`): read and written back. Caches, re-reads of tiles by other
+//! blocks and scratch memory are not modelled.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tessera_diagnostics::Diagnostic;
+use tessera_ir::{Attr, BlockId, DimExpr, MemSpace, Module, OpId, Pass, PassContext, Type, ValueDef, ValueId};
+
+use crate::rules::func_kind;
+
+/// The `estimate-cost` pass.
+pub struct EstimateCost;
+
+impl Pass for EstimateCost {
+    fn name(&self) -> &'static str {
+        "estimate-cost"
+    }
+
+    fn run(&mut self, m: &mut Module, _ctx: &PassContext) -> Result<(), Vec<Diagnostic>> {
+        for func in m.functions() {
+            if func_kind(m, func) == Some("kernel") {
+                let cost = estimate_cost(m, func).to_attr();
+                m.set_attr(func, COST_ATTR, cost);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The attribute that holds a kernel's cost.
+pub const COST_ATTR: &str = "cost";
+
+/// The ops that multiply two tiles: `tile.mma` and its Target-IR forms.
+const PRODUCTS: &[&str] = &[
+    "tile.mma",
+    "nvptx.mma_sync",
+    "nvptx.mma_fma",
+    "nvptx.wgmma",
+    "amdgpu.mfma",
+    "amdgpu.mma_fma",
+    "cpu.mma",
+];
+
+/// FLOPs per element of `tile.softmax`: max, subtract, exp, sum, divide.
+const SOFTMAX_FLOPS: i64 = 5;
+
+/// A kernel's cost, as expressions over its dims (see the module
+/// documentation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelCost {
+    /// Bytes of global memory a launch moves: a dim expression.
+    pub bytes: String,
+    /// None when a loop's trip count cannot be read.
+    pub flops: Option<Flops>,
+}
+
+/// FLOPs as sums of products of grid entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flops {
+    pub per_block: Vec<Vec<String>>,
+    pub per_thread: Vec<Vec<String>>,
+}
+
+impl KernelCost {
+    /// The `cost` attribute: `{bytes = "…", flops_per_block = [[…]],
+    /// flops_per_thread = [[…]]}`, without the FLOPs when they are unknown.
+    pub fn to_attr(&self) -> Attr {
+        let mut dict = BTreeMap::from([("bytes".to_string(), Attr::str(&self.bytes))]);
+        if let Some(f) = &self.flops {
+            dict.insert("flops_per_block".into(), terms_attr(&f.per_block));
+            dict.insert("flops_per_thread".into(), terms_attr(&f.per_thread));
+        }
+        Attr::Dict(dict)
+    }
+
+    /// Reads a `cost` attribute; None when it does not have that form.
+    pub fn from_attr(attr: &Attr) -> Option<KernelCost> {
+        let dict = attr.as_dict()?;
+        if dict
+            .keys()
+            .any(|k| !["bytes", "flops_per_block", "flops_per_thread"].contains(&k.as_str()))
+        {
+            return None;
+        }
+        let bytes = dict.get("bytes")?.as_str()?.to_string();
+        let flops = match (dict.get("flops_per_block"), dict.get("flops_per_thread")) {
+            (None, None) => None,
+            (Some(b), Some(t)) => Some(Flops {
+                per_block: read_terms(b)?,
+                per_thread: read_terms(t)?,
+            }),
+            _ => return None,
+        };
+        Some(KernelCost { bytes, flops })
+    }
+}
+
+fn terms_attr(terms: &[Vec<String>]) -> Attr {
+    Attr::Array(
+        terms
+            .iter()
+            .map(|t| Attr::Array(t.iter().map(Attr::str).collect()))
+            .collect(),
+    )
+}
+
+fn read_terms(attr: &Attr) -> Option<Vec<Vec<String>>> {
+    attr.as_array()?
+        .iter()
+        .map(|t| t.as_array()?.iter().map(|f| f.as_str().map(str::to_string)).collect())
+        .collect()
+}
+
+/// The cost of kernel `func`, read from its Tile-IR ops.
+pub fn estimate_cost(m: &Module, func: OpId) -> KernelCost {
+    let mut bytes = DimExpr::constant(0);
+    let mut dims = HashMap::new();
+    if let Some(entry) = m.entry_block(func) {
+        let args = m.block_args(entry);
+        let mutable = m.attr(func, "mutable").and_then(Attr::as_ints).unwrap_or_default();
+        let names: Vec<&str> = m
+            .attr(func, "dims")
+            .and_then(Attr::as_array)
+            .map(|a| a.iter().filter_map(Attr::as_str).collect())
+            .unwrap_or_default();
+        let trailing = args.len().saturating_sub(names.len());
+        for (i, &arg) in args.iter().enumerate() {
+            if i >= trailing {
+                dims.insert(arg, DimExpr::sym(names[i - trailing]));
+            }
+            if let Type::MemRef {
+                dims: shape,
+                elem,
+                space: MemSpace::Global,
+                ..
+            } = m.value_type(arg)
+            {
+                let passes = if mutable.contains(&(i as i64)) { 2 } else { 1 };
+                let element_bytes = i64::from(elem.bits().div_ceil(8));
+                bytes = bytes.add(&elements(shape).mul(&DimExpr::constant(element_bytes * passes)));
+            }
+        }
+    }
+    let mut counter = Counter {
+        m,
+        dims,
+        block: m.attr(func, "block").and_then(Attr::as_ints),
+        per_block: Sums::default(),
+        per_thread: Sums::default(),
+    };
+    let flops = match m.entry_block(func) {
+        Some(entry) => counter.block(entry, &Loops::default()).ok().map(|()| Flops {
+            per_block: counter.per_block.terms(),
+            per_thread: counter.per_thread.terms(),
+        }),
+        None => Some(Flops::default()),
+    };
+    KernelCost {
+        bytes: bytes.to_string(),
+        flops,
+    }
+}
+
+fn elements(shape: &[DimExpr]) -> DimExpr {
+    shape.iter().fold(DimExpr::constant(1), |n, d| n.mul(d))
+}
+
+/// The loops around an op: the product of the constant trip counts, and
+/// the others as grid entries.
+#[derive(Clone)]
+struct Loops {
+    constant: DimExpr,
+    symbolic: Vec<String>,
+}
+
+impl Default for Loops {
+    fn default() -> Loops {
+        Loops {
+            constant: DimExpr::constant(1),
+            symbolic: Vec::new(),
+        }
+    }
+}
+
+/// A sum of counts, grouped by the symbolic trip counts they are
+/// multiplied by.
+#[derive(Default)]
+struct Sums(BTreeMap<Vec<String>, DimExpr>);
+
+impl Sums {
+    fn add(&mut self, loops: &Loops, count: DimExpr) {
+        let entry = self.0.entry(loops.symbolic.clone()).or_default();
+        *entry = entry.add(&count.mul(&loops.constant));
+    }
+
+    fn terms(&self) -> Vec<Vec<String>> {
+        self.0
+            .iter()
+            .filter(|(_, count)| count.as_const() != Some(0))
+            .map(|(trips, count)| {
+                std::iter::once(count.to_string())
+                    .chain(trips.iter().cloned())
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// A loop whose trip count cannot be read.
+struct Unknown;
+
+struct Counter<'m> {
+    m: &'m Module,
+    /// The dim parameters, by value.
+    dims: HashMap<ValueId, DimExpr>,
+    block: Option<Vec<i64>>,
+    per_block: Sums,
+    per_thread: Sums,
+}
+
+impl Counter<'_> {
+    fn block(&mut self, block: BlockId, loops: &Loops) -> Result<(), Unknown> {
+        let m = self.m;
+        for &op in m.block_ops(block) {
+            let name = m.op(op).name.as_str();
+            let inner = if name == "tile.for" {
+                self.trips(op, loops)?
+            } else {
+                loops.clone()
+            };
+            self.op(op, name, loops);
+            for &r in m.regions(op) {
+                self.block(m.region_block(r), &inner)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts the FLOPs of one op (its regions aside).
+    fn op(&mut self, op: OpId, name: &str, loops: &Loops) {
+        let m = self.m;
+        let operand = |i: usize| m.operands(op).get(i).map(|&v| m.value_type(v));
+        let float = operand(0).and_then(Type::elem).is_some_and(|e| e.is_float());
+        if PRODUCTS.contains(&name) {
+            let (Some(a), Some(b)) = (operand(0).and_then(Type::dims), operand(1).and_then(Type::dims)) else {
+                return;
+            };
+            if let ([rows, inner], [_, cols]) = (a, b) {
+                self.per_block
+                    .add(loops, DimExpr::constant(2).mul(rows).mul(cols).mul(inner));
+            }
+            return;
+        }
+        let (per_element, counted) = match name {
+            "tile.binary" | "tile.unary" | "tile.cmp" => (1, m.results(op).first().map(|&r| m.value_type(r))),
+            "tile.reduce" => (1, operand(0)),
+            "tile.softmax" => (SOFTMAX_FLOPS, operand(0)),
+            _ => return,
+        };
+        if !float {
+            return;
+        }
+        match counted {
+            Some(Type::Tensor { dims, .. }) => self
+                .per_block
+                .add(loops, elements(dims).mul(&DimExpr::constant(per_element))),
+            Some(Type::Scalar(_)) => self.per_thread.add(loops, DimExpr::constant(per_element)),
+            _ => {}
+        }
+    }
+
+    /// The loops inside `tile.for` op `op`.
+    fn trips(&self, op: OpId, outer: &Loops) -> Result<Loops, Unknown> {
+        let bound = |i: usize| self.m.operands(op).get(i).and_then(|&v| self.value(v, 0));
+        let (Some(lb), Some(ub), Some(step)) = (bound(0), bound(1), bound(2)) else {
+            return Err(Unknown);
+        };
+        let step = step.as_const().filter(|&s| s > 0).ok_or(Unknown)?;
+        let extent = ub.sub(&lb);
+        let mut loops = outer.clone();
+        match extent.as_const() {
+            Some(c) => {
+                let trips = if c <= 0 { 0 } else { c.saturating_add(step - 1) / step };
+                loops.constant = loops.constant.mul(&DimExpr::constant(trips));
+            }
+            None if step == 1 => loops.symbolic.push(extent.to_string()),
+            None => loops.symbolic.push(format!("cdiv({extent}, {step})")),
+        }
+        loops.symbolic.sort();
+        Ok(loops)
+    }
+
+    /// `v` as a polynomial over the dims, where the model reads it so.
+    fn value(&self, v: ValueId, depth: usize) -> Option<DimExpr> {
+        const MAX_DEPTH: usize = 64;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let m = self.m;
+        if let ValueDef::BlockArg { .. } = m.value_def(v) {
+            return self.dims.get(&v).cloned();
+        }
+        let op = m.defining_op(v)?;
+        let int = |name: &str| m.attr(op, name).and_then(Attr::as_int);
+        match m.op(op).name.as_str() {
+            "tile.const" => int("value").map(DimExpr::constant),
+            "tile.thread_id" | "tile.lane_id" | "tile.warp_id" => Some(DimExpr::constant(0)),
+            "tile.block_dim" => {
+                let dim = usize::try_from(int("dim")?).ok()?;
+                let block = self.block.as_ref()?;
+                Some(DimExpr::constant(block.get(dim).copied().unwrap_or(1)))
+            }
+            "tile.binary" => {
+                let operands = m.operands(op);
+                let a = self.value(*operands.first()?, depth + 1)?;
+                let b = self.value(*operands.get(1)?, depth + 1)?;
+                match m.attr(op, "fn").and_then(Attr::as_str)? {
+                    "add" => Some(a.add(&b)),
+                    "sub" => Some(a.sub(&b)),
+                    "mul" => Some(a.mul(&b)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
