@@ -1,10 +1,10 @@
 //! Code generation through LLVM.
 //!
 //! * Every example (but those `spec/conformance.md` lists as not lowering)
-//!   builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
+//!   and every standard-library file builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
 //!   ptx,cubin`: the build fails when ptxas rejects it), for gfx90a and
 //!   gfx942 with `ld.lld` linking the code object, and for the CPU.
-//! * `ptxas -v` reports no spills in any example kernel on sm_80 and
+//! * `ptxas -v` reports no spills in any example or library kernel on sm_80 and
 //!   sm_90a; the gemm uses `mma.sync` on sm_80 and `wgmma` on sm_90a.
 //! * Building twice gives the same bytes.
 //! * A kernel compiled for the CPU and run through the JIT computes what a
@@ -30,21 +30,27 @@ fn tessera(args: &[&str]) -> Output {
         .expect("tessera runs")
 }
 
-fn examples() -> Vec<String> {
+/// The examples (but those `spec/conformance.md` lists as not lowering)
+/// and the standard library.
+fn programs() -> Vec<String> {
     let spec = std::fs::read_to_string(root().join("spec/conformance.md")).unwrap();
     let table: String = spec
         .split("## Lowering")
         .nth(1)
         .map(|rest| rest.split("\n## ").next().unwrap_or("").to_string())
         .unwrap_or_default();
-    let mut files: Vec<String> = std::fs::read_dir(root().join("examples"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tsr") && !table.contains(&format!("`{n}`")))
-        .map(|n| format!("examples/{n}"))
-        .collect();
-    files.sort();
+    let mut files = Vec::new();
+    for dir in ["examples", "stdlib"] {
+        let mut names: Vec<String> = std::fs::read_dir(root().join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tsr") && !table.contains(&format!("`{n}`")))
+            .map(|n| format!("{dir}/{n}"))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
     files
 }
 
@@ -60,8 +66,8 @@ fn every_example_builds_for_every_target() {
         tessera_codegen::ptxas_available(),
         "ptxas is not on PATH: run the tests through scripts/test.sh, which installs it"
     );
-    let files = examples();
-    assert!(files.len() >= 8, "the examples are missing");
+    let files = programs();
+    assert!(files.len() >= 11, "the examples or the standard library are missing");
     let mut failures = Vec::new();
     for (target, emit, artifact) in [
         ("sm_80", "ptx,cubin", "cubin"),
@@ -120,7 +126,7 @@ fn example_kernels_do_not_spill() {
     let mut failures = Vec::new();
     for target in ["sm_80", "sm_90a"] {
         let dir = out_dir(&format!("spills-{target}"));
-        for rel in &examples() {
+        for rel in &programs() {
             let out = tessera(&[
                 "build",
                 rel,

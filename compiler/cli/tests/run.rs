@@ -1,7 +1,8 @@
 //! `tessera run` and `tessera test` end to end on the CPU: a program's
 //! `main` checked against a float64 reference, an operator function run on
 //! `.npy` inputs and compared here with a reference computed in Rust, `@test`
-//! functions passing and failing, and the errors of bad runs.
+//! functions passing and failing (the standard library's among them), and
+//! the errors of bad runs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -43,6 +44,30 @@ fn the_matmul_example_checks_itself_against_float64() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(out.contains("matches the float64 reference"), "{out}");
+}
+
+/// The standard library's `@test`s: every kernel against a float64
+/// reference the interpreter computes.
+#[test]
+fn the_standard_library_passes_its_tests() {
+    let o = tessera(&["test", "stdlib"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let summary = out.lines().last().unwrap_or_default();
+    let passed: usize = summary
+        .split_whitespace()
+        .zip(summary.split_whitespace().skip(1))
+        .find(|(_, w)| w.starts_with("passed"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(0);
+    assert!(passed >= 19 && summary.contains(" 0 failed"), "{out}");
+    for name in [
+        "linalg.tsr::gelu_epilogue",
+        "nn.tsr::causal_attention_head_dim_64",
+        "reduce.tsr::row_sums",
+    ] {
+        assert!(out.contains(&format!("{name} ... ok")), "{name} did not pass:\n{out}");
+    }
 }
 
 #[test]

@@ -36,6 +36,7 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         "tile.local" => local(f, op),
         "tile.load" => load(f, op),
         "tile.store" => store(f, op),
+        "tile.view" => view(f, op),
         "tile.load_tile" | "nvptx.ldmatrix" => load_tile(f, op),
         "tile.store_tile" => store_tile(f, op),
         "tile.alloc_shared" | "nvptx.alloc_shared" | "amdgpu.alloc_lds" | "cpu.alloc_shared" => alloc_shared(f, op),
@@ -344,6 +345,19 @@ fn store(f: &mut FnEmitter, op: OpId) -> R {
     let at = f.element_ptr(&b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     f.line(format!("store {} {v}, {pt} {at}", llvm_ty(b.elem)));
+    Ok(())
+}
+
+/// The slice at fixed leading indices: the same buffer from the address of
+/// its first element, with the remaining dims.
+fn view(f: &mut FnEmitter, op: OpId) -> R {
+    let b = f.buffer(op, 0)?;
+    let n = f.m().operands(op).len() - 1;
+    let mut idx = indices(f, op, 1, n)?;
+    idx.resize(b.dims.len(), "0".to_string());
+    let base = f.element_ptr(&b, &idx);
+    let dims = b.dims[n..].to_vec();
+    f.set(op, Val::Buffer(Buffer { base, dims, ..b }));
     Ok(())
 }
 

@@ -21,9 +21,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_ir::{Attr, Builder, DimExpr, Module, OpId, Pass, PassContext, ScalarType, Type, ValueId, VerifyError};
 
-use crate::schedule::{gcd, tiled_dims};
+use crate::schedule::{gcd, tiled_dims, TiledDim};
 use crate::shape::{divisibility, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible, GridDim, Layer};
-use crate::targets::{matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS};
+use crate::targets::{
+    attention_shared_bytes, matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS,
+};
 
 /// The `fuse` pass.
 pub struct Fuse;
@@ -166,6 +168,7 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
         let pattern = match m.op(op).name.as_str() {
             "graph.matmul" => "matmul",
             "graph.softmax" => "softmax",
+            "graph.attention" => "attention",
             "graph.norm" => "norm",
             "graph.reduce" => "reduce",
             _ => continue,
@@ -195,6 +198,7 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
                 break;
             }
             a.add(g, user);
+            absorb_casts(m, &mut a, g, user, value);
             a.groups[g].root = user;
             if pattern == "matmul" {
                 a.groups[g].pattern = "matmul_epilogue";
@@ -204,7 +208,7 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
     // 2. Prologues of the row kernels.
     for g in 0..a.groups.len() {
         let anchor = a.groups[g].anchor.expect("the groups so far have anchors");
-        if a.groups[g].pattern.starts_with("matmul") {
+        if a.groups[g].pattern.starts_with("matmul") || a.groups[g].pattern == "attention" {
             continue;
         }
         let input = m.operands(anchor)[0];
@@ -269,6 +273,25 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
         }
     }
     Ok(())
+}
+
+/// Casts of kernel inputs that only the epilogue op `user` uses (a `bf16`
+/// bias widened to the accumulator's `f32`) join its group, so the
+/// epilogue reads the input and converts it in registers; `value` is the
+/// operand the group computes.
+fn absorb_casts(m: &Module, a: &mut Analysis, g: usize, user: OpId, value: ValueId) {
+    for &operand in m.operands(user) {
+        if operand == value {
+            continue;
+        }
+        let Some(producer) = m.defining_op(operand) else {
+            continue;
+        };
+        let cast = m.op(producer).name == "graph.cast";
+        if cast && a.free(producer) && a.single_user(operand) == Some(user) {
+            a.add(g, producer);
+        }
+    }
 }
 
 /// The transpose of the last two dims that produces a matmul's rhs, used
@@ -453,6 +476,16 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             Some(&[bm, bn, bk]) => [bm, bn, bk],
             _ => target.matmul_tile(elem),
         };
+        // An epilogue of transcendental functions needs registers for its
+        // temporaries next to the accumulator: by default, at most
+        // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread.
+        if source.is_none() && group.members.iter().any(|&o| transcendental(m, o)) {
+            while tile[0] * tile[1] > EPILOGUE_ELEMENTS_PER_THREAD * target.matmul_threads && tile[1].max(tile[0]) > 64
+            {
+                let i = if tile[1] >= tile[0] { 1 } else { 0 };
+                tile[i] /= 2;
+            }
+        }
         for t in &tiled {
             tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
@@ -501,6 +534,9 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             stages,
             knobs,
         });
+    }
+    if group.pattern == "attention" {
+        return attention_config(m, anchor, &tiled, &out, target, constraints);
     }
     // Row kernels: one row (softmax, norm) or one output element (reduce)
     // per block, the row walked in chunks.
@@ -571,6 +607,82 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
                 knob(&[256, 512, 1024], chunk, Some(&row.dim), constraints),
             ),
             ("threads".to_string(), Attr::ints([128, 256])),
+        ]),
+    })
+}
+
+/// Accumulator elements per thread a matmul with a transcendental epilogue
+/// keeps by default (more spill on sm_80 and sm_90a).
+const EPILOGUE_ELEMENTS_PER_THREAD: i64 = 32;
+
+/// Whether `op` is an elementwise op computing a transcendental function.
+fn transcendental(m: &Module, op: OpId) -> bool {
+    m.op(op).name == "graph.elementwise"
+        && m.attr(op, "fn")
+            .and_then(Attr::as_str)
+            .is_some_and(|f| matches!(f, "exp" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow"))
+}
+
+/// Attention: one block per BM query rows of one batch entry (x → the
+/// query tile, y → the flattened batch); the key loop walks BN keys at a
+/// time. The head dims must be constants (q, k and v tiles live in shared
+/// memory).
+fn attention_config(
+    m: &Module,
+    anchor: OpId,
+    tiled: &[TiledDim],
+    out: &[DimExpr],
+    target: Target,
+    constraints: &[Divisible],
+) -> Result<Config, Box<VerifyError>> {
+    let q = m.value_type(m.operands(anchor)[0]);
+    let elem = q.elem().unwrap_or(ScalarType::F32);
+    let head = |v: ValueId| {
+        m.value_type(v)
+            .dims()
+            .and_then(|d| d.last().and_then(DimExpr::as_const))
+    };
+    let (Some(d), Some(dv)) = (head(m.operands(anchor)[0]), head(m.operands(anchor)[2])) else {
+        return Err(Box::new(
+            VerifyError::at_op(m, anchor, "the head dims of an attention must be constants")
+                .with_label("symbolic head dim")
+                .with_note("q, k and v tiles are staged in shared memory, whose size is fixed at compile time"),
+        ));
+    };
+    let mut tile = [64, 64];
+    for t in tiled {
+        tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
+    }
+    let bytes = attention_shared_bytes(&target, tile, d, dv, elem);
+    if !target.fits_shared(bytes) {
+        return Err(Box::new(
+            VerifyError::at_op(
+                m,
+                anchor,
+                format!(
+                    "the attention tiles {} with head dims {d} and {dv} need {bytes} bytes of shared memory, more than {} allows",
+                    Attr::ints(tile),
+                    target.name
+                ),
+            )
+            .with_label("this attention's tiles do not fit"),
+        ));
+    }
+    let batch = num_elements(&out[..out.len().saturating_sub(2)]);
+    let dim = |i: usize| tiled.iter().find(|t| t.index == i).map(|t| &t.dim);
+    let one = DimExpr::constant(1);
+    Ok(Config {
+        tile: tile.to_vec(),
+        block: target.matmul_threads,
+        grid: vec![
+            GridDim::ceil_div(dim(0).unwrap_or(&one), tile[0]),
+            GridDim::ceil_div(&batch, 1),
+            GridDim::Const(1),
+        ],
+        stages: 1,
+        knobs: BTreeMap::from([
+            ("BM".to_string(), knob(&[64, 128], tile[0], dim(0), constraints)),
+            ("BN".to_string(), knob(&[64, 128], tile[1], dim(1), constraints)),
         ]),
     })
 }

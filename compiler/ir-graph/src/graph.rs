@@ -79,6 +79,19 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "graph.attention",
+        doc: "scaled dot-product attention `softmax(q·kᵀ·scale) · v` over the last two dims, optionally causal",
+        operands: Arity::Exact(3),
+        results: Arity::Exact(1),
+        attrs: &[
+            opt("causal", AttrKind::Bool),
+            opt("scale", AttrKind::Float),
+            req("accumulate", AttrKind::Type),
+        ],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "graph.norm",
         doc: "layer or RMS normalization of the trailing dims from `axis`, with optional weight and bias",
         operands: Arity::AtLeast(1),
@@ -245,6 +258,7 @@ impl Dialect for GraphDialect {
             "matmul" => v.matmul(),
             "reduce" => v.reduce(),
             "softmax" => v.softmax(),
+            "attention" => v.attention(),
             "norm" => v.norm(),
             "transpose" => v.transpose(),
             "reshape" => v.reshape(),
@@ -725,6 +739,77 @@ impl Verifier<'_, '_> {
         }
         let Some(acc) = self.accumulate(elem) else { return };
         self.expect_result(&dims, &[elem, acc]);
+    }
+
+    fn attention(&mut self) {
+        let mut operands = Vec::new();
+        for (i, what) in ["query", "key", "value"].into_iter().enumerate() {
+            let Some(t) = self.tensor(self.operand(i), what) else {
+                return;
+            };
+            operands.push(t);
+        }
+        let [(q, eq), (k, ek), (v, ev)] = [operands[0].clone(), operands[1].clone(), operands[2].clone()];
+        if q.len() < 2 || q.len() != k.len() || k.len() != v.len() {
+            self.error_note(
+                format!(
+                    "`graph.attention` takes q, k and v of one rank, at least 2: {}, {} and {}",
+                    show_shape(&q),
+                    show_shape(&k),
+                    show_shape(&v)
+                ),
+                "ranks differ",
+                "attention takes [.., M, D], [.., N, D] and [.., N, Dv]",
+            );
+            return;
+        }
+        if eq != ek || ek != ev {
+            self.error(
+                format!(
+                    "operands of `graph.attention` have different dtypes: {}, {} and {}",
+                    eq.name(),
+                    ek.name(),
+                    ev.name()
+                ),
+                "cast them to one dtype first",
+            );
+            return;
+        }
+        let r = q.len();
+        let (mismatch, what) = if q[r - 1] != k[r - 1] {
+            (true, "the head dims of q and k differ")
+        } else if k[r - 2] != v[r - 2] {
+            (true, "k and v have different numbers of keys")
+        } else if q[..r - 2] != k[..r - 2] || k[..r - 2] != v[..r - 2] {
+            (true, "the batch dims differ")
+        } else {
+            (false, "")
+        };
+        if mismatch {
+            self.error_note(
+                format!(
+                    "shapes of `graph.attention` do not fit: {what} (q {}, k {}, v {})",
+                    show_shape(&q),
+                    show_shape(&k),
+                    show_shape(&v)
+                ),
+                "mismatched shapes",
+                "attention takes [.., M, D], [.., N, D] and [.., N, Dv]",
+            );
+            return;
+        }
+        if let Some(scale) = self.m.attr(self.op, "scale").cloned() {
+            if !matches!(scale, Attr::Float(f) if f > 0.0 && f.is_finite()) {
+                self.error(
+                    format!("`scale` of `graph.attention` must be a positive number, not {scale}"),
+                    "bad scale",
+                );
+            }
+        }
+        let Some(acc) = self.accumulate(eq) else { return };
+        let mut dims = q.clone();
+        dims[r - 1] = v[r - 1].clone();
+        self.expect_result(&dims, &[eq, acc]);
     }
 
     fn norm(&mut self) {

@@ -81,9 +81,10 @@ const OPS: &[OpDef] = &[
 
 /// The kernel patterns, and the length of `tile_shape` each one takes
 /// (`None`: any).
-pub const PATTERNS: [(&str, Option<usize>); 7] = [
+pub const PATTERNS: [(&str, Option<usize>); 8] = [
     ("matmul", Some(3)),
     ("matmul_epilogue", Some(3)),
+    ("attention", Some(2)),
     ("softmax", Some(2)),
     ("norm", Some(2)),
     ("reduce", Some(1)),
@@ -98,6 +99,7 @@ pub fn pattern_anchor(pattern: &str) -> Option<&'static str> {
     match pattern {
         "matmul" | "matmul_epilogue" => Some("graph.matmul"),
         "softmax" => Some("graph.softmax"),
+        "attention" => Some("graph.attention"),
         "norm" => Some("graph.norm"),
         "reduce" => Some("graph.reduce"),
         _ => None,
@@ -142,6 +144,24 @@ pub fn tiled_dims(m: &Module, anchor: OpId) -> Vec<TiledDim> {
                     index: 2,
                     dim: x[x.len() - 1].clone(),
                     what: "BK",
+                },
+            ]
+        }
+        "graph.attention" if x.len() >= 2 => {
+            let k = operands.get(1).map(|&k| dims(k)).unwrap_or_default();
+            let Some(n) = k.len().checked_sub(2).map(|i| k[i].clone()) else {
+                return Vec::new();
+            };
+            vec![
+                TiledDim {
+                    index: 0,
+                    dim: x[x.len() - 2].clone(),
+                    what: "BM",
+                },
+                TiledDim {
+                    index: 1,
+                    dim: n,
+                    what: "BN",
                 },
             ]
         }

@@ -231,6 +231,7 @@ pub fn is_compute(name: &str) -> bool {
             | "graph.matmul"
             | "graph.reduce"
             | "graph.softmax"
+            | "graph.attention"
             | "graph.norm"
             | "graph.transpose"
             | "graph.reshape"

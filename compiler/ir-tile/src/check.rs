@@ -227,6 +227,26 @@ pub(crate) fn store(c: &mut Check) {
     }
 }
 
+/// `view(%mem, %idx...)`: fewer indices than the memref's rank, and a
+/// result of the remaining dims, element type and memory space.
+pub(crate) fn view(c: &mut Check) {
+    let Some(Type::MemRef { dims, elem, space, .. }) = c.memref(0, "memory operand", &[]) else {
+        return;
+    };
+    let given = c.operand_count() - 1;
+    if given >= dims.len() {
+        c.fail(format!(
+            "`tile.view` of a rank-{} memref fixes at most {} leading dims, not {given}",
+            dims.len(),
+            dims.len().saturating_sub(1)
+        ));
+        return;
+    }
+    if c.indices(1, given, "indices") {
+        c.result_is(0, &Type::memref(dims[given..].to_vec(), elem, space));
+    }
+}
+
 /// A shared allocation (`tile.alloc_shared` and its target forms): a
 /// shared memref whose layout agrees with the op's `swizzle`/`bank_pad`.
 pub(crate) fn alloc_shared(c: &mut Check) {

@@ -209,12 +209,17 @@ fn stage(m: &Module, op: OpId) -> i64 {
     m.attr(op, "stage").and_then(Attr::as_int).unwrap_or(0)
 }
 
-/// Whether a copy can be a TMA load: into an unpadded `tile.alloc_shared`
-/// buffer of constant dims whose rows are a multiple of 16 bytes.
+/// Whether a copy can be a TMA load: from a kernel parameter (a tensor
+/// map describes a parameter, not a `tile.view` of one) into an unpadded
+/// `tile.alloc_shared` buffer of constant dims whose rows are a multiple
+/// of 16 bytes.
 fn tma_fits(m: &Module, copy: OpId) -> bool {
-    let Some(&dst) = m.operands(copy).first() else {
+    let (Some(&dst), Some(&src)) = (m.operands(copy).first(), m.operands(copy).get(1)) else {
         return false;
     };
+    if m.defining_op(src).is_some() {
+        return false;
+    }
     let Some(alloc) = m.defining_op(dst).filter(|&a| m.op(a).name == "tile.alloc_shared") else {
         return false;
     };

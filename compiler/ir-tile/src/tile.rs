@@ -125,6 +125,14 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.view",
+        doc: "the slice of a memref at fixed indices of its leading dims: a memref of the remaining dims, in the same memory",
+        operands: Arity::AtLeast(2),
+        results: Arity::Exact(1),
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.alloc_shared",
         doc: "a buffer in the block's shared memory, optionally swizzled and with rows padded by `bank_pad` elements",
         results: Arity::Exact(1),
@@ -417,6 +425,7 @@ fn verify(c: &mut Check, name: &str) {
         }
         "tile.load" => check::load(c, 0, 1),
         "tile.store" => check::store(c),
+        "tile.view" => check::view(c),
         "tile.alloc_shared" => check::alloc_shared(c),
         "tile.load_tile" => check::load_tile(c),
         "tile.store_tile" => check::store_tile(c),

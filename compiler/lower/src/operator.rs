@@ -264,7 +264,31 @@ impl<'a> Lower<'_, 'a, '_> {
         let a = self.expr(lhs, elem)?;
         let b = self.expr(rhs, elem)?;
         let ty = self.result_type(e)?;
+        let (a, b) = match ty.elem() {
+            Some(elem) => (self.widen(a, elem), self.widen(b, elem)),
+            None => (a, b),
+        };
         Some(self.elementwise(f, &[a, b], ty))
+    }
+
+    /// `v` converted to the element type `elem` when the checker promoted it
+    /// (`f32 + bf16` is `f32`); widening is exact, so the cast's rounding
+    /// never applies.
+    fn widen(&mut self, v: ValueId, elem: ScalarType) -> ValueId {
+        let ty = match self.b.value_type(v) {
+            Type::Scalar(s) if *s != elem => Type::Scalar(elem),
+            Type::Tensor { dims, elem: e } if *e != elem => Type::Tensor {
+                dims: dims.clone(),
+                elem,
+            },
+            _ => return v,
+        };
+        self.b
+            .op("graph.cast")
+            .operand(v)
+            .attr("rounding", "nearest_even")
+            .result(ty)
+            .build_value()
     }
 
     fn call(&mut self, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
@@ -364,6 +388,26 @@ impl<'a> Lower<'_, 'a, '_> {
                         .op("graph.softmax")
                         .operand(x)
                         .attr("axis", axis)
+                        .attr("accumulate", Type::Scalar(acc))
+                        .result(ty)
+                        .build_value(),
+                )
+            }
+            "op.flash_attention" => {
+                let mut operands = Vec::new();
+                for (i, name) in ["q", "k", "v"].into_iter().enumerate() {
+                    operands.push(self.operand(args, i, name, e)?);
+                }
+                let ty = self.result_type(e)?;
+                let causal = keyword(args, "causal")
+                    .and_then(literal_attr)
+                    .unwrap_or(Attr::Bool(false));
+                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                Some(
+                    self.b
+                        .op("graph.attention")
+                        .operands(&operands)
+                        .attr("causal", causal)
                         .attr("accumulate", Type::Scalar(acc))
                         .result(ty)
                         .build_value(),

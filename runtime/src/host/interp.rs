@@ -1055,7 +1055,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "range" => self.range(args),
             "len" => self.len(args),
             "min" | "max" => self.min_max(path, args),
-            "abs" | "sqrt" | "exp" | "log" | "tanh" | "op.relu" => self.math(path, args),
+            "abs" | "sqrt" | "exp" | "log" | "tanh" | "op.relu" | "op.gelu" => self.math(path, args),
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
             "zeros" | "ones" | "empty" | "full" => self.create(path, args),
@@ -1071,6 +1071,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
             "op.softmax" => self.op_softmax(args),
+            "op.layernorm" | "op.rmsnorm" => self.op_norm(path, args),
+            "op.flash_attention" => self.op_attention(args),
             "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
             _ => Err(unsupported(format!("`{path}` is not supported in host code"))),
         };
@@ -1190,6 +1192,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "exp" => MathFn::Exp,
             "log" => MathFn::Log,
             "tanh" => MathFn::Tanh,
+            "op.gelu" => MathFn::Gelu,
             _ => MathFn::Relu,
         };
         let x = self.positional(args, "x", path)?;
@@ -1519,6 +1522,68 @@ impl<'a, 'p> Interp<'a, 'p> {
         let t = self.to_tensor(&x)?;
         let out = accumulate.unwrap_or(t.dtype());
         Ok(Value::Tensor(TensorValue::new(ops::softmax_last(&t, out)?)))
+    }
+
+    /// `op.layernorm(x, weight, bias, eps=…, accumulate=T)` and
+    /// `op.rmsnorm(x, weight, eps=…, accumulate=T)` on the host: float64
+    /// references over the last axis, converted to `T` (by default the dtype
+    /// of `x`).
+    fn op_norm(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let rms = path == "op.rmsnorm";
+        let x = self.positional(args, "x", path)?;
+        let weight = self.positional(args, "weight", path)?;
+        let bias = if rms {
+            None
+        } else {
+            Some(self.positional(args, "bias", path)?)
+        };
+        let eps = match args.take("eps") {
+            None => Ok(if rms { 1e-6 } else { 1e-5 }),
+            Some((v, _)) => {
+                as_f64(&v).ok_or_else(|| RunError::value(format!("`eps` must be a number, not {}", v.describe())))
+            }
+        }?;
+        let accumulate = self.accumulate_arg(args)?;
+        self.no_more(args, path)?;
+        let t = self.to_tensor(&x)?;
+        let w = self.to_tensor(&weight)?;
+        let b = bias.map(|b| self.to_tensor(&b)).transpose()?;
+        let out = accumulate.unwrap_or(t.dtype());
+        Ok(Value::Tensor(TensorValue::new(ops::norm_last(
+            &t,
+            Some(&w),
+            b.as_ref(),
+            eps,
+            rms,
+            out,
+        )?)))
+    }
+
+    /// `op.flash_attention(q, k, v, causal=False, accumulate=T)` on the
+    /// host: attention computed in float64, converted to `T` (by default
+    /// the dtype of `q`).
+    fn op_attention(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let path = "op.flash_attention";
+        let q = self.positional(args, "q", path)?;
+        let k = self.positional(args, "k", path)?;
+        let v = self.positional(args, "v", path)?;
+        let causal = match args.take("causal") {
+            None => false,
+            Some((Value::Bool(b), _)) => b,
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "`causal` must be True or False, not {}",
+                    v.describe()
+                )));
+            }
+        };
+        let accumulate = self.accumulate_arg(args)?;
+        self.no_more(args, path)?;
+        let (q, k, v) = (self.to_tensor(&q)?, self.to_tensor(&k)?, self.to_tensor(&v)?);
+        let out = accumulate.unwrap_or(q.dtype());
+        Ok(Value::Tensor(TensorValue::new(ops::attention(
+            &q, &k, &v, causal, out,
+        )?)))
     }
 
     fn accumulate_arg(&self, args: &mut Args) -> Result<Option<DType>, RunError> {

@@ -321,6 +321,9 @@ pub(crate) enum MathFn {
     Log,
     Tanh,
     Relu,
+    /// The tanh form the code generator uses:
+    /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+    Gelu,
 }
 
 impl MathFn {
@@ -332,6 +335,7 @@ impl MathFn {
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
             MathFn::Relu => x.max(0.0),
+            MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
         }
     }
 
@@ -343,6 +347,7 @@ impl MathFn {
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
             MathFn::Relu => x.max(0.0),
+            MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()),
         }
     }
 }
@@ -533,6 +538,110 @@ pub(crate) fn softmax_last(t: &Tensor, out: DType) -> Result<Tensor, RunError> {
         }
     }
     Ok(r)
+}
+
+/// Layer normalization (`weight` and `bias` given) or RMS normalization
+/// (`bias` None and `rms`) over the last axis, in float64, converted to
+/// `out`: `(x - mean) / sqrt(var + eps) · weight + bias` with the biased
+/// variance, or `x / sqrt(mean(x²) + eps) · weight`.
+pub(crate) fn norm_last(
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    rms: bool,
+    out: DType,
+) -> Result<Tensor, RunError> {
+    let n = t.shape().last().copied().unwrap_or(1).max(1);
+    let params: Vec<Option<Vec<f64>>> = [weight, bias]
+        .into_iter()
+        .map(|p| {
+            p.map(|p| {
+                if p.numel() == n {
+                    Ok(p.to_f64_vec())
+                } else {
+                    Err(RunError::value(format!(
+                        "the weight and bias of a normalization have the last dim of `x`, {n} elements, not {}",
+                        crate::tensor::shape_text(p.shape())
+                    )))
+                }
+            })
+            .transpose()
+        })
+        .collect::<Result<_, _>>()?;
+    let v = t.to_f64_vec();
+    let mut r = Tensor::zeros(out, t.shape())?;
+    for (row, chunk) in v.chunks(n).enumerate() {
+        let mean = if rms { 0.0 } else { chunk.iter().sum::<f64>() / n as f64 };
+        let var = chunk.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + eps).sqrt();
+        for (j, x) in chunk.iter().enumerate() {
+            let mut y = (x - mean) * rstd;
+            if let Some(w) = &params[0] {
+                y *= w[j];
+            }
+            if let Some(b) = &params[1] {
+                y += b[j];
+            }
+            r.set(row * n + j, Elem::Float(y));
+        }
+    }
+    Ok(r)
+}
+
+/// Scaled dot-product attention in float64: `softmax(q·kᵀ / √d) · v` over
+/// the last two dims (leading dims are a batch all three share); with
+/// `causal`, query `i` sees keys `j ≤ i + (keys - queries)`.
+pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, out: DType) -> Result<Tensor, RunError> {
+    let (sq, sk, sv) = (q.shape(), k.shape(), v.shape());
+    let r = sq.len();
+    let fits = r >= 2
+        && sk.len() == r
+        && sv.len() == r
+        && sq[..r - 2] == sk[..r - 2]
+        && sk[..r - 2] == sv[..r - 2]
+        && sq[r - 1] == sk[r - 1]
+        && sk[r - 2] == sv[r - 2];
+    if !fits {
+        return Err(RunError::value(format!(
+            "attention of q {}, k {} and v {}: q and k share the head dim, k and v the key count, all three the batch dims",
+            crate::tensor::shape_text(sq),
+            crate::tensor::shape_text(sk),
+            crate::tensor::shape_text(sv)
+        )));
+    }
+    let (m, n, d, dv) = (sq[r - 2], sk[r - 2], sq[r - 1], sv[r - 1]);
+    let mut shape = sq.to_vec();
+    shape[r - 1] = dv;
+    let mut o = Tensor::zeros(out, &shape)?;
+    let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
+    let scale = 1.0 / (d as f64).sqrt();
+    let batch = q.numel() / (m * d).max(1);
+    let mut scores = vec![0.0f64; n];
+    for b in 0..batch {
+        let (qb, kb, vb) = (&qv[b * m * d..], &kv[b * n * d..], &vv[b * n * dv..]);
+        for i in 0..m {
+            let visible = match (causal, i + n) {
+                (false, _) => n,
+                (true, last) if last >= m => (last - m + 1).min(n),
+                (true, _) => 0,
+            };
+            for (j, s) in scores.iter_mut().enumerate().take(visible) {
+                *s = (0..d).map(|c| qb[i * d + c] * kb[j * d + c]).sum::<f64>() * scale;
+            }
+            let max = scores[..visible].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores[..visible].iter().map(|s| (s - max).exp()).collect();
+            let total: f64 = weights.iter().sum();
+            for c in 0..dv {
+                let y: f64 = weights.iter().enumerate().map(|(j, w)| w * vb[j * dv + c]).sum();
+                o.set(
+                    b * m * dv + i * dv + c,
+                    Elem::Float(if visible == 0 { 0.0 } else { y / total }),
+                );
+            }
+        }
+    }
+    Ok(o)
 }
 
 /// Sum or mean.

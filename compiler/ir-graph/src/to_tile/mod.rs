@@ -2,12 +2,13 @@
 //! "Lowering to Tile IR").
 //!
 //! Each `schedule.kernel` becomes a kernel function (`kind = "kernel"`)
-//! whose loop nest follows its pattern's template (`matmul.rs`, `rows.rs`,
-//! `pointwise.rs`); the operator function becomes a host function
+//! whose loop nest follows its pattern's template (`matmul.rs`,
+//! `attention.rs`, `rows.rs`, `pointwise.rs`); the operator function becomes a host function
 //! (`kind = "host"`) that launches the kernels in order, its tensors
 //! passed as global memrefs, its results written to output parameters and
 //! its intermediates in buffers from `tile.alloc_global`.
 
+mod attention;
 mod emit;
 mod matmul;
 mod pointwise;
@@ -430,6 +431,7 @@ fn lower_kernel(
     };
     let outcome = match k.pattern.as_str() {
         "matmul" | "matmul_epilogue" => matmul::lower(&g, &mut b, k),
+        "attention" => attention::lower(&g, &mut b, k),
         "softmax" => rows::softmax(&g, &mut b, k),
         "norm" => rows::norm(&g, &mut b, k),
         "reduce" => rows::reduce(&g, &mut b, k),

@@ -1,0 +1,333 @@
+//! The attention template (FlashAttention's forward pass): one block per
+//! BM query rows of one batch entry (block x → the query tile, y → the
+//! flattened batch). The q tile is copied to shared memory once; the key
+//! loop copies BN keys and values at a time and keeps, per query row, the
+//! running maximum `m`, the running sum of exponentials `l` and the
+//! unnormalized output `acc`:
+//!
+//! ```text
+//! s     = q · kᵀ · scale             (masked: keys past N, and with
+//!                                     `causal` keys after the query's)
+//! m'    = max(m, rowmax(s))
+//! p     = exp(s - m')
+//! α     = exp(m - m')
+//! l     = l·α + rowsum(p)
+//! acc   = acc·α + p · v
+//! out   = acc / l                    (0 for a row that sees no key)
+//! ```
+//!
+//! With `causal`, query `i` sees keys `j ≤ i + N - M` (the queries are the
+//! last M of the N positions), and the loop stops after the last key the
+//! tile's rows see. Scores, `m`, `l` and `acc` are in `accumulate`
+//! precision; `p` is rounded to the operands' type for the second product.
+
+use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
+
+use super::emit::{
+    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, view, Frame, Gen, Result, TileEval,
+};
+use super::{Kernel, Src};
+use crate::targets::{attention_shared_bytes, shared_layout};
+
+/// Emits the kernel body; returns its shared memory in bytes.
+pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let at = k
+        .anchor("graph.attention")
+        .ok_or("no `graph.attention` in an attention kernel")?;
+    let node = &k.nodes[at];
+    let [Src::Arg(qi), Src::Arg(ki), Src::Arg(vi)] = node.operands[..] else {
+        return Err("the operands of its attention are computed in the kernel".into());
+    };
+    let dims_of = |i: usize| match &k.args[i] {
+        Type::Tensor { dims, elem } => Ok((dims.clone(), *elem)),
+        other => Err(format!("an attention operand of type {other}")),
+    };
+    let ((q_dims, elem), (k_dims, _), (v_dims, _)) = (dims_of(qi)?, dims_of(ki)?, dims_of(vi)?);
+    let r = q_dims.len();
+    let (m_dim, n_dim) = (q_dims[r - 2].clone(), k_dims[r - 2].clone());
+    let constant = |d: &DimExpr| {
+        d.as_const()
+            .ok_or_else(|| format!("the head dim {d} is not a constant"))
+    };
+    let (d, dv) = (constant(&q_dims[r - 1])?, constant(&v_dims[r - 1])?);
+    let &[bm, bn] = k.tile.as_slice() else {
+        return Err("its `tile_shape` is not [BM, BN]".into());
+    };
+    let acc = match node.attrs.get("accumulate").and_then(Attr::as_type) {
+        Some(Type::Scalar(s)) => *s,
+        _ => ScalarType::F32,
+    };
+    let causal = matches!(node.attrs.get("causal"), Some(Attr::Bool(true)));
+    let scale = match node.attrs.get("scale") {
+        Some(Attr::Float(s)) => *s,
+        _ => 1.0 / (d as f64).sqrt(),
+    };
+
+    // This block's query rows and batch entry.
+    let bx = id(b, "tile.block_id", 0);
+    let bm_v = index(b, bm);
+    let row0 = binary(b, "mul", bx, bm_v, Type::INDEX);
+    let batch = &q_dims[..r - 2];
+    let coords = if batch.is_empty() {
+        Vec::new()
+    } else {
+        let by = id(b, "tile.block_id", 1);
+        g.unflatten(b, by, batch)?
+    };
+    let mem = |b: &mut Builder<'_>, m: ValueId| if coords.is_empty() { m } else { view(b, m, &coords) };
+    let (q_mem, k_mem, v_mem) = (mem(b, g.inputs[qi]), mem(b, g.inputs[ki]), mem(b, g.inputs[vi]));
+    let out_mem = mem(b, g.out);
+
+    let shared = |b: &mut Builder<'_>, rows: i64, cols: i64| {
+        let mut op = b.op("tile.alloc_shared");
+        if let Some((key, value)) = shared_layout(&g.target, cols, elem) {
+            op = op.attr(key, Attr::Int(value));
+        }
+        op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
+            .build_value()
+    };
+    let (q_s, k_s, v_s) = (shared(b, bm, d), shared(b, bn, d), shared(b, bn, dv));
+    let c0 = index(b, 0);
+    b.op("tile.async_copy")
+        .operands(&[q_s, q_mem, row0, c0])
+        .attr("stage", Attr::Int(0))
+        .build();
+    b.op("tile.wait_async").attr("stage", Attr::Int(0)).build();
+
+    // The running state, in thread-local slots.
+    let column = [bm, 1];
+    let state = |b: &mut Builder<'_>, shape: &[i64], init: f64| {
+        let slot = b
+            .op("tile.local")
+            .result(Type::memref(
+                shape.iter().map(|&s| DimExpr::constant(s)),
+                acc,
+                MemSpace::Local,
+            ))
+            .build_value();
+        let value = number(b, init, tile_type(shape, acc));
+        let c0 = index(b, 0);
+        b.op("tile.store_tile").operands(&[value, slot, c0, c0]).build();
+        slot
+    };
+    let m_slot = state(b, &column, f64::NEG_INFINITY);
+    let l_slot = state(b, &column, 0.0);
+    let acc_slot = state(b, &[bm, dv], 0.0);
+
+    // The keys this tile's rows see: all N, or with `causal` up to row
+    // row0 + BM - 1's last visible key, (row0 + BM) + N - M.
+    let n = g.dim(b, &n_dim)?;
+    let m = g.dim(b, &m_dim)?;
+    let offset = binary(b, "sub", n, m, Type::INDEX);
+    let kv_end = if causal {
+        let last = binary(b, "add", row0, bm_v, Type::INDEX);
+        let last = binary(b, "add", last, offset, Type::INDEX);
+        binary(b, "min", last, n, Type::INDEX)
+    } else {
+        n
+    };
+    let step = index(b, bn);
+    let (body, j0) = for_loop(b, c0, kv_end, step);
+    {
+        let mut l = g.at(b, body);
+        let c0 = index(&mut l, 0);
+        for (stage, buf, src) in [(1, k_s, k_mem), (2, v_s, v_mem)] {
+            l.op("tile.async_copy")
+                .operands(&[buf, src, j0, c0])
+                .attr("stage", Attr::Int(stage))
+                .build();
+        }
+        for stage in [1, 2] {
+            l.op("tile.wait_async").attr("stage", Attr::Int(stage)).build();
+        }
+        l.op("tile.barrier").attr("scope", "block").build();
+
+        // Scores.
+        let scores = tile_type(&[bm, bn], acc);
+        let kt = l
+            .op("tile.load_tile")
+            .operands(&[k_s, c0, c0])
+            .result(tile_type(&[bn, d], elem))
+            .build_value();
+        let kt = l
+            .op("tile.transpose")
+            .operand(kt)
+            .attr("perm", Attr::ints([1, 0]))
+            .result(tile_type(&[d, bn], elem))
+            .build_value();
+        let zero = number(&mut l, 0.0, scores.clone());
+        let s = l
+            .op("tile.mma")
+            .operands(&[q_s, kt, zero])
+            .attr("accumulate", Type::Scalar(acc))
+            .result(scores.clone())
+            .build_value();
+        let scale_v = number(&mut l, scale, Type::Scalar(acc));
+        let mut s = binary(&mut l, "mul", s, scale_v, scores.clone());
+        let ragged = g.ragged(&n_dim, bn);
+        if let Some(valid) = mask(&mut l, [bm, bn], [row0, j0], n, offset, ragged, causal) {
+            let minus_inf = number(&mut l, f64::NEG_INFINITY, scores.clone());
+            s = l
+                .op("tile.select")
+                .operands(&[valid, s, minus_inf])
+                .result(scores.clone())
+                .build_value();
+        }
+
+        // The online softmax.
+        let col = tile_type(&column, acc);
+        let load = |l: &mut Builder<'_>, slot: ValueId, ty: &Type| {
+            l.op("tile.load_tile")
+                .operands(&[slot, c0, c0])
+                .result(ty.clone())
+                .build_value()
+        };
+        let m_old = load(&mut l, m_slot, &col);
+        let row_max = row_reduce(g, &mut l, s, "max", &col);
+        let m_new = binary(&mut l, "max", m_old, row_max, col.clone());
+        // A row with no visible key so far keeps m = -inf; subtracting 0
+        // instead keeps exp(-inf - m) at 0 rather than NaN.
+        let minus_inf = number(&mut l, f64::NEG_INFINITY, col.clone());
+        let empty = l
+            .op("tile.cmp")
+            .operands(&[m_new, minus_inf])
+            .attr("pred", "eq")
+            .result(tile_type(&column, ScalarType::I1))
+            .build_value();
+        let zero_col = number(&mut l, 0.0, col.clone());
+        let m_safe = l
+            .op("tile.select")
+            .operands(&[empty, zero_col, m_new])
+            .result(col.clone())
+            .build_value();
+        let shifted = broadcast(&mut l, m_safe, &[bm, bn]);
+        let p = binary(&mut l, "sub", s, shifted, scores.clone());
+        let p = unary(&mut l, "exp", p, scores.clone());
+        let alpha = binary(&mut l, "sub", m_old, m_safe, col.clone());
+        let alpha = unary(&mut l, "exp", alpha, col.clone());
+        let l_old = load(&mut l, l_slot, &col);
+        let l_scaled = binary(&mut l, "mul", l_old, alpha, col.clone());
+        let row_sum = row_reduce(g, &mut l, p, "sum", &col);
+        let l_new = binary(&mut l, "add", l_scaled, row_sum, col.clone());
+        let out_tile = tile_type(&[bm, dv], acc);
+        let acc_old = load(&mut l, acc_slot, &out_tile);
+        let alpha_rows = broadcast(&mut l, alpha, &[bm, dv]);
+        let acc_scaled = binary(&mut l, "mul", acc_old, alpha_rows, out_tile.clone());
+        let p = cast_to(&mut l, p, elem);
+        let acc_new = l
+            .op("tile.mma")
+            .operands(&[p, v_s, acc_scaled])
+            .attr("accumulate", Type::Scalar(acc))
+            .result(out_tile)
+            .build_value();
+        for (value, slot) in [(m_new, m_slot), (l_new, l_slot), (acc_new, acc_slot)] {
+            l.op("tile.store_tile").operands(&[value, slot, c0, c0]).build();
+        }
+        // Every thread is done with k and v before they are refilled.
+        l.op("tile.barrier").attr("scope", "block").build();
+        end(&mut l);
+    }
+
+    // out = acc / l, 0 where a row saw no key.
+    let col = tile_type(&column, acc);
+    let out_tile = tile_type(&[bm, dv], acc);
+    let total = b
+        .op("tile.load_tile")
+        .operands(&[l_slot, c0, c0])
+        .result(col.clone())
+        .build_value();
+    let zero_col = number(b, 0.0, col.clone());
+    let empty = b
+        .op("tile.cmp")
+        .operands(&[total, zero_col])
+        .attr("pred", "eq")
+        .result(tile_type(&column, ScalarType::I1))
+        .build_value();
+    let one_col = number(b, 1.0, col.clone());
+    let total = b
+        .op("tile.select")
+        .operands(&[empty, one_col, total])
+        .result(col)
+        .build_value();
+    let sums = b
+        .op("tile.load_tile")
+        .operands(&[acc_slot, c0, c0])
+        .result(out_tile.clone())
+        .build_value();
+    let total = broadcast(b, total, &[bm, dv]);
+    let value = binary(b, "div", sums, total, out_tile);
+
+    // The epilogue, on the output tile.
+    let node_elem = node.ty.elem().unwrap_or(acc);
+    let value = cast_to(b, value, node_elem);
+    let out_dims = node.ty.dims().ok_or("an attention without a tensor result")?.to_vec();
+    let mut eval = TileEval {
+        k,
+        frame: Frame {
+            dims: out_dims,
+            offsets: coords.iter().copied().chain([row0, c0]).collect(),
+            extents: batch.iter().map(|_| 1).chain([bm, dv]).collect(),
+            rank: 2,
+        },
+        known: [(Src::Node(at), (value, vec![bm, dv]))].into(),
+    };
+    let (root, _) = eval.eval(g, b, k.root)?;
+    let root = cast_to(b, root, k.result.elem().unwrap_or(node_elem));
+    b.op("tile.store_tile").operands(&[root, out_mem, row0, c0]).build();
+    Ok(attention_shared_bytes(&g.target, [bm, bn], d, dv, elem))
+}
+
+/// Which scores of the `[BM, BN]` tile at query `row0`, key `j0` count:
+/// keys below N (when N is not a multiple of BN) and, with `causal`, keys
+/// `j ≤ i + offset` (offset = N - M). None when every score counts.
+fn mask(
+    b: &mut Builder<'_>,
+    shape: [i64; 2],
+    [row0, j0]: [ValueId; 2],
+    n: ValueId,
+    offset: ValueId,
+    ragged: bool,
+    causal: bool,
+) -> Option<ValueId> {
+    let positions = tile_type(&shape, ScalarType::Index);
+    let flags = tile_type(&shape, ScalarType::I1);
+    let iota = |b: &mut Builder<'_>, dim: i64, start: ValueId| {
+        let lanes = b
+            .op("tile.iota")
+            .attr("dim", Attr::Int(dim))
+            .result(positions.clone())
+            .build_value();
+        binary(b, "add", lanes, start, positions.clone())
+    };
+    let cmp = |b: &mut Builder<'_>, pred: &str, x: ValueId, y: ValueId| {
+        b.op("tile.cmp")
+            .operands(&[x, y])
+            .attr("pred", pred)
+            .result(flags.clone())
+            .build_value()
+    };
+    let keys = iota(b, 1, j0);
+    let mut valid = ragged.then(|| cmp(b, "lt", keys, n));
+    if causal {
+        let rows = iota(b, 0, row0);
+        let last = binary(b, "add", rows, offset, positions.clone());
+        let seen = cmp(b, "le", keys, last);
+        valid = Some(match valid {
+            Some(v) => binary(b, "and", v, seen, flags.clone()),
+            None => seen,
+        });
+    }
+    valid
+}
+
+/// `x` reduced along its last axis to a `[BM, 1]` column, in the kernel's
+/// reduction order.
+fn row_reduce(g: &Gen, b: &mut Builder<'_>, x: ValueId, kind: &str, col: &Type) -> ValueId {
+    b.op("tile.reduce")
+        .operand(x)
+        .attr("kind", kind)
+        .attr("axis", Attr::Int(1))
+        .attr("order", g.order)
+        .result(col.clone())
+        .build_value()
+}
