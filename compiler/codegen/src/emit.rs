@@ -16,11 +16,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
-use tessera_ir_tile::Target;
+use tessera_ir_tile::{KernelCost, Target, COST_ATTR};
 
 use crate::mma::layout::{self, Layout};
 use crate::target::{Abi, TargetInfo};
-use crate::{CodegenError, KernelInfo, ParamInfo, TmaDescriptor};
+use crate::{CodegenError, CostInfo, KernelInfo, ParamInfo, TmaDescriptor};
 
 /// An extent: a constant, or an `i64` LLVM value computed in the kernel.
 #[derive(Clone, Debug)]
@@ -1593,6 +1593,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             needs_sync: self.needs_sync,
             registers: None,
             spill_bytes: None,
+            cost: m
+                .attr(self.func, COST_ATTR)
+                .and_then(KernelCost::from_attr)
+                .map(CostInfo::from),
         }
     }
 

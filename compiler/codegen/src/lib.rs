@@ -22,7 +22,7 @@ use std::process::Command;
 
 use serde::Serialize;
 use tessera_ir::{Attr, DimExpr, Loc, Module, ScalarType, Type};
-use tessera_ir_tile::Target;
+use tessera_ir_tile::{KernelCost, Target};
 
 pub use target::{Abi, TargetInfo};
 
@@ -95,6 +95,38 @@ pub struct TmaDescriptor {
     pub swizzle: i64,
 }
 
+/// The cost model's estimate of one launch (`cost` from `estimate-cost`;
+/// `spec/runtime.md`, "Profiling"), in the kernel's dims.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CostInfo {
+    /// Bytes of global memory a launch moves: a dim expression.
+    pub bytes: String,
+    /// Absent when a loop's trip count could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flops: Option<FlopsInfo>,
+}
+
+/// FLOPs of a launch: `blocks × (Σ per_block + threads × Σ per_thread)`,
+/// each sum a list of terms, each term the product of its factors (grid
+/// entries: `128`, `2*D*H`, `cdiv(K, 128)`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlopsInfo {
+    pub per_block: Vec<Vec<String>>,
+    pub per_thread: Vec<Vec<String>>,
+}
+
+impl From<KernelCost> for CostInfo {
+    fn from(cost: KernelCost) -> CostInfo {
+        CostInfo {
+            bytes: cost.bytes,
+            flops: cost.flops.map(|f| FlopsInfo {
+                per_block: f.per_block,
+                per_thread: f.per_thread,
+            }),
+        }
+    }
+}
+
 /// What the manifest says about one kernel.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelInfo {
@@ -119,6 +151,9 @@ pub struct KernelInfo {
     pub registers: Option<u32>,
     /// Bytes spilled to local memory, from `ptxas -v` when it ran.
     pub spill_bytes: Option<u32>,
+    /// FLOPs and bytes per launch, for the profiler.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostInfo>,
 }
 
 /// A host launch recorded in the manifest (the runtime interprets host
