@@ -12,7 +12,7 @@ use tessera_runtime::cpu::{
     tessera_cpu_barrier, tessera_cpu_shfl, tessera_cpu_vote, CpuDevice, CpuKernel, LaunchConfig, TesseraCpuCtx,
     Threading, SHARED_POISON, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, VOTE_ALL, VOTE_ANY, VOTE_BALLOT,
 };
-use tessera_runtime::device::{KernelArgs, ModuleImage};
+use tessera_runtime::device::{CopyKind, KernelArgs, ModuleImage};
 use tessera_runtime::reduce::tree_sum;
 use tessera_runtime::{Device, DeviceKind, RunError};
 
@@ -600,6 +600,27 @@ fn the_device_api_on_the_cpu() {
     // SAFETY: rejected before the kernel runs.
     let e = unsafe { device.launch(&kernel, &over, &mut args, None) }.unwrap_err();
     assert_eq!(e.code, Code::E1008);
+}
+
+#[test]
+fn copies_are_recorded_only_while_asked() {
+    let device = Device::open(DeviceKind::Cpu).unwrap();
+    let (mut a, mut b) = (device.alloc(64).unwrap(), device.alloc(64).unwrap());
+    device.upload(&mut a, &[1; 64]).unwrap();
+    device.record_copies();
+    device.upload(&mut a, &[2; 64]).unwrap();
+    device.copy(&mut b, &a).unwrap();
+    let mut back = [0u8; 64];
+    device.download(&b, &mut back).unwrap();
+    assert_eq!(back, [2; 64]);
+    let copies = device.take_copies();
+    let seen: Vec<(CopyKind, usize)> = copies.iter().map(|c| (c.kind, c.bytes)).collect();
+    assert_eq!(seen, [(CopyKind::HostToDevice, 64), (CopyKind::DeviceToHost, 64)]);
+    assert!(copies[0].start <= copies[1].start);
+    device.upload(&mut a, &[3; 64]).unwrap();
+    assert!(device.take_copies().is_empty());
+    let mut short = device.alloc(8).unwrap();
+    assert_eq!(device.copy(&mut short, &a).unwrap_err().code, Code::E1008);
 }
 
 #[test]

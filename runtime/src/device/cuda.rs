@@ -12,6 +12,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use crate::cpu::LaunchConfig;
+use crate::device::CopyLog;
 use crate::RunError;
 
 /// A CUDA device: a primary context and its default stream.
@@ -19,6 +20,7 @@ pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     ordinal: usize,
+    pub(crate) copies: CopyLog,
 }
 
 pub struct CudaBuffer {
@@ -94,7 +96,12 @@ impl CudaDevice {
             }
         };
         let stream = ctx.default_stream();
-        Ok(CudaDevice { ctx, stream, ordinal })
+        Ok(CudaDevice {
+            ctx,
+            stream,
+            ordinal,
+            copies: CopyLog::default(),
+        })
     }
 
     pub fn name(&self) -> String {
@@ -137,6 +144,18 @@ impl CudaDevice {
             .memcpy_dtoh(&view, dst)
             .map_err(driver("copy from the device"))?;
         self.stream.synchronize().map_err(driver("copy from the device"))
+    }
+
+    /// Queues a copy of `len` bytes between two buffers of this device.
+    pub(crate) fn copy(&self, dst: &mut CudaBuffer, src: &CudaBuffer, len: usize) -> Result<(), RunError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let from = src.slice.slice(0..len);
+        let mut to = dst.slice.slice_mut(0..len);
+        self.stream
+            .memcpy_dtod(&from, &mut to)
+            .map_err(driver("copy on the device"))
     }
 
     pub(crate) fn memset(&self, dst: &mut CudaBuffer, byte: u8) -> Result<(), RunError> {

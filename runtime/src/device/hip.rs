@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::Arc;
 
 use crate::cpu::LaunchConfig;
+use crate::device::CopyLog;
 use crate::RunError;
 
 type Status = c_int;
@@ -16,6 +17,7 @@ type Handle = *mut c_void;
 const HIP_SUCCESS: Status = 0;
 const HOST_TO_DEVICE: c_int = 1;
 const DEVICE_TO_HOST: c_int = 2;
+const DEVICE_TO_DEVICE: c_int = 3;
 
 /// The library names tried, in order.
 const LIBRARY_NAMES: [&str; 4] = [
@@ -139,6 +141,7 @@ impl Api {
 pub struct HipDevice {
     api: Arc<Api>,
     ordinal: c_int,
+    pub(crate) copies: CopyLog,
 }
 
 pub struct HipBuffer {
@@ -236,7 +239,11 @@ impl HipDevice {
             let ordinal = ordinal as c_int;
             api.check((api.set_device)(ordinal), "select the device")
                 .map_err(unavailable)?;
-            Ok(HipDevice { api, ordinal })
+            Ok(HipDevice {
+                api,
+                ordinal,
+                copies: CopyLog::default(),
+            })
         }
     }
 
@@ -298,6 +305,21 @@ impl HipDevice {
             )
         };
         self.api.check(status, "copy from the device")
+    }
+
+    pub(crate) fn copy(&self, dst: &mut HipBuffer, src: &HipBuffer, len: usize) -> Result<(), RunError> {
+        self.current()?;
+        // SAFETY: both are live allocations of at least `len` bytes (checked
+        // by Device).
+        let status = unsafe {
+            (self.api.memcpy)(
+                dst.pointer as Handle,
+                src.pointer as *const c_void,
+                len,
+                DEVICE_TO_DEVICE,
+            )
+        };
+        self.api.check(status, "copy on the device")
     }
 
     pub(crate) fn memset(&self, dst: &mut HipBuffer, byte: u8) -> Result<(), RunError> {

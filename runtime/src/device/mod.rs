@@ -1,6 +1,7 @@
 //! Devices: the CPU, CUDA and HIP behind one [`Device`] — buffers (freed on
-//! drop), copies between host and device, module loading, launches with a
-//! grid, a block and shared memory, streams, events and timing.
+//! drop), copies between host and device (recorded with their times while
+//! a profiler asks), module loading, launches with a grid, a block and
+//! shared memory, streams, events and timing.
 //!
 //! CUDA goes through cudarc with the driver loaded at run time, HIP through
 //! `libamdhip64.so` opened with libloading; neither is needed to build.
@@ -12,7 +13,8 @@ mod hip;
 
 use std::ffi::c_void;
 use std::fmt;
-use std::time::Instant;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::buffer::HostBuffer;
 use crate::cpu::{CpuDevice, CpuKernel, LaunchConfig};
@@ -224,6 +226,57 @@ pub enum Event {
     Hip(hip::HipMarker),
 }
 
+/// Which way a copy between host and device memory went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    HostToDevice,
+    DeviceToHost,
+}
+
+impl CopyKind {
+    /// `host to device` or `device to host`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::HostToDevice => "host to device",
+            CopyKind::DeviceToHost => "device to host",
+        }
+    }
+}
+
+/// A copy between host and device memory ([`Device::upload`],
+/// [`Device::download`]), recorded while [`Device::record_copies`] asks.
+/// Both copies wait for their completion, so the host's clock times them.
+#[derive(Clone, Debug)]
+pub struct CopyRecord {
+    pub kind: CopyKind,
+    pub bytes: usize,
+    pub start: Instant,
+    pub duration: Duration,
+}
+
+/// The copies a device records (None while it does not); the clones of a
+/// device share it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CopyLog(Arc<Mutex<Option<Vec<CopyRecord>>>>);
+
+impl CopyLog {
+    fn push(&self, kind: CopyKind, bytes: usize, start: Instant) {
+        let mut log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(records) = log.as_mut() {
+            records.push(CopyRecord {
+                kind,
+                bytes,
+                start,
+                duration: start.elapsed(),
+            });
+        }
+    }
+
+    fn replace(&self, records: Option<Vec<CopyRecord>>) -> Option<Vec<CopyRecord>> {
+        std::mem::replace(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner), records)
+    }
+}
+
 fn mismatch(what: &str) -> RunError {
     RunError::launch(format!("{what} belongs to another device"))
 }
@@ -288,29 +341,66 @@ impl Device {
     /// Copies `src` into `dst` (the lengths must be equal).
     pub fn upload(&self, dst: &mut Buffer, src: &[u8]) -> Result<(), RunError> {
         Device::check_len(dst, src.len(), "copy to the device")?;
+        let start = Instant::now();
         match (self, &mut dst.memory) {
-            (Device::Cpu(_), Memory::Host(b)) => {
-                b.bytes_mut().copy_from_slice(src);
-                Ok(())
-            }
-            (Device::Cuda(d), Memory::Cuda(b)) => d.upload(b, src),
-            (Device::Hip(d), Memory::Hip(b)) => d.upload(b, src),
-            _ => Err(mismatch("the buffer")),
+            (Device::Cpu(_), Memory::Host(b)) => b.bytes_mut().copy_from_slice(src),
+            (Device::Cuda(d), Memory::Cuda(b)) => d.upload(b, src)?,
+            (Device::Hip(d), Memory::Hip(b)) => d.upload(b, src)?,
+            _ => return Err(mismatch("the buffer")),
         }
+        self.copy_log().push(CopyKind::HostToDevice, src.len(), start);
+        Ok(())
     }
 
     /// Copies `src` into `dst` (the lengths must be equal); waits for the
     /// device's work first.
     pub fn download(&self, src: &Buffer, dst: &mut [u8]) -> Result<(), RunError> {
         Device::check_len(src, dst.len(), "copy from the device")?;
+        let start = Instant::now();
         match (self, &src.memory) {
-            (Device::Cpu(_), Memory::Host(b)) => {
-                dst.copy_from_slice(b.bytes());
+            (Device::Cpu(_), Memory::Host(b)) => dst.copy_from_slice(b.bytes()),
+            (Device::Cuda(d), Memory::Cuda(b)) => d.download(b, dst)?,
+            (Device::Hip(d), Memory::Hip(b)) => d.download(b, dst)?,
+            _ => return Err(mismatch("the buffer")),
+        }
+        self.copy_log().push(CopyKind::DeviceToHost, dst.len(), start);
+        Ok(())
+    }
+
+    /// Copies `src` into `dst`, both buffers of this device (the lengths
+    /// must be equal). On a GPU the copy is queued, like a launch: call
+    /// [`Device::synchronize`] to wait. Not recorded with the copies
+    /// between host and device.
+    pub fn copy(&self, dst: &mut Buffer, src: &Buffer) -> Result<(), RunError> {
+        Device::check_len(dst, src.len, "copy on the device")?;
+        match (self, &mut dst.memory, &src.memory) {
+            (Device::Cpu(_), Memory::Host(to), Memory::Host(from)) => {
+                to.bytes_mut().copy_from_slice(from.bytes());
                 Ok(())
             }
-            (Device::Cuda(d), Memory::Cuda(b)) => d.download(b, dst),
-            (Device::Hip(d), Memory::Hip(b)) => d.download(b, dst),
-            _ => Err(mismatch("the buffer")),
+            (Device::Cuda(d), Memory::Cuda(to), Memory::Cuda(from)) => d.copy(to, from, src.len),
+            (Device::Hip(d), Memory::Hip(to), Memory::Hip(from)) => d.copy(to, from, src.len),
+            _ => Err(mismatch("a buffer")),
+        }
+    }
+
+    /// Starts recording the copies between host and device, into an empty
+    /// log; [`Device::take_copies`] stops and returns them.
+    pub fn record_copies(&self) {
+        self.copy_log().replace(Some(Vec::new()));
+    }
+
+    /// The copies recorded since [`Device::record_copies`], in order; stops
+    /// recording.
+    pub fn take_copies(&self) -> Vec<CopyRecord> {
+        self.copy_log().replace(None).unwrap_or_default()
+    }
+
+    fn copy_log(&self) -> &CopyLog {
+        match self {
+            Device::Cpu(d) => &d.copies,
+            Device::Cuda(d) => &d.copies,
+            Device::Hip(d) => &d.copies,
         }
     }
 
