@@ -9,6 +9,7 @@ use tessera_driver::{Database, Input, Sources, Stage};
 
 mod build;
 mod opt;
+mod profile;
 mod run;
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
@@ -59,6 +60,12 @@ enum Command {
         after_help = "Examples:\n  tessera run examples/saxpy.tsr\n  tessera run model.tsr --device cuda -- 1024\n  tessera run model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy --output out.npy\n\nExit status: 0 when the program ran to its end, 1 when it failed to compile\nor stopped with an error (a failed assert included), 2 on a usage or I/O error."
     )]
     Run(run::RunArgs),
+    /// Run a program with every kernel launch and copy timed; write a
+    /// trace, a roofline CSV and a roofline plot
+    #[command(
+        after_help = "Examples:\n  tessera profile examples/matmul.tsr -o prof/\n  tessera profile model.tsr --device cuda --warmup 2 --repeat 10\n  tessera profile model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy\n\nWrites DIR/trace.json (open it in https://ui.perfetto.dev or chrome://tracing),\nDIR/roofline.csv and DIR/roofline.svg.\n\nExit status: 0 when the runs completed and the profile was written, 1 when the\nprogram failed to compile or stopped with an error, 2 on a usage or I/O error."
+    )]
+    Profile(profile::ProfileArgs),
     /// Run the `@test` functions of .tsr files
     #[command(
         after_help = "Examples:\n  tessera test stdlib/\n  tessera test examples/saxpy.tsr --filter small\n\nExit status: 0 when every test passed, 1 otherwise, 2 on a usage or I/O error."
@@ -129,6 +136,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Build(args) => build::run(args),
         Command::Run(args) => run::run(args),
         Command::Test(args) => run::test(args),
+        Command::Profile(args) => profile::run(args),
     }
 }
 

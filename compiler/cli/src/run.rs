@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use tessera_diagnostics::Diagnostic;
 use tessera_driver::Sources;
-use tessera_runtime::host::{self, Program, RunOptions};
+use tessera_runtime::host::{self, Executor, Program, RunOptions};
 use tessera_runtime::{Device, DeviceKind};
 
 use crate::{load, plural, report, EXIT_ERRORS, EXIT_USAGE};
@@ -27,7 +27,7 @@ pub enum DeviceArg {
 }
 
 impl DeviceArg {
-    fn kind(self) -> DeviceKind {
+    pub(crate) fn kind(self) -> DeviceKind {
         match self {
             DeviceArg::Cpu => DeviceKind::Cpu,
             DeviceArg::Cuda => DeviceKind::Cuda,
@@ -39,10 +39,10 @@ impl DeviceArg {
 #[derive(Args)]
 pub struct RunArgs {
     /// The .tsr file to run
-    file: String,
+    pub(crate) file: String,
     /// Where kernels run
     #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    device: DeviceArg,
+    pub(crate) device: DeviceArg,
     /// Run this operator or host function instead of `main`, on `--input`s
     #[arg(long, value_name = "NAME")]
     entry: Option<String>,
@@ -54,7 +54,7 @@ pub struct RunArgs {
     output: Vec<PathBuf>,
     /// LLVM optimization level (0 to 3)
     #[arg(short = 'O', default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
-    opt_level: u8,
+    pub(crate) opt_level: u8,
     /// Arguments for `main(args)`
     #[arg(last = true)]
     args: Vec<String>,
@@ -77,13 +77,13 @@ pub struct TestArgs {
 }
 
 /// A program compiled and loaded on a device.
-struct Prepared {
-    built: tessera_exec::Built,
-    loaded: tessera_exec::Loaded,
-    ast: tessera_syntax::ast::Module,
+pub(crate) struct Prepared {
+    pub(crate) built: tessera_exec::Built,
+    pub(crate) loaded: tessera_exec::Loaded,
+    pub(crate) ast: tessera_syntax::ast::Module,
 }
 
-fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
+pub(crate) fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
     Device::open(kind).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(EXIT_ERRORS)
@@ -92,7 +92,7 @@ fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
 
 /// Checks, lowers and compiles the first requested file of `sources` for
 /// `device`, and loads it there.
-fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
+pub(crate) fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
     let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
     let image = tessera_exec::image(device, &built.layers, opt_level)?;
     let loaded = tessera_exec::Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])?;
@@ -117,14 +117,10 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_ERRORS);
         }
     };
-    let mut inputs = Vec::new();
-    for input in &args.input {
-        let Some((name, path)) = input.split_once('=') else {
-            eprintln!("error: `--input {input}` must be `PARAM=FILE.npy`");
-            return ExitCode::from(EXIT_USAGE);
-        };
-        inputs.push((name.to_string(), PathBuf::from(path)));
-    }
+    let inputs = match inputs(&args) {
+        Ok(inputs) => inputs,
+        Err(code) => return code,
+    };
     let text = sources.get(p.built.file).text.clone();
     let program = Program::new(
         p.built.file,
@@ -134,14 +130,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let options = RunOptions {
-        out: &mut out,
-        argv: args.args.clone(),
-    };
-    let result = match &args.entry {
-        Some(entry) => host::run_entry(&program, &mut p.loaded, &device, entry, &inputs, &args.output, options),
-        None => host::run_main(&program, &mut p.loaded, &device, options),
-    };
+    let result = execute(&program, &mut p.loaded, &device, &args, &inputs, &mut out);
     let _ = out.flush();
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,6 +138,39 @@ pub fn run(args: RunArgs) -> ExitCode {
             report(&sources, &diags);
             ExitCode::from(EXIT_ERRORS)
         }
+    }
+}
+
+/// The `--input`s of `args` as (parameter, path) pairs.
+pub(crate) fn inputs(args: &RunArgs) -> Result<Vec<(String, PathBuf)>, ExitCode> {
+    let mut inputs = Vec::new();
+    for input in &args.input {
+        let Some((name, path)) = input.split_once('=') else {
+            eprintln!("error: `--input {input}` must be `PARAM=FILE.npy`");
+            return Err(ExitCode::from(EXIT_USAGE));
+        };
+        inputs.push((name.to_string(), PathBuf::from(path)));
+    }
+    Ok(inputs)
+}
+
+/// Runs `main`, or the `--entry` of `args` on `inputs`, with `executor`;
+/// the program prints to `out`.
+pub(crate) fn execute(
+    program: &Program<'_>,
+    executor: &mut dyn Executor,
+    device: &Device,
+    args: &RunArgs,
+    inputs: &[(String, PathBuf)],
+    out: &mut dyn Write,
+) -> Result<(), Vec<Diagnostic>> {
+    let options = RunOptions {
+        out,
+        argv: args.args.clone(),
+    };
+    match &args.entry {
+        Some(entry) => host::run_entry(program, executor, device, entry, inputs, &args.output, options),
+        None => host::run_main(program, executor, device, options),
     }
 }
 

@@ -970,6 +970,19 @@ def main():
 ```
 
 Check the value before the operation.",
+
+    E1010: "cannot profile as asked" =>
+"`tessera profile` was given options it cannot carry out, or could not
+write what it measured: `--repeat 0` (no run would be recorded), or an
+output directory (`-o DIR`) that cannot be created or written.
+
+```console
+$ tessera profile examples/matmul.tsr --repeat 0
+error[E1010]: `--repeat` must be at least 1, not 0
+```
+
+Record at least one run (`--repeat 1` is the default; `--warmup N` adds
+runs that are not recorded), and write to a directory you can create.",
 }
 
 #[cfg(test)]

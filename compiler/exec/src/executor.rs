@@ -9,9 +9,11 @@
 //! operator function runs the launches its manifest entry lists, over
 //! result buffers it allocates and scratch buffers between its kernels.
 
+use std::time::Instant;
+
 use tessera_codegen::{CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
-use tessera_runtime::device::{Kernel, KernelArgs, Module, ModuleImage};
+use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage};
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
 use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
 use tessera_runtime::{DType, Device, RunError, Tensor};
@@ -73,7 +75,7 @@ impl Loaded {
         })
     }
 
-    fn kernel_info(&self, name: &str) -> Result<&KernelInfo, RunError> {
+    pub(crate) fn kernel_info(&self, name: &str) -> Result<&KernelInfo, RunError> {
         self.manifest
             .kernels
             .iter()
@@ -100,6 +102,45 @@ impl Loaded {
         args: &[Value],
         dims: &[(String, i64)],
     ) -> Result<(), RunError> {
+        let bound = self.bind(device, name, config, args, dims)?;
+        fire(device, bound, None)
+    }
+
+    /// Launches as [`Loaded::launch_kernel`] does, with device events
+    /// recorded just before and after the kernel (on the CPU, which runs
+    /// it synchronously, the host's monotonic clock): argument copies and
+    /// scratch allocation are not in its time.
+    pub(crate) fn launch_timed(
+        &self,
+        device: &Device,
+        name: &str,
+        config: LaunchConfig,
+        args: &[Value],
+        dims: &[(String, i64)],
+    ) -> Result<Timed, RunError> {
+        let bound = self.bind(device, name, config, args, dims)?;
+        let config = bound.config;
+        let mut events = [device.event()?, device.event()?];
+        let started = Instant::now();
+        fire(device, bound, Some(&mut events))?;
+        let ms = device.elapsed_ms(&events[0], &events[1])?;
+        Ok(Timed {
+            config,
+            started,
+            device_ms: f64::from(ms),
+        })
+    }
+
+    /// Binds the arguments of a launch of `name` (see
+    /// [`Loaded::launch_kernel`]).
+    fn bind(
+        &self,
+        device: &Device,
+        name: &str,
+        config: LaunchConfig,
+        args: &[Value],
+        dims: &[(String, i64)],
+    ) -> Result<Bound, RunError> {
         let info = self.kernel_info(name)?;
         let block: Vec<i64> = config.block.iter().map(|&b| i64::from(b)).collect();
         if info.block_required && block != padded(&info.block) {
@@ -157,27 +198,19 @@ impl Loaded {
             kargs.push_address(buffer.address());
             scratch = Some(buffer);
         }
-        let kernel: Kernel = self.module.kernel(name)?;
-        // SAFETY: the arguments follow the kernel's parameters as the
-        // manifest lists them (the code generator wrote both); buffers are
-        // the tensors the interpreter checked against the parameters'
-        // shapes (or allocated here from them), and the scratch buffer is
-        // as large as the manifest asks for this grid; all stay alive until
-        // the launch has completed (`synchronize` below).
-        unsafe { device.launch(&kernel, &config, &mut kargs, None)? };
-        device.synchronize()?;
-        drop(scratch);
-        Ok(())
-    }
-}
-
-impl Executor for Loaded {
-    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
-        self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
+        Ok(Bound {
+            kernel: self.module.kernel(name)?,
+            config,
+            args: kargs,
+            scratch,
+        })
     }
 
-    fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
-        let host = self.host_info(call.function)?.clone();
+    /// Runs operator function `call.function`: allocates its results and
+    /// scratch and makes its launches through `launch` (kernel, launch
+    /// configuration, arguments).
+    pub(crate) fn call_with(&self, call: &Call<'_>, launch: &mut LaunchWith<'_>) -> Result<Value, RunError> {
+        let host = self.host_info(call.function)?;
         let dim_params = host.params.iter().filter(|p| p.dim.is_some()).count();
         let inputs = host.params.len() - host.results.len() - host.scratch.len() - dim_params;
         if call.args.len() != inputs {
@@ -226,7 +259,7 @@ impl Executor for Loaded {
                 block,
                 shared_bytes: 0,
             };
-            self.launch_kernel(device, &l.kernel, config, &args, call.dims)?;
+            launch(&l.kernel, config, &args)?;
         }
         let mut results: Vec<Value> = host.results.iter().map(|&i| values[i].clone()).collect();
         Ok(if results.len() == 1 {
@@ -235,6 +268,64 @@ impl Executor for Loaded {
             Value::tuple(results)
         })
     }
+}
+
+impl Executor for Loaded {
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
+        self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
+    }
+
+    fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
+        let loaded = &*self;
+        loaded.call_with(call, &mut |kernel, config, args| {
+            loaded.launch_kernel(device, kernel, config, args, call.dims)
+        })
+    }
+}
+
+/// How [`Loaded::call_with`] launches a kernel: its name, the launch
+/// configuration and the arguments.
+pub(crate) type LaunchWith<'f> = dyn FnMut(&str, LaunchConfig, &[Value]) -> Result<(), RunError> + 'f;
+
+/// A launch whose arguments are bound.
+struct Bound {
+    kernel: Kernel,
+    config: LaunchConfig,
+    args: KernelArgs,
+    /// Global scratch, alive until the launch has completed.
+    scratch: Option<Buffer>,
+}
+
+/// What a timed launch ran with and how long the kernel took.
+pub(crate) struct Timed {
+    /// The launch configuration, with the manifest's shared bytes.
+    pub config: LaunchConfig,
+    /// When the host started the launch (its arguments bound).
+    pub started: Instant,
+    /// The kernel's time between the events around it.
+    pub device_ms: f64,
+}
+
+/// Launches `bound` and waits for it, with `events` recorded around the
+/// kernel.
+fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) -> Result<(), RunError> {
+    if let Some(events) = events.as_mut() {
+        device.record(&mut events[0], None)?;
+    }
+    // SAFETY: the arguments follow the kernel's parameters as the manifest
+    // lists them (the code generator wrote both); buffers are the tensors
+    // the interpreter checked against the parameters' shapes (or allocated
+    // from them, and held by the caller until this returns), and the
+    // scratch buffer is as large as the manifest asks for this grid; all
+    // stay alive until the launch has completed (`synchronize` below,
+    // before `bound` with its scratch is dropped).
+    unsafe { device.launch(&bound.kernel, &bound.config, &mut bound.args, None)? };
+    if let Some(events) = events {
+        device.record(&mut events[1], None)?;
+    }
+    device.synchronize()?;
+    drop(bound.scratch);
+    Ok(())
 }
 
 /// A zeroed tensor for a result or scratch parameter, its dims evaluated.

@@ -7,13 +7,16 @@
 //! - [`image`]: generate machine code for a device (the CPU through the
 //!   in-process JIT, CUDA as PTX, HIP as a linked code object);
 //! - [`Loaded`]: the module on the device, and the executor;
-//! - [`roles`] and [`test_functions`]: what each function of the program is.
+//! - [`roles`] and [`test_functions`]: what each function of the program is;
+//! - [`profile`]: the profiler's executor, the device's peaks and the
+//!   trace, roofline CSV and plot of a profile.
 //!
-//! The command line (`tessera run`, `tessera test`) and the example tests
-//! are built on these.
+//! The command line (`tessera run`, `tessera test`, `tessera profile`) and
+//! the example tests are built on these.
 
 mod executor;
 pub mod expr;
+pub mod profile;
 
 use tessera_base::FileId;
 use tessera_codegen::{CpuModule, Options as CodegenOptions};
