@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use tessera_diagnostics::Diagnostic;
+use tessera_diagnostics::{Code, Diagnostic};
 use tessera_driver::{Database, Layer, Stage};
 use tessera_hir::{Options, Target};
 
@@ -106,7 +106,26 @@ pub fn run(args: BuildArgs) -> ExitCode {
         report(&sources, &diags);
         return ExitCode::from(EXIT_ERRORS);
     }
-    let layers = match tessera_driver::lower_layers(&db, file, &tessera_driver::registry(), &tessera_driver::passes()) {
+    let text = &sources.get(file).text;
+    let tuning = match tessera_driver::tune::cached_tuning(text, args.target.target_name()) {
+        Ok((tuning, notes)) => {
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+            tuning
+        }
+        Err(message) => {
+            report(&sources, &[Diagnostic::error(Code::E1011, message)]);
+            return ExitCode::from(EXIT_ERRORS);
+        }
+    };
+    let layers = match tessera_driver::lower_layers_tuned(
+        &db,
+        file,
+        &tessera_driver::registry(),
+        &tessera_driver::passes(),
+        &tuning,
+    ) {
         Ok(layers) => layers,
         Err(diags) => {
             report(&sources, &diags);
@@ -127,7 +146,7 @@ pub fn run(args: BuildArgs) -> ExitCode {
     if args.emit.iter().any(|e| e.layer().is_none()) {
         let options = tessera_codegen::Options {
             opt_level: args.opt_level,
-            source_hash: source_hash(&sources.get(file).text),
+            source_hash: tessera_driver::tune::source_hash(&sources.get(file).text),
         };
         let mut compiled = match tessera_driver::generate(&layers, &options) {
             Ok(c) => c,
@@ -180,10 +199,8 @@ pub fn run(args: BuildArgs) -> ExitCode {
                     }
                 }
                 EmitArg::Ptx | EmitArg::Hsaco | EmitArg::Cubin => {
-                    if !nvptx && !amdgpu
-                        || matches!(emit, EmitArg::Ptx | EmitArg::Cubin) && !nvptx
-                        || matches!(emit, EmitArg::Hsaco) && !amdgpu
-                    {
+                    let applies = if matches!(emit, EmitArg::Hsaco) { amdgpu } else { nvptx };
+                    if !applies {
                         eprintln!(
                             "error: `--emit {}` does not apply to the target `{target}`",
                             emit.name()
@@ -228,16 +245,6 @@ pub fn run(args: BuildArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-/// A stable FNV-1a hash of the source text, for the manifest.
-fn source_hash(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("fnv1a64:{h:016x}")
 }
 
 impl EmitArg {

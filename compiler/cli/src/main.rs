@@ -11,6 +11,7 @@ mod build;
 mod opt;
 mod profile;
 mod run;
+mod tune;
 
 /// Exit codes: 0 clean, 1 errors reported, 2 usage or I/O error.
 const EXIT_ERRORS: u8 = 1;
@@ -66,6 +67,12 @@ enum Command {
         after_help = "Examples:\n  tessera profile examples/matmul.tsr -o prof/\n  tessera profile model.tsr --device cuda --warmup 2 --repeat 10\n  tessera profile model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy\n\nWrites DIR/trace.json (open it in https://ui.perfetto.dev or chrome://tracing),\nDIR/roofline.csv and DIR/roofline.svg.\n\nExit status: 0 when the runs completed and the profile was written, 1 when the\nprogram failed to compile or stopped with an error, 2 on a usage or I/O error."
     )]
     Profile(profile::ProfileArgs),
+    /// Measure the configurations of `@autotune` functions and cache the
+    /// fastest for later builds
+    #[command(
+        after_help = "Examples:\n  tessera tune stdlib/tuned.tsr --dim M=512 --dim N=512 --dim K=512\n  tessera tune model.tsr --entry matmul --device cuda --dim M=4096 --dim N=4096 --dim K=4096 --repeat 20\n\nThe fastest configuration of each function is recorded in $TESSERA_CACHE_DIR/tune.json\n(else .tessera/tune.json), keyed by function, source, target and dims; `tessera build`\nand `tessera run` of the same source for the same target use it.\n\nExit status: 0 when a configuration was chosen and recorded, 1 when the file fails\nto compile or no configuration ran, 2 on a usage or I/O error."
+    )]
+    Tune(tune::TuneArgs),
     /// Run the `@test` functions of .tsr files
     #[command(
         after_help = "Examples:\n  tessera test stdlib/\n  tessera test examples/saxpy.tsr --filter small\n\nExit status: 0 when every test passed, 1 otherwise, 2 on a usage or I/O error."
@@ -137,6 +144,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Test(args) => run::test(args),
         Command::Profile(args) => profile::run(args),
+        Command::Tune(args) => tune::run(args),
     }
 }
 

@@ -147,7 +147,7 @@ fn example_kernels_do_not_spill() {
             for kernel in json["kernels"].as_array().into_iter().flatten() {
                 let name = &kernel["name"];
                 let (spill, regs) = (kernel["spill_bytes"].as_u64(), kernel["registers"].as_u64());
-                if spill != Some(0) || !regs.is_some_and(|r| r <= 255) {
+                if spill != Some(0) || regs.is_none_or(|r| r > 255) {
                     failures.push(format!(
                         "{rel} for {target}: kernel {name} spills {spill:?} bytes with {regs:?} registers"
                     ));

@@ -983,6 +983,21 @@ error[E1010]: `--repeat` must be at least 1, not 0
 
 Record at least one run (`--repeat 1` is the default; `--warmup N` adds
 runs that are not recorded), and write to a directory you can create.",
+    E1011: "cannot tune as asked" =>
+"`tessera tune` could not carry out the search, or a build could not read
+the tuning cache: the file has no `@autotune(...)` function (or not the
+one `--entry` names), no configuration of the search space compiled and
+ran, or the cache (`$TESSERA_CACHE_DIR/tune.json`, else
+`.tessera/tune.json`) is not valid JSON or cannot be written.
+
+```console
+$ tessera tune examples/saxpy.tsr --dim N=1024
+error[E1011]: examples/saxpy.tsr has no `@autotune(...)` function
+```
+
+Decorate an operator function with the knobs to search, for example
+`@autotune(BM=[64, 128], BN=[64, 128], stages=[2, 3])`; delete a damaged
+cache file (builds then use the targets' default tiles).",
 }
 
 #[cfg(test)]

@@ -87,8 +87,22 @@ pub fn lower_layers(
     registry: &Registry,
     passes: &PassRegistry,
 ) -> Result<Layers, Vec<Diagnostic>> {
+    lower_layers_tuned(db, file, registry, passes, &crate::tune::Tuning::new())
+}
+
+/// [`lower_layers`], with the `@autotune` functions named in `tuning`
+/// built with their configuration (`autotune.config`, which `fuse`
+/// applies).
+pub fn lower_layers_tuned(
+    db: &Database,
+    file: FileId,
+    registry: &Registry,
+    passes: &PassRegistry,
+    tuning: &crate::tune::Tuning,
+) -> Result<Layers, Vec<Diagnostic>> {
     let source = db.source(file);
     let mut module = tessera_lower::lower_file(db, source)?;
+    crate::tune::apply(&mut module, tuning);
     let mut files = FileMap::new();
     files.insert(source.path(db).clone(), file);
     let mut layers = Layers::default();

@@ -5,8 +5,11 @@ mod build;
 mod database;
 mod files;
 mod fix;
+pub mod tune;
 
-pub use build::{check_and_lower, codegen_diagnostic, generate, lower_layers, passes, registry, Layer, Layers};
+pub use build::{
+    check_and_lower, codegen_diagnostic, generate, lower_layers, lower_layers_tuned, passes, registry, Layer, Layers,
+};
 pub use database::Database;
 pub use files::{load, Input, LoadError, SourceFile, Sources, MAX_SOURCE_BYTES};
 pub use fix::{apply_machine_fixes, FixOutcome};

@@ -21,6 +21,7 @@ pub mod profile;
 use tessera_base::FileId;
 use tessera_codegen::{CpuModule, Options as CodegenOptions};
 use tessera_diagnostics::Diagnostic;
+use tessera_driver::tune::Tuning;
 use tessera_driver::{Database, Layers, Sources, Stage};
 use tessera_hir::db::{signature, FnId};
 use tessera_hir::{Options, Target};
@@ -50,8 +51,22 @@ pub struct Built {
 }
 
 /// Checks the first requested file of `sources` for `target` and lowers it
-/// through every layer; the diagnostics when it does not check clean.
+/// through every layer, its `@autotune` functions with the configurations
+/// the tuning cache holds for it (`tessera_driver::tune`); the diagnostics
+/// when it does not check clean or the cache cannot be read.
 pub fn build(sources: &mut Sources, target: Target) -> Result<Built, Vec<Diagnostic>> {
+    let text = sources
+        .requested()
+        .next()
+        .map(|f| sources.get(f).text.clone())
+        .unwrap_or_default();
+    let (tuning, _) = tessera_driver::tune::cached_tuning(&text, target.name())
+        .map_err(|message| vec![Diagnostic::error(tessera_diagnostics::Code::E1011, message)])?;
+    build_tuned(sources, target, &tuning)
+}
+
+/// [`build`] with the configurations of `tuning` instead of the cache's.
+pub fn build_tuned(sources: &mut Sources, target: Target, tuning: &Tuning) -> Result<Built, Vec<Diagnostic>> {
     let mut db = Database::default();
     db.load(sources);
     db.set_options(Options { target });
@@ -63,7 +78,13 @@ pub fn build(sources: &mut Sources, target: Target) -> Result<Built, Vec<Diagnos
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
-    let layers = tessera_driver::lower_layers(&db, file, &tessera_driver::registry(), &tessera_driver::passes())?;
+    let layers = tessera_driver::lower_layers_tuned(
+        &db,
+        file,
+        &tessera_driver::registry(),
+        &tessera_driver::passes(),
+        tuning,
+    )?;
     Ok(Built { db, file, layers })
 }
 

@@ -4,7 +4,7 @@
 
 use tessera_base::Span;
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Type, TypeKind};
+use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, FnDef, Type, TypeKind};
 
 use crate::db::{relative, Db, SourceFile};
 use crate::effects::{Effect, EffectSet};
@@ -49,6 +49,9 @@ pub struct Signature {
     /// `shared(16_KiB)` in a kernel header.
     pub shared_budget: Option<u64>,
     pub is_test: bool,
+    /// `@autotune(BM=[64, 128], ...)`: each knob and its candidates, in
+    /// the decorator's order, and the decorator's span.
+    pub autotune: Option<(SearchSpace, Span)>,
     pub name_span: Span,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -67,6 +70,7 @@ impl Signature {
             numerics: None,
             shared_budget: None,
             is_test: false,
+            autotune: None,
             name_span: Span::default(),
             diagnostics: Vec::new(),
         }
@@ -79,12 +83,27 @@ impl Signature {
 
 pub(crate) const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics", "test", "host", "autotune"];
 
+/// The knobs of an `@autotune` and their candidates, in order.
+pub type SearchSpace = Vec<(String, Vec<i64>)>;
+
+/// The knobs `@autotune` may turn: the tile of matmul and attention
+/// kernels (`BM`, `BN`, `BK`), the matmul's pipeline stages and the warps
+/// per block of both.
+pub const AUTOTUNE_KNOBS: [&str; 5] = ["BM", "BN", "BK", "stages", "warps"];
+
 pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
     let mut lowering = Lowering { db, diags: Vec::new() };
     let mut sig = Signature::missing(&def.name.name);
     sig.name_span = def.name.span;
     for deco in &def.decorators {
         lowering.decorator(deco.clauses.as_slice(), &mut sig);
+    }
+    if let (FnKind::Kernel, Some((_, span))) = (sig.kind, &sig.autotune) {
+        lowering.diags.push(
+            Diagnostic::error(Code::E0204, "`@autotune` tunes operator functions, not kernels")
+                .with_primary(relative(*span, 0), "on a kernel")
+                .with_note("a kernel's tile sizes are written in its body; `@autotune` chooses the tiles the compiler gives the kernels of an operator function"),
+        );
     }
     let mut seen: Vec<&str> = Vec::new();
     for p in &def.params {
@@ -193,9 +212,69 @@ impl Lowering<'_> {
                 sig.numerics = args.first().map(|a| crate::pretty::expr(&a.value));
             }
             "test" => sig.is_test = true,
-            "host" | "autotune" => {}
+            "autotune" => sig.autotune = Some((self.autotune(args), head.span)),
+            "host" => {}
             _ => self.unknown_decorator(head),
         }
+    }
+
+    /// The knobs of `@autotune(BM=[64, 128], stages=[2, 3])`: keyword
+    /// arguments naming a knob, each a non-empty list of positive integers.
+    fn autotune(&mut self, args: &[Arg]) -> SearchSpace {
+        let mut knobs: SearchSpace = Vec::new();
+        for arg in args {
+            let Some(name) = &arg.name else {
+                self.diags.push(
+                    Diagnostic::error(Code::E0204, "`@autotune` takes its knobs by name")
+                        .with_primary(relative(arg.span, 0), "a knob without a name")
+                        .with_help("write `@autotune(BM=[64, 128], BN=[64, 128])`"),
+                );
+                continue;
+            };
+            if !AUTOTUNE_KNOBS.contains(&name.name.as_str()) {
+                let mut diag =
+                    Diagnostic::error(Code::E0204, format!("`{}` is not a knob `@autotune` turns", name.name))
+                        .with_primary(relative(name.span, 0), "unknown knob");
+                diag = match did_you_mean(&name.name, AUTOTUNE_KNOBS.iter().copied()) {
+                    Some(s) => diag.with_help(format!("did you mean `{s}`?")),
+                    None => diag.with_note(format!(
+                        "the knobs are {}",
+                        AUTOTUNE_KNOBS.map(|k| format!("`{k}`")).join(", ")
+                    )),
+                };
+                self.diags.push(diag);
+                continue;
+            }
+            if knobs.iter().any(|(k, _)| *k == name.name) {
+                self.diags.push(
+                    Diagnostic::error(Code::E0204, format!("the knob `{}` is given twice", name.name))
+                        .with_primary(relative(arg.span, 0), "again here"),
+                );
+                continue;
+            }
+            let values: Option<Vec<i64>> = match &arg.value.kind {
+                ExprKind::List(items) if !items.is_empty() => items
+                    .iter()
+                    .map(|e| match e.kind {
+                        ExprKind::Int(v) => i64::try_from(v).ok().filter(|&v| v > 0),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => None,
+            };
+            match values {
+                Some(values) => knobs.push((name.name.clone(), values)),
+                None => self.diags.push(
+                    Diagnostic::error(
+                        Code::E0204,
+                        format!("the candidates of `{}` must be a list of positive integers", name.name),
+                    )
+                    .with_primary(relative(arg.value.span, 0), "not a list of positive integers")
+                    .with_help(format!("write `{}=[64, 128]`", name.name)),
+                ),
+            }
+        }
+        knobs
     }
 
     fn unknown_decorator(&mut self, head: &Expr) {

@@ -260,10 +260,11 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
     order.sort_by_key(|&g| a.position[&a.groups[g].root]);
     let name = m.func_name(func).unwrap_or("kernel").to_string();
     let constraints = divisibility(m, Some(func));
+    let tuned = tuned_config(m, func);
     for (i, g) in order.into_iter().enumerate() {
         let group = &mut a.groups[g];
         group.members.sort_by_key(|o| a.position[o]);
-        let config = schedule(m, group, target, &constraints)?;
+        let config = schedule(m, group, target, &constraints, &tuned)?;
         build_kernel(m, group, &format!("{name}_k{i}"), config);
     }
     let counts = m.use_counts();
@@ -454,7 +455,25 @@ fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divis
     Attr::ints(list)
 }
 
-fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]) -> Result<Config, Box<VerifyError>> {
+/// The knob values a tuner chose for the function (its `autotune.config`
+/// attribute: `{BM = 128, stages = 3}`), by knob name.
+fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
+    match m.attr(func, "autotune.config") {
+        Some(Attr::Dict(d)) => d
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_int().filter(|&v| v > 0)?)))
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+fn schedule(
+    m: &Module,
+    group: &Group,
+    target: Target,
+    constraints: &[Divisible],
+    tuned: &BTreeMap<String, i64>,
+) -> Result<Config, Box<VerifyError>> {
     let dims_of = |v: ValueId| m.value_type(v).dims().map(<[_]>::to_vec).unwrap_or_default();
     let out = dims_of(m.result(group.root, 0));
     let Some(anchor) = group.anchor else {
@@ -476,10 +495,15 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
             Some(&[bm, bn, bk]) => [bm, bn, bk],
             _ => target.matmul_tile(elem),
         };
+        for (i, knob) in ["BM", "BN", "BK"].into_iter().enumerate() {
+            if let Some(&v) = tuned.get(knob) {
+                tile[i] = v;
+            }
+        }
         // An epilogue of transcendental functions needs registers for its
         // temporaries next to the accumulator: by default, at most
         // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread.
-        if source.is_none() && group.members.iter().any(|&o| transcendental(m, o)) {
+        if source.is_none() && tuned.is_empty() && group.members.iter().any(|&o| transcendental(m, o)) {
             while tile[0] * tile[1] > EPILOGUE_ELEMENTS_PER_THREAD * target.matmul_threads && tile[1].max(tile[0]) > 64
             {
                 let i = if tile[1] >= tile[0] { 1 } else { 0 };
@@ -489,7 +513,7 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
         for t in &tiled {
             tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
-        let mut stages = target.matmul_stages;
+        let mut stages = tuned.get("stages").copied().unwrap_or(target.matmul_stages);
         while stages > 1 && !target.fits_shared(matmul_shared_bytes(&target, tile, stages, elem)) {
             stages -= 1;
         }
@@ -529,14 +553,14 @@ fn schedule(m: &Module, group: &Group, target: Target, constraints: &[Divisible]
         ]);
         return Ok(Config {
             tile: tile.to_vec(),
-            block: target.matmul_threads,
+            block: tuned.get("warps").map_or(target.matmul_threads, |w| w * 32),
             grid,
             stages,
             knobs,
         });
     }
     if group.pattern == "attention" {
-        return attention_config(m, anchor, &tiled, &out, target, constraints);
+        return attention_config(m, anchor, &tiled, &out, target, constraints, tuned);
     }
     // Row kernels: one row (softmax, norm) or one output element (reduce)
     // per block, the row walked in chunks.
@@ -634,6 +658,7 @@ fn attention_config(
     out: &[DimExpr],
     target: Target,
     constraints: &[Divisible],
+    tuned: &BTreeMap<String, i64>,
 ) -> Result<Config, Box<VerifyError>> {
     let q = m.value_type(m.operands(anchor)[0]);
     let elem = q.elem().unwrap_or(ScalarType::F32);
@@ -649,7 +674,10 @@ fn attention_config(
                 .with_note("q, k and v tiles are staged in shared memory, whose size is fixed at compile time"),
         ));
     };
-    let mut tile = [64, 64];
+    let mut tile = [
+        tuned.get("BM").copied().unwrap_or(64),
+        tuned.get("BN").copied().unwrap_or(64),
+    ];
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
@@ -673,7 +701,7 @@ fn attention_config(
     let one = DimExpr::constant(1);
     Ok(Config {
         tile: tile.to_vec(),
-        block: target.matmul_threads,
+        block: tuned.get("warps").map_or(target.matmul_threads, |w| w * 32),
         grid: vec![
             GridDim::ceil_div(dim(0).unwrap_or(&one), tile[0]),
             GridDim::ceil_div(&batch, 1),

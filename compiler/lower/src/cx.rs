@@ -85,6 +85,13 @@ impl<'a> FnCx<'a> {
             Some(None) => m.set_attr(func, "deterministic", Attr::Unit),
             None => {}
         }
+        if let (Some((knobs, _)), "operator") = (&self.sig.autotune, kind) {
+            let knobs = knobs
+                .iter()
+                .map(|(k, values)| (k.clone(), Attr::ints(values.iter().copied())))
+                .collect();
+            m.set_attr(func, "autotune.space", Attr::Dict(knobs));
+        }
         if !self.sig.constraints.is_empty() {
             let constraints = self
                 .sig

@@ -1,0 +1,155 @@
+//! `tessera tune` on the CPU: every configuration of an `@autotune` search
+//! space is compiled and timed, one that does not compile is skipped with
+//! its reason, the fastest is recorded in the cache, and a build of the
+//! same source for the same target then uses it (a build of a changed
+//! source does not). Bad requests and a damaged cache are E1011.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tessera(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("TESSERA_CACHE_DIR", cache)
+        .output()
+        .expect("tessera runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tessera-tune-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const TUNED: &str = "\
+@autotune(BM=[32, 64], stages=[1, 2], warps=[2, 64])
+@numerics(Training)
+def matmul(A: bf16[M, K], B: bf16[K, N]) -> f32[M, N]:
+    return op.matmul(A, B, accumulate=f32)
+";
+
+/// The `tile_shape`, `stages` and `block` of the first kernel in Schedule
+/// IR text.
+fn schedule_of(ir: &str) -> (String, String, String) {
+    let field = |key: &str| {
+        let at = ir.find(&format!("{key} = ")).map(|i| i + key.len() + 3).unwrap_or(0);
+        let rest = &ir[at..];
+        let end = if rest.starts_with('[') {
+            rest.find(']').map_or(rest.len(), |e| e + 1)
+        } else {
+            rest.find([',', '}']).unwrap_or(rest.len())
+        };
+        rest[..end].to_string()
+    };
+    (field("tile_shape"), field("stages"), field("block"))
+}
+
+#[test]
+fn tuning_records_the_fastest_configuration_and_builds_use_it() {
+    let dir = temp("search");
+    let cache = dir.join("cache");
+    let file = dir.join("mm.tsr");
+    std::fs::write(&file, TUNED).unwrap();
+    let f = file.to_str().unwrap();
+    let o = tessera(
+        &[
+            "tune", f, "--dim", "M=96", "--dim", "N=80", "--dim", "K=64", "--repeat", "2",
+        ],
+        &cache,
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    // Eight configurations, each reported with the search's progress; the
+    // four with 64 warps (2048 threads) do not compile.
+    assert_eq!(err.lines().filter(|l| l.starts_with('[')).count(), 8, "{err}");
+    assert!(err.contains("8/8 matmul"), "{err}");
+    assert_eq!(err.matches("warps=64: skipped").count(), 4, "{err}");
+    assert!(out.contains("(4 of 8 configurations ran)"), "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cache.join("tune.json")).unwrap()).unwrap();
+    let entry = &json["entries"][0];
+    assert_eq!(entry["function"], "matmul");
+    assert_eq!(entry["target"], "cpu");
+    assert_eq!(entry["dims"]["M"], 96);
+    let config = &entry["config"];
+    assert_eq!(config["warps"], 2);
+    let (bm, stages) = (config["BM"].as_i64().unwrap(), config["stages"].as_i64().unwrap());
+    assert!([32, 64].contains(&bm) && [1, 2].contains(&stages), "{config}");
+
+    let out_dir = dir.join("out");
+    let build = |cache: &Path| {
+        let o = tessera(
+            &[
+                "build",
+                f,
+                "--target",
+                "cpu",
+                "--emit",
+                "schedule-ir",
+                "-o",
+                out_dir.to_str().unwrap(),
+            ],
+            cache,
+        );
+        let ir = std::fs::read_to_string(out_dir.join("mm.schedule-ir.tir")).unwrap_or_default();
+        (o, ir)
+    };
+    let (o, ir) = build(&cache);
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("`matmul` uses its tuned configuration"), "{err}");
+    let (tile, built_stages, block) = schedule_of(&ir);
+    assert!(tile.starts_with(&format!("[{bm}, ")), "{tile}\n{ir}");
+    assert_eq!(built_stages, stages.to_string(), "{ir}");
+    assert_eq!(block, "[64, 1, 1]", "{ir}");
+
+    // Another source is another key: its build uses the defaults.
+    std::fs::write(&file, format!("{TUNED}# edited\n")).unwrap();
+    let (o, ir) = build(&cache);
+    let (_, err) = text(&o);
+    assert!(o.status.success() && !err.contains("tuned configuration"), "{err}");
+    assert_eq!(schedule_of(&ir).0, "[64, 64, 64]", "{ir}");
+
+    // A damaged cache is reported, not ignored.
+    std::fs::write(cache.join("tune.json"), "{").unwrap();
+    let (o, _) = build(&cache);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("E1011") && err.contains("not valid"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_searches_are_e1011() {
+    let dir = temp("bad");
+    let cache = dir.join("cache");
+    let saxpy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.tsr");
+    let o = tessera(&["tune", saxpy.to_str().unwrap(), "--dim", "N=64"], &cache);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("E1011") && err.contains("has no `@autotune(...)` function"),
+        "{err}"
+    );
+
+    let file = dir.join("mm.tsr");
+    std::fs::write(&file, TUNED).unwrap();
+    let f = file.to_str().unwrap();
+    let o = tessera(&["tune", f, "--entry", "other", "--dim", "M=64"], &cache);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("E1011") && err.contains("`other` is not a function with `@autotune"),
+        "{err}"
+    );
+    let o = tessera(&["tune", f, "--dim", "M=0"], &cache);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,276 @@
+//! Autotuning results on disk, and their use by the build.
+//!
+//! `tessera tune` measures the configurations an `@autotune(...)` decorator
+//! lists and records the fastest in a JSON cache (`tune.json` in
+//! `$TESSERA_CACHE_DIR`, else `.tessera/` under the working directory),
+//! keyed by (function, source hash of its file, target, the dims it was
+//! measured at). A build of that file for that target gives each tuned
+//! function the configuration measured last as its `autotune.config`,
+//! which `fuse` applies to the function's kernels; without an entry the
+//! build uses the target's defaults, so machines without the device (CPU
+//! CI, a laptop) build with the cache they were given or with defaults.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tessera_ir::{Attr, Module};
+
+/// A configuration: knob name → value (`BM = 128`).
+pub type Config = BTreeMap<String, i64>;
+
+/// The knobs of an `@autotune` and their candidates, in order.
+pub type Space = Vec<(String, Vec<i64>)>;
+
+/// Function name → the configuration its kernels are built with.
+pub type Tuning = BTreeMap<String, Config>;
+
+/// One measured best configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub function: String,
+    pub source_hash: String,
+    pub target: String,
+    /// The dims the configurations were measured at (`M = 4096`).
+    pub dims: BTreeMap<String, i64>,
+    pub config: Config,
+    /// The configuration's median time, in microseconds.
+    pub time_us: f64,
+    /// The device it was measured on (`cpu`, the GPU's name).
+    pub device: String,
+    /// When, in seconds since the Unix epoch; the latest entry of a
+    /// (function, source, target) is the one builds use.
+    pub tuned_at: u64,
+}
+
+/// The cache file's contents.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TuneCache {
+    pub entries: Vec<Entry>,
+}
+
+impl TuneCache {
+    /// The cache's path: `$TESSERA_CACHE_DIR/tune.json`, else
+    /// `.tessera/tune.json`.
+    pub fn default_path() -> PathBuf {
+        let dir = std::env::var_os("TESSERA_CACHE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(".tessera"));
+        dir.join("tune.json")
+    }
+
+    /// Reads the cache; a missing file is an empty cache, an unreadable
+    /// one an error that names it.
+    pub fn load(path: &Path) -> Result<TuneCache, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| format!("the tuning cache {} is not valid: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TuneCache::default()),
+            Err(e) => Err(format!("cannot read the tuning cache {}: {e}", path.display())),
+        }
+    }
+
+    /// Writes the cache (creating its directory), sorted so that the file
+    /// is stable.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Records `entry`, replacing the one with the same key.
+    pub fn insert(&mut self, entry: Entry) {
+        self.entries.retain(|e| {
+            (&e.function, &e.source_hash, &e.target, &e.dims)
+                != (&entry.function, &entry.source_hash, &entry.target, &entry.dims)
+        });
+        self.entries.push(entry);
+        self.entries.sort_by(|a, b| {
+            (&a.function, &a.target, &a.source_hash, a.tuned_at).cmp(&(
+                &b.function,
+                &b.target,
+                &b.source_hash,
+                b.tuned_at,
+            ))
+        });
+    }
+
+    /// The configuration each function of a file (by its source hash) was
+    /// last tuned to for `target`, with the entry it comes from.
+    pub fn tuning(&self, source_hash: &str, target: &str) -> BTreeMap<String, &Entry> {
+        let mut out: BTreeMap<String, &Entry> = BTreeMap::new();
+        for e in self
+            .entries
+            .iter()
+            .filter(|e| e.source_hash == source_hash && e.target == target)
+        {
+            let newer = out.get(&e.function).is_none_or(|old| e.tuned_at >= old.tuned_at);
+            if newer {
+                out.insert(e.function.clone(), e);
+            }
+        }
+        out
+    }
+}
+
+/// What the cache at [`TuneCache::default_path`] says for a file of
+/// source `text` built for `target`: the tuning, and one line per tuned
+/// function saying where its configuration comes from. An unreadable cache
+/// is an error.
+pub fn cached_tuning(text: &str, target: &str) -> Result<(Tuning, Vec<String>), String> {
+    let path = TuneCache::default_path();
+    let cache = TuneCache::load(&path)?;
+    let mut tuning = Tuning::new();
+    let mut notes = Vec::new();
+    for (function, entry) in cache.tuning(&source_hash(text), target) {
+        let dims: Vec<String> = entry.dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        notes.push(format!(
+            "`{function}` uses its tuned configuration {} (measured on {} at {}, {})",
+            describe(&entry.config),
+            entry.device,
+            dims.join(" "),
+            path.display()
+        ));
+        tuning.insert(function, entry.config.clone());
+    }
+    Ok((tuning, notes))
+}
+
+/// Gives each `@autotune` function of a Graph-IR module named in `tuning`
+/// its configuration (`autotune.config`), for `fuse`. Functions without
+/// the `autotune.space` attribute (no `@autotune`) are left alone.
+pub fn apply(module: &mut Module, tuning: &Tuning) {
+    for func in module.functions() {
+        let Some(name) = module.func_name(func).map(str::to_string) else {
+            continue;
+        };
+        let (Some(config), Some(_)) = (tuning.get(&name), module.attr(func, "autotune.space")) else {
+            continue;
+        };
+        let dict = config.iter().map(|(k, v)| (k.clone(), Attr::Int(*v))).collect();
+        module.set_attr(func, "autotune.config", Attr::Dict(dict));
+    }
+}
+
+/// The knobs and candidates of an `@autotune` function in a Graph-IR
+/// module, by function name.
+pub fn search_spaces(module: &Module) -> BTreeMap<String, Space> {
+    let mut out = BTreeMap::new();
+    for func in module.functions() {
+        let (Some(name), Some(Attr::Dict(knobs))) = (module.func_name(func), module.attr(func, "autotune.space"))
+        else {
+            continue;
+        };
+        let space = knobs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_ints().unwrap_or_default()))
+            .collect();
+        out.insert(name.to_string(), space);
+    }
+    out
+}
+
+/// The search spaces of the `@autotune` functions of a file that checked
+/// clean (lowered to Graph IR to read them).
+pub fn search_spaces_of(
+    db: &crate::Database,
+    file: tessera_base::FileId,
+) -> Result<BTreeMap<String, Space>, Vec<tessera_diagnostics::Diagnostic>> {
+    let module = tessera_lower::lower_file(db, db.source(file))?;
+    Ok(search_spaces(&module))
+}
+
+/// Every configuration of a search space (its Cartesian product), in
+/// order: the last knob varies fastest.
+pub fn configurations(space: &[(String, Vec<i64>)]) -> Vec<Config> {
+    let mut out = vec![Config::new()];
+    for (knob, values) in space {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |&v| {
+                    let mut next = c.clone();
+                    next.insert(knob.clone(), v);
+                    next
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// A configuration as text: `BM=128 BN=64 stages=3`.
+pub fn describe(config: &Config) -> String {
+    config
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A stable FNV-1a hash of a source text (the manifest's `source_hash`
+/// and the tuning cache's key).
+pub fn source_hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("fnv1a64:{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(function: &str, m: i64, bm: i64, at: u64) -> Entry {
+        Entry {
+            function: function.into(),
+            source_hash: "h".into(),
+            target: "cpu".into(),
+            dims: BTreeMap::from([("M".into(), m)]),
+            config: Config::from([("BM".into(), bm)]),
+            time_us: 1.0,
+            device: "cpu".into(),
+            tuned_at: at,
+        }
+    }
+
+    #[test]
+    fn configurations_are_the_cartesian_product() {
+        let space = vec![("BM".to_string(), vec![64, 128]), ("stages".to_string(), vec![2, 3, 4])];
+        let all = configurations(&space);
+        assert_eq!(all.len(), 6);
+        assert_eq!(describe(&all[0]), "BM=64 stages=2");
+        assert_eq!(describe(&all[5]), "BM=128 stages=4");
+    }
+
+    #[test]
+    fn the_latest_entry_of_a_function_wins_and_keys_replace() {
+        let mut cache = TuneCache::default();
+        cache.insert(entry("f", 256, 64, 1));
+        cache.insert(entry("f", 512, 128, 2));
+        cache.insert(entry("f", 256, 32, 3));
+        assert_eq!(cache.entries.len(), 2, "the same dims replace their entry");
+        let tuning = cache.tuning("h", "cpu");
+        assert_eq!(tuning["f"].config["BM"], 32);
+        assert!(cache.tuning("h", "sm_80").is_empty());
+        assert!(cache.tuning("other", "cpu").is_empty());
+    }
+
+    #[test]
+    fn the_cache_round_trips_through_its_file() {
+        let dir = std::env::temp_dir().join(format!("tessera-tune-{}", std::process::id()));
+        let path = dir.join("tune.json");
+        assert!(TuneCache::load(&path).unwrap().entries.is_empty());
+        let mut cache = TuneCache::default();
+        cache.insert(entry("f", 256, 64, 1));
+        cache.save(&path).unwrap();
+        assert_eq!(TuneCache::load(&path).unwrap().entries, cache.entries);
+        std::fs::write(&path, "{").unwrap();
+        assert!(TuneCache::load(&path).unwrap_err().contains("not valid"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
