@@ -328,7 +328,9 @@ fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) 
     Ok(())
 }
 
-/// A zeroed tensor for a result or scratch parameter, its dims evaluated.
+/// A tensor for a result or scratch parameter, its dims evaluated, filled
+/// with 0xFF bytes like the host's `empty` (NaN in every float dtype): an
+/// element no kernel writes shows instead of passing for a zero.
 fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunError> {
     let dtype = DType::from_name(&p.dtype).ok_or_else(|| RunError::value(format!("no tensors of `{}`", p.dtype)))?;
     let shape = p
@@ -339,7 +341,9 @@ fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunErr
             usize::try_from(v).map_err(|_| RunError::value(format!("the dim `{d}` is {v}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(TensorValue::new(Tensor::zeros(dtype, &shape)?))
+    let mut t = Tensor::zeros(dtype, &shape)?;
+    t.bytes_mut().fill(0xFF);
+    Ok(TensorValue::new(t))
 }
 
 fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunError> {
