@@ -57,6 +57,8 @@ pub struct TuneArgs {
 
 /// What every measurement of one function shares.
 struct Search<'a> {
+    /// The file, checked once; each configuration is lowered from it.
+    built: &'a tessera_exec::Built,
     device: &'a Device,
     args: &'a TuneArgs,
     function: &'a str,
@@ -94,14 +96,7 @@ pub fn run(args: TuneArgs) -> ExitCode {
             return ExitCode::from(EXIT_ERRORS);
         }
     };
-    let spaces = match tune::search_spaces_of(&built.db, built.file) {
-        Ok(s) => s,
-        Err(diags) => {
-            report(&sources, &diags);
-            return ExitCode::from(EXIT_ERRORS);
-        }
-    };
-    let chosen: Vec<(String, tune::Space)> = spaces
+    let chosen: Vec<(String, tune::Space)> = tune::search_spaces_of(&built.db, built.file)
         .into_iter()
         .filter(|(name, _)| args.entry.as_ref().is_none_or(|e| e == name))
         .collect();
@@ -138,6 +133,7 @@ pub fn run(args: TuneArgs) -> ExitCode {
         let mut inputs: Option<Vec<Value>> = None;
         let mut reference: Option<Vec<f64>> = None;
         let search = Search {
+            built: &built,
             device: &device,
             args: &args,
             function: &function,
@@ -146,15 +142,14 @@ pub fn run(args: TuneArgs) -> ExitCode {
         };
         for (i, config) in configs.iter().enumerate() {
             let tuning = Tuning::from([(function.clone(), config.clone())]);
-            let outcome =
-                measure(&mut sources, &search, &tuning, &mut inputs).and_then(|(time, out)| match &reference {
-                    None => {
-                        reference = Some(out);
-                        Ok(time)
-                    }
-                    Some(r) if close(r, &out) => Ok(time),
-                    Some(_) => Err("its result differs from the first configuration's".to_string()),
-                });
+            let outcome = measure(&search, &tuning, &mut inputs).and_then(|(time, out)| match &reference {
+                None => {
+                    reference = Some(out);
+                    Ok(time)
+                }
+                Some(r) if close(r, &out) => Ok(time),
+                Some(_) => Err("its result differs from the first configuration's".to_string()),
+            });
             let outcome = match outcome {
                 Ok(t) => Outcome::Timed(t),
                 Err(why) => Outcome::Skipped(why),
@@ -218,15 +213,10 @@ fn fail(sources: &tessera_driver::Sources, message: String, help: &str) -> ExitC
     ExitCode::from(EXIT_ERRORS)
 }
 
-/// Compiles the file with `tuning`, calls `function` on the inputs (drawn
-/// on the first call that gets this far), and gives the median time in
-/// seconds and the result's values.
-fn measure(
-    sources: &mut tessera_driver::Sources,
-    s: &Search<'_>,
-    tuning: &Tuning,
-    inputs: &mut Option<Vec<Value>>,
-) -> Result<(f64, Vec<f64>), String> {
+/// Lowers the checked file with `tuning` and compiles it, calls
+/// `function` on the inputs (drawn on the first call that gets this far),
+/// and gives the median time in seconds and the result's values.
+fn measure(s: &Search<'_>, tuning: &Tuning, inputs: &mut Option<Vec<Value>>) -> Result<(f64, Vec<f64>), String> {
     let (device, args, function, dims) = (s.device, s.args, s.function, s.dims);
     let first = |diags: Vec<tessera_diagnostics::Diagnostic>| {
         diags
@@ -234,8 +224,15 @@ fn measure(
             .find(tessera_diagnostics::Diagnostic::is_error)
             .map_or_else(|| "it does not compile".to_string(), |d| d.message)
     };
-    let built = tessera_exec::build_tuned(sources, tessera_exec::target_for(device), tuning).map_err(first)?;
-    let image = tessera_exec::image(device, &built.layers, args.opt_level).map_err(first)?;
+    let layers = tessera_driver::lower_layers_tuned(
+        &s.built.db,
+        s.built.file,
+        &tessera_driver::registry(),
+        &tessera_driver::passes(),
+        tuning,
+    )
+    .map_err(first)?;
+    let image = tessera_exec::image(device, &layers, args.opt_level).map_err(first)?;
     let mut loaded = tessera_exec::Loaded::new(device, image).map_err(|e| e.to_string())?;
     if inputs.is_none() {
         *inputs = Some(random_inputs(&loaded, function, dims, s.seed)?);

@@ -154,32 +154,18 @@ pub fn apply(module: &mut Module, tuning: &Tuning) {
     }
 }
 
-/// The knobs and candidates of an `@autotune` function in a Graph-IR
-/// module, by function name.
-pub fn search_spaces(module: &Module) -> BTreeMap<String, Space> {
-    let mut out = BTreeMap::new();
-    for func in module.functions() {
-        let (Some(name), Some(Attr::Dict(knobs))) = (module.func_name(func), module.attr(func, "autotune.space"))
-        else {
-            continue;
-        };
-        let space = knobs
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_ints().unwrap_or_default()))
-            .collect();
-        out.insert(name.to_string(), space);
-    }
-    out
-}
-
-/// The search spaces of the `@autotune` functions of a file that checked
-/// clean (lowered to Graph IR to read them).
-pub fn search_spaces_of(
-    db: &crate::Database,
-    file: tessera_base::FileId,
-) -> Result<BTreeMap<String, Space>, Vec<tessera_diagnostics::Diagnostic>> {
-    let module = tessera_lower::lower_file(db, db.source(file))?;
-    Ok(search_spaces(&module))
+/// The search spaces of the `@autotune` functions of a file, by function
+/// name, from their signatures.
+pub fn search_spaces_of(db: &crate::Database, file: tessera_base::FileId) -> BTreeMap<String, Space> {
+    let source = db.source(file);
+    tessera_hir::db::item_tree(db, source)
+        .functions
+        .iter()
+        .filter_map(|name| {
+            let sig = tessera_hir::db::signature(db, tessera_hir::db::FnId::new(db, source, name.clone()));
+            Some((name.clone(), sig.autotune.as_ref()?.0.clone()))
+        })
+        .collect()
 }
 
 /// Every configuration of a search space (its Cartesian product), in
