@@ -467,6 +467,22 @@ fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
     }
 }
 
+/// `tile` (`[BM, BN]` or `[BM, BN, BK]`) with the entries a tuner chose.
+fn tuned_tile<const N: usize>(mut tile: [i64; N], tuned: &BTreeMap<String, i64>) -> [i64; N] {
+    for (t, knob) in tile.iter_mut().zip(["BM", "BN", "BK"]) {
+        if let Some(&v) = tuned.get(knob) {
+            *t = v;
+        }
+    }
+    tile
+}
+
+/// Threads per block of matmul and attention kernels: the tuner's `warps`,
+/// else the target's.
+fn tuned_threads(target: Target, tuned: &BTreeMap<String, i64>) -> i64 {
+    tuned.get("warps").map_or(target.matmul_threads, |w| w * 32)
+}
+
 fn schedule(
     m: &Module,
     group: &Group,
@@ -491,15 +507,13 @@ fn schedule(
         let a = m.operands(anchor)[0];
         let elem = m.value_type(a).elem().unwrap_or(ScalarType::F32);
         let source = m.attr(anchor, "tile_shape").and_then(Attr::as_ints);
-        let mut tile = match source.as_deref() {
-            Some(&[bm, bn, bk]) => [bm, bn, bk],
-            _ => target.matmul_tile(elem),
-        };
-        for (i, knob) in ["BM", "BN", "BK"].into_iter().enumerate() {
-            if let Some(&v) = tuned.get(knob) {
-                tile[i] = v;
-            }
-        }
+        let mut tile = tuned_tile(
+            match source.as_deref() {
+                Some(&[bm, bn, bk]) => [bm, bn, bk],
+                _ => target.matmul_tile(elem),
+            },
+            tuned,
+        );
         // An epilogue of transcendental functions needs registers for its
         // temporaries next to the accumulator: by default, at most
         // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread.
@@ -553,7 +567,7 @@ fn schedule(
         ]);
         return Ok(Config {
             tile: tile.to_vec(),
-            block: tuned.get("warps").map_or(target.matmul_threads, |w| w * 32),
+            block: tuned_threads(target, tuned),
             grid,
             stages,
             knobs,
@@ -674,10 +688,7 @@ fn attention_config(
                 .with_note("q, k and v tiles are staged in shared memory, whose size is fixed at compile time"),
         ));
     };
-    let mut tile = [
-        tuned.get("BM").copied().unwrap_or(64),
-        tuned.get("BN").copied().unwrap_or(64),
-    ];
+    let mut tile = tuned_tile([64, 64], tuned);
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
@@ -701,7 +712,7 @@ fn attention_config(
     let one = DimExpr::constant(1);
     Ok(Config {
         tile: tile.to_vec(),
-        block: tuned.get("warps").map_or(target.matmul_threads, |w| w * 32),
+        block: tuned_threads(target, tuned),
         grid: vec![
             GridDim::ceil_div(dim(0).unwrap_or(&one), tile[0]),
             GridDim::ceil_div(&batch, 1),

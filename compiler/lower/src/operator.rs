@@ -85,12 +85,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
                 // converted explicitly.
                 if let ([v], [declared]) = (values.as_mut_slice(), results.as_slice()) {
                     if l.b.value_type(*v) != declared {
-                        *v =
-                            l.b.op("graph.cast")
-                                .operand(*v)
-                                .attr("rounding", "nearest_even")
-                                .result(declared.clone())
-                                .build_value();
+                        *v = l.convert(*v, declared.clone());
                     }
                 }
                 l.b.op("graph.return").operands(&values).build();
@@ -283,6 +278,12 @@ impl<'a> Lower<'_, 'a, '_> {
             },
             _ => return v,
         };
+        self.convert(v, ty)
+    }
+
+    /// A conversion the checker allowed implicitly (a promotion, a result
+    /// widened to its declared type), rounding to nearest even.
+    fn convert(&mut self, v: ValueId, ty: Type) -> ValueId {
         self.b
             .op("graph.cast")
             .operand(v)

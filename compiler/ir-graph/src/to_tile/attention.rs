@@ -21,13 +21,14 @@
 //! tile's rows see. Scores, `m`, `l` and `acc` are in `accumulate`
 //! precision; `p` is rounded to the operands' type for the second product.
 
-use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
+use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, view, Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, view, with_elem, Frame, Gen,
+    Result, TileEval,
 };
 use super::{Kernel, Src};
-use crate::targets::{attention_shared_bytes, shared_layout};
+use crate::targets::attention_shared_bytes;
 
 /// Emits the kernel body; returns its shared memory in bytes.
 pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
@@ -78,15 +79,11 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (q_mem, k_mem, v_mem) = (mem(b, g.inputs[qi]), mem(b, g.inputs[ki]), mem(b, g.inputs[vi]));
     let out_mem = mem(b, g.out);
 
-    let shared = |b: &mut Builder<'_>, rows: i64, cols: i64| {
-        let mut op = b.op("tile.alloc_shared");
-        if let Some((key, value)) = shared_layout(&g.target, cols, elem) {
-            op = op.attr(key, Attr::Int(value));
-        }
-        op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
-            .build_value()
-    };
-    let (q_s, k_s, v_s) = (shared(b, bm, d), shared(b, bn, d), shared(b, bn, dv));
+    let (q_s, k_s, v_s) = (
+        g.shared_tile(b, bm, d, elem),
+        g.shared_tile(b, bn, d, elem),
+        g.shared_tile(b, bn, dv, elem),
+    );
     let c0 = index(b, 0);
     b.op("tile.async_copy")
         .operands(&[q_s, q_mem, row0, c0])
@@ -96,23 +93,9 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
 
     // The running state, in thread-local slots.
     let column = [bm, 1];
-    let state = |b: &mut Builder<'_>, shape: &[i64], init: f64| {
-        let slot = b
-            .op("tile.local")
-            .result(Type::memref(
-                shape.iter().map(|&s| DimExpr::constant(s)),
-                acc,
-                MemSpace::Local,
-            ))
-            .build_value();
-        let value = number(b, init, tile_type(shape, acc));
-        let c0 = index(b, 0);
-        b.op("tile.store_tile").operands(&[value, slot, c0, c0]).build();
-        slot
-    };
-    let m_slot = state(b, &column, f64::NEG_INFINITY);
-    let l_slot = state(b, &column, 0.0);
-    let acc_slot = state(b, &[bm, dv], 0.0);
+    let m_slot = g.tile_slot(b, &column, acc, f64::NEG_INFINITY);
+    let l_slot = g.tile_slot(b, &column, acc, 0.0);
+    let acc_slot = g.tile_slot(b, &[bm, dv], acc, 0.0);
 
     // The keys this tile's rows see: all N, or with `causal` up to row
     // row0 + BM - 1's last visible key, (row0 + BM) + N - M.
@@ -176,41 +159,23 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
 
         // The online softmax.
         let col = tile_type(&column, acc);
-        let load = |l: &mut Builder<'_>, slot: ValueId, ty: &Type| {
-            l.op("tile.load_tile")
-                .operands(&[slot, c0, c0])
-                .result(ty.clone())
-                .build_value()
-        };
-        let m_old = load(&mut l, m_slot, &col);
+        let m_old = load(&mut l, m_slot, c0, &col);
         let row_max = row_reduce(g, &mut l, s, "max", &col);
         let m_new = binary(&mut l, "max", m_old, row_max, col.clone());
         // A row with no visible key so far keeps m = -inf; subtracting 0
         // instead keeps exp(-inf - m) at 0 rather than NaN.
-        let minus_inf = number(&mut l, f64::NEG_INFINITY, col.clone());
-        let empty = l
-            .op("tile.cmp")
-            .operands(&[m_new, minus_inf])
-            .attr("pred", "eq")
-            .result(tile_type(&column, ScalarType::I1))
-            .build_value();
-        let zero_col = number(&mut l, 0.0, col.clone());
-        let m_safe = l
-            .op("tile.select")
-            .operands(&[empty, zero_col, m_new])
-            .result(col.clone())
-            .build_value();
+        let m_safe = replace_equal(&mut l, m_new, f64::NEG_INFINITY, 0.0, &col);
         let shifted = broadcast(&mut l, m_safe, &[bm, bn]);
         let p = binary(&mut l, "sub", s, shifted, scores.clone());
         let p = unary(&mut l, "exp", p, scores.clone());
         let alpha = binary(&mut l, "sub", m_old, m_safe, col.clone());
         let alpha = unary(&mut l, "exp", alpha, col.clone());
-        let l_old = load(&mut l, l_slot, &col);
+        let l_old = load(&mut l, l_slot, c0, &col);
         let l_scaled = binary(&mut l, "mul", l_old, alpha, col.clone());
         let row_sum = row_reduce(g, &mut l, p, "sum", &col);
         let l_new = binary(&mut l, "add", l_scaled, row_sum, col.clone());
         let out_tile = tile_type(&[bm, dv], acc);
-        let acc_old = load(&mut l, acc_slot, &out_tile);
+        let acc_old = load(&mut l, acc_slot, c0, &out_tile);
         let alpha_rows = broadcast(&mut l, alpha, &[bm, dv]);
         let acc_scaled = binary(&mut l, "mul", acc_old, alpha_rows, out_tile.clone());
         let p = cast_to(&mut l, p, elem);
@@ -231,29 +196,9 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // out = acc / l, 0 where a row saw no key.
     let col = tile_type(&column, acc);
     let out_tile = tile_type(&[bm, dv], acc);
-    let total = b
-        .op("tile.load_tile")
-        .operands(&[l_slot, c0, c0])
-        .result(col.clone())
-        .build_value();
-    let zero_col = number(b, 0.0, col.clone());
-    let empty = b
-        .op("tile.cmp")
-        .operands(&[total, zero_col])
-        .attr("pred", "eq")
-        .result(tile_type(&column, ScalarType::I1))
-        .build_value();
-    let one_col = number(b, 1.0, col.clone());
-    let total = b
-        .op("tile.select")
-        .operands(&[empty, one_col, total])
-        .result(col)
-        .build_value();
-    let sums = b
-        .op("tile.load_tile")
-        .operands(&[acc_slot, c0, c0])
-        .result(out_tile.clone())
-        .build_value();
+    let total = load(b, l_slot, c0, &col);
+    let total = replace_equal(b, total, 0.0, 1.0, &col);
+    let sums = load(b, acc_slot, c0, &out_tile);
     let total = broadcast(b, total, &[bm, dv]);
     let value = binary(b, "div", sums, total, out_tile);
 
@@ -318,6 +263,31 @@ fn mask(
         });
     }
     valid
+}
+
+/// The tile in a state slot.
+fn load(b: &mut Builder<'_>, slot: ValueId, c0: ValueId, ty: &Type) -> ValueId {
+    b.op("tile.load_tile")
+        .operands(&[slot, c0, c0])
+        .result(ty.clone())
+        .build_value()
+}
+
+/// `x` with `by` where it equals `value` (a tile of type `ty`).
+fn replace_equal(b: &mut Builder<'_>, x: ValueId, value: f64, by: f64, ty: &Type) -> ValueId {
+    let value = number(b, value, ty.clone());
+    let flags = with_elem(ty, ScalarType::I1);
+    let equal = b
+        .op("tile.cmp")
+        .operands(&[x, value])
+        .attr("pred", "eq")
+        .result(flags)
+        .build_value();
+    let by = number(b, by, ty.clone());
+    b.op("tile.select")
+        .operands(&[equal, by, x])
+        .result(ty.clone())
+        .build_value()
 }
 
 /// `x` reduced along its last axis to a `[BM, 1]` column, in the kernel's

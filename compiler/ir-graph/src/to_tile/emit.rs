@@ -8,7 +8,7 @@ use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Typ
 
 use super::{Kernel, Src};
 use crate::shape::{modulus_of, Divisible};
-use crate::targets::Target;
+use crate::targets::{shared_layout, Target};
 
 /// What every template of one kernel needs.
 pub(crate) struct Gen {
@@ -127,6 +127,37 @@ impl Gen {
         let value = constant(b, init, Type::Scalar(elem));
         b.op("tile.store").operands(&[value, slot]).build();
         slot
+    }
+
+    /// A `tile.local` slot holding a register tile of `shape`, every
+    /// element initialized to `init`.
+    pub fn tile_slot(&self, b: &mut Builder<'_>, shape: &[i64], elem: ScalarType, init: f64) -> ValueId {
+        let slot = b
+            .op("tile.local")
+            .result(Type::memref(
+                shape.iter().map(|&s| DimExpr::constant(s)),
+                elem,
+                MemSpace::Local,
+            ))
+            .build_value();
+        let value = number(b, init, tile_type(shape, elem));
+        let origin = vec![index(b, 0); shape.len()];
+        b.op("tile.store_tile")
+            .operands(&[value, slot])
+            .operands(&origin)
+            .build();
+        slot
+    }
+
+    /// A `rows`×`cols` shared buffer of `elem`, laid out for the target
+    /// ([`shared_layout`]).
+    pub fn shared_tile(&self, b: &mut Builder<'_>, rows: i64, cols: i64, elem: ScalarType) -> ValueId {
+        let mut op = b.op("tile.alloc_shared");
+        if let Some((key, value)) = shared_layout(&self.target, cols, elem) {
+            op = op.attr(key, Attr::Int(value));
+        }
+        op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
+            .build_value()
     }
 
     /// A mask of the lanes of a row tile of `shape` (its last dim the

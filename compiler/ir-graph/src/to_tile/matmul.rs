@@ -10,7 +10,7 @@ use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
 use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, view, Frame, Gen, Result, TileEval};
 use super::{Kernel, Src};
-use crate::targets::{matmul_shared_bytes, shared_layout};
+use crate::targets::matmul_shared_bytes;
 
 /// Emits the kernel body; returns its shared memory in bytes.
 pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
@@ -86,15 +86,7 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (b_rows, b_cols) = if transposed { (bn, bk) } else { (bk, bn) };
     for _ in 0..stages {
         for (bufs, rows, cols) in [(&mut a_bufs, bm, bk), (&mut b_bufs, b_rows, b_cols)] {
-            let layout = shared_layout(&g.target, cols, elem);
-            let mut op = b.op("tile.alloc_shared");
-            if let Some((key, value)) = &layout {
-                op = op.attr(key, Attr::Int(*value));
-            }
-            bufs.push(
-                op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
-                    .build_value(),
-            );
+            bufs.push(g.shared_tile(b, rows, cols, elem));
         }
     }
 
