@@ -63,12 +63,6 @@ pub struct StreamId<'a> {
 /// The function id of the host's `rand` and `randn`.
 pub const HOST_FUNCTION: &str = "tessera.host";
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -93,7 +87,7 @@ pub fn stream_key(id: &StreamId<'_>) -> [u32; 2] {
     }
     bytes.extend_from_slice(&id.step.to_le_bytes());
     bytes.extend_from_slice(&id.seed.to_le_bytes());
-    let h = splitmix64(fnv1a64(&bytes));
+    let h = splitmix64(tessera_base::fnv1a64(&bytes));
     [h as u32, (h >> 32) as u32]
 }
 

@@ -1,4 +1,6 @@
-//! Positions in source text: [`FileId`], [`Span`] and [`LineIndex`].
+//! Positions in source text: [`FileId`], [`Span`] and [`LineIndex`]; and
+//! [`fnv1a64`], the stable hash that names a text (a source in the
+//! manifest and the tuning cache, a function id in the RNG's keys).
 //!
 //! No I/O and no knowledge of the language live here; every other crate
 //! speaks about source locations in these terms.
@@ -8,3 +10,11 @@ mod span;
 
 pub use line_index::{LineCol, LineIndex};
 pub use span::{FileId, FileSpan, Span};
+
+/// The 64-bit FNV-1a hash of `bytes`: stable across runs, platforms and
+/// compiler versions.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -199,12 +199,7 @@ pub fn describe(config: &Config) -> String {
 /// A stable FNV-1a hash of a source text (the manifest's `source_hash`
 /// and the tuning cache's key).
 pub fn source_hash(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("fnv1a64:{h:016x}")
+    format!("fnv1a64:{:016x}", tessera_base::fnv1a64(text.as_bytes()))
 }
 
 #[cfg(test)]
