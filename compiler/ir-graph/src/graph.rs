@@ -182,6 +182,7 @@ const OPS: &[OpDef] = &[
             opt("algo", AttrKind::Str),
             opt("deterministic", AttrKind::Unit),
             opt("mesh_axes", AttrKind::Array),
+            opt("mesh_shape", AttrKind::Array),
         ],
         ..OpDef::DEFAULT
     },
@@ -1152,6 +1153,9 @@ impl Verifier<'_, '_> {
         }
         if self.m.attr(self.op, "op").is_some() {
             self.one_of("op", &REDUCE_KINDS);
+        }
+        if let Some(message) = tessera_ir_tile::check_collective_mesh(self.m, self.op) {
+            self.error(message, "in this collective");
         }
         let x = self.operand(1);
         let out = self.m.result(self.op, 0);

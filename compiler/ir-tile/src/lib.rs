@@ -17,6 +17,7 @@
 
 mod amdgpu;
 mod check;
+mod collective;
 mod cost;
 mod cpu;
 mod estimate;
@@ -30,6 +31,7 @@ mod target;
 mod tile;
 
 pub use amdgpu::AmdgpuDialect;
+pub use collective::{check_collective_mesh, COLLECTIVE_ALGOS, COLLECTIVE_OPS};
 pub use cost::{EstimateCost, Flops, KernelCost, COST_ATTR};
 pub use cpu::CpuDialect;
 pub use estimate::{estimate_registers, EstimateResources};

@@ -110,6 +110,18 @@ fn check_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
                     .with_related(m, func, "the function is deterministic"),
                 );
             }
+            "tile.all_reduce" if deterministic && m.attr(op, "deterministic").is_none() => {
+                errors.push(
+                    VerifyError::at_op(
+                        m,
+                        op,
+                        "collective without a fixed order in a deterministic function: `tile.all_reduce` needs `deterministic`",
+                    )
+                    .with_label("the order of this reduction across ranks is not fixed")
+                    .with_related(m, func, "the function is deterministic")
+                    .with_note("ask for it with `op.all_reduce(..., deterministic=True)`"),
+                );
+            }
             "tile.atomic" | "nvptx.atom" | "amdgpu.atomic" | "cpu.atomic" if deterministic => {
                 let elem = m.operands(op).first().and_then(|&v| m.value_type(v).elem());
                 if let Some(elem) = elem.filter(|e| e.is_float()) {

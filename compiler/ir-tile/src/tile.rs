@@ -325,6 +325,20 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.all_reduce",
+        doc: "reduces the host buffer %src across the ranks of a mesh axis into %dst, on every rank (host functions only)",
+        operands: Arity::Exact(2),
+        attrs: &[
+            AttrDef::required("op", AttrKind::Str),
+            AttrDef::optional("axis", AttrKind::Str),
+            AttrDef::optional("algo", AttrKind::Str),
+            AttrDef::optional("deterministic", AttrKind::Unit),
+            AttrDef::optional("mesh_axes", AttrKind::Array),
+            AttrDef::optional("mesh_shape", AttrKind::Array),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.launch",
         doc: "launches the kernel `callee` on `grid` blocks of `block` threads with the operands as arguments",
         operands: Arity::VARIADIC,
@@ -464,6 +478,7 @@ fn verify(c: &mut Check, name: &str) {
         }
         "tile.return" => return_(c),
         "tile.launch" => launch(c),
+        "tile.all_reduce" => all_reduce(c),
         _ => {}
     }
 }
@@ -826,6 +841,28 @@ fn return_(c: &mut Check) {
             list(&given),
             list(results)
         ));
+    }
+}
+
+fn all_reduce(c: &mut Check) {
+    let m = c.m;
+    if let Some(func) = m.enclosing_function(c.op) {
+        if rules::func_kind(m, func) == Some("kernel") {
+            c.fail("a kernel cannot run a collective: `tile.all_reduce` belongs in a host function");
+        }
+    }
+    c.one_of("op", &crate::COLLECTIVE_OPS);
+    if let Some(message) = crate::check_collective_mesh(m, c.op) {
+        c.fail(message);
+    }
+    let src = c.memref(0, "source", &[MemSpace::Global]);
+    let dst = c.memref(1, "destination", &[MemSpace::Global]);
+    if let (Some(src), Some(dst)) = (src, dst) {
+        if src != dst {
+            c.fail(format!(
+                "`tile.all_reduce` of `{src}` into `{dst}`: the buffers' types differ"
+            ));
+        }
     }
 }
 

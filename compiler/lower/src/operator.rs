@@ -9,7 +9,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Module, ScalarType, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
-use crate::cx::{arg, ir_type, keyword, FnCx, TensorAs};
+use crate::cx::{arg, ir_type, keyword, positional, FnCx, TensorAs};
 
 struct Lower<'c, 'a, 'm> {
     cx: &'c mut FnCx<'a>,
@@ -132,6 +132,34 @@ pub(crate) fn literal_attr(e: &Expr) -> Option<Attr> {
         ExprKind::Paren(inner) => literal_attr(inner)?,
         _ => return None,
     })
+}
+
+/// The devices along each axis of `dist.Mesh(axes=..., devices=...,
+/// shape=...)`: `shape` when given, else, for one axis, the number of
+/// `devices` (`range(n)`, `range(a, b)` or a list). None when unknown.
+fn mesh_shape(mesh_args: &[Arg], axes: &Attr) -> Option<Vec<i64>> {
+    let n_axes = axes.as_array()?.len();
+    if let Some(shape) = keyword(mesh_args, "shape").and_then(literal_attr) {
+        let shape = shape.as_ints()?;
+        return (shape.len() == n_axes && shape.iter().all(|&d| d > 0)).then_some(shape);
+    }
+    if n_axes != 1 {
+        return None;
+    }
+    let devices = keyword(mesh_args, "devices")?;
+    let count = match &devices.kind {
+        ExprKind::List(items) | ExprKind::Tuple(items) => i64::try_from(items.len()).ok()?,
+        ExprKind::Call { callee, args } if matches!(&callee.kind, ExprKind::Name(n) if n.as_str() == "range") => {
+            let bound = |i: usize| positional(args, i).and_then(literal_attr).and_then(|a| a.as_int());
+            match args.len() {
+                1 => bound(0)?,
+                2 => bound(1)? - bound(0)?,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    (count > 0).then_some(vec![count])
 }
 
 fn elementwise_fn(op: BinOp) -> Option<&'static str> {
@@ -551,6 +579,9 @@ impl<'a> Lower<'_, 'a, '_> {
                     };
                     if let ExprKind::Call { args: mesh_args, .. } = &mesh.kind {
                         if let Some(axes) = keyword(mesh_args, "axes").and_then(literal_attr) {
+                            if let Some(shape) = mesh_shape(mesh_args, &axes) {
+                                op = op.attr("mesh_shape", Attr::ints(shape));
+                            }
                             op = op.attr("mesh_axes", axes);
                         }
                     }

@@ -580,7 +580,7 @@ fn lower_host(
                 let result = m.result(op, 0);
                 let out = host_args[written_to[&result]];
                 let input = map[&m.operands(op)[1]];
-                let attrs: Vec<(String, Attr)> = ["op", "axis", "algo", "deterministic", "mesh_axes"]
+                let attrs: Vec<(String, Attr)> = ["op", "axis", "algo", "deterministic", "mesh_axes", "mesh_shape"]
                     .iter()
                     .filter_map(|&k| m.attr(op, k).map(|v| (k.to_string(), v.clone())))
                     .collect();
