@@ -8,10 +8,12 @@
 //! - [`rng`]: Philox-4x32-10 and the derivation of stream keys.
 //! - [`tensor`], [`npy`], [`half`]: host tensors, `.npy` files, `f16`/`bf16`.
 //! - [`reduce`]: the tree order of deterministic reductions.
+//! - [`collective`]: all-reduces over the ranks of a simulated mesh.
 //! - [`host`]: the interpreter of host code (`def main():`), which launches
 //!   kernels and calls operator functions through an [`host::Executor`].
 
 pub mod buffer;
+pub mod collective;
 pub mod cpu;
 pub mod device;
 pub mod dtype;

@@ -70,6 +70,18 @@ fn the_standard_library_passes_its_tests() {
     }
 }
 
+/// The examples' `@test`s (the all-reduce's runs on its simulated mesh).
+#[test]
+fn the_examples_pass_their_tests() {
+    let o = tessera(&["test", "examples"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("all_reduce.tsr::averaging_equal_gradients_gives_them_back ... ok"),
+        "{out}"
+    );
+}
+
 #[test]
 fn saxpy_main_runs() {
     let o = tessera(&["run", "examples/saxpy.tsr"]);

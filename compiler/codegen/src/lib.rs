@@ -166,6 +166,25 @@ pub struct LaunchInfo {
     pub args: Vec<usize>,
 }
 
+/// A collective of a host function, recorded in the manifest: it reduces
+/// parameter `src` of every rank of the mesh into parameter `dst`, after
+/// the first `after_launches` launches (spec/runtime.md, Collectives).
+#[derive(Clone, Debug, Serialize)]
+pub struct CollectiveInfo {
+    /// `sum`, `mean`, `max`, `min` or `prod`.
+    pub op: String,
+    /// `binary_tree` or `ring`.
+    pub algo: String,
+    /// The mesh axis it reduces over (None: every axis).
+    pub axis: Option<String>,
+    pub mesh_axes: Vec<String>,
+    /// Devices along each mesh axis (empty when the source does not say).
+    pub mesh_shape: Vec<i64>,
+    pub src: usize,
+    pub dst: usize,
+    pub after_launches: usize,
+}
+
 /// An operator or host function: its parameters are the declared inputs,
 /// then the result buffers, then scratch buffers (temporaries between its
 /// kernels), then the dims as trailing `index` scalars.
@@ -178,6 +197,8 @@ pub struct HostInfo {
     /// The parameters the caller allocates as temporaries.
     pub scratch: Vec<usize>,
     pub launches: Vec<LaunchInfo>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveInfo>,
 }
 
 /// The JSON manifest of a compiled module.
@@ -340,19 +361,42 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
     }
     let results = mutable.iter().copied().filter(|i| !scratch.contains(i)).collect();
     let mut launches = Vec::new();
+    let mut collectives = Vec::new();
+    let entry = module.entry_block(func);
+    let param_of = |v: &tessera_ir::ValueId| match module.value_def(*v) {
+        tessera_ir::ValueDef::BlockArg { block, index } if Some(block) == entry => index as usize,
+        _ => usize::MAX,
+    };
+    let strings = |op, key: &str| -> Vec<String> {
+        module
+            .attr(op, key)
+            .and_then(Attr::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
     for op in module.walk_op(func) {
+        if module.op(op).name.as_str() == "tile.all_reduce" {
+            let text = |key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
+            let operands = module.operands(op);
+            collectives.push(CollectiveInfo {
+                op: text("op").unwrap_or_else(|| "sum".to_string()),
+                algo: text("algo").unwrap_or_else(|| "binary_tree".to_string()),
+                axis: text("axis"),
+                mesh_axes: strings(op, "mesh_axes"),
+                mesh_shape: module
+                    .attr(op, "mesh_shape")
+                    .and_then(Attr::as_ints)
+                    .unwrap_or_default(),
+                src: operands.first().map_or(usize::MAX, param_of),
+                dst: operands.get(1).map_or(usize::MAX, param_of),
+                after_launches: launches.len(),
+            });
+            continue;
+        }
         if module.op(op).name.as_str() != "tile.launch" {
             continue;
         }
-        let entry = module.entry_block(func);
-        let args = module
-            .operands(op)
-            .iter()
-            .map(|v| match module.value_def(*v) {
-                tessera_ir::ValueDef::BlockArg { block, index } if Some(block) == entry => index as usize,
-                _ => usize::MAX,
-            })
-            .collect();
+        let args = module.operands(op).iter().map(param_of).collect();
         let grid = module
             .attr(op, "grid")
             .and_then(Attr::as_array)
@@ -384,6 +428,7 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
         results,
         scratch,
         launches,
+        collectives,
     }
 }
 

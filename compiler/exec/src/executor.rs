@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use tessera_codegen::{CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
+use tessera_codegen::{CollectiveInfo, CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage};
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
@@ -208,33 +208,89 @@ impl Loaded {
 
     /// Runs operator function `call.function`: allocates its results and
     /// scratch and makes its launches through `launch` (kernel, launch
-    /// configuration, arguments).
-    pub(crate) fn call_with(&self, call: &Call<'_>, launch: &mut LaunchWith<'_>) -> Result<Value, RunError> {
-        let host = self.host_info(call.function)?;
-        let dim_params = host.params.iter().filter(|p| p.dim.is_some()).count();
-        let inputs = host.params.len() - host.results.len() - host.scratch.len() - dim_params;
-        if call.args.len() != inputs {
+    /// configuration, arguments). A function with collectives runs on every
+    /// rank of its mesh, each with the call's arguments, and gives rank 0's
+    /// results.
+    pub(crate) fn call_with(
+        &self,
+        device: &Device,
+        call: &Call<'_>,
+        launch: &mut LaunchWith<'_>,
+    ) -> Result<Value, RunError> {
+        let ranks = mesh_ranks(self.host_info(call.function)?)?;
+        let args = vec![call.args.to_vec(); ranks];
+        let mut results = self.ranks_with(device, call.function, &args, call.dims, launch)?;
+        Ok(results.swap_remove(0))
+    }
+
+    /// Runs operator function `function` on every rank of its mesh (one rank
+    /// when it has no collectives), rank `r` with arguments `args[r]`, and
+    /// gives each rank's results. The ranks run one step at a time: each
+    /// launch on every rank, then each collective over all of them
+    /// (spec/runtime.md, Collectives).
+    pub fn call_on_ranks(
+        &self,
+        device: &Device,
+        function: &str,
+        args: &[Vec<Value>],
+        dims: &[(String, i64)],
+    ) -> Result<Vec<Value>, RunError> {
+        self.ranks_with(device, function, args, dims, &mut |kernel, config, a| {
+            self.launch_kernel(device, kernel, config, a, dims)
+        })
+    }
+
+    /// How many ranks operator function `function` runs on.
+    pub fn ranks_of(&self, function: &str) -> Result<usize, RunError> {
+        mesh_ranks(self.host_info(function)?)
+    }
+
+    fn ranks_with(
+        &self,
+        device: &Device,
+        function: &str,
+        args: &[Vec<Value>],
+        dims: &[(String, i64)],
+        launch: &mut LaunchWith<'_>,
+    ) -> Result<Vec<Value>, RunError> {
+        let host = self.host_info(function)?;
+        let ranks = mesh_ranks(host)?;
+        if args.len() != ranks {
             return Err(RunError::launch(format!(
-                "`{}` takes {inputs} arguments, but the call passes {}",
-                call.function,
-                call.args.len()
+                "`{function}` runs on the {ranks} ranks of its mesh, but the call gives arguments for {}",
+                args.len()
             )));
         }
-        let mut values: Vec<Value> = Vec::with_capacity(host.params.len());
-        for p in &host.params {
-            let v = if p.index < inputs {
-                call.args[p.index].clone()
-            } else if let Some(dim) = &p.dim {
-                Value::Int(lookup(call.dims, dim, call.function)?)
-            } else {
-                Value::Tensor(allocate(p, call.dims)?)
-            };
-            values.push(v);
+        let dim_params = host.params.iter().filter(|p| p.dim.is_some()).count();
+        let inputs = host.params.len() - host.results.len() - host.scratch.len() - dim_params;
+        let mut values: Vec<Vec<Value>> = Vec::with_capacity(ranks);
+        for rank_args in args {
+            if rank_args.len() != inputs {
+                return Err(RunError::launch(format!(
+                    "`{function}` takes {inputs} arguments, but the call passes {}",
+                    rank_args.len()
+                )));
+            }
+            let mut rank_values = Vec::with_capacity(host.params.len());
+            for p in &host.params {
+                let v = if p.index < inputs {
+                    rank_args[p.index].clone()
+                } else if let Some(dim) = &p.dim {
+                    Value::Int(lookup(dims, dim, function)?)
+                } else {
+                    Value::Tensor(allocate(p, dims)?)
+                };
+                rank_values.push(v);
+            }
+            values.push(rank_values);
         }
-        for l in &host.launches {
+        for (i, l) in host.launches.iter().enumerate() {
+            for c in host.collectives.iter().filter(|c| c.after_launches == i) {
+                collective(device, host, c, &values)?;
+            }
             let mut grid = [1u32; 3];
             for (slot, g) in grid.iter_mut().zip(&l.grid) {
-                let v = expr::grid(g, call.dims)?;
+                let v = expr::grid(g, dims)?;
                 *slot = u32::try_from(v)
                     .map_err(|_| RunError::launch(format!("the grid entry `{g}` of `{}` is {v}", l.kernel)))?;
             }
@@ -242,32 +298,111 @@ impl Loaded {
             for (slot, b) in block.iter_mut().zip(&l.block) {
                 *slot = u32::try_from(*b).map_err(|_| RunError::launch(format!("a block of {b} threads")))?;
             }
-            let args = l
-                .args
-                .iter()
-                .map(|&i| {
-                    values.get(i).cloned().ok_or_else(|| {
-                        RunError::launch(format!(
-                            "a launch of `{}` passes a value the runtime cannot bind",
-                            l.kernel
-                        ))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
             let config = LaunchConfig {
                 grid,
                 block,
                 shared_bytes: 0,
             };
-            launch(&l.kernel, config, &args)?;
+            for rank_values in &values {
+                let args = l
+                    .args
+                    .iter()
+                    .map(|&i| {
+                        rank_values.get(i).cloned().ok_or_else(|| {
+                            RunError::launch(format!(
+                                "a launch of `{}` passes a value the runtime cannot bind",
+                                l.kernel
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                launch(&l.kernel, config, &args)?;
+            }
         }
-        let mut results: Vec<Value> = host.results.iter().map(|&i| values[i].clone()).collect();
-        Ok(if results.len() == 1 {
-            results.remove(0)
-        } else {
-            Value::tuple(results)
-        })
+        for c in host
+            .collectives
+            .iter()
+            .filter(|c| c.after_launches >= host.launches.len())
+        {
+            collective(device, host, c, &values)?;
+        }
+        Ok(values
+            .iter()
+            .map(|rank_values| {
+                let mut results: Vec<Value> = host.results.iter().map(|&i| rank_values[i].clone()).collect();
+                if results.len() == 1 {
+                    results.remove(0)
+                } else {
+                    Value::tuple(results)
+                }
+            })
+            .collect())
     }
+}
+
+/// The number of ranks `host` runs on: 1 without collectives, else the
+/// devices of the mesh its collectives name (all must name the same).
+fn mesh_ranks(host: &HostInfo) -> Result<usize, RunError> {
+    let Some(first) = host.collectives.first() else {
+        return Ok(1);
+    };
+    if first.mesh_shape.is_empty() {
+        return Err(RunError::launch(format!(
+            "the mesh of the all-reduce in `{}` has no known size: give it with `dist.Mesh(..., devices=range(n))` or `shape=(...)`",
+            host.name
+        )));
+    }
+    if let Some(other) = host.collectives.iter().find(|c| c.mesh_shape != first.mesh_shape) {
+        return Err(RunError::launch(format!(
+            "the collectives of `{}` run on meshes of shapes {:?} and {:?}; one function runs on one mesh",
+            host.name, first.mesh_shape, other.mesh_shape
+        )));
+    }
+    first
+        .mesh_shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+        .ok_or_else(|| RunError::launch(format!("the mesh of `{}` is too large", host.name)))
+}
+
+/// Runs collective `c` of `host` over the ranks' `values`: the ranks that
+/// differ only in their coordinate along `c.axis` (all ranks when it has
+/// none) reduce their `src` into every one's `dst`.
+fn collective(device: &Device, host: &HostInfo, c: &CollectiveInfo, values: &[Vec<Value>]) -> Result<(), RunError> {
+    let tensor = |rank: usize, param: usize| -> Result<TensorValue, RunError> {
+        match values[rank].get(param) {
+            Some(Value::Tensor(t)) => Ok(t.clone()),
+            _ => Err(RunError::launch(format!(
+                "the all-reduce in `{}` has no tensor to reduce",
+                host.name
+            ))),
+        }
+    };
+    let ranks = values.len();
+    let axis = c.axis.as_ref().and_then(|a| c.mesh_axes.iter().position(|x| x == a));
+    let (stride, size) = match axis {
+        Some(a) => (
+            c.mesh_shape[a + 1..].iter().product::<i64>() as usize,
+            c.mesh_shape[a] as usize,
+        ),
+        None => (1, ranks),
+    };
+    for base in (0..ranks).filter(|r| (r / stride) % size == 0) {
+        let members: Vec<usize> = (0..size).map(|k| base + k * stride).collect();
+        let inputs = members
+            .iter()
+            .map(|&r| Ok(tensor(r, c.src)?.host(device)?.clone()))
+            .collect::<Result<Vec<Tensor>, RunError>>()?;
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let reduced = tessera_runtime::collective::all_reduce(&refs, &c.op, &c.algo)?;
+        for &r in &members {
+            tensor(r, c.dst)?
+                .host_mut(device)?
+                .bytes_mut()
+                .copy_from_slice(reduced.bytes());
+        }
+    }
+    Ok(())
 }
 
 impl Executor for Loaded {
@@ -277,7 +412,7 @@ impl Executor for Loaded {
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = &*self;
-        loaded.call_with(call, &mut |kernel, config, args| {
+        loaded.call_with(device, call, &mut |kernel, config, args| {
             loaded.launch_kernel(device, kernel, config, args, call.dims)
         })
     }

@@ -318,6 +318,61 @@ fn matmul_operator() {
     check("matmul", seed, &values(&device, &c), &want, &bound);
 }
 
+/// `average_gradients` runs on the 8 ranks of its mesh, each with its own
+/// fresh gradients: every rank gets the mean, summed in the binary tree's
+/// order (checked bit for bit) and within f32 rounding of the float64 mean.
+/// A plain call gives every rank the same gradients, whose mean they are.
+#[test]
+fn all_reduce() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, mut loaded) = example("all_reduce");
+    assert_eq!(loaded.ranks_of("average_gradients").unwrap(), 8);
+    let p = 1 + rng.below(3000) as usize;
+    let dims = [("P".to_string(), p as i64)];
+    let grads: Vec<(TensorValue, Vec<f64>)> = (0..8).map(|_| f32_tensor(&mut rng, &[p], 1.0)).collect();
+    let args: Vec<Vec<Value>> = grads.iter().map(|(t, _)| vec![Value::Tensor(t.clone())]).collect();
+    let results = loaded
+        .call_on_ranks(&device, "average_gradients", &args, &dims)
+        .unwrap();
+    let tree: Vec<f64> = (0..p)
+        .map(|i| {
+            let r: Vec<f32> = grads.iter().map(|(_, v)| v[i] as f32).collect();
+            let sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            f64::from(sum / 8.0)
+        })
+        .collect();
+    let mean: Vec<f64> = (0..p)
+        .map(|i| grads.iter().map(|(_, v)| v[i]).sum::<f64>() / 8.0)
+        .collect();
+    let bound = vec![8.0 * f64::from(f32::EPSILON); p];
+    for (rank, result) in results.iter().enumerate() {
+        let Value::Tensor(out) = result else {
+            panic!("average_gradients returns a tensor")
+        };
+        let got = values(&device, out);
+        assert_eq!(
+            got, tree,
+            "rank {rank} (seed {seed:#x}): not the binary tree's sum, bit for bit"
+        );
+        check("all_reduce", seed, &got, &mean, &bound);
+    }
+    let (x, xv) = f32_tensor(&mut rng, &[p], 1.0);
+    let call = Call {
+        function: "average_gradients",
+        args: &[Value::Tensor(x)],
+        dims: &dims,
+    };
+    let Value::Tensor(out) = loaded.call(&device, &call).unwrap() else {
+        panic!("average_gradients returns a tensor")
+    };
+    assert_eq!(values(&device, &out), xv, "the mean of 8 equal gradients is exact");
+    let err = loaded
+        .call_on_ranks(&device, "average_gradients", &args[..3], &dims)
+        .unwrap_err();
+    assert!(err.to_string().contains("runs on the 8 ranks of its mesh"), "{err}");
+}
+
 #[test]
 fn pipeline() {
     let mut rng = Rng::fresh();

@@ -157,7 +157,7 @@ impl Executor for Profiler<'_> {
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = self.loaded;
-        loaded.call_with(call, &mut |kernel, config, args| {
+        loaded.call_with(device, call, &mut |kernel, config, args| {
             let launch = Launch {
                 kernel,
                 config,
