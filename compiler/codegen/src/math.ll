@@ -2,12 +2,53 @@
 ; plain IEEE adds, multiplies and divides (no fused multiply-add, no
 ; target library), with range reduction by powers of two.
 
+; exp in f32 arithmetic (within 2 ulp): exp(x) = 2^k * exp(r), k the
+; nearest integer to x*log2(e), r = (x - k*C1) - k*C2 with C1 + C2 = ln 2
+; and C1 short (9 bits), so k*C1 and the first subtraction are exact;
+; exp(r) = 1 + r + r^2 * P(r), P Cephes' degree-5 minimax polynomial.
+; 2^k is applied as two exact power-of-two factors, so a subnormal result
+; is rounded once.
 define internal float @tsr_exp_f32(float %x) alwaysinline {
 entry:
-  %d = fpext float %x to double
-  %r = call double @tsr_exp_f64(double %d)
-  %f = fptrunc double %r to float
-  ret float %f
+  %isnan = fcmp uno float %x, %x
+  %big = fcmp ogt float %x, 0x40562E4300000000
+  %small = fcmp olt float %x, 0xC05A000000000000
+  %t = fmul float %x, 0x3FF7154760000000
+  %kr = fadd float %t, 0.5
+  %k = call float @llvm.floor.f32(float %kr)
+  %hi = fmul float %k, 0x3FE6300000000000
+  %lo = fmul float %k, 0xBF2BD01060000000
+  %r0 = fsub float %x, %hi
+  %r = fsub float %r0, %lo
+  %p5 = fmul float %r, 0x3F2A0D2CE0000000
+  %p4 = fadd float %p5, 0x3F56E879C0000000
+  %q4 = fmul float %r, %p4
+  %p3 = fadd float %q4, 0x3F81112100000000
+  %q3 = fmul float %r, %p3
+  %p2 = fadd float %q3, 0x3FA5553820000000
+  %q2 = fmul float %r, %p2
+  %p1 = fadd float %q2, 0x3FC5555540000000
+  %q1 = fmul float %r, %p1
+  %p0 = fadd float %q1, 0x3FE0000000000000
+  %r2 = fmul float %r, %r
+  %q0 = fmul float %p0, %r2
+  %s1 = fadd float %q0, %r
+  %y = fadd float %s1, 1.0
+  %ki = fptosi float %k to i32
+  %k1 = ashr i32 %ki, 1
+  %k2 = sub i32 %ki, %k1
+  %e1 = add i32 %k1, 127
+  %e2 = add i32 %k2, 127
+  %b1 = shl i32 %e1, 23
+  %b2 = shl i32 %e2, 23
+  %f1 = bitcast i32 %b1 to float
+  %f2 = bitcast i32 %b2 to float
+  %y1 = fmul float %y, %f1
+  %y2 = fmul float %y1, %f2
+  %z = select i1 %small, float 0.0, float %y2
+  %o = select i1 %big, float 0x7FF0000000000000, float %z
+  %n = select i1 %isnan, float %x, float %o
+  ret float %n
 }
 
 define internal float @tsr_log_f32(float %x) alwaysinline {
@@ -168,11 +209,14 @@ body:
   ret double %r
 }
 
-; tanh(x) = sign(x) * (1 - 2/(exp(2|x|) + 1)); |x| > 20 gives +-1.
+; tanh(x) = sign(x) * (1 - 2/(exp(2|x|) + 1)); |x| > 20 gives +-1. Below
+; |x| = 1/8, where that difference cancels, the Taylor series to x^19
+; (whose next term is below 2^-60 of the sum there).
 define internal double @tsr_tanh_f64(double %x) {
 entry:
   %a = call double @llvm.fabs.f64(double %x)
   %sat = fcmp ogt double %a, 20.0
+  %tiny = fcmp olt double %a, 0.125
   %a2 = fmul double %a, 2.0
   %e = call double @tsr_exp_f64(double %a2)
   %d = fadd double %e, 1.0
@@ -180,9 +224,31 @@ entry:
   %t = fsub double 1.0, %q
   %ts = select i1 %sat, double 1.0, double %t
   %r = call double @llvm.copysign.f64(double %ts, double %x)
-  ret double %r
+  %s = fmul double %x, %x
+  %t9 = fmul double %s, 0xBF2F57D7734D1664
+  %u8 = fadd double %t9, 0x3F43558248036744
+  %t8 = fmul double %s, %u8
+  %u7 = fadd double %t8, 0xBF57DA36452B75E3
+  %t7 = fmul double %s, %u7
+  %u6 = fadd double %t7, 0x3F6D6D3D0E157DE0
+  %t6 = fmul double %s, %u6
+  %u5 = fadd double %t6, 0xBF8226E355E6C23D
+  %t5 = fmul double %s, %u5
+  %u4 = fadd double %t5, 0x3F9664F4882C10FA
+  %t4 = fmul double %s, %u4
+  %u3 = fadd double %t4, 0xBFABA1BA1BA1BA1C
+  %t3 = fmul double %s, %u3
+  %u2 = fadd double %t3, 0x3FC1111111111111
+  %t2 = fmul double %s, %u2
+  %u1 = fadd double %t2, 0xBFD5555555555555
+  %t1 = fmul double %s, %u1
+  %u0 = fadd double %t1, 1.0
+  %series = fmul double %x, %u0
+  %out = select i1 %tiny, double %series, double %r
+  ret double %out
 }
 
 declare double @llvm.floor.f64(double)
+declare float @llvm.floor.f32(float)
 declare double @llvm.fabs.f64(double)
 declare double @llvm.copysign.f64(double, double)
