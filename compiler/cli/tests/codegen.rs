@@ -12,23 +12,11 @@
 //!
 //! The FileCheck tests over `--emit llvm-ir,ptx,asm` are in `tests/lower/`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("tessera runs")
-}
+use common::{root, tessera};
 
 /// The examples (but those `spec/conformance.md` lists as not lowering)
 /// and the standard library.

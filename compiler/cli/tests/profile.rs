@@ -5,39 +5,13 @@
 //! formulas (2·M·N·K FLOPs, compulsory bytes), the SVG plot well-formed
 //! with a labelled point per kernel, and the errors of bad requests.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+
+use common::{temp, tessera, text};
 
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("tessera runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-profile-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// What `tessera profile` wrote: the trace, the CSV's rows by kernel, the
 /// SVG text.
@@ -169,7 +143,7 @@ fn check_svg(svg: &str) {
 
 #[test]
 fn a_matmul_of_known_shape_is_profiled() {
-    let dir = temp("matmul");
+    let dir = temp("profile", "matmul");
     let file = dir.join("mm.tsr");
     std::fs::write(
         &file,
@@ -276,7 +250,7 @@ def main():
 
 #[test]
 fn the_saxpy_example_is_profiled() {
-    let dir = temp("saxpy");
+    let dir = temp("profile", "saxpy");
     let o = tessera(&["profile", "examples/saxpy.tsr", "-o", dir.to_str().unwrap()]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}\n{stderr}");
@@ -299,7 +273,7 @@ fn the_saxpy_example_is_profiled() {
 
 #[test]
 fn bad_requests_are_clear_errors() {
-    let dir = temp("bad");
+    let dir = temp("profile", "bad");
     let o = tessera(&[
         "profile",
         "examples/saxpy.tsr",

@@ -4,39 +4,12 @@
 //! functions passing and failing (the standard library's among them), and
 //! the errors of bad runs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{temp, tessera, text};
 
 use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
 use tessera_runtime::{npy, DType, Tensor};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("tessera runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-run-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 #[test]
 fn the_matmul_example_checks_itself_against_float64() {
@@ -92,7 +65,7 @@ fn saxpy_main_runs() {
 
 #[test]
 fn an_operator_runs_on_npy_inputs() {
-    let dir = temp("entry");
+    let dir = temp("run", "entry");
     let (m, k, n) = (70usize, 128usize, 33usize);
     let bits = |len: usize, salt: u64| -> Vec<u16> {
         (0..len as u64)
@@ -165,7 +138,7 @@ fn an_operator_runs_on_npy_inputs() {
 
 #[test]
 fn tessera_test_runs_test_functions() {
-    let dir = temp("tests");
+    let dir = temp("run", "tests");
     let file = dir.join("checks.tsr");
     std::fs::write(
         &file,
@@ -204,7 +177,7 @@ def triples_wrongly():
 
 #[test]
 fn bad_runs_are_clear_errors() {
-    let dir = temp("bad");
+    let dir = temp("run", "bad");
     let file = dir.join("bad.tsr");
     std::fs::write(
         &file,

@@ -4,29 +4,19 @@
 //! same source for the same target then uses it (a build of a changed
 //! source does not). Bad requests and a damaged cache are E1011.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::{command, temp, text};
+
+/// `tessera` with its tuning cache in `cache`.
 fn tessera(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
+    command(args)
         .env("TESSERA_CACHE_DIR", cache)
         .output()
         .expect("tessera runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tessera-tune-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 const TUNED: &str = "\
@@ -54,7 +44,7 @@ fn schedule_of(ir: &str) -> (String, String, String) {
 
 #[test]
 fn tuning_records_the_fastest_configuration_and_builds_use_it() {
-    let dir = temp("search");
+    let dir = temp("tune", "search");
     let cache = dir.join("cache");
     let file = dir.join("mm.tsr");
     std::fs::write(&file, TUNED).unwrap();
@@ -129,7 +119,7 @@ fn tuning_records_the_fastest_configuration_and_builds_use_it() {
 
 #[test]
 fn bad_searches_are_e1011() {
-    let dir = temp("bad");
+    let dir = temp("tune", "bad");
     let cache = dir.join("cache");
     let saxpy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/saxpy.tsr");
     let o = tessera(&["tune", saxpy.to_str().unwrap(), "--dim", "N=64"], &cache);
