@@ -14,40 +14,14 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
+use tessera_bench::{ms, percentile, source};
 use tessera_driver::Database;
+
+/// How the generated kernels are decorated.
+const KERNEL: &str = "@kernel";
 
 const BUDGET_MS: f64 = 10.0;
 const URI: &str = "file:///bench/latency.tsr";
-
-/// A file of `functions` functions of about 10 lines: kernels with shared
-/// memory and barriers, and operator-level functions with shapes, `where`
-/// constraints and calls to each other. The constant in function `edited`
-/// is `variant`.
-fn source(functions: usize, edited: usize, variant: u32) -> String {
-    let mut text = String::from("from tessera import op\n\n");
-    for i in 0..functions {
-        let c = if i == edited { variant } else { 3 };
-        if i % 4 == 0 {
-            text.push_str(&format!(
-                "@kernel\ndef k{i}(x: f32[N], out: mut f32[N]) where N % 128 == 0:\n    \
-                 i = launch.thread_id()\n    smem = tshared.alloc[f32](128)\n    if i < N:\n        \
-                 smem[i % 128] = x[i] * {c}.0\n    tbarrier()\n    if i < N:\n        out[i] = smem[i % 128]\n\n"
-            ));
-        } else {
-            let call = if i % 4 == 1 {
-                String::new()
-            } else {
-                format!("    w = g{}(y, b)\n", i - 1)
-            };
-            text.push_str(&format!(
-                "def g{i}(a: f32[M, K], b: f32[K, N]) -> f32[M, N] where K % 8 == 0, M <= 8192:\n    \
-                 y = op.matmul(a, b)\n    z = y * {c}.0 + 1.0\n{call}    s = op.sum(z, axis=0)\n    \
-                 t = op.relu(z)\n    u = t - z\n    return u\n\n"
-            ));
-        }
-    }
-    text
-}
 
 /// The line and column of the constant in function `edited`.
 fn constant_position(text: &str, edited: usize) -> (usize, usize) {
@@ -105,14 +79,6 @@ impl Client {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 async fn measure(functions: usize, edits: usize) -> Vec<Duration> {
     let (client_in, server_in) = tokio::io::duplex(1 << 20);
     let (server_out, client_out) = tokio::io::duplex(1 << 20);
@@ -132,7 +98,7 @@ async fn measure(functions: usize, edits: usize) -> Vec<Duration> {
     client
         .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         .await;
-    let text = source(functions, usize::MAX, 0);
+    let text = source(functions, usize::MAX, 0, KERNEL);
     client
         .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
             "textDocument": {"uri": URI, "languageId": "tessera", "version": 0, "text": text}}}))
@@ -167,7 +133,7 @@ async fn measure(functions: usize, edits: usize) -> Vec<Duration> {
 fn main() {
     const FUNCTIONS: usize = 223;
     let edits: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
-    let base = source(FUNCTIONS, usize::MAX, 0);
+    let base = source(FUNCTIONS, usize::MAX, 0, KERNEL);
     let lines = base.lines().count();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -183,7 +149,7 @@ fn main() {
     assert!(db.check(file).is_empty());
     let mut direct = Vec::new();
     for n in 0..edits {
-        let text = source(FUNCTIONS, (n * 37) % FUNCTIONS, 4 + (n % 5) as u32);
+        let text = source(FUNCTIONS, (n * 37) % FUNCTIONS, 4 + (n % 5) as u32, KERNEL);
         let start = Instant::now();
         db.set_text(file, &text);
         assert!(db.check(file).is_empty());

@@ -5,50 +5,18 @@
 //!
 //! Run: `cargo run --release -p tessera-bench --bin recheck-bench`
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use tessera_bench::{ms, percentile, source};
 use tessera_driver::Database;
 
-/// A file of `functions` realistic functions, about 10 lines each; the
-/// function `edited` gets `variant` in its body.
-fn source(functions: usize, edited: usize, variant: u32) -> String {
-    let mut text = String::from("from tessera import op\n\n");
-    for i in 0..functions {
-        let c = if i == edited { variant } else { 3 };
-        if i % 4 == 0 {
-            text.push_str(&format!(
-                "@kernel tile[(128,)] shared(4_KiB)\ndef k{i}(x: f32[N], out: mut f32[N]) where N % 128 == 0:\n    \
-                 i = launch.thread_id()\n    smem = tshared.alloc[f32](128)\n    if i < N:\n        \
-                 smem[i % 128] = x[i] * {c}.0\n    tbarrier()\n    if i < N:\n        out[i] = smem[i % 128]\n\n"
-            ));
-        } else {
-            let callee = if i % 4 == 1 {
-                String::new()
-            } else {
-                format!("    w = g{}(y, b)\n", i - 1)
-            };
-            text.push_str(&format!(
-                "def g{i}(a: f32[M, K], b: f32[K, N]) -> f32[M, N] where K % 8 == 0, M <= 8192:\n    \
-                 y = op.matmul(a, b)\n    z = y * {c}.0 + 1.0\n{callee}    s = op.sum(z, axis=0)\n    \
-                 t = op.relu(z)\n    u = t - z\n    return u\n\n"
-            ));
-        }
-    }
-    text
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+/// How the generated kernels are decorated.
+const KERNEL: &str = "@kernel tile[(128,)] shared(4_KiB)";
 
 fn main() {
     const FUNCTIONS: usize = 200;
     const EDITS: u32 = 200;
-    let base = source(FUNCTIONS, usize::MAX, 0);
+    let base = source(FUNCTIONS, usize::MAX, 0, KERNEL);
     let lines = base.lines().count();
 
     let mut cold = Vec::new();
@@ -67,7 +35,7 @@ fn main() {
     assert!(db.check(file).is_empty());
     let mut edits = Vec::new();
     for n in 0..EDITS {
-        let text = source(FUNCTIONS, (n as usize * 37) % FUNCTIONS, 4 + n % 5);
+        let text = source(FUNCTIONS, (n as usize * 37) % FUNCTIONS, 4 + n % 5, KERNEL);
         let start = Instant::now();
         db.set_text(file, &text);
         let diags = db.check(file);
