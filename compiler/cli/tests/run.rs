@@ -85,18 +85,21 @@ fn an_operator_runs_on_npy_inputs() {
     npy::save(&pb, &tensor(&b, &[k, n])).unwrap();
     let input_a = format!("A={}", pa.display());
     let input_b = format!("B={}", pb.display());
-    let o = tessera(&[
-        "run",
-        "examples/matmul.tsr",
-        "--entry",
-        "matmul",
-        "--input",
-        &input_a,
-        "--input",
-        &input_b,
-        "--output",
-        pc.to_str().unwrap(),
-    ]);
+    let run = || {
+        tessera(&[
+            "run",
+            "examples/matmul.tsr",
+            "--entry",
+            "matmul",
+            "--input",
+            &input_a,
+            "--input",
+            &input_b,
+            "--output",
+            pc.to_str().unwrap(),
+        ])
+    };
+    let o = run();
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     let c = npy::load(&pc).unwrap();
@@ -119,18 +122,7 @@ fn an_operator_runs_on_npy_inputs() {
     }
     // An input of the wrong dtype is refused before anything runs.
     npy::save(&pa, &Tensor::from_slice(&[m, k], &vec![0.0f32; m * k]).unwrap()).unwrap();
-    let o = tessera(&[
-        "run",
-        "examples/matmul.tsr",
-        "--entry",
-        "matmul",
-        "--input",
-        &input_a,
-        "--input",
-        &input_b,
-        "--output",
-        pc.to_str().unwrap(),
-    ]);
+    let o = run();
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("E1005"), "{err}");
