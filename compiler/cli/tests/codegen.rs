@@ -4,8 +4,9 @@
 //!   and every standard-library file builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
 //!   ptx,cubin`: the build fails when ptxas rejects it), for gfx90a and
 //!   gfx942 with `ld.lld` linking the code object, and for the CPU.
-//! * `ptxas -v` reports no spills in any example or library kernel on sm_80 and
-//!   sm_90a; the gemm uses `mma.sync` on sm_80 and `wgmma` on sm_90a.
+//! * In those builds, `ptxas -v` reports no spills in any example or
+//!   library kernel on sm_80 and sm_90a; the gemm uses `mma.sync` on sm_80
+//!   and `wgmma` on sm_90a.
 //! * Building twice gives the same bytes.
 //! * A kernel compiled for the CPU and run through the JIT computes what a
 //!   float64 reference computes.
@@ -92,69 +93,48 @@ fn every_example_builds_for_every_target() {
                     "{rel} for {target}: the manifest lacks its kernels:\n{manifest}"
                 ));
             }
-            if target.starts_with("sm_") && json["kernels"][0]["registers"].as_u64().is_none() {
-                failures.push(format!("{rel} for {target}: no register count from ptxas"));
+            if target.starts_with("sm_") {
+                if json["kernels"][0]["registers"].as_u64().is_none() {
+                    failures.push(format!("{rel} for {target}: no register count from ptxas"));
+                }
+                no_spills(rel, target, &json, &mut failures);
             }
+        }
+        if target.starts_with("sm_") {
+            gemm_uses_tensor_cores(&dir, target, &mut failures);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// `ptxas -v` reports no spill to local memory in any example kernel on
-/// sm_80 and sm_90a, with at most 255 registers (tensor-core accumulators
-/// stay in their instructions' fragment registers), and the gemm uses each
-/// target's tensor-core instruction.
-#[test]
-fn example_kernels_do_not_spill() {
-    assert!(
-        tessera_codegen::ptxas_available(),
-        "ptxas is not on PATH: run the tests through scripts/test.sh, which installs it"
-    );
-    let mut failures = Vec::new();
-    for target in ["sm_80", "sm_90a"] {
-        let dir = out_dir(&format!("spills-{target}"));
-        for rel in &programs() {
-            let out = tessera(&[
-                "build",
-                rel,
-                "--target",
-                target,
-                "--emit",
-                "ptx",
-                "-o",
-                dir.to_str().unwrap(),
-            ]);
-            if !out.status.success() {
-                failures.push(format!("{rel} for {target}:\n{}", String::from_utf8_lossy(&out.stderr)));
-                continue;
-            }
-            let stem = Path::new(rel).file_stem().unwrap().to_string_lossy().into_owned();
-            let manifest = std::fs::read_to_string(dir.join(format!("{stem}.{target}.json"))).unwrap_or_default();
-            let json: serde_json::Value = serde_json::from_str(&manifest).unwrap_or_default();
-            for kernel in json["kernels"].as_array().into_iter().flatten() {
-                let name = &kernel["name"];
-                let (spill, regs) = (kernel["spill_bytes"].as_u64(), kernel["registers"].as_u64());
-                if spill != Some(0) || regs.is_none_or(|r| r > 255) {
-                    failures.push(format!(
-                        "{rel} for {target}: kernel {name} spills {spill:?} bytes with {regs:?} registers"
-                    ));
-                }
-            }
-        }
-        let ptx = std::fs::read_to_string(dir.join(format!("gemm_tc.{target}.ptx"))).unwrap_or_default();
-        let (wants, refuses) = match target {
-            "sm_80" => ("mma.sync.aligned.m16n8k16", "wgmma"),
-            _ => ("wgmma.mma_async.sync.aligned.m64n128k16", "mma.sync"),
-        };
-        if !ptx.contains(wants) || ptx.contains(refuses) {
+/// `ptxas -v` reported no spill to local memory in any kernel of the
+/// manifest `json`, with at most 255 registers (tensor-core accumulators
+/// stay in their instructions' fragment registers).
+fn no_spills(rel: &str, target: &str, json: &serde_json::Value, failures: &mut Vec<String>) {
+    for kernel in json["kernels"].as_array().into_iter().flatten() {
+        let name = &kernel["name"];
+        let (spill, regs) = (kernel["spill_bytes"].as_u64(), kernel["registers"].as_u64());
+        if spill != Some(0) || regs.is_none_or(|r| r > 255) {
             failures.push(format!(
-                "gemm_tc for {target}: the PTX should use `{wants}`, not `{refuses}`"
+                "{rel} for {target}: kernel {name} spills {spill:?} bytes with {regs:?} registers"
             ));
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The gemm built into `dir` uses the target's tensor-core instruction.
+fn gemm_uses_tensor_cores(dir: &Path, target: &str, failures: &mut Vec<String>) {
+    let ptx = std::fs::read_to_string(dir.join(format!("gemm_tc.{target}.ptx"))).unwrap_or_default();
+    let (wants, refuses) = match target {
+        "sm_80" => ("mma.sync.aligned.m16n8k16", "wgmma"),
+        _ => ("wgmma.mma_async.sync.aligned.m64n128k16", "mma.sync"),
+    };
+    if !ptx.contains(wants) || ptx.contains(refuses) {
+        failures.push(format!(
+            "gemm_tc for {target}: the PTX should use `{wants}`, not `{refuses}`"
+        ));
+    }
 }
 
 #[test]
