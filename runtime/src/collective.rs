@@ -41,34 +41,37 @@ pub fn all_reduce(inputs: &[&Tensor], op: &str, algo: &str) -> Result<Tensor, Ru
         )));
     }
     let step = combiner(op, first.dtype())?;
+    let tree = match algo {
+        "binary_tree" => true,
+        "ring" => false,
+        _ => return Err(RunError::value(format!("unknown all-reduce algorithm \"{algo}\""))),
+    };
     let ranks = inputs.len();
     let n = first.numel();
     let mut out = (*first).clone();
+    let mut slots = Vec::with_capacity(ranks);
     for i in 0..n {
         let at = |r: usize| inputs[r].get(i);
-        let value = match algo {
-            "binary_tree" => {
-                let mut slots: Vec<Elem> = (0..ranks).map(at).collect();
-                let mut s = 1;
-                while s < ranks {
-                    let mut j = 0;
-                    while j + s < ranks {
-                        slots[j] = step(slots[j], slots[j + s]);
-                        j += 2 * s;
-                    }
-                    s *= 2;
+        let value = if tree {
+            slots.clear();
+            slots.extend((0..ranks).map(at));
+            let mut s = 1;
+            while s < ranks {
+                let mut j = 0;
+                while j + s < ranks {
+                    slots[j] = step(slots[j], slots[j + s]);
+                    j += 2 * s;
                 }
-                slots[0]
+                s *= 2;
             }
-            "ring" => {
-                let chunk = (i * ranks) / n.max(1);
-                let mut acc = at((chunk + 1) % ranks);
-                for k in 2..=ranks {
-                    acc = step(acc, at((chunk + k) % ranks));
-                }
-                acc
+            slots[0]
+        } else {
+            let chunk = (i * ranks) / n.max(1);
+            let mut acc = at((chunk + 1) % ranks);
+            for k in 2..=ranks {
+                acc = step(acc, at((chunk + k) % ranks));
             }
-            _ => return Err(RunError::value(format!("unknown all-reduce algorithm \"{algo}\""))),
+            acc
         };
         out.set(i, value);
     }
