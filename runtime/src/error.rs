@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use tessera_base::FileSpan;
+use tessera_base::{FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 
 /// An error of the runtime: a device, a launch, a file, a value.
@@ -14,6 +14,9 @@ pub struct RunError {
     pub message: String,
     pub notes: Vec<String>,
     pub help: Option<String>,
+    /// A second place in the source that the error concerns, in the file of
+    /// the statement it is reported at, with its label.
+    pub site: Option<(Span, String)>,
 }
 
 impl RunError {
@@ -23,6 +26,7 @@ impl RunError {
             message: message.into(),
             notes: Vec::new(),
             help: None,
+            site: None,
         }
     }
 
@@ -33,6 +37,11 @@ impl RunError {
 
     pub fn with_help(mut self, help: impl Into<String>) -> RunError {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_site(mut self, span: Span, label: impl Into<String>) -> RunError {
+        self.site = Some((span, label.into()));
         self
     }
 
@@ -56,6 +65,15 @@ impl RunError {
         let mut d = Diagnostic::error(self.code, self.message.clone());
         if let Some((span, label)) = span {
             d = d.with_primary(span, label);
+            if let Some((site, label)) = &self.site {
+                d = d.with_secondary(
+                    FileSpan {
+                        file: span.file,
+                        span: *site,
+                    },
+                    label.clone(),
+                );
+            }
         }
         for note in &self.notes {
             d = d.with_note(note.clone());

@@ -185,6 +185,19 @@ pub struct CollectiveInfo {
     pub after_launches: usize,
 }
 
+/// A runtime guard of a host function, recorded in the manifest: a shape
+/// constraint over its dims that the checker could not prove, checked
+/// before its first launch (spec/runtime.md, Runtime guards).
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardInfo {
+    /// In the canonical text of `tessera_ir::ShapeConstraint`.
+    pub constraint: String,
+    /// The function whose constraint it is (`op.reshape` for a reshape).
+    pub callee: Option<String>,
+    /// The byte range of the call in the function's source file.
+    pub span: Option<[u32; 2]>,
+}
+
 /// An operator or host function: its parameters are the declared inputs,
 /// then the result buffers, then scratch buffers (temporaries between its
 /// kernels), then the dims as trailing `index` scalars.
@@ -199,6 +212,8 @@ pub struct HostInfo {
     pub launches: Vec<LaunchInfo>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collectives: Vec<CollectiveInfo>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<GuardInfo>,
 }
 
 /// The JSON manifest of a compiled module.
@@ -374,7 +389,20 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
             .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
             .unwrap_or_default()
     };
+    let mut guards = Vec::new();
     for op in module.walk_op(func) {
+        if module.op(op).name.as_str() == "tile.guard" {
+            let text = |key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
+            guards.push(GuardInfo {
+                constraint: text("constraint").unwrap_or_default(),
+                callee: text("callee"),
+                span: match module.op(op).loc {
+                    tessera_ir::Loc::Source { start, end, .. } => Some([start, end]),
+                    tessera_ir::Loc::Unknown => None,
+                },
+            });
+            continue;
+        }
         if module.op(op).name.as_str() == "tile.all_reduce" {
             let text = |key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
             let operands = module.operands(op);
@@ -429,6 +457,7 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
         scratch,
         launches,
         collectives,
+        guards,
     }
 }
 

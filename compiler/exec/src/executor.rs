@@ -12,6 +12,7 @@
 use std::time::Instant;
 
 use tessera_codegen::{CollectiveInfo, CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
+use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage};
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
@@ -254,6 +255,7 @@ impl Loaded {
         launch: &mut LaunchWith<'_>,
     ) -> Result<Vec<Value>, RunError> {
         let host = self.host_info(function)?;
+        check_guards(host, dims)?;
         let ranks = mesh_ranks(host)?;
         if args.len() != ranks {
             return Err(RunError::launch(format!(
@@ -338,6 +340,50 @@ impl Loaded {
             })
             .collect())
     }
+}
+
+/// Checks the runtime guards of `host` over the dims its call binds: the
+/// first that fails is E0304, at the call the checker could not prove it
+/// for (spec/runtime.md, Runtime guards).
+fn check_guards(host: &HostInfo, dims: &[(String, i64)]) -> Result<(), RunError> {
+    let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    for g in &host.guards {
+        let function = &host.name;
+        let callee = g.callee.as_deref().unwrap_or(function);
+        let unreadable = || {
+            RunError::launch(format!(
+                "cannot check the runtime guard `{}` of `{function}`: its dims are not all bound",
+                g.constraint
+            ))
+        };
+        let constraint = ShapeConstraint::parse(&g.constraint).ok_or_else(unreadable)?;
+        let Err(arithmetic) = constraint.check(bound).ok_or_else(unreadable)? else {
+            continue;
+        };
+        let values: Vec<String> = constraint
+            .symbols()
+            .into_iter()
+            .filter_map(|s| bound(s).map(|v| format!("{s} = {v}")))
+            .collect();
+        let mut e = RunError::new(
+            tessera_diagnostics::Code::E0304,
+            format!("a runtime guard of `{function}` failed: `{callee}` requires {constraint}, but {arithmetic}"),
+        )
+        .with_note(format!(
+            "the checker could not prove {constraint} where `{function}` calls `{callee}`, so `{function}` checks it before it runs"
+        ))
+        .with_help(format!(
+            "pass arguments whose dims satisfy {constraint}, or add `where {constraint}` to `{function}` so that its callers are checked"
+        ));
+        if let Some([start, end]) = g.span {
+            e = e.with_site(
+                tessera_base::Span::new(start, end),
+                format!("the call of `{callee}`, with {}", values.join(", ")),
+            );
+        }
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// The number of ranks `host` runs on: 1 without collectives, else the

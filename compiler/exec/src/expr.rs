@@ -5,12 +5,12 @@
 //! evaluated with [`DimExpr::eval`] over the dims a call binds.
 
 use tessera_ir::{Attr, DimExpr};
-use tessera_ir_graph::{parse_dim, GridDim};
+use tessera_ir_graph::GridDim;
 use tessera_runtime::RunError;
 
 /// The value of a dim expression (`M`, `Dh*H`, `4*N+512`).
 pub fn dim(text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
-    let d = parse_dim(text).ok_or_else(|| unreadable(text))?;
+    let d = DimExpr::parse(text).ok_or_else(|| unreadable(text))?;
     value(&d, text, dims)
 }
 

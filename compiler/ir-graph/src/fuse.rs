@@ -19,10 +19,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_ir::{Attr, Builder, DimExpr, Module, OpId, Pass, PassContext, ScalarType, Type, ValueId, VerifyError};
+use tessera_ir::{
+    Attr, Builder, DimExpr, Module, OpId, Pass, PassContext, ScalarType, ShapeConstraint, Type, ValueId, VerifyError,
+};
 
 use crate::schedule::{gcd, tiled_dims, TiledDim};
-use crate::shape::{divisibility, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible, GridDim, Layer};
+use crate::shape::{
+    call_binding, divisibility, instantiate, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible,
+    GridDim, Layer,
+};
 use crate::targets::{
     attention_shared_bytes, matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS,
 };
@@ -353,6 +358,11 @@ fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
         (None, &operands[..])
     };
     let mut map: HashMap<ValueId, ValueId> = params.iter().copied().zip(args.iter().copied()).collect();
+    // The callee's types are in its own dim symbols; the copies take the
+    // call's dims.
+    let param_types: Vec<Type> = params.iter().map(|&p| m.value_type(p).clone()).collect();
+    let arg_types: Vec<Type> = args.iter().map(|&a| m.value_type(a).clone()).collect();
+    let binding = call_binding(&param_types, &arg_types);
     let ops = m.block_ops(body).to_vec();
     let (ret, ops) = ops.split_last().expect("the callee ends in its return");
     // The end of the callee's token chain: its token nobody consumes.
@@ -366,6 +376,7 @@ fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
             }
         }
         let copy = m.clone_op(op, &mut map);
+        instantiate_op(m, copy, &binding);
         m.insert_op(
             m.parent_block(call).expect("the call is in a block"),
             m.position(call).expect("in its block"),
@@ -387,6 +398,33 @@ fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
         m.replace_all_uses(r, with);
     }
     m.erase_op(call);
+}
+
+/// Rewrites the types of `op`'s results (and of the ops and block
+/// arguments inside it) and a guard's constraint in the dims of `binding`.
+fn instantiate_op(m: &mut Module, op: OpId, binding: &BTreeMap<String, DimExpr>) {
+    if binding.is_empty() {
+        return;
+    }
+    let ops: Vec<OpId> = std::iter::once(op).chain(m.walk_op(op)).collect();
+    for inner in ops {
+        let mut values = m.results(inner).to_vec();
+        for r in m.regions(inner).to_vec() {
+            values.extend_from_slice(m.block_args(m.region_block(r)));
+        }
+        for v in values {
+            let ty = instantiate(m.value_type(v), binding);
+            m.set_value_type(v, ty);
+        }
+        let guarded = m
+            .attr(inner, "constraint")
+            .and_then(Attr::as_str)
+            .and_then(ShapeConstraint::parse);
+        if let (true, Some(c)) = (m.op(inner).name == "graph.guard", guarded) {
+            let text = c.substitute(|s| binding.get(s).cloned()).to_string();
+            m.set_attr(inner, "constraint", Attr::str(text));
+        }
+    }
 }
 
 /// A value returned as it came in (a parameter, a constant) or returned

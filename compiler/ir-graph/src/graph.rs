@@ -7,13 +7,13 @@
 use std::collections::{HashMap, HashSet};
 
 use tessera_ir::{
-    Arity, Attr, AttrDef, AttrKind, Dialect, Dim, DimExpr, Module, OpDef, OpId, ScalarType, Type, ValueDef, ValueId,
-    VerifyError, VerifyErrors,
+    Arity, Attr, AttrDef, AttrKind, Dialect, Dim, DimExpr, Module, OpDef, OpId, ScalarType, ShapeConstraint, Type,
+    ValueDef, ValueId, VerifyError, VerifyErrors,
 };
 
 use crate::shape::{
-    broadcast, declared_effects, effect_of, is_compute, is_deterministic, normalize_axis, num_elements, shape,
-    show_shape, Layer, EFFECTS,
+    broadcast, call_binding, declared_effects, effect_of, function_dims, instantiate, is_compute, is_deterministic,
+    known_equal, normalize_axis, num_elements, shape, show_shape, Layer, EFFECTS,
 };
 
 /// The `graph` dialect.
@@ -209,7 +209,7 @@ const OPS: &[OpDef] = &[
     OpDef {
         name: "graph.guard",
         doc: "a runtime check of a shape constraint the checker could not prove",
-        operands: Arity::AtLeast(1),
+        operands: Arity::Exact(1),
         results: Arity::Exact(1),
         attrs: &[req("constraint", AttrKind::Str), opt("callee", AttrKind::Str)],
         ..OpDef::DEFAULT
@@ -917,7 +917,11 @@ impl Verifier<'_, '_> {
             return;
         }
         let (n_in, n_out) = (num_elements(&dims), num_elements(&out));
-        if n_in != n_out {
+        let guarded = || {
+            let func = self.m.enclosing_function(self.op);
+            func.is_some_and(|f| known_equal(self.m, f, &n_in, &n_out))
+        };
+        if n_in != n_out && !guarded() {
             self.error_note(
                 format!(
                     "`graph.reshape` changes the number of elements: {} has {n_in}, {} has {n_out}",
@@ -925,7 +929,7 @@ impl Verifier<'_, '_> {
                     show_shape(&out)
                 ),
                 "the element counts differ",
-                "the products of the dims must be equal as polynomials",
+                "the products of the dims must be equal as polynomials, or by a `graph.guard` or constraint of the function",
             );
         }
     }
@@ -1198,15 +1202,27 @@ impl Verifier<'_, '_> {
         if !self.tokens() {
             return;
         }
-        for &d in &self.m.operands(self.op)[1..] {
-            if *self.ty(d) != Type::INDEX {
-                let ty = self.ty(d).clone();
-                self.error(
-                    format!("the dims a `graph.guard` checks are `index` values, not {ty}"),
-                    "not an index",
-                );
-                return;
-            }
+        let m = self.m;
+        let text = m.attr(self.op, "constraint").and_then(Attr::as_str).unwrap_or_default();
+        let Some(constraint) = ShapeConstraint::parse(text) else {
+            self.error_note(
+                format!("the constraint {text:?} of `graph.guard` is not a shape constraint"),
+                "cannot read this constraint",
+                "a guard checks `X % k == 0`, a comparison of dims (`S <= 8192`) or a range (`B in 1..=4096`)",
+            );
+            return;
+        };
+        let Some(func) = m.enclosing_function(self.op) else {
+            return;
+        };
+        let known = function_dims(m, func);
+        if let Some(sym) = constraint.symbols().into_iter().find(|s| !known.contains(*s)) {
+            let name = m.func_name(func).unwrap_or_default().to_string();
+            self.error_note(
+                format!("`graph.guard` checks `{constraint}`, but `{sym}` is not a dim of `@{name}`"),
+                "the runtime cannot bind this dim",
+                "a guard's dims are bound by the function's parameters, or derived by its `constraints`",
+            );
         }
     }
 
@@ -1236,7 +1252,9 @@ impl Verifier<'_, '_> {
         let (inputs, expected) = m.func_type(func).expect("a function has a type");
         let args: Vec<Type> = args.iter().map(|&v| m.value_type(v).clone()).collect();
         let outs: Vec<Type> = outs.iter().map(|&v| m.value_type(v).clone()).collect();
-        if args != inputs || outs != expected {
+        let binding = call_binding(inputs, &args);
+        let instance = |types: &[Type]| -> Vec<Type> { types.iter().map(|t| instantiate(t, &binding)).collect() };
+        if args != instance(inputs) || outs != instance(expected) {
             let e = VerifyError::at_op(
                 m,
                 self.op,

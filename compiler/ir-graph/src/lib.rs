@@ -25,7 +25,7 @@ mod to_tile;
 pub use fuse::Fuse;
 pub use graph::GraphDialect;
 pub use schedule::ScheduleDialect;
-pub use shape::{parse_dim, GridDim};
+pub use shape::GridDim;
 pub use to_tile::LowerScheduleToTile;
 
 use tessera_diagnostics::{Code, Diagnostic};

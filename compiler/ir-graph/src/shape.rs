@@ -2,7 +2,9 @@
 //! the text of dims in `where` constraints and launch grids, the module's
 //! layer, and the classes of graph ops.
 
-use tessera_ir::{Attr, Dim, DimExpr, Module, OpId, Type};
+use std::collections::{BTreeMap, BTreeSet};
+
+use tessera_ir::{Attr, CmpOp, Dim, DimExpr, Module, OpId, ShapeConstraint, Type};
 
 /// The shape of a tensor, or `[]` for a scalar; `None` for other types.
 pub fn shape(ty: &Type) -> Option<&[Dim]> {
@@ -54,52 +56,6 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Option<usize> {
     (0..rank).contains(&a).then_some(a as usize)
 }
 
-/// Parses a dim as the checker writes it in constraints (`K`, `H * Dh`,
-/// `2 * N + 1`) or as [`DimExpr`] prints it (`Dh*H`, `N+1`): sums and
-/// differences of products of integers and symbols.
-pub fn parse_dim(text: &str) -> Option<DimExpr> {
-    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    if text.is_empty() {
-        return None;
-    }
-    let mut out = DimExpr::default();
-    let mut rest = text.as_str();
-    let mut negative = false;
-    if let Some(r) = rest.strip_prefix('-') {
-        negative = true;
-        rest = r;
-    }
-    loop {
-        let end = rest.find(['+', '-']).unwrap_or(rest.len());
-        let (term_text, tail) = rest.split_at(end);
-        let mut term = DimExpr::constant(1);
-        for factor in term_text.split('*') {
-            let f = if factor.bytes().all(|b| b.is_ascii_digit()) && !factor.is_empty() {
-                DimExpr::constant(factor.parse().ok()?)
-            } else if is_ident(factor) {
-                DimExpr::sym(factor)
-            } else {
-                return None;
-            };
-            term = term.mul(&f);
-        }
-        out = if negative { out.sub(&term) } else { out.add(&term) };
-        match tail.chars().next() {
-            None => return Some(out),
-            Some(sign) => {
-                negative = sign == '-';
-                rest = &tail[1..];
-            }
-        }
-    }
-}
-
-fn is_ident(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// A divisibility constraint of a `where` clause: `dim % modulus == 0`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divisible {
@@ -109,30 +65,107 @@ pub struct Divisible {
     pub text: String,
 }
 
-/// The divisibility constraints among a function's `constraints`
-/// (the other forms, `S <= 8192` or `B in 1..=4096`, say nothing about
-/// tiles and are skipped).
+/// What a function's dims satisfy when its kernels run: its `constraints`
+/// and what its `graph.guard` ops check on entry, with their texts.
+pub fn facts(m: &Module, func: OpId) -> Vec<(ShapeConstraint, &str)> {
+    let declared = m
+        .attr(func, "constraints")
+        .and_then(Attr::as_array)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Attr::as_str);
+    let guarded = m
+        .entry_block(func)
+        .map(|b| m.block_ops(b))
+        .unwrap_or_default()
+        .iter()
+        .filter(|&&op| m.op(op).name == "graph.guard")
+        .filter_map(|&op| m.attr(op, "constraint").and_then(Attr::as_str));
+    declared
+        .chain(guarded)
+        .filter_map(|text| Some((ShapeConstraint::parse(text)?, text)))
+        .collect()
+}
+
+/// The divisibility constraints among a function's [`facts`] (the other
+/// forms, `S <= 8192` or `B in 1..=4096`, say nothing about tiles).
 pub fn divisibility(m: &Module, func: Option<OpId>) -> Vec<Divisible> {
-    let Some(items) = func.and_then(|f| m.attr(f, "constraints")).and_then(Attr::as_array) else {
+    let Some(func) = func else {
         return Vec::new();
     };
-    items
-        .iter()
-        .filter_map(Attr::as_str)
-        .filter_map(|text| {
-            let (lhs, rhs) = text.split_once("==")?;
-            if rhs.trim() != "0" {
-                return None;
-            }
-            let (dim, modulus) = lhs.split_once('%')?;
-            let modulus: i64 = modulus.trim().parse().ok()?;
-            (modulus > 0).then_some(Divisible {
-                dim: parse_dim(dim)?,
-                modulus,
+    facts(m, func)
+        .into_iter()
+        .filter_map(|(c, text)| match c {
+            ShapeConstraint::Divisible { dim, by } => Some(Divisible {
+                dim,
+                modulus: by,
                 text: text.to_string(),
-            })
+            }),
+            _ => None,
         })
         .collect()
+}
+
+/// Whether one of `func`'s [`facts`] says `a == b`.
+pub fn known_equal(m: &Module, func: OpId, a: &DimExpr, b: &DimExpr) -> bool {
+    let difference = a.sub(b);
+    facts(m, func).into_iter().any(|(c, _)| match c {
+        ShapeConstraint::Compare {
+            lhs,
+            op: CmpOp::Eq,
+            rhs,
+        } => {
+            let d = lhs.sub(&rhs);
+            d == difference || d.neg() == difference
+        }
+        _ => false,
+    })
+}
+
+/// The dim symbols a call of `func` binds: those of its parameter types
+/// and those its `constraints` relate to them (`E == 2 * D` derives `E`).
+pub fn function_dims(m: &Module, func: OpId) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if let Some((inputs, _)) = m.func_type(func) {
+        for d in inputs.iter().filter_map(Type::dims).flatten() {
+            out.extend(d.symbols().into_iter().map(str::to_string));
+        }
+    }
+    let declared = m.attr(func, "constraints").and_then(Attr::as_array).unwrap_or_default();
+    for c in declared
+        .iter()
+        .filter_map(Attr::as_str)
+        .filter_map(ShapeConstraint::parse)
+    {
+        out.extend(c.symbols().into_iter().map(str::to_string));
+    }
+    out
+}
+
+/// What a call binds the callee's dim symbols to: each parameter dim that
+/// is a single symbol takes the dim of the argument in its place (the
+/// first binding wins; the verifier compares the rest).
+pub fn call_binding(params: &[Type], args: &[Type]) -> BTreeMap<String, DimExpr> {
+    let mut bound = BTreeMap::new();
+    for (p, a) in params.iter().zip(args) {
+        let (Some(pd), Some(ad)) = (p.dims(), a.dims()) else {
+            continue;
+        };
+        if pd.len() != ad.len() {
+            continue;
+        }
+        for (p, a) in pd.iter().zip(ad) {
+            if let Some(sym) = p.as_sym() {
+                bound.entry(sym.to_string()).or_insert_with(|| a.clone());
+            }
+        }
+    }
+    bound
+}
+
+/// `ty` with the callee's dims replaced as `binding` says.
+pub fn instantiate(ty: &Type, binding: &BTreeMap<String, DimExpr>) -> Type {
+    ty.map_dims(&|d| d.substitute(|s| binding.get(s).cloned()))
 }
 
 /// The largest modulus that a divisibility constraint gives `dim`.
@@ -177,9 +210,9 @@ impl GridDim {
                 if let Some(inner) = s.strip_prefix("cdiv(").and_then(|r| r.strip_suffix(')')) {
                     let (dim, tile) = inner.rsplit_once(',')?;
                     let tile: i64 = tile.trim().parse().ok()?;
-                    (tile > 0).then_some(GridDim::CeilDiv(parse_dim(dim)?, tile))
+                    (tile > 0).then_some(GridDim::CeilDiv(DimExpr::parse(dim)?, tile))
                 } else {
-                    Some(GridDim::Dim(parse_dim(s)?))
+                    Some(GridDim::Dim(DimExpr::parse(s)?))
                 }
             }
             _ => None,
@@ -291,7 +324,7 @@ mod tests {
     use super::*;
 
     fn dims(text: &[&str]) -> Vec<Dim> {
-        text.iter().map(|t| parse_dim(t).unwrap()).collect()
+        text.iter().map(|t| DimExpr::parse(t).unwrap()).collect()
     }
 
     #[test]
@@ -304,21 +337,11 @@ mod tests {
     }
 
     #[test]
-    fn dims_parse_in_both_spellings() {
-        assert_eq!(parse_dim("H * Dh"), parse_dim("Dh*H"));
-        assert_eq!(parse_dim("2 * N + 1").unwrap().to_string(), "2*N+1");
-        assert_eq!(parse_dim("-N-3").unwrap().to_string(), "-N-3");
-        assert_eq!(parse_dim("N - 1").unwrap().to_string(), "N-1");
-        assert_eq!(parse_dim("N +"), None);
-        assert_eq!(parse_dim("f(x)"), None);
-    }
-
-    #[test]
     fn grid_entries_round_trip() {
         for g in [
             GridDim::Const(4),
-            GridDim::Dim(parse_dim("B*H").unwrap()),
-            GridDim::CeilDiv(parse_dim("M").unwrap(), 128),
+            GridDim::Dim(DimExpr::parse("B*H").unwrap()),
+            GridDim::CeilDiv(DimExpr::parse("M").unwrap(), 128),
         ] {
             assert_eq!(GridDim::from_attr(&g.to_attr()), Some(g));
         }

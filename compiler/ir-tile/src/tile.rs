@@ -8,7 +8,8 @@
 //! from [`crate::rules`].
 
 use tessera_ir::{
-    Arity, Attr, AttrDef, AttrKind, Dialect, MemSpace, Module, OpDef, OpId, ScalarType, Type, VerifyErrors,
+    Arity, Attr, AttrDef, AttrKind, Dialect, MemSpace, Module, OpDef, OpId, ScalarType, ShapeConstraint, Type,
+    VerifyErrors,
 };
 
 use crate::check::{self, Check};
@@ -339,6 +340,15 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.guard",
+        doc: "checks the shape constraint `constraint` over the function's dims before anything runs, and fails the call when it is false (host functions only)",
+        attrs: &[
+            AttrDef::required("constraint", AttrKind::Str),
+            AttrDef::optional("callee", AttrKind::Str),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.launch",
         doc: "launches the kernel `callee` on `grid` blocks of `block` threads with the operands as arguments",
         operands: Arity::VARIADIC,
@@ -479,6 +489,7 @@ fn verify(c: &mut Check, name: &str) {
         "tile.return" => return_(c),
         "tile.launch" => launch(c),
         "tile.all_reduce" => all_reduce(c),
+        "tile.guard" => guard(c),
         _ => {}
     }
 }
@@ -863,6 +874,40 @@ fn all_reduce(c: &mut Check) {
                 "`tile.all_reduce` of `{src}` into `{dst}`: the buffers' types differ"
             ));
         }
+    }
+}
+
+fn guard(c: &mut Check) {
+    let m = c.m;
+    let Some(func) = m.enclosing_function(c.op) else {
+        return;
+    };
+    if rules::func_kind(m, func) != Some("host") {
+        c.fail("`tile.guard` belongs in a host function: it checks the dims of a call before its launches");
+        return;
+    }
+    let text = c
+        .attr("constraint")
+        .and_then(Attr::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let Some(constraint) = ShapeConstraint::parse(&text) else {
+        c.fail(format!(
+            "the constraint {text:?} of `tile.guard` is not a shape constraint"
+        ));
+        return;
+    };
+    let dims: Vec<&str> = m
+        .attr(func, "dims")
+        .and_then(Attr::as_array)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Attr::as_str)
+        .collect();
+    if let Some(sym) = constraint.symbols().into_iter().find(|s| !dims.contains(s)) {
+        c.fail(format!(
+            "`tile.guard` checks `{constraint}`, but `{sym}` is not among the function's `dims`"
+        ));
     }
 }
 

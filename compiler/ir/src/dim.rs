@@ -33,6 +33,46 @@ impl DimExpr {
         }
     }
 
+    /// Parses a dim as the checker writes it in constraints (`K`, `H * Dh`,
+    /// `2 * N + 1`) or as it prints (`Dh*H`, `N+1`): sums and differences
+    /// of products of integers and symbols.
+    pub fn parse(text: &str) -> Option<DimExpr> {
+        let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if text.is_empty() {
+            return None;
+        }
+        let mut out = DimExpr::default();
+        let mut rest = text.as_str();
+        let mut negative = false;
+        if let Some(r) = rest.strip_prefix('-') {
+            negative = true;
+            rest = r;
+        }
+        loop {
+            let end = rest.find(['+', '-']).unwrap_or(rest.len());
+            let (term_text, tail) = rest.split_at(end);
+            let mut term = DimExpr::constant(1);
+            for factor in term_text.split('*') {
+                let f = if factor.bytes().all(|b| b.is_ascii_digit()) && !factor.is_empty() {
+                    DimExpr::constant(factor.parse().ok()?)
+                } else if is_ident(factor) {
+                    DimExpr::sym(factor)
+                } else {
+                    return None;
+                };
+                term = term.mul(&f);
+            }
+            out = if negative { out.sub(&term) } else { out.add(&term) };
+            match tail.chars().next() {
+                None => return Some(out),
+                Some(sign) => {
+                    negative = sign == '-';
+                    rest = &tail[1..];
+                }
+            }
+        }
+    }
+
     /// The value, when the dim is a constant.
     pub fn as_const(&self) -> Option<i64> {
         match self.terms.len() {
@@ -147,6 +187,12 @@ impl DimExpr {
     }
 }
 
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 impl fmt::Display for DimExpr {
     /// The canonical text: `128`, `M`, `H*Dh` style products, `N+1` style
     /// sums, highest degree first and the constant last. Inside a shape the
@@ -221,6 +267,16 @@ mod tests {
         assert_eq!(DimExpr::constant(i64::MAX).add(&DimExpr::sym("H")).eval(env), None);
         let s = d.substitute(|s| (s == "H").then(|| DimExpr::constant(2)));
         assert_eq!(s.to_string(), "2*Dh+1");
+    }
+
+    #[test]
+    fn dims_parse_in_both_spellings() {
+        assert_eq!(DimExpr::parse("H * Dh"), DimExpr::parse("Dh*H"));
+        assert_eq!(DimExpr::parse("2 * N + 1").unwrap().to_string(), "2*N+1");
+        assert_eq!(DimExpr::parse("-N-3").unwrap().to_string(), "-N-3");
+        assert_eq!(DimExpr::parse("N - 1").unwrap().to_string(), "N-1");
+        assert_eq!(DimExpr::parse("N +"), None);
+        assert_eq!(DimExpr::parse("f(x)"), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!   [`OpId`], [`ValueId`], [`BlockId`], [`RegionId`]; structured control
 //!   flow only (a region has exactly one block); functions are ops.
 //! - [`Type`], [`Attr`], [`Loc`], [`DimExpr`]: what values, ops and
-//!   locations are made of.
+//!   locations are made of; [`ShapeConstraint`]: constraints over dims.
 //! - [`Builder`]: creates ops; `Module` methods walk and edit them.
 //! - [`parse`] and [`print_module`]: the textual form, which round-trips
 //!   byte for byte (`spec/ir.md`).
@@ -19,6 +19,7 @@
 mod attr;
 mod builder;
 mod builtin;
+mod constraint;
 mod dialect;
 mod dim;
 mod loc;
@@ -33,6 +34,7 @@ mod verify;
 
 pub use attr::{Attr, AttrKind};
 pub use builder::{Builder, OpBuilder};
+pub use constraint::{CmpOp, ShapeConstraint};
 pub use dialect::{Arity, AttrDef, Dialect, OpDef, Registry};
 pub use dim::{Dim, DimExpr};
 pub use loc::{FileMap, Loc};

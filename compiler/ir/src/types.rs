@@ -201,6 +201,33 @@ impl Type {
         }
     }
 
+    /// The type with every dim replaced by `f`'s image (inside function
+    /// types too).
+    pub fn map_dims(&self, f: &dyn Fn(&Dim) -> Dim) -> Type {
+        match self {
+            Type::Tensor { dims, elem } => Type::Tensor {
+                dims: dims.iter().map(f).collect(),
+                elem: *elem,
+            },
+            Type::MemRef {
+                dims,
+                elem,
+                space,
+                layout,
+            } => Type::MemRef {
+                dims: dims.iter().map(f).collect(),
+                elem: *elem,
+                space: *space,
+                layout: layout.clone(),
+            },
+            Type::Function { inputs, results } => Type::Function {
+                inputs: inputs.iter().map(|t| t.map_dims(f)).collect(),
+                results: results.iter().map(|t| t.map_dims(f)).collect(),
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The element type of a tensor or memref, or the scalar itself.
     pub fn elem(&self) -> Option<ScalarType> {
         match self {

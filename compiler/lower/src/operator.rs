@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tessera_hir::body::CallTarget;
 use tessera_hir::ty::Ty;
-use tessera_ir::{Attr, Builder, Module, ScalarType, Type, ValueId};
+use tessera_ir::{Attr, Builder, Module, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
 use crate::cx::{arg, ir_type, keyword, positional, FnCx, TensorAs};
@@ -56,10 +56,11 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         meta: HashMap::new(),
         token: None,
     };
-    if !l.cx.effects.is_pure() {
+    if !l.cx.effects.is_pure() || !l.cx.info.guards.is_empty() {
         l.b.set_loc(l.cx.loc(l.cx.def.name.span));
         l.token = Some(l.b.op("graph.entry_token").result(Type::Token).build_value());
     }
+    l.guards();
     let def = l.cx.def;
     let mut returned = false;
     for stmt in &def.body.stmts {
@@ -174,6 +175,36 @@ fn elementwise_fn(op: BinOp) -> Option<&'static str> {
 }
 
 impl<'a> Lower<'_, 'a, '_> {
+    /// The runtime guards the checker left (constraints of callees it
+    /// could not prove at their calls): a `graph.guard` each, at the call,
+    /// all checked on entry.
+    fn guards(&mut self) {
+        let guards = &self.cx.info.guards;
+        for g in guards {
+            let Some(constraint) = ShapeConstraint::parse(&g.constraint) else {
+                self.cx.unsupported(
+                    g.call,
+                    format!(
+                        "the runtime guard `{}` of `{}`, which is not over dims",
+                        g.constraint, g.callee
+                    ),
+                );
+                continue;
+            };
+            let Some(token) = self.token else { return };
+            self.b.set_loc(self.cx.loc(g.call));
+            let op = self
+                .b
+                .op("graph.guard")
+                .operand(token)
+                .attr("constraint", Attr::str(constraint.to_string()))
+                .attr("callee", g.callee.as_str())
+                .result(Type::Token)
+                .build();
+            self.token = self.b.results(op).first().copied();
+        }
+    }
+
     /// Values that exist only at compile time: meshes, policies, streams.
     fn is_meta(&self, e: &Expr) -> bool {
         !matches!(

@@ -17,7 +17,9 @@ mod rows;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_ir::{Attr, Builder, Loc, MemSpace, Module, OpId, Pass, PassContext, Type, ValueId, VerifyError};
+use tessera_ir::{
+    Attr, Builder, Loc, MemSpace, Module, OpId, Pass, PassContext, ShapeConstraint, Type, ValueId, VerifyError,
+};
 
 use crate::shape::{divisibility, is_deterministic, Divisible, GridDim, Layer};
 use crate::targets::Target;
@@ -257,12 +259,13 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
                 | "graph.entry_token"
                 | "graph.all_reduce"
                 | "graph.rng"
+                | "graph.guard"
                 | "graph.return"
         );
         if !supported {
             return Err(Box::new(VerifyError::at_op(m, op, format!("`{name}` has no lowering to Tile IR yet"))
                 .with_label("not lowered")
-                .with_note("kernels, constants, all-reduces, random numbers and the return are lowered; prints, calls, guards and mesh or pipeline regions are not yet")));
+                .with_note("kernels, constants, all-reduces, random numbers, guards and the return are lowered; prints, calls and mesh or pipeline regions are not yet")));
         }
     }
     let func_name = m.func_name(func).unwrap_or_default().to_string();
@@ -520,6 +523,13 @@ fn lower_host(
     for l in lowered.values() {
         dim_names.extend(l.dims.iter().cloned());
     }
+    for &op in ops.iter().filter(|&&o| m.op(o).name == "graph.guard") {
+        let checked = m
+            .attr(op, "constraint")
+            .and_then(Attr::as_str)
+            .and_then(ShapeConstraint::parse);
+        dim_names.extend(checked.iter().flat_map(|c| c.symbols()).map(str::to_string));
+    }
     let dims: Vec<String> = dim_names.into_iter().collect();
     let n_buffers = params.len();
     params.extend(dims.iter().map(|_| Type::INDEX));
@@ -591,6 +601,18 @@ fn lower_host(
                 }
                 collective.build();
                 map.insert(result, out);
+            }
+            "graph.guard" => {
+                let attrs: Vec<(&str, Attr)> = ["constraint", "callee"]
+                    .into_iter()
+                    .filter_map(|k| m.attr(op, k).map(|v| (k, v.clone())))
+                    .collect();
+                let mut b = Builder::at_end(m, host_entry);
+                let mut guard = b.op("tile.guard").loc(loc);
+                for (key, value) in attrs {
+                    guard = guard.attr(key, value);
+                }
+                guard.build();
             }
             "graph.constant" => {
                 let value = m.attr(op, "value").cloned().unwrap_or(Attr::Int(0));

@@ -1,0 +1,257 @@
+//! Shape constraints over dims, as `where` clauses write them and runtime
+//! guards carry them: `D % 8 == 0`, `S <= 8192`, `B in 1..=4096`. The text
+//! form is the checker's (`spec/shapes.md`) with dims in [`DimExpr`]'s
+//! canonical spelling; [`ShapeConstraint::parse`] reads both.
+
+use std::fmt;
+
+use crate::dim::DimExpr;
+
+/// A comparison of two dims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CmpOp {
+    /// In the order the parser tries them (two-character operators first).
+    const ALL: [(CmpOp, &'static str); 6] = [
+        (CmpOp::Eq, "=="),
+        (CmpOp::Ne, "!="),
+        (CmpOp::Le, "<="),
+        (CmpOp::Ge, ">="),
+        (CmpOp::Lt, "<"),
+        (CmpOp::Gt, ">"),
+    ];
+
+    pub fn symbol(self) -> &'static str {
+        CmpOp::ALL.iter().find(|(op, _)| *op == self).map_or("==", |(_, s)| s)
+    }
+
+    fn holds(self, a: i64, b: i64) -> bool {
+        match self {
+            CmpOp::Eq => a == b,
+            CmpOp::Ne => a != b,
+            CmpOp::Lt => a < b,
+            CmpOp::Le => a <= b,
+            CmpOp::Gt => a > b,
+            CmpOp::Ge => a >= b,
+        }
+    }
+}
+
+/// One shape constraint.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ShapeConstraint {
+    /// `dim % by == 0`, `by` positive.
+    Divisible { dim: DimExpr, by: i64 },
+    /// `lhs op rhs`.
+    Compare { lhs: DimExpr, op: CmpOp, rhs: DimExpr },
+    /// `dim in lo..hi` or `dim in lo..=hi`.
+    InRange {
+        dim: DimExpr,
+        lo: DimExpr,
+        hi: DimExpr,
+        inclusive: bool,
+    },
+}
+
+impl ShapeConstraint {
+    /// Reads a constraint in the checker's spelling (`H * Dh % 8 == 0`) or
+    /// the canonical one (`Dh*H % 8 == 0`); None when it is not one.
+    pub fn parse(text: &str) -> Option<ShapeConstraint> {
+        if let Some((dim, range)) = text.split_once(" in ") {
+            let (lo, hi, inclusive) = match range.split_once("..=") {
+                Some((lo, hi)) => (lo, hi, true),
+                None => {
+                    let (lo, hi) = range.split_once("..")?;
+                    (lo, hi, false)
+                }
+            };
+            return Some(ShapeConstraint::InRange {
+                dim: DimExpr::parse(dim)?,
+                lo: DimExpr::parse(lo)?,
+                hi: DimExpr::parse(hi)?,
+                inclusive,
+            });
+        }
+        let (op, at, len) = CmpOp::ALL
+            .iter()
+            .find_map(|&(op, s)| text.find(s).map(|at| (op, at, s.len())))?;
+        let (lhs, rhs) = (&text[..at], &text[at + len..]);
+        if let (CmpOp::Eq, Some((dim, by))) = (op, lhs.split_once('%')) {
+            let by: i64 = by.trim().parse().ok()?;
+            return (rhs.trim() == "0" && by > 0)
+                .then(|| DimExpr::parse(dim).map(|dim| ShapeConstraint::Divisible { dim, by }))?;
+        }
+        Some(ShapeConstraint::Compare {
+            lhs: DimExpr::parse(lhs)?,
+            op,
+            rhs: DimExpr::parse(rhs)?,
+        })
+    }
+
+    /// The dims the constraint relates.
+    fn dims(&self) -> Vec<&DimExpr> {
+        match self {
+            ShapeConstraint::Divisible { dim, .. } => vec![dim],
+            ShapeConstraint::Compare { lhs, rhs, .. } => vec![lhs, rhs],
+            ShapeConstraint::InRange { dim, lo, hi, .. } => vec![dim, lo, hi],
+        }
+    }
+
+    /// The symbols the constraint mentions, sorted, each once.
+    pub fn symbols(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.dims().into_iter().flat_map(DimExpr::symbols).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The constraint with symbols replaced by dims (those `map` does not
+    /// know stay).
+    pub fn substitute(&self, map: impl Fn(&str) -> Option<DimExpr>) -> ShapeConstraint {
+        let s = |d: &DimExpr| d.substitute(&map);
+        match self {
+            ShapeConstraint::Divisible { dim, by } => ShapeConstraint::Divisible { dim: s(dim), by: *by },
+            ShapeConstraint::Compare { lhs, op, rhs } => ShapeConstraint::Compare {
+                lhs: s(lhs),
+                op: *op,
+                rhs: s(rhs),
+            },
+            ShapeConstraint::InRange { dim, lo, hi, inclusive } => ShapeConstraint::InRange {
+                dim: s(dim),
+                lo: s(lo),
+                hi: s(hi),
+                inclusive: *inclusive,
+            },
+        }
+    }
+
+    /// Decides the constraint under an assignment of its symbols: `Ok` when
+    /// it holds, else the arithmetic that shows it false (`100 % 8 == 4`,
+    /// `9000 <= 8192 is false`, `0 is outside 1..=4096`). None when a
+    /// symbol is unbound or the arithmetic overflows.
+    pub fn check(&self, env: impl Fn(&str) -> Option<i64>) -> Option<Result<(), String>> {
+        let eval = |d: &DimExpr| d.eval(&env);
+        Some(match self {
+            ShapeConstraint::Divisible { dim, by } => {
+                let v = eval(dim)?;
+                let rem = v.rem_euclid(*by);
+                if rem == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{v} % {by} == {rem}"))
+                }
+            }
+            ShapeConstraint::Compare { lhs, op, rhs } => {
+                let (a, b) = (eval(lhs)?, eval(rhs)?);
+                if op.holds(a, b) {
+                    Ok(())
+                } else {
+                    Err(format!("{a} {} {b} is false", op.symbol()))
+                }
+            }
+            ShapeConstraint::InRange { dim, lo, hi, inclusive } => {
+                let (v, lo, hi) = (eval(dim)?, eval(lo)?, eval(hi)?);
+                if v >= lo && if *inclusive { v <= hi } else { v < hi } {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{v} is outside {lo}..{}{hi}",
+                        if *inclusive { "=" } else { "" }
+                    ))
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Display for ShapeConstraint {
+    /// The canonical text, which [`ShapeConstraint::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShapeConstraint::Divisible { dim, by } => write!(f, "{dim} % {by} == 0"),
+            ShapeConstraint::Compare { lhs, op, rhs } => write!(f, "{lhs} {} {rhs}", op.symbol()),
+            ShapeConstraint::InRange { dim, lo, hi, inclusive } => {
+                write!(f, "{dim} in {lo}..{}{hi}", if *inclusive { "=" } else { "" })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(s: &str) -> Option<i64> {
+        match s {
+            "D" => Some(100),
+            "S" => Some(9000),
+            "B" => Some(0),
+            "H" => Some(8),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn both_spellings_parse_to_one_canonical_text() {
+        for (written, canonical) in [
+            ("H * Dh % 8 == 0", "Dh*H % 8 == 0"),
+            ("S <= 8192", "S <= 8192"),
+            ("S<8192", "S < 8192"),
+            ("B in 1..=4096", "B in 1..=4096"),
+            ("B in 0..N + 1", "B in 0..N+1"),
+            ("E == 2 * D", "E == 2*D"),
+            ("D != 3", "D != 3"),
+            ("D >= H", "D >= H"),
+        ] {
+            let c = ShapeConstraint::parse(written).unwrap_or_else(|| panic!("{written}"));
+            assert_eq!(c.to_string(), canonical);
+            assert_eq!(ShapeConstraint::parse(canonical), Some(c));
+        }
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_constraint() {
+        for bad in [
+            "",
+            "D",
+            "D % 8",
+            "D % 0 == 0",
+            "D % 8 == 1",
+            "D % k == 0",
+            "f(D) < 3",
+            "B in 1",
+            "D == ",
+        ] {
+            assert_eq!(ShapeConstraint::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn checks_show_the_arithmetic() {
+        let check = |t: &str| ShapeConstraint::parse(t).unwrap().check(env);
+        assert_eq!(check("D % 4 == 0"), Some(Ok(())));
+        assert_eq!(check("D % 8 == 0"), Some(Err("100 % 8 == 4".into())));
+        assert_eq!(check("S <= 8192"), Some(Err("9000 <= 8192 is false".into())));
+        assert_eq!(check("B in 1..=4096"), Some(Err("0 is outside 1..=4096".into())));
+        assert_eq!(check("H in 1..8"), Some(Err("8 is outside 1..8".into())));
+        assert_eq!(check("H * D % 8 == 0"), Some(Ok(())));
+        assert_eq!(check("Q < 3"), None);
+    }
+
+    #[test]
+    fn substitution_and_symbols() {
+        let c = ShapeConstraint::parse("D % 8 == 0").unwrap();
+        let s = c.substitute(|x| (x == "D").then(|| DimExpr::parse("2 * E").unwrap()));
+        assert_eq!(s.to_string(), "2*E % 8 == 0");
+        let r = ShapeConstraint::parse("B in H..=S * D").unwrap();
+        assert_eq!(r.symbols(), ["B", "D", "H", "S"]);
+    }
+}
