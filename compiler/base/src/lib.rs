@@ -1,13 +1,17 @@
-//! Positions in source text: [`FileId`], [`Span`] and [`LineIndex`]; and
+//! Positions in source text: [`FileId`], [`Span`] and [`LineIndex`];
 //! [`fnv1a64`], the stable hash that names a text (a source in the
-//! manifest and the tuning cache, a function id in the RNG's keys).
+//! manifest and the tuning cache, a function id in the RNG's keys); and
+//! [`CmpOp`], the comparison of shape constraints, which the checker and
+//! the IR share.
 //!
 //! No I/O and no knowledge of the language live here; every other crate
 //! speaks about source locations in these terms.
 
+mod cmp;
 mod line_index;
 mod span;
 
+pub use cmp::CmpOp;
 pub use line_index::{LineCol, LineIndex};
 pub use span::{FileId, FileSpan, Span};
 

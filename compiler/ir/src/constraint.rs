@@ -5,45 +5,9 @@
 
 use std::fmt;
 
+use tessera_base::CmpOp;
+
 use crate::dim::DimExpr;
-
-/// A comparison of two dims.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CmpOp {
-    /// In the order the parser tries them (two-character operators first).
-    const ALL: [(CmpOp, &'static str); 6] = [
-        (CmpOp::Eq, "=="),
-        (CmpOp::Ne, "!="),
-        (CmpOp::Le, "<="),
-        (CmpOp::Ge, ">="),
-        (CmpOp::Lt, "<"),
-        (CmpOp::Gt, ">"),
-    ];
-
-    pub fn symbol(self) -> &'static str {
-        CmpOp::ALL.iter().find(|(op, _)| *op == self).map_or("==", |(_, s)| s)
-    }
-
-    fn holds(self, a: i64, b: i64) -> bool {
-        match self {
-            CmpOp::Eq => a == b,
-            CmpOp::Ne => a != b,
-            CmpOp::Lt => a < b,
-            CmpOp::Le => a <= b,
-            CmpOp::Gt => a > b,
-            CmpOp::Ge => a >= b,
-        }
-    }
-}
 
 /// One shape constraint.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -34,7 +34,7 @@ mod verify;
 
 pub use attr::{Attr, AttrKind};
 pub use builder::{Builder, OpBuilder};
-pub use constraint::{CmpOp, ShapeConstraint};
+pub use constraint::ShapeConstraint;
 pub use dialect::{Arity, AttrDef, Dialect, OpDef, Registry};
 pub use dim::{Dim, DimExpr};
 pub use loc::{FileMap, Loc};
@@ -46,6 +46,7 @@ pub use parse::{parse, ParseError, MAX_NESTING};
 pub use pass::{Pass, PassContext, PassFailure, PassInfo, PassManager, PassRegistry, PassTiming};
 pub use passes::{Cse, Dce};
 pub use print::{print_module, print_op};
+pub use tessera_base::CmpOp;
 pub use types::{MemSpace, ScalarType, Type};
 pub use verify::{verify_structure, Related, VerifyError, VerifyErrors};
 
