@@ -493,6 +493,18 @@ def f(x: f32[N]) -> f32[N]:
     return x(1)
 ```",
 
+    E0215: "not indexable" =>
+"Something that holds no elements is indexed: a scalar, a function, a
+builtin. A shared buffer comes from calling `tshared.alloc` with a dtype
+and dims; the function itself cannot be indexed.
+
+```tessera
+@kernel
+def k(x: f32[N]):
+    smem = tshared.alloc
+    smem[0] = x[0]
+```",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges

@@ -82,6 +82,9 @@ pub struct Builtin {
     pub block_collective: bool,
     /// Reduces or accumulates, so it needs an accumulate dtype (numerics).
     pub accumulates: bool,
+    /// The argument it writes through, by position and name (`C` of
+    /// `tile.mma`): a parameter there must be `mut`.
+    pub writes: Option<(usize, &'static str)>,
     pub shape: Shape,
 }
 
@@ -96,6 +99,7 @@ const fn op(path: &'static str, params: &'static str, doc: &'static str, shape: 
         thread_dependent: false,
         block_collective: false,
         accumulates: false,
+        writes: None,
         shape,
     }
 }
@@ -123,6 +127,10 @@ impl Builtin {
     }
     const fn block_collective(mut self) -> Builtin {
         self.block_collective = true;
+        self
+    }
+    const fn writes(mut self, index: usize, name: &'static str) -> Builtin {
+        self.writes = Some((index, name));
         self
     }
     const fn accumulates(mut self) -> Builtin {
@@ -179,7 +187,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("group_linear_id", "()", "This group's index in the grid (the same for all tiles of a group).", Index).kernel(),
     op("tbarrier", "()", "Waits until every tile of the group arrives; shared-memory writes before it are visible after it.", Unit).kernel().block_collective(),
     op("atomic_add", "(target, value)", "Adds `value` to `target` atomically; the order of concurrent adds is unspecified.", Unit)
-        .kernel().effects(&[Memory]).det(Det::Atomic),
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("deterministic", "(seed)", "A region (`with deterministic(seed=N):`) under the determinism contract.", Opaque),
     op("nondeterministic", "(reason)", "A region (`with nondeterministic(\"why\"):`) where the determinism contract is waived.", Opaque),
     // ---- launch
@@ -192,12 +200,12 @@ pub static BUILTINS: &[Builtin] = &[
     // ---- tile
     op("tile.alloc_shared", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer.", AllocShared).kernel(),
     op("tile.zeros", "[dtype](*dims)", "A register tile of zeros (an accumulator).", Create).kernel(),
-    op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel(),
+    op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel().writes(0, "dst"),
     op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
     op("tile.cp_async", "(src)", "Copies the tile `src` into shared memory and returns the copy (seed form; completes by the next `tile.barrier()`).", SameAsFirst).kernel(),
     op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
     op("tile.range", "(x, axis, step)", "Iterates the tile blocks of `x` along `axis`.", Range).kernel(),
-    op("tile.mma", "(A, B, C, BM, BN, BK)", "Iterates the tensor-core fragments of `C += A @ B`.", Range).kernel().accumulates(),
+    op("tile.mma", "(A, B, C, BM, BN, BK)", "Iterates the tensor-core fragments of `C += A @ B`.", Range).kernel().accumulates().writes(2, "C"),
     op("tile.mma_sync", "(m, n, k)", "One tensor-core multiply-accumulate step.", Unit).kernel(),
     op("tile.dot", "(a, b, accumulate = None)", "Tile matrix product.", Matmul).kernel().accumulates(),
     op("tile.softmax", "(x, axis = -1, accumulate = None)", "Softmax along `axis`.", SameAsFirst).kernel().accumulates(),
@@ -212,7 +220,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.lane_id", "()", "This thread's lane within its warp.", Index).kernel().thread_dependent(),
     op("tile.warp_id", "()", "This thread's warp within its block.", Index).kernel().thread_dependent(),
     op("tile.cooperative_group", "(size)", "A cooperative group of `size` threads.", Opaque).kernel(),
-    op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().effects(&[Memory]).det(Det::Atomic),
+    op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     // ---- rng
     op("rng.uniform", "(*shape, stream = None, dtype = f32)", "Uniform random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),
     op("rng.normal", "(*shape, stream = None, dtype = f32)", "Normal random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),

@@ -29,6 +29,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
         file,
         sig,
         locals: HashMap::new(),
+        bound_at: HashMap::new(),
         info: BodyInfo {
             anchors: vec![Anchor {
                 file,
@@ -70,6 +71,9 @@ struct Infer<'a> {
     file: SourceFile,
     sig: &'a Signature,
     locals: HashMap<String, Local>,
+    /// Where each local that holds a builtin function got it (`smem =
+    /// tshared.alloc`): the value's span, for fixes.
+    bound_at: HashMap<String, Span>,
     info: BodyInfo,
     /// Effects suspended by enclosing `with effects.suspend(...)` regions.
     suspended: EffectSet,
@@ -245,6 +249,11 @@ impl<'a> Infer<'a> {
                         let current = local.ty.clone();
                         self.check_assignable(ty, &current, value, "this value");
                     }
+                }
+                if matches!(ty, Ty::Builtin(_)) {
+                    self.bound_at.insert(n.clone(), value.span);
+                } else {
+                    self.bound_at.remove(n);
                 }
                 self.bind(n, target.span, ty.clone());
             }
@@ -594,8 +603,46 @@ impl<'a> Infer<'a> {
                 }
             }
             Ty::List(item) => (**item).clone(),
-            _ => Ty::Unknown,
+            Ty::Unknown | Ty::Tuple(_) | Ty::Size | Ty::Range | Ty::Namespace(_) => Ty::Unknown,
+            other => {
+                self.not_indexable(e, other);
+                Ty::Unknown
+            }
         }
+    }
+
+    /// E0215 at `base[...]` when `base` holds no elements. A name bound to
+    /// `tshared.alloc` itself, never called, gets the call as its fix; the
+    /// name is then unknown, so that its other uses are not reported again.
+    fn not_indexable(&mut self, e: &Expr, base: &Ty) {
+        let ExprKind::Subscript { base: base_expr, .. } = &e.kind else {
+            return;
+        };
+        if let ExprKind::Name(name) = &base_expr.kind {
+            if let Some(local) = self.locals.get_mut(name) {
+                local.ty = Ty::Unknown;
+            }
+        }
+        let what = crate::pretty::expr(base_expr);
+        let mut d = Diagnostic::error(Code::E0215, format!("`{what}` cannot be indexed")).with_primary(
+            self.at(base_expr.span),
+            format!("this is {base}, which holds no elements"),
+        );
+        if let Ty::Builtin(b) = base {
+            if matches!(b.shape, Shape::AllocShared) {
+                d = d.with_help(format!(
+                    "`{}` allocates only when called, with a dtype and dims: `{}[f32](128)`",
+                    b.path, b.path
+                ));
+                if let Some(&at) = self.bound_at.get(&what) {
+                    d = d.with_fix(
+                        Fix::new(format!("call `{}`", b.path), Applicability::HasPlaceholders)
+                            .with_edit(self.at(at), format!("{}[f32](128)", b.path)),
+                    );
+                }
+            }
+        }
+        self.error(d);
     }
 
     fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
@@ -803,6 +850,15 @@ impl<'a> Infer<'a> {
         });
         let effects = b.effects.minus(self.suspended);
         self.info.direct_effects = self.info.direct_effects.union(effects);
+        if let Some((index, name)) = b.writes {
+            let written = args
+                .iter()
+                .find(|a| a.name == Some(name))
+                .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(index));
+            if let Some(a) = written {
+                self.check_store_target(a.expr);
+            }
+        }
         match (b.context, self.is_kernel()) {
             (Context::Kernel, false) => self.error(
                 Diagnostic::error(Code::E0208, format!("`{}` can only be used inside a kernel", b.path))
