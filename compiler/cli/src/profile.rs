@@ -15,7 +15,6 @@ use tessera_exec::profile::report::{roofline_csv, summarize, table, Subject};
 use tessera_exec::profile::svg::roofline_svg;
 use tessera_exec::profile::trace::chrome_trace;
 use tessera_exec::profile::{peaks, Profiler};
-use tessera_runtime::host::Program;
 
 use crate::run::{self, RunArgs};
 use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
@@ -75,13 +74,7 @@ pub fn run(args: ProfileArgs) -> ExitCode {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
-    let text = sources.get(p.built.file).text.clone();
-    let program = Program::new(
-        p.built.file,
-        &text,
-        &p.ast,
-        tessera_exec::roles(&p.built.db, p.built.file),
-    );
+    let program = p.checked.program();
     // What the program prints, from its first run only.
     let mut printed: Option<Vec<u8>> = None;
     let failed = |diags: Vec<Diagnostic>, printed: Option<Vec<u8>>| {

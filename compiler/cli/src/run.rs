@@ -78,9 +78,28 @@ pub struct TestArgs {
 
 /// A program compiled and loaded on a device.
 pub(crate) struct Prepared {
-    pub(crate) built: tessera_exec::Built,
+    pub(crate) checked: Checked,
     pub(crate) loaded: tessera_exec::Loaded,
+}
+
+/// The checked and lowered file of a [`Prepared`] program, with its text
+/// and syntax tree, from which the host interpreter's `Program` is made.
+pub(crate) struct Checked {
+    pub(crate) built: tessera_exec::Built,
     pub(crate) ast: tessera_syntax::ast::Module,
+    text: String,
+}
+
+impl Checked {
+    /// The program the host interpreter runs, each function with its role.
+    pub(crate) fn program(&self) -> Program<'_> {
+        Program::new(
+            self.built.file,
+            &self.text,
+            &self.ast,
+            tessera_exec::roles(&self.built.db, self.built.file),
+        )
+    }
 }
 
 pub(crate) fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
@@ -96,9 +115,12 @@ pub(crate) fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> 
     let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
     let image = tessera_exec::image(device, &built.layers, opt_level)?;
     let loaded = tessera_exec::Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])?;
-    let text = &sources.get(built.file).text;
-    let ast = tessera_syntax::parse(built.file, text).module;
-    Ok(Prepared { built, loaded, ast })
+    let text = sources.get(built.file).text.clone();
+    let ast = tessera_syntax::parse(built.file, &text).module;
+    Ok(Prepared {
+        checked: Checked { built, ast, text },
+        loaded,
+    })
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
@@ -121,13 +143,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
-    let text = sources.get(p.built.file).text.clone();
-    let program = Program::new(
-        p.built.file,
-        &text,
-        &p.ast,
-        tessera_exec::roles(&p.built.db, p.built.file),
-    );
+    let program = p.checked.program();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = execute(&program, &mut p.loaded, &device, &args, &inputs, &mut out);
@@ -198,17 +214,12 @@ pub fn test(args: TestArgs) -> ExitCode {
                 continue;
             }
         };
-        let tests: Vec<String> = tessera_exec::test_functions(&p.built.db, p.built.file, &p.ast)
+        let checked = &p.checked;
+        let tests: Vec<String> = tessera_exec::test_functions(&checked.built.db, checked.built.file, &checked.ast)
             .into_iter()
             .filter(|t| args.filter.as_ref().is_none_or(|f| t.contains(f.as_str())))
             .collect();
-        let text = sources.get(p.built.file).text.clone();
-        let program = Program::new(
-            p.built.file,
-            &text,
-            &p.ast,
-            tessera_exec::roles(&p.built.db, p.built.file),
-        );
+        let program = checked.program();
         for name in tests {
             let mut printed = Vec::new();
             let started = std::time::Instant::now();
