@@ -389,13 +389,13 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
             .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
             .unwrap_or_default()
     };
+    let text = |op, key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
     let mut guards = Vec::new();
     for op in module.walk_op(func) {
         if module.op(op).name.as_str() == "tile.guard" {
-            let text = |key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
             guards.push(GuardInfo {
-                constraint: text("constraint").unwrap_or_default(),
-                callee: text("callee"),
+                constraint: text(op, "constraint").unwrap_or_default(),
+                callee: text(op, "callee"),
                 span: match module.op(op).loc {
                     tessera_ir::Loc::Source { start, end, .. } => Some([start, end]),
                     tessera_ir::Loc::Unknown => None,
@@ -404,12 +404,11 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
             continue;
         }
         if module.op(op).name.as_str() == "tile.all_reduce" {
-            let text = |key: &str| module.attr(op, key).and_then(Attr::as_str).map(str::to_string);
             let operands = module.operands(op);
             collectives.push(CollectiveInfo {
-                op: text("op").unwrap_or_else(|| "sum".to_string()),
-                algo: text("algo").unwrap_or_else(|| "binary_tree".to_string()),
-                axis: text("axis"),
+                op: text(op, "op").unwrap_or_else(|| "sum".to_string()),
+                algo: text(op, "algo").unwrap_or_else(|| "binary_tree".to_string()),
+                axis: text(op, "axis"),
                 mesh_axes: strings(op, "mesh_axes"),
                 mesh_shape: module
                     .attr(op, "mesh_shape")
