@@ -25,7 +25,7 @@ pub mod reduce;
 pub mod rng;
 pub mod tensor;
 
-pub use device::{Device, DeviceKind};
+pub use device::{Device, DeviceKind, MemoryKind};
 pub use dtype::{DType, ALL_DTYPES};
 pub use error::RunError;
 pub use tensor::Tensor;

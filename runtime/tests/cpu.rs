@@ -14,7 +14,7 @@ use tessera_runtime::cpu::{
 };
 use tessera_runtime::device::{CopyKind, KernelArgs, ModuleImage};
 use tessera_runtime::reduce::tree_sum;
-use tessera_runtime::{Device, DeviceKind, RunError};
+use tessera_runtime::{Device, DeviceKind, MemoryKind, RunError};
 
 /// Parameter `i` as a buffer of `T`.
 unsafe fn buffer<T>(args: *mut *mut c_void, i: usize) -> *mut T {
@@ -623,6 +623,49 @@ fn copies_are_recorded_only_while_asked() {
     assert_eq!(device.copy(&mut short, &a).unwrap_err().code, Code::E1008);
 }
 
+/// For each memory kind the device has: a buffer is zeroed, takes an
+/// upload, a fill and a copy from a buffer of another kind, and gives them
+/// back; [`Device::with_memory`] makes it the kind `alloc` gives.
+fn every_memory_kind_holds_data(device: Device) {
+    let mut device = device;
+    let n = 4099;
+    let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+    for kind in MemoryKind::ALL {
+        device = match device.with_memory(kind) {
+            Ok(d) => d,
+            Err(e) => {
+                assert_eq!(e.code, Code::E1001, "{e}");
+                assert_eq!(e.help.as_deref(), Some("allocate device memory with `--memory device`"));
+                return;
+            }
+        };
+        assert_eq!(device.memory(), kind);
+        let mut a = device.alloc(n).unwrap();
+        assert_eq!((a.kind(), a.len()), (kind, n));
+        let mut back = vec![1u8; n];
+        device.download(&a, &mut back).unwrap();
+        assert!(back.iter().all(|&b| b == 0), "{kind} memory is zeroed");
+        device.upload(&mut a, &data).unwrap();
+        let mut b = device.alloc_in(n, MemoryKind::Device).unwrap();
+        device.copy(&mut b, &a).unwrap();
+        device.synchronize().unwrap();
+        device.memset(&mut a, 0x5A).unwrap();
+        device.download(&b, &mut back).unwrap();
+        assert_eq!(back, data, "a copy from {kind} memory");
+        device.download(&a, &mut back).unwrap();
+        assert!(back.iter().all(|&x| x == 0x5A), "a fill of {kind} memory");
+        assert_eq!(format!("{a:?}"), format!("Buffer({n} bytes of {})", kind.describe()));
+    }
+}
+
+#[test]
+fn the_cpu_device_has_every_memory_kind() {
+    every_memory_kind_holds_data(Device::open(DeviceKind::Cpu).unwrap());
+    assert_eq!(MemoryKind::from_name("managed"), Some(MemoryKind::Managed));
+    assert_eq!(MemoryKind::from_name("unified"), None);
+    assert_eq!(Device::open(DeviceKind::Cpu).unwrap().memory(), MemoryKind::Device);
+}
+
 #[test]
 fn gpus_without_drivers_are_clear_errors() {
     for kind in [DeviceKind::Cuda, DeviceKind::Hip] {
@@ -637,13 +680,7 @@ fn gpus_without_drivers_are_clear_errors() {
                 assert_eq!(e.help.as_deref(), Some("run on the CPU with `--device cpu`"));
             }
             // On a machine with the device, the same calls must work.
-            Ok(device) => {
-                let mut b = device.alloc(16).unwrap();
-                device.upload(&mut b, &[7; 16]).unwrap();
-                let mut back = [0u8; 16];
-                device.download(&b, &mut back).unwrap();
-                assert_eq!(back, [7; 16]);
-            }
+            Ok(device) => every_memory_kind_holds_data(device),
         }
     }
     assert_eq!(DeviceKind::from_name("hip"), Some(DeviceKind::Hip));

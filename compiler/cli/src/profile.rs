@@ -59,7 +59,7 @@ pub fn run(args: ProfileArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let device = match run::open(args.run.device.kind()) {
+    let device = match args.run.device.open() {
         Ok(d) => d,
         Err(code) => return code,
     };

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use tessera_diagnostics::Diagnostic;
 use tessera_driver::Sources;
 use tessera_runtime::host::{self, Executor, Program, RunOptions};
-use tessera_runtime::{Device, DeviceKind};
+use tessera_runtime::{Device, MemoryKind};
 
 use crate::{load, plural, report, EXIT_ERRORS, EXIT_USAGE};
 
@@ -26,13 +26,45 @@ pub enum DeviceArg {
     Hip,
 }
 
-impl DeviceArg {
-    pub(crate) fn kind(self) -> DeviceKind {
-        match self {
-            DeviceArg::Cpu => DeviceKind::Cpu,
-            DeviceArg::Cuda => DeviceKind::Cuda,
-            DeviceArg::Hip => DeviceKind::Hip,
-        }
+#[derive(Clone, Copy, ValueEnum)]
+pub enum MemoryArg {
+    /// Device memory, copied to and from the host around launches
+    Device,
+    /// Managed (unified) memory, one address for host and device
+    Managed,
+    /// Page-locked host memory that kernels reach across the bus
+    Pinned,
+}
+
+/// Where kernels run and what memory their buffers are.
+#[derive(Args)]
+pub struct DeviceOpts {
+    /// Where kernels run
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    pub(crate) device: DeviceArg,
+    /// The memory kernels' buffers are allocated in (all of them are host
+    /// memory on the CPU)
+    #[arg(long, value_enum, default_value_t = MemoryArg::Device)]
+    memory: MemoryArg,
+}
+
+impl DeviceOpts {
+    /// Opens the device with its memory kind; an error is reported here.
+    pub(crate) fn open(&self) -> Result<Device, ExitCode> {
+        let kind = match self.device {
+            DeviceArg::Cpu => tessera_runtime::DeviceKind::Cpu,
+            DeviceArg::Cuda => tessera_runtime::DeviceKind::Cuda,
+            DeviceArg::Hip => tessera_runtime::DeviceKind::Hip,
+        };
+        let memory = match self.memory {
+            MemoryArg::Device => MemoryKind::Device,
+            MemoryArg::Managed => MemoryKind::Managed,
+            MemoryArg::Pinned => MemoryKind::Pinned,
+        };
+        Device::open(kind).and_then(|d| d.with_memory(memory)).map_err(|e| {
+            eprintln!("{e}");
+            ExitCode::from(EXIT_ERRORS)
+        })
     }
 }
 
@@ -40,9 +72,8 @@ impl DeviceArg {
 pub struct RunArgs {
     /// The .tsr file to run
     pub(crate) file: String,
-    /// Where kernels run
-    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    pub(crate) device: DeviceArg,
+    #[command(flatten)]
+    pub(crate) device: DeviceOpts,
     /// Run this operator or host function instead of `main`, on `--input`s
     #[arg(long, value_name = "NAME")]
     entry: Option<String>,
@@ -65,9 +96,8 @@ pub struct TestArgs {
     /// Files or directories to search for `@test` functions
     #[arg(required = true)]
     paths: Vec<String>,
-    /// Where kernels run
-    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    device: DeviceArg,
+    #[command(flatten)]
+    device: DeviceOpts,
     /// Run only the tests whose name contains this text
     #[arg(long)]
     filter: Option<String>,
@@ -102,13 +132,6 @@ impl Checked {
     }
 }
 
-pub(crate) fn open(kind: DeviceKind) -> Result<Device, ExitCode> {
-    Device::open(kind).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(EXIT_ERRORS)
-    })
-}
-
 /// Checks, lowers and compiles the first requested file of `sources` for
 /// `device`, and loads it there.
 pub(crate) fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
@@ -128,7 +151,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let device = match open(args.device.kind()) {
+    let device = match args.device.open() {
         Ok(d) => d,
         Err(code) => return code,
     };
@@ -195,7 +218,7 @@ pub fn test(args: TestArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let device = match open(args.device.kind()) {
+    let device = match args.device.open() {
         Ok(d) => d,
         Err(code) => return code,
     };

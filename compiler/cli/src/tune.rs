@@ -22,7 +22,7 @@ use tessera_runtime::host::{Call, Executor, TensorValue, Value};
 use tessera_runtime::rng::{fill, host_key, Distribution};
 use tessera_runtime::{DType, Device};
 
-use crate::run::{open, DeviceArg};
+use crate::run::DeviceOpts;
 use tessera_diagnostics::{Code, Diagnostic};
 
 use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
@@ -38,8 +38,8 @@ pub struct TuneArgs {
     #[arg(long = "dim", value_name = "NAME=SIZE", required = true)]
     dims: Vec<String>,
     /// Where the configurations run
-    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    device: DeviceArg,
+    #[command(flatten)]
+    device: DeviceOpts,
     /// Timed calls per configuration (the median counts)
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -84,7 +84,7 @@ pub fn run(args: TuneArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let device = match open(args.device.kind()) {
+    let device = match args.device.open() {
         Ok(d) => d,
         Err(code) => return code,
     };

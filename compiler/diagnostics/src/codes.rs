@@ -866,7 +866,11 @@ error[E1001]: cannot use CUDA: the CUDA driver library (libcuda.so) is not insta
 ```
 
 Run with `--device cpu`, which executes every kernel with GPU semantics
-on this machine's cores, or install the driver.",
+on this machine's cores, or install the driver.
+
+A device without the memory kind that `--memory managed` or `--memory
+pinned` asks for is refused the same way, before anything runs; its help
+names `--memory device`, which every device has.",
 
     E1002: "no entry function" =>
 "`tessera run` starts at `def main():`, or at the function that `--entry`

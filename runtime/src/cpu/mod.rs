@@ -37,7 +37,7 @@ use std::sync::Mutex;
 use sync::{block_text, BlockSync, Next, WarpOp};
 
 use crate::buffer::HostBuffer;
-use crate::device::CopyLog;
+use crate::device::Common;
 use crate::RunError;
 
 pub use sync::SHARED_POISON;
@@ -160,7 +160,7 @@ struct BlockCtx<'a> {
 #[derive(Clone, Debug)]
 pub struct CpuDevice {
     workers: usize,
-    pub(crate) copies: CopyLog,
+    pub(crate) common: Common,
 }
 
 impl Default for CpuDevice {
@@ -179,7 +179,7 @@ impl CpuDevice {
     pub fn with_workers(workers: usize) -> CpuDevice {
         CpuDevice {
             workers: workers.max(1),
-            copies: CopyLog::default(),
+            common: Common::default(),
         }
     }
 

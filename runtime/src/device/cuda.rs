@@ -2,17 +2,20 @@
 //! time. cudarc panics when `libcuda` cannot be loaded, so [`CudaDevice::open`]
 //! looks for the library itself first, and catches any panic of cudarc's
 //! while the context is created.
+//!
+//! Buffers are raw driver allocations of each [`MemoryKind`]
+//! (`cuMemAlloc`, `cuMemAllocManaged`, `cuMemHostAlloc` mapped), so that
+//! copies, fills and launches treat the three alike: with unified
+//! addressing, a managed or mapped pinned address is a device address.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{
-    result, sys, CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-};
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use crate::cpu::LaunchConfig;
-use crate::device::CopyLog;
+use crate::device::{Common, MemoryKind};
 use crate::RunError;
 
 /// A CUDA device: a primary context and its default stream.
@@ -20,18 +23,40 @@ pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     ordinal: usize,
-    pub(crate) copies: CopyLog,
+    pub(crate) common: Common,
 }
 
+/// A driver allocation, freed on drop in its context.
 pub struct CudaBuffer {
-    slice: CudaSlice<u8>,
-    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    /// The address kernels use.
+    pointer: sys::CUdeviceptr,
+    /// Bytes allocated (at least one).
+    len: usize,
+    kind: MemoryKind,
+    /// For pinned memory, the host address `cuMemFreeHost` takes.
+    host: usize,
 }
 
 impl CudaBuffer {
     pub(crate) fn address(&mut self) -> u64 {
-        let (ptr, _sync) = self.slice.device_ptr(&self.stream);
-        ptr
+        self.pointer
+    }
+}
+
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // SAFETY: the allocation was made in this context by `alloc` with
+        // the function that matches its kind, and is freed once.
+        let _ = unsafe {
+            match self.kind {
+                MemoryKind::Device | MemoryKind::Managed => result::memory_free(self.pointer),
+                MemoryKind::Pinned => result::free_host(self.host as *mut c_void),
+            }
+        };
     }
 }
 
@@ -100,7 +125,7 @@ impl CudaDevice {
             ctx,
             stream,
             ordinal,
-            copies: CopyLog::default(),
+            common: Common::default(),
         })
     }
 
@@ -111,25 +136,85 @@ impl CudaDevice {
         }
     }
 
-    pub(crate) fn alloc(&self, len: usize) -> Result<CudaBuffer, RunError> {
-        // A zero-byte allocation is an error for the driver; keep one byte.
-        let slice = self
-            .stream
-            .alloc_zeros::<u8>(len.max(1))
-            .map_err(driver("allocate device memory"))?;
-        Ok(CudaBuffer {
-            slice,
-            stream: self.stream.clone(),
-        })
+    /// The compute capability, `(9, 0)` for an H100; None where the driver
+    /// does not say.
+    pub fn compute_capability(&self) -> Option<(i32, i32)> {
+        use sys::CUdevice_attribute::{
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
+            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+        };
+        Some((self.ctx.attribute(MAJOR).ok()?, self.ctx.attribute(MINOR).ok()?))
+    }
+
+    /// Ok where the device has memory of `kind`, else E1001.
+    pub(crate) fn supports(&self, kind: MemoryKind) -> Result<(), RunError> {
+        let attribute = match kind {
+            MemoryKind::Device => return Ok(()),
+            MemoryKind::Managed => sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+            MemoryKind::Pinned => sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+        };
+        match self.ctx.attribute(attribute) {
+            Ok(0) => Err(
+                RunError::device_unavailable(format!("{} has no {}", self.name(), kind.describe()))
+                    .with_help("allocate device memory with `--memory device`"),
+            ),
+            Ok(_) => Ok(()),
+            Err(e) => Err(RunError::device_unavailable(format!(
+                "cannot ask {} whether it has {}: {e}",
+                self.name(),
+                kind.describe()
+            ))),
+        }
+    }
+
+    /// `len` zeroed bytes of `kind` (one byte for none: the driver refuses
+    /// a zero-byte allocation).
+    pub(crate) fn alloc(&self, len: usize, kind: MemoryKind) -> Result<CudaBuffer, RunError> {
+        let len = len.max(1);
+        self.ctx.bind_to_thread().map_err(driver("allocate memory"))?;
+        // SAFETY: plain allocations in the bound context; each result is
+        // owned by the buffer, which frees it with the matching function.
+        let (pointer, host) = unsafe {
+            match kind {
+                MemoryKind::Device => (result::malloc_sync(len).map_err(driver("allocate device memory"))?, 0),
+                MemoryKind::Managed => (
+                    result::malloc_managed(len, sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL)
+                        .map_err(driver("allocate managed memory"))?,
+                    0,
+                ),
+                MemoryKind::Pinned => {
+                    let host = result::malloc_host(len, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+                        .map_err(driver("allocate pinned host memory"))?;
+                    let mut pointer: sys::CUdeviceptr = 0;
+                    let mapped = sys::cuMemHostGetDevicePointer_v2(&mut pointer, host, 0).result();
+                    if let Err(e) = mapped {
+                        let _ = result::free_host(host);
+                        return Err(driver("map pinned host memory")(e));
+                    }
+                    (pointer, host as usize)
+                }
+            }
+        };
+        let mut buffer = CudaBuffer {
+            ctx: self.ctx.clone(),
+            pointer,
+            len,
+            kind,
+            host,
+        };
+        self.memset(&mut buffer, 0)?;
+        self.stream.synchronize().map_err(driver("set memory"))?;
+        Ok(buffer)
     }
 
     pub(crate) fn upload(&self, dst: &mut CudaBuffer, src: &[u8]) -> Result<(), RunError> {
         if src.is_empty() {
             return Ok(());
         }
-        let mut view = dst.slice.slice_mut(0..src.len());
-        self.stream
-            .memcpy_htod(src, &mut view)
+        self.ctx.bind_to_thread().map_err(driver("copy to the device"))?;
+        // SAFETY: `dst` holds at least `src.len()` bytes (checked by
+        // Device), and the copy is waited for before `src` can move.
+        unsafe { result::memcpy_htod_async(dst.pointer, src, self.stream.cu_stream()) }
             .map_err(driver("copy to the device"))?;
         self.stream.synchronize().map_err(driver("copy to the device"))
     }
@@ -139,9 +224,9 @@ impl CudaDevice {
             return Ok(());
         }
         self.synchronize()?;
-        let view = src.slice.slice(0..dst.len());
-        self.stream
-            .memcpy_dtoh(&view, dst)
+        // SAFETY: `src` holds at least `dst.len()` bytes (checked by
+        // Device), and the copy is waited for before `dst` can move.
+        unsafe { result::memcpy_dtoh_async(dst, src.pointer, self.stream.cu_stream()) }
             .map_err(driver("copy from the device"))?;
         self.stream.synchronize().map_err(driver("copy from the device"))
     }
@@ -151,19 +236,18 @@ impl CudaDevice {
         if len == 0 {
             return Ok(());
         }
-        let from = src.slice.slice(0..len);
-        let mut to = dst.slice.slice_mut(0..len);
-        self.stream
-            .memcpy_dtod(&from, &mut to)
+        self.ctx.bind_to_thread().map_err(driver("copy on the device"))?;
+        // SAFETY: both are live allocations of at least `len` bytes
+        // (checked by Device).
+        unsafe { result::memcpy_dtod_async(dst.pointer, src.pointer, len, self.stream.cu_stream()) }
             .map_err(driver("copy on the device"))
     }
 
     pub(crate) fn memset(&self, dst: &mut CudaBuffer, byte: u8) -> Result<(), RunError> {
-        let len = dst.slice.len();
         self.ctx.bind_to_thread().map_err(driver("set memory"))?;
-        let (ptr, _sync) = dst.slice.device_ptr_mut(&self.stream);
-        // SAFETY: `ptr` is the start of a live allocation of `len` bytes.
-        unsafe { result::memset_d8_async(ptr, byte, len, self.stream.cu_stream()) }.map_err(driver("set memory"))
+        // SAFETY: `pointer` is the start of a live allocation of `len` bytes.
+        unsafe { result::memset_d8_async(dst.pointer, byte, dst.len, self.stream.cu_stream()) }
+            .map_err(driver("set memory"))
     }
 
     pub(crate) fn load_ptx(&self, text: String) -> Result<CudaModule, RunError> {

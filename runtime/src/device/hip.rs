@@ -3,12 +3,17 @@
 //! launched with `hipModuleLaunchKernel`. Handles are kept as integers so
 //! the wrappers stay `Send`; every call first makes the device current on
 //! the calling thread.
+//!
+//! Buffers are device memory (`hipMalloc`), managed memory
+//! (`hipMallocManaged`) or pinned host memory mapped for the device
+//! (`hipHostMalloc` with `hipHostMallocMapped`); copies, fills and
+//! launches use the device address of each alike.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::Arc;
 
 use crate::cpu::LaunchConfig;
-use crate::device::CopyLog;
+use crate::device::{Common, MemoryKind};
 use crate::RunError;
 
 type Status = c_int;
@@ -18,6 +23,10 @@ const HIP_SUCCESS: Status = 0;
 const HOST_TO_DEVICE: c_int = 1;
 const DEVICE_TO_HOST: c_int = 2;
 const DEVICE_TO_DEVICE: c_int = 3;
+/// `hipMemAttachGlobal`: managed memory any stream may use.
+const MEM_ATTACH_GLOBAL: c_uint = 1;
+/// `hipHostMallocMapped`: pinned memory mapped into the device's space.
+const HOST_MALLOC_MAPPED: c_uint = 2;
 
 /// The library names tried, in order.
 const LIBRARY_NAMES: [&str; 4] = [
@@ -37,6 +46,10 @@ struct Api {
     get_error_string: unsafe extern "C" fn(Status) -> *const c_char,
     malloc: unsafe extern "C" fn(*mut Handle, usize) -> Status,
     free: unsafe extern "C" fn(Handle) -> Status,
+    malloc_managed: unsafe extern "C" fn(*mut Handle, usize, c_uint) -> Status,
+    host_malloc: unsafe extern "C" fn(*mut Handle, usize, c_uint) -> Status,
+    host_get_device_pointer: unsafe extern "C" fn(*mut Handle, Handle, c_uint) -> Status,
+    host_free: unsafe extern "C" fn(Handle) -> Status,
     memcpy: unsafe extern "C" fn(Handle, *const c_void, usize, c_int) -> Status,
     memset: unsafe extern "C" fn(Handle, c_int, usize) -> Status,
     module_load_data: unsafe extern "C" fn(*mut Handle, *const c_void) -> Status,
@@ -101,6 +114,10 @@ impl Api {
             get_error_string: symbol!("hipGetErrorString"),
             malloc: symbol!("hipMalloc"),
             free: symbol!("hipFree"),
+            malloc_managed: symbol!("hipMallocManaged"),
+            host_malloc: symbol!("hipHostMalloc"),
+            host_get_device_pointer: symbol!("hipHostGetDevicePointer"),
+            host_free: symbol!("hipHostFree"),
             memcpy: symbol!("hipMemcpy"),
             memset: symbol!("hipMemset"),
             module_load_data: symbol!("hipModuleLoadData"),
@@ -141,15 +158,19 @@ impl Api {
 pub struct HipDevice {
     api: Arc<Api>,
     ordinal: c_int,
-    pub(crate) copies: CopyLog,
+    pub(crate) common: Common,
 }
 
 pub struct HipBuffer {
     api: Arc<Api>,
     ordinal: c_int,
+    /// The address kernels use.
     pointer: usize,
     /// Bytes allocated (at least one).
     len: usize,
+    kind: MemoryKind,
+    /// For pinned memory, the host address `hipHostFree` takes.
+    host: usize,
 }
 
 impl HipBuffer {
@@ -160,10 +181,14 @@ impl HipBuffer {
 
 impl Drop for HipBuffer {
     fn drop(&mut self) {
-        // SAFETY: `pointer` came from hipMalloc on this device and is freed once.
+        // SAFETY: the allocation was made on this device by `alloc` with
+        // the function that matches its kind, and is freed once.
         unsafe {
             (self.api.set_device)(self.ordinal);
-            (self.api.free)(self.pointer as Handle);
+            match self.kind {
+                MemoryKind::Device | MemoryKind::Managed => (self.api.free)(self.pointer as Handle),
+                MemoryKind::Pinned => (self.api.host_free)(self.host as Handle),
+            };
         }
     }
 }
@@ -242,7 +267,7 @@ impl HipDevice {
             Ok(HipDevice {
                 api,
                 ordinal,
-                copies: CopyLog::default(),
+                common: Common::default(),
             })
         }
     }
@@ -266,19 +291,56 @@ impl HipDevice {
         format!("hip:{} ({name})", self.ordinal)
     }
 
-    pub(crate) fn alloc(&self, len: usize) -> Result<HipBuffer, RunError> {
+    /// Ok where the device has memory of `kind`, else E1001. HIP's
+    /// attribute numbers differ between ROCm releases, so a one-byte
+    /// allocation of the kind is the test.
+    pub(crate) fn supports(&self, kind: MemoryKind) -> Result<(), RunError> {
+        self.alloc(1, kind).map(drop).map_err(|e| {
+            RunError::device_unavailable(format!("{} has no {}: {}", self.name(), kind.describe(), e.message))
+                .with_help("allocate device memory with `--memory device`")
+        })
+    }
+
+    /// `len` zeroed bytes of `kind` (at least one byte).
+    pub(crate) fn alloc(&self, len: usize, kind: MemoryKind) -> Result<HipBuffer, RunError> {
         self.current()?;
+        let len = len.max(1);
         let mut pointer: Handle = std::ptr::null_mut();
-        // SAFETY: a valid out-pointer; at least one byte is allocated.
-        self.api.check(
-            unsafe { (self.api.malloc)(&mut pointer, len.max(1)) },
-            "allocate device memory",
-        )?;
+        let mut host: Handle = std::ptr::null_mut();
+        // SAFETY: valid out-pointers; each allocation is owned by the buffer,
+        // which frees it with the matching function.
+        unsafe {
+            match kind {
+                MemoryKind::Device => self
+                    .api
+                    .check((self.api.malloc)(&mut pointer, len), "allocate device memory")?,
+                MemoryKind::Managed => self.api.check(
+                    (self.api.malloc_managed)(&mut pointer, len, MEM_ATTACH_GLOBAL),
+                    "allocate managed memory",
+                )?,
+                MemoryKind::Pinned => {
+                    self.api.check(
+                        (self.api.host_malloc)(&mut host, len, HOST_MALLOC_MAPPED),
+                        "allocate pinned host memory",
+                    )?;
+                    let mapped = self.api.check(
+                        (self.api.host_get_device_pointer)(&mut pointer, host, 0),
+                        "map pinned host memory",
+                    );
+                    if let Err(e) = mapped {
+                        (self.api.host_free)(host);
+                        return Err(e);
+                    }
+                }
+            }
+        }
         let mut buffer = HipBuffer {
             api: self.api.clone(),
             ordinal: self.ordinal,
             pointer: pointer as usize,
-            len: len.max(1),
+            len,
+            kind,
+            host: host as usize,
         };
         self.memset(&mut buffer, 0)?;
         Ok(buffer)

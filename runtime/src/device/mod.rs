@@ -1,5 +1,5 @@
 //! Devices: the CPU, CUDA and HIP behind one [`Device`] — buffers (freed on
-//! drop), copies between host and device (recorded with their times while
+//! drop) in device, managed or pinned host memory, copies between host and device (recorded with their times while
 //! a profiler asks), module loading, launches with a grid, a block and
 //! shared memory, streams, events and timing.
 //!
@@ -53,6 +53,60 @@ impl fmt::Display for DeviceKind {
     }
 }
 
+/// Where a buffer's memory is (`--memory device|managed|pinned`). On the
+/// CPU device every kind is host memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Device memory: kernels read and write it; the host copies in and out.
+    #[default]
+    Device,
+    /// Managed (unified) memory: one address for the host and the device,
+    /// its pages moved to whichever touches them.
+    Managed,
+    /// Page-locked host memory mapped into the device's address space:
+    /// kernels read and write it across the bus.
+    Pinned,
+}
+
+impl MemoryKind {
+    pub const ALL: [MemoryKind; 3] = [MemoryKind::Device, MemoryKind::Managed, MemoryKind::Pinned];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Device => "device",
+            MemoryKind::Managed => "managed",
+            MemoryKind::Pinned => "pinned",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MemoryKind> {
+        MemoryKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// `device memory`, `managed memory`, `pinned host memory`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MemoryKind::Device => "device memory",
+            MemoryKind::Managed => "managed memory",
+            MemoryKind::Pinned => "pinned host memory",
+        }
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What every kind of device keeps besides its handles: the copies it
+/// records and the memory [`Device::alloc`] gives.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Common {
+    pub(crate) copies: CopyLog,
+    pub(crate) memory: MemoryKind,
+}
+
 /// A device that runs kernels.
 pub enum Device {
     Cpu(CpuDevice),
@@ -63,6 +117,7 @@ pub enum Device {
 /// Memory on a device, freed when dropped. On the CPU it is host memory.
 pub struct Buffer {
     len: usize,
+    kind: MemoryKind,
     memory: Memory,
 }
 
@@ -79,6 +134,11 @@ impl Buffer {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The kind of memory it was allocated in.
+    pub fn kind(&self) -> MemoryKind {
+        self.kind
     }
 
     /// The address kernels see (a host address on the CPU device).
@@ -101,7 +161,7 @@ impl Buffer {
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Buffer({} bytes)", self.len)
+        write!(f, "Buffer({} bytes of {})", self.len, self.kind.describe())
     }
 }
 
@@ -318,14 +378,36 @@ impl Device {
         matches!(self, Device::Cpu(_))
     }
 
-    /// `len` bytes of zeroed device memory.
+    /// The device, its buffers from [`Device::alloc`] in memory of `kind`;
+    /// E1001 where the device has no such memory.
+    pub fn with_memory(mut self, kind: MemoryKind) -> Result<Device, RunError> {
+        match &self {
+            Device::Cpu(_) => {}
+            Device::Cuda(d) => d.supports(kind)?,
+            Device::Hip(d) => d.supports(kind)?,
+        }
+        self.common_mut().memory = kind;
+        Ok(self)
+    }
+
+    /// The kind of memory [`Device::alloc`] gives.
+    pub fn memory(&self) -> MemoryKind {
+        self.common().memory
+    }
+
+    /// `len` zeroed bytes of the device's memory kind ([`Device::memory`]).
     pub fn alloc(&self, len: usize) -> Result<Buffer, RunError> {
+        self.alloc_in(len, self.memory())
+    }
+
+    /// `len` zeroed bytes of memory of `kind`.
+    pub fn alloc_in(&self, len: usize, kind: MemoryKind) -> Result<Buffer, RunError> {
         let memory = match self {
             Device::Cpu(_) => Memory::Host(HostBuffer::zeroed(len)?),
-            Device::Cuda(d) => Memory::Cuda(d.alloc(len)?),
-            Device::Hip(d) => Memory::Hip(d.alloc(len)?),
+            Device::Cuda(d) => Memory::Cuda(d.alloc(len, kind)?),
+            Device::Hip(d) => Memory::Hip(d.alloc(len, kind)?),
         };
-        Ok(Buffer { len, memory })
+        Ok(Buffer { len, kind, memory })
     }
 
     fn check_len(buffer: &Buffer, host: usize, what: &str) -> Result<(), RunError> {
@@ -397,10 +479,22 @@ impl Device {
     }
 
     fn copy_log(&self) -> &CopyLog {
+        &self.common().copies
+    }
+
+    fn common(&self) -> &Common {
         match self {
-            Device::Cpu(d) => &d.copies,
-            Device::Cuda(d) => &d.copies,
-            Device::Hip(d) => &d.copies,
+            Device::Cpu(d) => &d.common,
+            Device::Cuda(d) => &d.common,
+            Device::Hip(d) => &d.common,
+        }
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        match self {
+            Device::Cpu(d) => &mut d.common,
+            Device::Cuda(d) => &mut d.common,
+            Device::Hip(d) => &mut d.common,
         }
     }
 

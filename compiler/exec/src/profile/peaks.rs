@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use tessera_runtime::{Device, RunError};
+use tessera_runtime::{Device, MemoryKind, RunError};
 
 /// Bytes the bandwidth probe copies.
 pub const PROBE_BYTES: usize = 256 << 20;
@@ -92,10 +92,11 @@ pub fn gpu_peak(name: &str) -> (f64, String) {
     }
 }
 
-/// Bytes/s of a device-to-device copy (read and write).
+/// Bytes/s of a copy within device memory (read and write), whatever
+/// memory the program's buffers are in.
 fn copy_bandwidth(device: &Device) -> Result<f64, RunError> {
-    let src = device.alloc(PROBE_BYTES)?;
-    let mut dst = device.alloc(PROBE_BYTES)?;
+    let src = device.alloc_in(PROBE_BYTES, MemoryKind::Device)?;
+    let mut dst = device.alloc_in(PROBE_BYTES, MemoryKind::Device)?;
     device.copy(&mut dst, &src)?;
     device.synchronize()?;
     let mut best = f64::INFINITY;
