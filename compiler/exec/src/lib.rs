@@ -32,14 +32,25 @@ use tessera_syntax::ast::{FnDef, Module, StmtKind};
 
 pub use executor::{Image, Loaded};
 
-/// The target whose code a device runs: the CPU its own; CUDA devices
-/// PTX for sm_80 (which every GPU from Ampere on runs, through the driver's
+/// The target whose code a device runs: the CPU its own; a CUDA device
+/// PTX for sm_90a when it is a Hopper GPU (compute capability 9.0), else
+/// for sm_80 (which every GPU from Ampere on runs, through the driver's
 /// JIT); HIP devices gfx942 code objects.
 pub fn target_for(device: &Device) -> Target {
-    match device.kind() {
-        DeviceKind::Cpu => Target::Cpu,
-        DeviceKind::Cuda => Target::Sm80,
-        DeviceKind::Hip => Target::Gfx942,
+    match device {
+        Device::Cpu(_) => Target::Cpu,
+        Device::Cuda(d) => cuda_target(d.compute_capability()),
+        Device::Hip(_) => Target::Gfx942,
+    }
+}
+
+/// The target for a CUDA GPU of compute capability `cc`: sm_90a on Hopper
+/// (whose `a` features run on 9.0 only), else sm_80 PTX, which the driver
+/// compiles for any GPU from Ampere on.
+fn cuda_target(cc: Option<(i32, i32)>) -> Target {
+    match cc {
+        Some((9, 0)) => Target::Sm90a,
+        _ => Target::Sm80,
     }
 }
 
@@ -140,4 +151,17 @@ pub fn test_functions(db: &Database, file: FileId, module: &Module) -> Vec<Strin
         })
         .filter(|name| signature(db, FnId::new(db, source, name.clone())).is_test)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hopper_gets_sm90a_and_every_other_gpu_sm80() {
+        assert_eq!(cuda_target(Some((9, 0))), Target::Sm90a);
+        for cc in [Some((8, 0)), Some((8, 9)), Some((10, 0)), Some((12, 0)), None] {
+            assert_eq!(cuda_target(cc), Target::Sm80, "{cc:?}");
+        }
+    }
 }

@@ -2,7 +2,12 @@
 //! CPU devices with 1, 2 and 4 worker threads (blocks then run in different
 //! orders and on different cores) and code optimized at -O0 and -O3 all
 //! agree bit for bit, and the result is the float64 sum within f32
-//! rounding.
+//! rounding. With `TESSERA_TEST_DEVICE=cuda` (or `hip`) 20 runs on that GPU
+//! must give the CPU's bits too.
+
+// Each test binary uses part of the shared module.
+#[allow(dead_code)]
+mod common;
 
 use tessera_runtime::cpu::{CpuDevice, LaunchConfig};
 use tessera_runtime::host::{TensorValue, Value};
@@ -41,10 +46,12 @@ fn deterministic_sums_are_identical_bit_for_bit() {
     let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
     let dims = [("N".to_string(), n as i64)];
     let mut seen: Option<[u32; 2]> = None;
-    for (workers, opt_level) in [(1, 3), (2, 3), (4, 3), (2, 0)] {
-        let device = Device::Cpu(CpuDevice::with_workers(workers));
+    let cpus = [(1, 3), (2, 3), (4, 3), (2, 0)]
+        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 5));
+    let gpu = common::gpu().map(|d| (d, 3, 20));
+    for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
         let loaded = load(&device, opt_level);
-        for _ in 0..5 {
+        for _ in 0..runs {
             let out = TensorValue::new(Tensor::from_slice(&[2], &[f32::NAN, f32::NAN]).unwrap());
             let args = [Value::Tensor(input.clone()), Value::Tensor(out.clone())];
             let config = LaunchConfig {
@@ -78,8 +85,10 @@ fn deterministic_sums_are_identical_bit_for_bit() {
                     seen = Some(bits);
                 }
                 Some(first) => assert_eq!(
-                    bits, first,
-                    "run with {workers} workers at -O{opt_level} differs: {got:?}"
+                    bits,
+                    first,
+                    "run on {} at -O{opt_level} differs: {got:?}",
+                    device.name()
                 ),
             }
         }

@@ -4,14 +4,15 @@
 //! independently of the compiler, on fresh random inputs (the seed is
 //! printed on failure). Outputs are poisoned with NaN before the launch,
 //! except where the kernel accumulates into its output, which then starts
-//! from random values the reference includes.
+//! from random values the reference includes. `TESSERA_TEST_DEVICE=cuda`
+//! runs them on a GPU instead (`common`).
 
-use std::path::Path;
+mod common;
 
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
-use tessera_runtime::{DType, Device, DeviceKind, Tensor};
+use tessera_runtime::{DType, Device, Tensor};
 
 /// SplitMix64, seeded from the clock so every run draws fresh inputs.
 struct Rng(u64);
@@ -46,14 +47,11 @@ fn example(name: &str) -> (Device, tessera_exec::Loaded) {
     program("examples", name)
 }
 
-/// `DIR/NAME.tsr` of the repository, built for the CPU and loaded.
+/// `DIR/NAME.tsr` of the repository, built for the test device and loaded.
 fn program(dir: &str, name: &str) -> (Device, tessera_exec::Loaded) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(dir)
-        .join(format!("{name}.tsr"));
+    let path = common::repo().join(dir).join(format!("{name}.tsr"));
     let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
-    let device = Device::open(DeviceKind::Cpu).unwrap();
+    let device = common::device();
     let built = match tessera_exec::build(&mut sources, tessera_exec::target_for(&device)) {
         Ok(b) => b,
         Err(d) => panic!("{name} does not build: {d:?}"),
