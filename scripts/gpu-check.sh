@@ -22,8 +22,8 @@
 #     4. the examples with a main(), on the CPU and the GPU, their printed
 #        results compared;
 #   and writes the log and a table of what passed to $OUT (else
-#   target/gpu-check/out). Each check may take 4 minutes; the exit status
-#   is 1 when one fails.
+#   target/gpu-check/out). Each command may take 4 minutes ($limit); the
+#   exit status is 1 when a check fails.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -73,14 +73,22 @@ for line in sys.stdin:
 declare -a rows=()
 failed=0
 
-# check NAME COMMAND...: runs COMMAND, its output appended to the log, and
-# records a row of the table.
+# The seconds one command may take.
+limit=240
+
+# check NAME COMMAND...: runs COMMAND (a program under `timeout`, or a
+# function of this script, whose programs are), its output appended to
+# the log, and records a row of the table.
 check() {
     local name=$1
     shift
     echo "== $name: $*" >>"$log"
     local start=$SECONDS status
-    timeout 240 "$@" >>"$log" 2>&1 </dev/null
+    if declare -F "$1" >/dev/null; then
+        "$@" >>"$log" 2>&1 </dev/null
+    else
+        timeout "$limit" "$@" >>"$log" 2>&1 </dev/null
+    fi
     status=$?
     local verdict=ok
     if [ "$status" -ne 0 ]; then
@@ -94,8 +102,8 @@ check() {
 # same_output FILE: the printed results of FILE on the CPU and the GPU agree.
 same_output() {
     local cpu gpu
-    cpu=$("${runner[@]}" "$bin/tessera" run "$1" --device cpu) || return 1
-    gpu=$("${runner[@]}" "$bin/tessera" run "$1" --device cuda) || return 1
+    cpu=$(timeout "$limit" "${runner[@]}" "$bin/tessera" run "$1" --device cpu) || return 1
+    gpu=$(timeout "$limit" "${runner[@]}" "$bin/tessera" run "$1" --device cuda) || return 1
     printf 'cpu:\n%s\ncuda:\n%s\n' "$cpu" "$gpu"
     [ "$cpu" = "$gpu" ]
 }

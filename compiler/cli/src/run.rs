@@ -41,7 +41,7 @@ pub enum MemoryArg {
 pub struct DeviceOpts {
     /// Where kernels run
     #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    pub(crate) device: DeviceArg,
+    device: DeviceArg,
     /// The memory kernels' buffers are allocated in (all of them are host
     /// memory on the CPU)
     #[arg(long, value_enum, default_value_t = MemoryArg::Device)]
