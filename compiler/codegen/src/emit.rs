@@ -864,6 +864,22 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     /// share of a big tile lives in memory there anyway, and unrolling it
     /// costs LLVM tens of seconds on a 128×128 tile.
     pub fn counted_loop(&mut self, count: &str, unroll: bool, body: impl FnOnce(&mut Self, &str)) {
+        let md = if unroll && self.info().abi != Abi::Cpu {
+            ", !llvm.loop !0"
+        } else {
+            ""
+        };
+        self.loop_with(count, md, body);
+    }
+
+    /// A loop `for i in 0..count` that LLVM keeps rolled: for loops whose
+    /// iterations each end at a barrier, where unrolling would keep every
+    /// iteration's conditions live across all of them.
+    pub fn rolled_loop(&mut self, count: &str, body: impl FnOnce(&mut Self, &str)) {
+        self.loop_with(count, ", !llvm.loop !2", body);
+    }
+
+    fn loop_with(&mut self, count: &str, md: &str, body: impl FnOnce(&mut Self, &str)) {
         let var = self.alloca("i64");
         self.line(format!("store i64 0, ptr {var}"));
         let head = self.label("loop");
@@ -879,11 +895,6 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let next = self.val(format!("add i64 {i}, 1"));
         self.line(format!("store i64 {next}, ptr {var}"));
         if !self.terminated {
-            let md = if unroll && self.info().abi != Abi::Cpu {
-                ", !llvm.loop !0"
-            } else {
-                ""
-            };
             self.line(format!("br label %{head}{md}"));
             self.terminated = true;
         }

@@ -2,7 +2,7 @@
 //! through a [`View`] (the tile staged row-major in shared memory, or its
 //! global scratch) between barriers.
 
-use tessera_ir::{Attr, OpId, ScalarType, Type};
+use tessera_ir::{Attr, DimExpr, OpId, ScalarType, Type};
 
 use crate::emit::{elem_bytes, llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
 use crate::CodegenError;
@@ -197,6 +197,7 @@ pub(crate) fn tree_reduce(
                 let v = pairwise(
                     f,
                     len,
+                    None,
                     acc,
                     &mut |f, j| {
                         let e = f.val(format!("add i64 {first}, {j}"));
@@ -217,6 +218,7 @@ pub(crate) fn tree_reduce(
             pairwise(
                 f,
                 blocks,
+                None,
                 acc,
                 &mut |f, j| {
                     let slot = f.val(format!("getelementptr [{blocks} x {t}], ptr {parts}, i64 0, i64 {j}"));
@@ -225,7 +227,7 @@ pub(crate) fn tree_reduce(
                 combine,
             )
         }
-        Ext::Const(n) => pairwise(f, *n, acc, &mut read, combine),
+        Ext::Const(n) => pairwise(f, *n, None, acc, &mut read, combine),
         Ext::Dyn(n) => {
             let cell = f.alloca(t);
             let first = read(f, "0");
@@ -247,16 +249,20 @@ pub(crate) fn tree_reduce(
 const TREE_CHUNK: i64 = 64;
 
 /// The pairwise tree of [`tree_reduce`] over `n` values in a per-thread
-/// array.
+/// array; with `limit` (an `i64` operand, at most `n`), over the first
+/// `limit` of them: `read` is still called for all `n`, and the values
+/// past the limit are never combined.
 fn pairwise(
     f: &mut FnEmitter,
     n: i64,
+    limit: Option<&str>,
     acc: ScalarType,
     read: &mut dyn FnMut(&mut FnEmitter, &str) -> String,
     combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
 ) -> String {
     let t = llvm_ty(acc);
     let n = n.max(1);
+    let limit = limit.map_or_else(|| n.to_string(), str::to_string);
     let arr = f.alloca(&format!("[{n} x {t}]"));
     f.counted_loop(&n.to_string(), true, |f, j| {
         let v = read(f, j);
@@ -269,7 +275,7 @@ fn pairwise(
         f.counted_loop(&pairs.to_string(), true, |f, p| {
             let j = f.val(format!("mul i64 {p}, {}", 2 * stride));
             let k = f.val(format!("add i64 {j}, {stride}"));
-            let inside = f.val(format!("icmp slt i64 {k}, {n}"));
+            let inside = f.val(format!("icmp slt i64 {k}, {limit}"));
             f.when(&inside, |f| {
                 let aj = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
                 let ak = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {k}"));
@@ -283,6 +289,147 @@ fn pairwise(
     }
     let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 0"));
     f.val(format!("load {t}, ptr {at}"))
+}
+
+/// How the block's threads reduce `rows` rows of `n` values together, in
+/// the pairwise tree of [`tree_reduce`]: `group` threads (a power of two)
+/// per row; thread `q` of a row first reduces the row's values `[q·leaf,
+/// (q + 1)·leaf)` (an aligned, complete subtree of `leaf` values, a power
+/// of two), then the `leaves` leaf results are combined level by level in
+/// shared memory, pairs `(q, q + s)` for `q` a multiple of `2s`: the
+/// combinations [`tree_reduce`] makes, in the same order, so the bits are
+/// the same as one thread's.
+pub(crate) struct Cooperative {
+    rows: i64,
+    n: i64,
+    group: i64,
+    leaf: i64,
+    leaves: i64,
+}
+
+impl Cooperative {
+    /// The plan for `rows` rows of `n` values on `threads` threads; `None`
+    /// where each thread should reduce whole rows itself: there are enough
+    /// rows to occupy half the block, the row length is symbolic (an
+    /// index-order walk), or a leaf would be longer than [`TREE_CHUNK`].
+    pub(crate) fn plan(threads: i64, rows: i64, n: &Ext) -> Option<Cooperative> {
+        let Ext::Const(n) = *n else { return None };
+        if rows < 1 || n < 2 || rows * 2 > threads {
+            return None;
+        }
+        let per_row = threads / rows;
+        let group = 1 << (63 - per_row.leading_zeros());
+        let mut leaf = 1;
+        while (n + leaf - 1) / leaf > group {
+            leaf *= 2;
+        }
+        (leaf <= TREE_CHUNK).then_some(Cooperative {
+            rows,
+            n,
+            group,
+            leaf,
+            leaves: (n + leaf - 1) / leaf,
+        })
+    }
+
+    /// Shared-memory bytes of its partial results for `acc` values.
+    pub(crate) fn bytes(&self, acc: ScalarType) -> i64 {
+        self.rows * self.group * elem_bytes(acc)
+    }
+
+    /// Reduces every row: `read(row, j)` gives value `j` of a row; the
+    /// result of row `r` is at element `r · group` of `partials` (shared
+    /// memory, [`Cooperative::bytes`] long) after the barrier this ends
+    /// with. Every thread of the block must run it.
+    pub(crate) fn reduce(
+        &self,
+        f: &mut FnEmitter,
+        acc: ScalarType,
+        partials: &str,
+        read: &mut dyn FnMut(&mut FnEmitter, &str, &str) -> String,
+        combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+    ) {
+        let t = llvm_ty(acc);
+        let sp = f.info().shared_ptr();
+        let (g, leaf, leaves) = (self.group, self.leaf, self.leaves);
+        let tid = f.tid.clone();
+        let row = f.val(format!("udiv i64 {tid}, {g}"));
+        let q = f.val(format!("urem i64 {tid}, {g}"));
+        let in_rows = f.val(format!("icmp ult i64 {row}, {}", self.rows));
+        let has_leaf = f.val(format!("icmp ult i64 {q}, {leaves}"));
+        let active = f.val(format!("and i1 {in_rows}, {has_leaf}"));
+        // Thread `row · g + q` is the thread itself: its slot is its id.
+        let slot = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {tid}"));
+        let ragged = self.n % leaf != 0;
+        let n = self.n;
+        f.when(&active, |f| {
+            let first = f.val(format!("mul i64 {q}, {leaf}"));
+            let limit = ragged.then(|| {
+                let left = f.val(format!("sub i64 {n}, {first}"));
+                let short = f.val(format!("icmp slt i64 {left}, {leaf}"));
+                f.val(format!("select i1 {short}, i64 {left}, i64 {leaf}"))
+            });
+            let v = pairwise(
+                f,
+                leaf,
+                limit.as_deref(),
+                acc,
+                &mut |f, j| {
+                    // Past the row's end (never combined): read its first value.
+                    let j = match &limit {
+                        Some(l) => {
+                            let ok = f.val(format!("icmp slt i64 {j}, {l}"));
+                            f.val(format!("select i1 {ok}, i64 {j}, i64 0"))
+                        }
+                        None => j.to_string(),
+                    };
+                    let e = f.val(format!("add i64 {first}, {j}"));
+                    read(f, &row, &e)
+                },
+                combine,
+            );
+            f.line(format!("store {t} {v}, {sp} {slot}"));
+        });
+        let levels = 64 - (leaves - 1).leading_zeros();
+        f.rolled_loop(&levels.to_string(), |f, level| {
+            f.barrier();
+            let s = f.val(format!("shl i64 1, {level}"));
+            let span = f.val(format!("shl i64 {s}, 1"));
+            let low = f.val(format!("sub i64 {span}, 1"));
+            let low = f.val(format!("and i64 {q}, {low}"));
+            let aligned = f.val(format!("icmp eq i64 {low}, 0"));
+            let k = f.val(format!("add i64 {q}, {s}"));
+            let inside = f.val(format!("icmp ult i64 {k}, {leaves}"));
+            let go = f.val(format!("and i1 {aligned}, {inside}"));
+            let go = f.val(format!("and i1 {go}, {in_rows}"));
+            f.when(&go, |f| {
+                let other = f.val(format!("getelementptr {t}, {sp} {slot}, i64 {s}"));
+                let x = f.val(format!("load {t}, {sp} {slot}"));
+                let y = f.val(format!("load {t}, {sp} {other}"));
+                let z = combine(f, &x, &y);
+                f.line(format!("store {t} {z}, {sp} {slot}"));
+            });
+        });
+        f.barrier();
+    }
+
+    /// Pointer to row `row`'s result in `partials`.
+    pub(crate) fn result(&self, f: &mut FnEmitter, acc: ScalarType, partials: &str, row: &str) -> String {
+        let sp = f.info().shared_ptr();
+        let at = f.val(format!("mul i64 {row}, {}", self.group));
+        f.val(format!("getelementptr {}, {sp} {partials}, i64 {at}", llvm_ty(acc)))
+    }
+}
+
+/// `bytes` of the staging area at byte `at` for a cooperative reduction's
+/// partial results, when they fit in shared memory beside everything else.
+fn partials_area(f: &mut FnEmitter, at: i64, bytes: i64) -> Option<String> {
+    if f.shared_used() + at + bytes > f.info().shared_limit as i64 {
+        return None;
+    }
+    let base = f.staging(at + bytes);
+    let sp = f.info().shared_ptr();
+    Some(f.val(format!("getelementptr i8, {sp} {base}, i64 {at}")))
 }
 
 fn combiner(kind: &str, s: ScalarType) -> impl Fn(&mut FnEmitter, &str, &str) -> String {
@@ -321,6 +468,61 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     let sdims = src.dims.clone();
     let len = sdims[axis].clone();
     let combine = combiner(&kind, acc);
+    let rows = match &ty {
+        Type::Tensor { dims, .. } => dims.iter().map(DimExpr::as_const).product::<Option<i64>>(),
+        _ => Some(1),
+    };
+    let plan = rows.and_then(|rows| Cooperative::plan(f.threads, rows, &len));
+    let at = if view.ptr_ty == f.info().shared_ptr() {
+        staged_bytes(&src)
+    } else {
+        0
+    };
+    if let Some((plan, partials)) = plan.and_then(|p| partials_area(f, at, p.bytes(acc)).map(|a| (p, a))) {
+        let mut outer = sdims.clone();
+        outer.remove(axis);
+        plan.reduce(
+            f,
+            acc,
+            &partials,
+            &mut |f, row, j| {
+                let mut idx = if outer.is_empty() {
+                    Vec::new()
+                } else {
+                    f.unravel(row, &outer)
+                };
+                idx.insert(axis, j.to_string());
+                let e = f.ravel(&idx, &sdims);
+                let at = view.linear(f, &e);
+                let v = view.load(f, &at);
+                f.convert(&v, src.elem, acc)
+            },
+            &combine,
+        );
+        let sp = f.info().shared_ptr();
+        let t = llvm_ty(acc);
+        match &ty {
+            Type::Scalar(_) => {
+                let at = plan.result(f, acc, &partials, "0");
+                let r = f.val(format!("load {t}, {sp} {at}"));
+                let r = f.convert(&r, acc, out_elem);
+                f.set(op, Val::Scalar(out_elem, r));
+            }
+            _ => {
+                // The result's elements are the rows in order (a kept
+                // reduced dim has extent 1).
+                let out = result_tile(f, op)?;
+                f.for_own(&out, |f, pos| {
+                    let at = plan.result(f, acc, &partials, &pos.e);
+                    let r = f.val(format!("load {t}, {sp} {at}"));
+                    let r = f.convert(&r, acc, out_elem);
+                    f.store_slot(&out, pos, &r);
+                });
+                f.set(op, Val::Tile(out));
+            }
+        }
+        return Ok(());
+    }
     let reduce_at = |f: &mut FnEmitter, outer: &[String]| -> String {
         let outer = outer.to_vec();
         tree_reduce(
@@ -363,9 +565,38 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     Ok(())
 }
 
+/// Where a softmax finds each row's max and sum of exponentials.
+enum RowStats {
+    /// Reduced by the block together: row `r`'s in [`Cooperative::result`].
+    Block {
+        plan: Cooperative,
+        maxes: String,
+        sums: String,
+    },
+    /// Reduced by one thread per row: max and sum side by side at `2r`.
+    Thread { stats: String },
+}
+
+impl RowStats {
+    /// Pointers to `row`'s max and sum (shared memory, `acc` values).
+    fn at(&self, f: &mut FnEmitter, acc: ScalarType, row: &str) -> (String, String) {
+        match self {
+            RowStats::Block { plan, maxes, sums } => (plan.result(f, acc, maxes, row), plan.result(f, acc, sums, row)),
+            RowStats::Thread { stats } => {
+                let (t, sp) = (llvm_ty(acc), f.info().shared_ptr());
+                let r2 = f.val(format!("mul i64 {row}, 2"));
+                let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
+                let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
+                (pm, ps)
+            }
+        }
+    }
+}
+
 /// Softmax along the last axis: each row's max and sum of exponentials
-/// (in `accumulate` precision, tree order) computed by one thread, shared,
-/// then every element `exp(x - max) / sum`.
+/// (in `accumulate` precision, tree order) computed by the block together
+/// when there are fewer rows than half its threads ([`Cooperative`]), else
+/// by one thread per row, shared, then every element `exp(x - max) / sum`.
 pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     let src = f.tile(op, 0)?;
     let rank = src.dims.len() as i64;
@@ -401,47 +632,73 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     } else {
         0
     };
-    let stats_base = f.staging(stats_at + rows_count * 2 * ab);
-    let sp = f.info().shared_ptr();
-    let stats = f.val(format!("getelementptr i8, {sp} {stats_base}, i64 {stats_at}"));
     let t = llvm_ty(acc);
-    let threads = f.threads;
-    let per = (rows_count + threads - 1) / threads;
     let se = src.elem;
     let max_fn = combiner("max", acc);
     let add_fn = combiner("sum", acc);
-    f.counted_loop(&per.to_string(), false, |f, i| {
-        let scaled = f.val(format!("mul i64 {i}, {threads}"));
-        let row = f.val(format!("add i64 {scaled}, {}", f.tid));
-        let inside = f.val(format!("icmp slt i64 {row}, {rows_count}"));
-        f.when(&inside, |f| {
-            let read = |f: &mut FnEmitter, j: &str| {
-                let at = view.at(f, &row, j);
-                let v = view.load(f, &at);
-                f.convert(&v, se, acc)
-            };
-            let m = tree_reduce(f, &Ext::Const(cols), acc, read, &max_fn);
-            let s = tree_reduce(
+    let sp = f.info().shared_ptr();
+    let read = |f: &mut FnEmitter, row: &str, j: &str| {
+        let at = view.at(f, row, j);
+        let v = view.load(f, &at);
+        f.convert(&v, se, acc)
+    };
+    let plan = Cooperative::plan(f.threads, rows_count, &Ext::Const(cols));
+    let coop = plan.and_then(|p| partials_area(f, stats_at, 2 * p.bytes(acc)).map(|a| (p, a)));
+    let stats = match coop {
+        Some((plan, maxes)) => {
+            // The block reduces the rows together: the maxes, then the sums
+            // of exponentials, each row's partial results in its own area.
+            let sums = f.val(format!("getelementptr i8, {sp} {maxes}, i64 {}", plan.bytes(acc)));
+            plan.reduce(f, acc, &maxes, &mut |f, row, j| read(f, row, j), &max_fn);
+            plan.reduce(
                 f,
-                &Ext::Const(cols),
                 acc,
-                |f, j| {
-                    let at = view.at(f, &row, j);
-                    let v = view.load(f, &at);
-                    let v = f.convert(&v, se, acc);
+                &sums,
+                &mut |f, row, j| {
+                    let pm = plan.result(f, acc, &maxes, row);
+                    let m = f.val(format!("load {t}, {sp} {pm}"));
+                    let v = read(f, row, j);
                     let d = f.val(format!("fsub {t} {v}, {m}"));
                     f.math("exp", acc, &d).unwrap_or(d)
                 },
                 &add_fn,
             );
-            let r2 = f.val(format!("mul i64 {row}, 2"));
-            let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
-            f.line(format!("store {t} {m}, {sp} {pm}"));
-            let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
-            f.line(format!("store {t} {s}, {sp} {ps}"));
-        });
-    });
-    f.barrier();
+            RowStats::Block { plan, maxes, sums }
+        }
+        None => {
+            // Each thread reduces whole rows.
+            let stats_base = f.staging(stats_at + rows_count * 2 * ab);
+            let stats = f.val(format!("getelementptr i8, {sp} {stats_base}, i64 {stats_at}"));
+            let threads = f.threads;
+            let per = (rows_count + threads - 1) / threads;
+            f.counted_loop(&per.to_string(), false, |f, i| {
+                let scaled = f.val(format!("mul i64 {i}, {threads}"));
+                let row = f.val(format!("add i64 {scaled}, {}", f.tid));
+                let inside = f.val(format!("icmp slt i64 {row}, {rows_count}"));
+                f.when(&inside, |f| {
+                    let m = tree_reduce(f, &Ext::Const(cols), acc, |f, j| read(f, &row, j), &max_fn);
+                    let s = tree_reduce(
+                        f,
+                        &Ext::Const(cols),
+                        acc,
+                        |f, j| {
+                            let v = read(f, &row, j);
+                            let d = f.val(format!("fsub {t} {v}, {m}"));
+                            f.math("exp", acc, &d).unwrap_or(d)
+                        },
+                        &add_fn,
+                    );
+                    let r2 = f.val(format!("mul i64 {row}, 2"));
+                    let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
+                    f.line(format!("store {t} {m}, {sp} {pm}"));
+                    let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
+                    f.line(format!("store {t} {s}, {sp} {ps}"));
+                });
+            });
+            f.barrier();
+            RowStats::Thread { stats }
+        }
+    };
     let oe = out.elem;
     let odims = out.dims.clone();
     // The elements are read back from the staged copy, so `src` is dead
@@ -457,10 +714,8 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         let at = view.linear(f, &pos.e);
         let v = view.load(f, &at);
         let v = f.convert(&v, se, acc);
-        let r2 = f.val(format!("mul i64 {row}, 2"));
-        let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
+        let (pm, ps) = stats.at(f, acc, &row);
         let m = f.val(format!("load {t}, {sp} {pm}"));
-        let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
         let s = f.val(format!("load {t}, {sp} {ps}"));
         let d = f.val(format!("fsub {t} {v}, {m}"));
         let e = f.math("exp", acc, &d).unwrap_or(d);
@@ -485,43 +740,83 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
 
 #[cfg(test)]
 mod tests {
-    /// Row sums of long rows, reduced block by block, give the bits of the
-    /// one pairwise tree over the row (`exchange::tree_reduce`).
-    #[test]
-    fn long_reductions_keep_the_pairwise_tree() {
-        let text = r#"module @m attributes {layer = "target", target = "cpu"} {
-  func.func @k(%x: memref<4x200xf32, global>, %o: memref<4xf32, global>) -> () attributes {block = [128], kind = "kernel", layer = "target"} {
-    %z = tile.const() {value = 0} : () -> index
-    %t = tile.load_tile(%x, %z, %z) : (memref<4x200xf32, global>, index, index) -> tensor<4x200xf32>
-    %s = tile.reduce(%t) {axis = 1, kind = "sum", order = "tree"} : (tensor<4x200xf32>) -> tensor<4xf32>
-    tile.store_tile(%s, %o, %z) : (tensor<4xf32>, memref<4xf32, global>, index) -> ()
+    /// The rows of `x` (`rows` × `n`, f32) reduced by `tile.reduce` of
+    /// `kind` on a block of `threads`, on the CPU.
+    fn reduced(x: &[f32], rows: usize, n: usize, kind: &str, threads: u32) -> Vec<f32> {
+        let text = format!(
+            r#"module @m attributes {{layer = "target", target = "cpu"}} {{
+  func.func @k(%x: memref<{rows}x{n}xf32, global>, %o: memref<{rows}xf32, global>) -> () attributes {{block = [{threads}], kind = "kernel", layer = "target"}} {{
+    %z = tile.const() {{value = 0}} : () -> index
+    %t = tile.load_tile(%x, %z, %z) : (memref<{rows}x{n}xf32, global>, index, index) -> tensor<{rows}x{n}xf32>
+    %s = tile.reduce(%t) {{axis = 1, kind = "{kind}", order = "tree"}} : (tensor<{rows}x{n}xf32>) -> tensor<{rows}xf32>
+    tile.store_tile(%s, %o, %z) : (tensor<{rows}xf32>, memref<{rows}xf32, global>, index) -> ()
     tile.return() : () -> ()
-  }
-}
-"#;
+  }}
+}}
+"#
+        );
+        let mut buffers = vec![x.to_vec(), vec![f32::NAN; rows]];
+        crate::emit::tests::run(&text, threads, &mut buffers);
+        buffers.pop().unwrap_or_default()
+    }
+
+    /// `count` values in `[-500, 500)` from a fixed xorshift sequence.
+    fn values(count: usize) -> Vec<f32> {
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let x: Vec<f32> = (0..800)
+        (0..count)
             .map(|_| {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
                 ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1000.0
             })
-            .collect();
-        let mut buffers = vec![x.clone(), vec![f32::NAN; 4]];
-        crate::emit::tests::run(text, 128, &mut buffers);
-        for r in 0..4 {
-            let mut v = x[r * 200..r * 200 + 200].to_vec();
-            let mut stride = 1;
-            while stride < v.len() {
-                for j in (0..v.len()).step_by(2 * stride) {
-                    if j + stride < v.len() {
-                        v[j] += v[j + stride];
-                    }
+            .collect()
+    }
+
+    /// The pairwise tree of `exchange::tree_reduce` over `v`.
+    fn pairwise(mut v: Vec<f32>, combine: fn(f32, f32) -> f32) -> f32 {
+        let mut stride = 1;
+        while stride < v.len() {
+            for j in (0..v.len()).step_by(2 * stride) {
+                if j + stride < v.len() {
+                    v[j] = combine(v[j], v[j + stride]);
                 }
-                stride *= 2;
             }
-            assert_eq!(buffers[1][r].to_bits(), v[0].to_bits(), "row {r}");
+            stride *= 2;
+        }
+        v[0]
+    }
+
+    /// Row sums and maxes give the bits of the one pairwise tree over the
+    /// row, however the block shares the work: one thread per row (many
+    /// rows), long rows reduced block by block, or the block's threads
+    /// reducing a few rows together (`exchange::Cooperative`), with rows
+    /// that fill the leaves exactly or not (ragged), shorter than the
+    /// threads given to them, and a block that is not a power of two.
+    #[test]
+    fn reductions_keep_the_pairwise_tree_however_the_block_shares_them() {
+        let cases: [(usize, usize, &str, u32); 8] = [
+            (4, 200, "sum", 128),
+            (1, 999, "sum", 128),
+            (1, 1024, "max", 256),
+            (3, 37, "sum", 128),
+            (2, 5, "sum", 64),
+            (5, 300, "sum", 96),
+            (256, 70, "sum", 128),
+            (1, 20_000, "sum", 128),
+        ];
+        for (rows, n, kind, threads) in cases {
+            let x = values(rows * n);
+            let got = reduced(&x, rows, n, kind, threads);
+            let combine: fn(f32, f32) -> f32 = if kind == "max" { f32::max } else { |a, b| a + b };
+            for r in 0..rows {
+                let want = pairwise(x[r * n..(r + 1) * n].to_vec(), combine);
+                assert_eq!(
+                    got[r].to_bits(),
+                    want.to_bits(),
+                    "{kind} of row {r} of {rows}x{n} on {threads} threads"
+                );
+            }
         }
     }
 }

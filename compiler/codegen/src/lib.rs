@@ -306,7 +306,10 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
         text.push_str(d);
         text.push('\n');
     }
-    text.push_str("\n!0 = distinct !{!0, !1}\n!1 = !{!\"llvm.loop.unroll.full\"}\n");
+    text.push_str(concat!(
+        "\n!0 = distinct !{!0, !1}\n!1 = !{!\"llvm.loop.unroll.full\"}\n",
+        "!2 = distinct !{!2, !3}\n!3 = !{!\"llvm.loop.unroll.disable\"}\n"
+    ));
     if info.abi == Abi::Nvptx && !me.kernels.is_empty() {
         let mut ann = Vec::new();
         let mut nodes = String::new();
