@@ -478,71 +478,51 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     } else {
         0
     };
-    if let Some((plan, partials)) = plan.and_then(|p| partials_area(f, at, p.bytes(acc)).map(|a| (p, a))) {
+    let coop = plan.and_then(|p| partials_area(f, at, p.bytes(acc)).map(|a| (p, a)));
+    // Value `j` along the axis at the other dims' indices `outer`.
+    let read = |f: &mut FnEmitter, outer: &[String], j: &str| {
+        let mut idx = outer.to_vec();
+        idx.insert(axis, j.to_string());
+        let e = f.ravel(&idx, &sdims);
+        let at = view.linear(f, &e);
+        let v = view.load(f, &at);
+        f.convert(&v, src.elem, acc)
+    };
+    if let Some((plan, partials)) = &coop {
         let mut outer = sdims.clone();
         outer.remove(axis);
         plan.reduce(
             f,
             acc,
-            &partials,
+            partials,
             &mut |f, row, j| {
-                let mut idx = if outer.is_empty() {
+                let idx = if outer.is_empty() {
                     Vec::new()
                 } else {
                     f.unravel(row, &outer)
                 };
-                idx.insert(axis, j.to_string());
-                let e = f.ravel(&idx, &sdims);
-                let at = view.linear(f, &e);
-                let v = view.load(f, &at);
-                f.convert(&v, src.elem, acc)
+                read(f, &idx, j)
             },
             &combine,
         );
-        let sp = f.info().shared_ptr();
-        let t = llvm_ty(acc);
-        match &ty {
-            Type::Scalar(_) => {
-                let at = plan.result(f, acc, &partials, "0");
-                let r = f.val(format!("load {t}, {sp} {at}"));
-                let r = f.convert(&r, acc, out_elem);
-                f.set(op, Val::Scalar(out_elem, r));
-            }
-            _ => {
-                // The result's elements are the rows in order (a kept
-                // reduced dim has extent 1).
-                let out = result_tile(f, op)?;
-                f.for_own(&out, |f, pos| {
-                    let at = plan.result(f, acc, &partials, &pos.e);
-                    let r = f.val(format!("load {t}, {sp} {at}"));
-                    let r = f.convert(&r, acc, out_elem);
-                    f.store_slot(&out, pos, &r);
-                });
-                f.set(op, Val::Tile(out));
-            }
-        }
-        return Ok(());
     }
-    let reduce_at = |f: &mut FnEmitter, outer: &[String]| -> String {
-        let outer = outer.to_vec();
-        tree_reduce(
-            f,
-            &len,
-            acc,
-            |f, j| {
-                let mut idx = outer.clone();
-                idx.insert(axis, j.to_string());
-                let e = f.ravel(&idx, &sdims);
-                let at = view.linear(f, &e);
-                let v = view.load(f, &at);
-                f.convert(&v, src.elem, acc)
-            },
-            &combine,
-        )
+    // The result for the row that is element `e` of the result (a kept
+    // reduced dim has extent 1, so the elements are the rows in order),
+    // at the other dims' indices `outer`.
+    let result = |f: &mut FnEmitter, e: &str, outer: &dyn Fn(&mut FnEmitter) -> Vec<String>| match &coop {
+        Some((plan, partials)) => {
+            let at = plan.result(f, acc, partials, e);
+            let sp = f.info().shared_ptr();
+            f.val(format!("load {}, {sp} {at}", llvm_ty(acc)))
+        }
+        None => {
+            let outer = outer(f);
+            tree_reduce(f, &len, acc, |f, j| read(f, &outer, j), &combine)
+        }
     };
     match &ty {
         Type::Scalar(_) => {
-            let r = reduce_at(f, &[]);
+            let r = result(f, "0", &|_| Vec::new());
             let r = f.convert(&r, acc, out_elem);
             f.set(op, Val::Scalar(out_elem, r));
         }
@@ -551,11 +531,13 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
             let odims = out.dims.clone();
             let keep = odims.len() == sdims.len();
             f.for_own(&out, |f, pos| {
-                let mut idx = f.unravel(&pos.e, &odims);
-                if keep {
-                    idx.remove(axis);
-                }
-                let r = reduce_at(f, &idx);
+                let r = result(f, &pos.e, &|f| {
+                    let mut idx = f.unravel(&pos.e, &odims);
+                    if keep {
+                        idx.remove(axis);
+                    }
+                    idx
+                });
                 let r = f.convert(&r, acc, out_elem);
                 f.store_slot(&out, pos, &r);
             });
