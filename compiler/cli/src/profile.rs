@@ -17,7 +17,7 @@ use tessera_exec::profile::trace::chrome_trace;
 use tessera_exec::profile::{peaks, Profiler};
 
 use crate::run::{self, RunArgs};
-use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
+use crate::{report, EXIT_ERRORS, EXIT_USAGE};
 
 #[derive(Args)]
 pub struct ProfileArgs {
@@ -55,20 +55,9 @@ pub fn run(args: ProfileArgs) -> ExitCode {
             "write the profile to a directory you can create, with `-o DIR`",
         );
     }
-    let mut sources = match load(std::slice::from_ref(&args.run.file)) {
-        Ok(sources) => sources,
+    let (sources, device, mut p) = match run::start(&args.run) {
+        Ok(started) => started,
         Err(code) => return code,
-    };
-    let device = match args.run.device.open() {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
-    let mut p = match run::prepare(&mut sources, &device, args.run.opt_level) {
-        Ok(p) => p,
-        Err(diags) => {
-            report(&sources, &diags);
-            return ExitCode::from(EXIT_ERRORS);
-        }
     };
     let inputs = match run::inputs(&args.run) {
         Ok(inputs) => inputs,

@@ -134,7 +134,7 @@ impl Checked {
 
 /// Checks, lowers and compiles the first requested file of `sources` for
 /// `device`, and loads it there.
-pub(crate) fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
+fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
     let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
     let image = tessera_exec::image(device, &built.layers, opt_level)?;
     let loaded = tessera_exec::Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])?;
@@ -146,21 +146,32 @@ pub(crate) fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> 
     })
 }
 
-pub fn run(args: RunArgs) -> ExitCode {
-    let mut sources = match load(std::slice::from_ref(&args.file)) {
-        Ok(sources) => sources,
-        Err(code) => return code,
-    };
-    let device = match args.device.open() {
-        Ok(d) => d,
-        Err(code) => return code,
-    };
-    let mut p = match prepare(&mut sources, &device, args.opt_level) {
-        Ok(p) => p,
+/// `paths` loaded and the device of `opts` opened; what fails has been
+/// reported, and is the exit code.
+pub(crate) fn open(paths: &[String], opts: &DeviceOpts) -> Result<(Sources, Device), ExitCode> {
+    let sources = load(paths)?;
+    let device = opts.open()?;
+    Ok((sources, device))
+}
+
+/// The program `args` runs: its file loaded, the device opened, and the
+/// file [`prepare`]d there; what fails has been reported, and is the exit
+/// code.
+pub(crate) fn start(args: &RunArgs) -> Result<(Sources, Device, Prepared), ExitCode> {
+    let (mut sources, device) = open(std::slice::from_ref(&args.file), &args.device)?;
+    match prepare(&mut sources, &device, args.opt_level) {
+        Ok(p) => Ok((sources, device, p)),
         Err(diags) => {
             report(&sources, &diags);
-            return ExitCode::from(EXIT_ERRORS);
+            Err(ExitCode::from(EXIT_ERRORS))
         }
+    }
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let (sources, device, mut p) = match start(&args) {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let inputs = match inputs(&args) {
         Ok(inputs) => inputs,
@@ -214,12 +225,8 @@ pub(crate) fn execute(
 }
 
 pub fn test(args: TestArgs) -> ExitCode {
-    let all = match load(&args.paths) {
-        Ok(sources) => sources,
-        Err(code) => return code,
-    };
-    let device = match args.device.open() {
-        Ok(d) => d,
+    let (all, device) = match open(&args.paths, &args.device) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     let files: Vec<String> = all.requested().map(|f| all.get(f).display.clone()).collect();

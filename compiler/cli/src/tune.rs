@@ -25,7 +25,7 @@ use tessera_runtime::{DType, Device};
 use crate::run::DeviceOpts;
 use tessera_diagnostics::{Code, Diagnostic};
 
-use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
+use crate::{report, EXIT_ERRORS, EXIT_USAGE};
 
 #[derive(Args)]
 pub struct TuneArgs {
@@ -80,12 +80,8 @@ pub fn run(args: TuneArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let mut sources = match load(std::slice::from_ref(&args.file)) {
-        Ok(sources) => sources,
-        Err(code) => return code,
-    };
-    let device = match args.device.open() {
-        Ok(d) => d,
+    let (mut sources, device) = match crate::run::open(std::slice::from_ref(&args.file), &args.device) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     let target = tessera_exec::target_for(&device);

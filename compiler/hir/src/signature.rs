@@ -10,7 +10,7 @@ use crate::db::{relative, Db, SourceFile};
 use crate::effects::{Effect, EffectSet};
 use crate::names::did_you_mean;
 use crate::poly::Poly;
-use crate::solve::{CmpOp, Constraint, ConstraintKind};
+use crate::solve::{Constraint, ConstraintKind};
 use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -395,7 +395,7 @@ impl Lowering<'_> {
             },
             // Only `% k == 0` is a divisibility constraint; other remainders are not supported.
             ExprKind::Binary { lhs, .. } if is_mod(lhs) => None,
-            ExprKind::Binary { op, lhs, rhs } => cmp_op(*op).map(|op| ConstraintKind::Compare {
+            ExprKind::Binary { op, lhs, rhs } => op.as_cmp().map(|op| ConstraintKind::Compare {
                 lhs: dim_poly(lhs),
                 op,
                 rhs: dim_poly(rhs),
@@ -428,18 +428,6 @@ fn int(e: &Expr) -> Option<i64> {
         } => int(operand).map(|v| -v),
         _ => None,
     }
-}
-
-fn cmp_op(op: BinOp) -> Option<CmpOp> {
-    Some(match op {
-        BinOp::Eq => CmpOp::Eq,
-        BinOp::Ne => CmpOp::Ne,
-        BinOp::Lt => CmpOp::Lt,
-        BinOp::Le => CmpOp::Le,
-        BinOp::Gt => CmpOp::Gt,
-        BinOp::Ge => CmpOp::Ge,
-        _ => return None,
-    })
 }
 
 /// A dim expression as a polynomial; what is not polynomial is opaque.

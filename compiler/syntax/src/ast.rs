@@ -2,7 +2,7 @@
 //! from; parts that failed to parse are `Error` nodes, so a broken file still
 //! yields a tree for the checker and the language server.
 
-use tessera_base::Span;
+use tessera_base::{CmpOp, Span};
 
 pub use crate::spans::map_spans;
 
@@ -350,6 +350,20 @@ impl BinOp {
             self,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::In | BinOp::NotIn
         )
+    }
+
+    /// The shape-constraint comparison this operator is (`==` … `>=`);
+    /// None for every other operator, `in` and `not in` included.
+    pub fn as_cmp(self) -> Option<CmpOp> {
+        Some(match self {
+            BinOp::Eq => CmpOp::Eq,
+            BinOp::Ne => CmpOp::Ne,
+            BinOp::Lt => CmpOp::Lt,
+            BinOp::Le => CmpOp::Le,
+            BinOp::Gt => CmpOp::Gt,
+            BinOp::Ge => CmpOp::Ge,
+            _ => return None,
+        })
     }
 }
 

@@ -370,16 +370,7 @@ fn violation(c: &Expr, dims: &HashMap<String, Bound>) -> Option<String> {
         }
         ExprKind::Binary { op, lhs, rhs } if op.is_comparison() => {
             let (a, b) = (eval(lhs, dims)?, eval(rhs, dims)?);
-            let holds = match op {
-                BinOp::Eq => a == b,
-                BinOp::Ne => a != b,
-                BinOp::Lt => a < b,
-                BinOp::Le => a <= b,
-                BinOp::Gt => a > b,
-                BinOp::Ge => a >= b,
-                _ => return None,
-            };
-            if holds {
+            if op.as_cmp()?.holds(a, b) {
                 return None;
             }
             if let (Some(k), ExprKind::Binary { lhs: x, .. }) = (divisor(c), &lhs.unparen().kind) {
