@@ -12,16 +12,31 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
     match name {
         "nvptx.mbarrier_init" => {
             let count = f.m().attr(op, "count").and_then(Attr::as_int).unwrap_or(1);
-            let at = f.place_shared(8, 8);
-            let addr = shared_addr(f, &at);
+            let slots = f.m().attr(op, "slots").and_then(Attr::as_int).unwrap_or(1).max(1);
+            let at = f.place_shared(8 * slots, 8);
+            let addrs: Vec<String> = (0..slots)
+                .map(|i| {
+                    let slot = slot_ptr(f, &at, &i.to_string());
+                    shared_addr(f, &slot)
+                })
+                .collect();
             let tid = f.tid.clone();
             let first = f.val(format!("icmp eq i64 {tid}, 0"));
             f.when(&first, |f| {
-                f.line(format!(
-                    "call void asm sideeffect \"mbarrier.init.shared::cta.b64 [$0], {count};\", \"r,~{{memory}}\"(i32 {addr})"
-                ));
+                for addr in &addrs {
+                    f.line(format!(
+                        "call void asm sideeffect \"mbarrier.init.shared::cta.b64 [$0], {count};\", \"r,~{{memory}}\"(i32 {addr})"
+                    ));
+                }
                 f.line("call void asm sideeffect \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"()");
             });
+            f.set(op, Val::Mbarrier(at));
+            Ok(())
+        }
+        "nvptx.mbarrier_slot" => {
+            let ring = mbarrier(f, op, 0)?;
+            let i = f.index(op, 1)?;
+            let at = slot_ptr(f, &ring, &i);
             f.set(op, Val::Mbarrier(at));
             Ok(())
         }
@@ -102,6 +117,12 @@ fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
         Val::Mbarrier(at) => Ok(at),
         _ => Err(f.err(op, "expected an mbarrier")),
     }
+}
+
+/// The mbarrier `i` (an `i64` value) of the ring at `ring`.
+fn slot_ptr(f: &mut FnEmitter, ring: &str, i: &str) -> String {
+    let sp = f.info().shared_ptr();
+    f.val(format!("getelementptr i64, {sp} {ring}, i64 {i}"))
 }
 
 /// The 32-bit shared-window address of a shared pointer.

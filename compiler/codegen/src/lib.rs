@@ -327,6 +327,14 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
                     k.name
                 );
             }
+            // Shared memory keeps a second block off the multiprocessor:
+            // `.minnctapersm 1` keeps ptxas from trading registers (and
+            // spills) for an occupancy the kernel cannot have.
+            if target.one_block_per_sm(k.shared_bytes) {
+                let node = 10 + 2 * me.kernels.len() + i;
+                ann.push(format!("!{node}"));
+                let _ = writeln!(nodes, "!{node} = !{{ptr @{}, !\"minctasm\", i32 1}}", k.name);
+            }
         }
         let _ = writeln!(text, "!nvvm.annotations = !{{{}}}", ann.join(", "));
         text.push_str(&nodes);

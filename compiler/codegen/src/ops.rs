@@ -124,9 +124,11 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             ));
             Ok(())
         }
-        "nvptx.mbarrier_init" | "nvptx.mbarrier_arrive_expect_tx" | "nvptx.mbarrier_try_wait" | "nvptx.tma_load" => {
-            crate::hopper::emit(f, op, name)
-        }
+        "nvptx.mbarrier_init"
+        | "nvptx.mbarrier_slot"
+        | "nvptx.mbarrier_arrive_expect_tx"
+        | "nvptx.mbarrier_try_wait"
+        | "nvptx.tma_load" => crate::hopper::emit(f, op, name),
         "nvptx.mma_sync" | "nvptx.mma_fma" | "nvptx.wgmma" | "amdgpu.mfma" | "amdgpu.mma_fma" | "cpu.mma"
         | "tile.mma" => crate::mma::emit(f, op, name),
         "tile.transpose" => crate::exchange::transpose(f, op),
@@ -834,12 +836,14 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
             });
             // A chunk at an edge of the source, or rows whose length
             // breaks the chunk's alignment: element by element, zeros
-            // past the edge.
+            // past the edge, in a loop LLVM may unroll or not (unrolled
+            // by hand, its per-element bounds checks were hoisted out of
+            // an enclosing K loop and kept live across it).
             let partial = f.val(format!("xor i1 {whole}, true"));
             f.when(&partial, |f| {
                 let (dp, sp) = (f.buffer_ptr_ty(&dst), f.buffer_ptr_ty(&src));
                 let dt = llvm_ty(dst.elem);
-                for j in 0..per_chunk {
+                f.counted_loop(&per_chunk.to_string(), false, |f, j| {
                     let mut di = idx.clone();
                     let mut si = sidx.clone();
                     if let (Some(dl), Some(sl)) = (di.last_mut(), si.last_mut()) {
@@ -850,7 +854,7 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
                     let v = f.convert(&v, src.elem, dst.elem);
                     let d = f.element_ptr(&dst, &di);
                     f.line(format!("store {dt} {v}, {dp} {d}"));
-                }
+                });
             });
         };
         if exact {

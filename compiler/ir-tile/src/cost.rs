@@ -258,7 +258,7 @@ impl Counter<'_> {
         let m = self.m;
         for &op in m.block_ops(block) {
             let name = m.op(op).name.as_str();
-            let inner = if name == "tile.for" {
+            let inner = if name == "tile.for" || name == "tile.pipeline" {
                 self.trips(op, loops)?
             } else {
                 loops.clone()
@@ -304,7 +304,7 @@ impl Counter<'_> {
         }
     }
 
-    /// The loops inside `tile.for` op `op`.
+    /// The loops inside `tile.for` or `tile.pipeline` op `op`.
     fn trips(&self, op: OpId, outer: &Loops) -> Result<Loops, Unknown> {
         let bound = |i: usize| self.m.operands(op).get(i).and_then(|&v| self.value(v, 0));
         let (Some(lb), Some(ub), Some(step)) = (bound(0), bound(1), bound(2)) else {

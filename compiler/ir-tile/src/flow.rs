@@ -1,8 +1,9 @@
 //! A forward dataflow over the structured control flow of a function:
 //! `tile.if` joins its branches, `tile.for` and `tile.while` iterate their
 //! body to a fixpoint (the state at the loop head is the join of the entry
-//! and every back edge), `tile.break`/`tile.continue` feed the loop's exits
-//! and back edge, and `tile.return`/`func.return` leave the function. Ops
+//! and every back edge; of `tile.pipeline`, the use region is the body and
+//! the fill is left out, its copies being the pipeline's own),
+//! `tile.break`/`tile.continue` feed the loop's exits and back edge, and `tile.return`/`func.return` leave the function. Ops
 //! after a `break`, `continue` or `return` in their block are unreachable.
 //!
 //! The same walk as the source-level async-copy checker
@@ -141,6 +142,12 @@ impl<T: Transfer> Walker<'_, '_, T> {
                 self.loop_(op, None, regions.first(), flow);
             }
             "tile.while" => self.loop_(op, regions.first(), regions.get(1), flow),
+            // The fill's copies are the pipeline's own (it waits for them
+            // itself), so only the use region is walked, as a loop body.
+            "tile.pipeline" => {
+                self.visit(op, flow);
+                self.loop_(op, None, regions.get(1), flow);
+            }
             "tile.break" | "tile.continue" => {
                 self.visit(op, flow);
                 let is_break = m.op(op).name == "tile.break";

@@ -25,6 +25,7 @@ mod flow;
 mod gate;
 mod lower;
 mod nvptx;
+mod pipeline;
 mod rules;
 mod shape;
 mod target;

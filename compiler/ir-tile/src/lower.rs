@@ -46,10 +46,13 @@ use tessera_ir::{
 use crate::estimate::block_threads;
 use crate::flow::{self, Transfer};
 use crate::nvptx::mbarrier_type;
+use crate::pipeline;
 use crate::rules::{func_kind, shared_allocations, shared_total};
 use crate::shape::{self, buffer_bytes, divisible, pad_of, row_bytes};
 use crate::target::{Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};
 use crate::tile::TARGET_DEPENDENT;
+
+mod ring;
 
 /// The `lower-tile-to-target` pass.
 pub struct LowerTileToTarget;
@@ -102,6 +105,17 @@ impl Pass for LowerTileToTarget {
         m.attrs.insert(LAYER_ATTR.to_string(), Attr::str(TARGET_LAYER));
         Ok(())
     }
+}
+
+/// How the target form of an async copy completes.
+#[derive(Clone, Copy)]
+enum Completion {
+    /// `cp.async` in a commit group of its own, numbered by its stage.
+    OwnGroup(i64),
+    /// `cp.async` in the group its pipeline commits for the iteration.
+    PipelineGroup,
+    /// A TMA load, on this mbarrier.
+    Mbarrier(ValueId),
 }
 
 /// An mbarrier and its phase slot, for the TMA copies of one stage.
@@ -161,10 +175,24 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         .copied()
         .filter(|&op| m.op(op).name == "tile.async_copy")
         .collect();
+    let pipelines: Vec<OpId> = ops
+        .iter()
+        .copied()
+        .filter(|&op| m.op(op).name == "tile.pipeline")
+        .collect();
     let use_tma = target == Target::Sm90a && !copies.is_empty() && copies.iter().all(|&c| tma_fits(m, c));
     if use_tma {
-        l.tma_dsts = copies.iter().filter_map(|&c| m.defining_op(m.operands(c)[0])).collect();
-        let stages: BTreeSet<i64> = copies.iter().map(|&c| stage(m, c)).collect();
+        l.tma_dsts = copies
+            .iter()
+            .filter_map(|&c| m.defining_op(pipeline::root_memref(m, m.operands(c)[0])))
+            .collect();
+        // The copies of a pipeline's fill complete on rings of mbarriers
+        // of their own (made by its expansion).
+        let stages: BTreeSet<i64> = copies
+            .iter()
+            .filter(|&&c| !in_fill(m, c))
+            .map(|&c| stage(m, c))
+            .collect();
         l.tma = Some(preamble(m, func, &stages));
     } else if l.family == Family::Nvptx && !copies.is_empty() {
         let mut groups = GroupOrder {
@@ -181,9 +209,15 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
             _ => None,
         };
         if let Some(&v) = written.filter(|&&v| shape::is_memref_in(m.value_type(v), MemSpace::Shared)) {
-            l.generic_written.insert(v);
+            l.generic_written.insert(pipeline::root_memref(m, v));
         }
     }
+    for &op in &pipelines {
+        if let Err(e) = l.expand_pipeline(m, func, op) {
+            errors.push(*e);
+        }
+    }
+    let ops = if pipelines.is_empty() { ops } else { m.walk_op(func) };
     for &op in &ops {
         if m.is_erased(op) || !TARGET_DEPENDENT.contains(&m.op(op).name.as_str()) {
             continue;
@@ -209,10 +243,17 @@ fn stage(m: &Module, op: OpId) -> i64 {
     m.attr(op, "stage").and_then(Attr::as_int).unwrap_or(0)
 }
 
+/// Whether `op` is in the fill region of a `tile.pipeline`.
+fn in_fill(m: &Module, op: OpId) -> bool {
+    m.parent_op(op)
+        .is_some_and(|p| m.op(p).name == "tile.pipeline" && m.parent_block(op) == Some(m.region_block(m.regions(p)[0])))
+}
+
 /// Whether a copy can be a TMA load: from a kernel parameter (a tensor
 /// map describes a parameter, not a `tile.view` of one) into an unpadded
 /// `tile.alloc_shared` buffer of constant dims whose rows are a multiple
-/// of 16 bytes.
+/// of 16 bytes, or into a slot of such a ring (a pipeline's) whose size
+/// keeps every slot 128-byte aligned.
 fn tma_fits(m: &Module, copy: OpId) -> bool {
     let (Some(&dst), Some(&src)) = (m.operands(copy).first(), m.operands(copy).get(1)) else {
         return false;
@@ -220,12 +261,14 @@ fn tma_fits(m: &Module, copy: OpId) -> bool {
     if m.defining_op(src).is_some() {
         return false;
     }
-    let Some(alloc) = m.defining_op(dst).filter(|&a| m.op(a).name == "tile.alloc_shared") else {
+    let root = pipeline::root_memref(m, dst);
+    let Some(alloc) = m.defining_op(root).filter(|&a| m.op(a).name == "tile.alloc_shared") else {
         return false;
     };
     let ty = m.value_type(dst);
-    pad_of(ty, Some((m, alloc))) == 0
-        && buffer_bytes(ty, 0).is_ok()
+    let bytes = buffer_bytes(ty, 0);
+    pad_of(m.value_type(root), Some((m, alloc))) == 0
+        && bytes.as_ref().is_ok_and(|&b| root == dst || b % 128 == 0)
         && row_bytes(ty).is_some_and(|r| r > 0 && r % 16 == 0)
 }
 
@@ -241,8 +284,8 @@ fn preamble(m: &mut Module, func: OpId, stages: &BTreeSet<i64>) -> HashMap<i64, 
     };
     b.set_loc(loc);
     let phase_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I32, MemSpace::Local);
-    let zero = konst(&mut b, Attr::Int(0), Type::I32);
-    for &s in stages {
+    let zero = (!stages.is_empty()).then(|| konst(&mut b, Attr::Int(0), Type::I32));
+    for (&s, zero) in stages.iter().zip(std::iter::repeat(zero).flatten()) {
         let mbar = b
             .op("nvptx.mbarrier_init")
             .attr("count", Attr::Int(1))
@@ -517,18 +560,33 @@ impl Lowering {
         operands: &[ValueId],
     ) -> Result<(), Box<VerifyError>> {
         let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
+        let done = match &self.tma {
+            Some(barriers) => Completion::Mbarrier(barriers[&s].mbar),
+            None => Completion::OwnGroup(s),
+        };
+        self.copy_to_shared(b, op, operands, done)
+    }
+
+    /// The target's form of the async copy `op` (with `operands`), which
+    /// completes as `done` says.
+    fn copy_to_shared(
+        &self,
+        b: &mut Builder,
+        op: OpId,
+        operands: &[ValueId],
+        done: Completion,
+    ) -> Result<(), Box<VerifyError>> {
         let dst_ty = b.value_type(operands[0]).clone();
-        match (self.family, &self.tma) {
-            (Family::Nvptx, Some(barriers)) => {
-                let barrier = barriers[&s];
+        match (self.family, done) {
+            (Family::Nvptx, Completion::Mbarrier(mbar)) => {
                 let bytes = buffer_bytes(&dst_ty, 0).unwrap_or(0);
                 b.op("nvptx.mbarrier_arrive_expect_tx")
-                    .operand(barrier.mbar)
+                    .operand(mbar)
                     .attr("bytes", Attr::Int(bytes as i64))
                     .build();
-                b.op("nvptx.tma_load").operands(operands).operand(barrier.mbar).build();
+                b.op("nvptx.tma_load").operands(operands).operand(mbar).build();
             }
-            (Family::Nvptx, None) => {
+            (Family::Nvptx, done) => {
                 let row = row_bytes(&dst_ty).unwrap_or(0);
                 let Some(chunk) = [16u64, 8, 4].into_iter().find(|c| row > 0 && row.is_multiple_of(*c)) else {
                     return Err(Box::new(VerifyError::at_op(
@@ -541,7 +599,9 @@ impl Lowering {
                     .operands(operands)
                     .attr("bytes", Attr::Int(chunk as i64))
                     .build();
-                b.op("nvptx.cp_async_commit").attr("group", Attr::Int(s)).build();
+                if let Completion::OwnGroup(s) = done {
+                    b.op("nvptx.cp_async_commit").attr("group", Attr::Int(s)).build();
+                }
             }
             (Family::Amdgpu, _) => {
                 if row_bytes(&dst_ty).is_some_and(|r| r % 4 != 0) {
@@ -658,7 +718,8 @@ impl Lowering {
                     && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
                 {
                     if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
-                        if self.generic_written.contains(&a) || self.generic_written.contains(&bv) {
+                        let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
+                        if written(a) || written(bv) {
                             b.op("nvptx.fence_proxy_async").build();
                         }
                         return b

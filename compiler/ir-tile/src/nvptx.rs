@@ -12,7 +12,7 @@ use tessera_ir::{
 use crate::check::{self, Check};
 use crate::gate::{self, is_16bit_float, is_fp8};
 use crate::rules;
-use crate::shape::{self, pad_of, row_bytes};
+use crate::shape::{self, buffer_bytes, pad_of, row_bytes};
 use crate::target::Target;
 
 /// The `nvptx` dialect.
@@ -34,6 +34,7 @@ pub const SM90A_ONLY: &[&str] = &[
     "nvptx.wgmma",
     "nvptx.tma_load",
     "nvptx.mbarrier_init",
+    "nvptx.mbarrier_slot",
     "nvptx.mbarrier_arrive_expect_tx",
     "nvptx.mbarrier_try_wait",
     "nvptx.fence_proxy_async",
@@ -154,9 +155,21 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "nvptx.mbarrier_init",
-        doc: "an mbarrier in shared memory expecting `count` arrivals per phase (sm_90a)",
+        doc: "an mbarrier in shared memory expecting `count` arrivals per phase, or a ring of `slots` of them (sm_90a)",
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("count", AttrKind::Int), AttrDef::optional("stage", AttrKind::Int)],
+        attrs: &[
+            AttrDef::required("count", AttrKind::Int),
+            AttrDef::optional("stage", AttrKind::Int),
+            AttrDef::optional("slots", AttrKind::Int),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.mbarrier_slot",
+        doc: "the mbarrier of slot `%i` of a ring made by `nvptx.mbarrier_init {slots}` (sm_90a)",
+        operands: Arity::Exact(2),
+        results: Arity::Exact(1),
+        pure: true,
         ..OpDef::DEFAULT
     },
     OpDef {
@@ -263,7 +276,21 @@ fn verify(c: &mut Check, name: &str, target: Option<Target>) {
         "nvptx.tma_load" => tma_load(c),
         "nvptx.mbarrier_init" => {
             c.int_at_least("count", 1);
+            c.int_at_least("slots", 1);
             c.result_is(0, &mbarrier_type());
+        }
+        "nvptx.mbarrier_slot" => {
+            c.operand_is(0, &mbarrier_type());
+            c.operand_is(1, &Type::INDEX);
+            c.result_is(0, &mbarrier_type());
+            let ring = c.m.operands(c.op)[0];
+            let slots =
+                c.m.defining_op(ring)
+                    .filter(|&d| c.m.op(d).name == "nvptx.mbarrier_init")
+                    .and_then(|d| c.m.attr(d, "slots"));
+            if slots.is_none() {
+                c.fail("`nvptx.mbarrier_slot` picks a slot of a ring made by `nvptx.mbarrier_init {slots = N}`");
+            }
         }
         "nvptx.mbarrier_arrive_expect_tx" => {
             c.operand_is(0, &mbarrier_type());
@@ -444,13 +471,21 @@ fn tma_load(c: &mut Check) {
     let last = c.operand_count() - 1;
     c.operand_is(last, &mbarrier_type());
     let Some(dst) = check::tile_copy(c, 1) else { return };
+    // The destination is an allocation, or a slot of one (a view fixing
+    // its leading dims), which starts a whole number of slots into it.
     let dst_value = c.m.operands(c.op)[0];
-    let alloc = c.m.defining_op(dst_value);
-    if pad_of(&dst, alloc.map(|op| (c.m, op))) > 0 {
+    let root = crate::pipeline::root_memref(c.m, dst_value);
+    let alloc = c.m.defining_op(root);
+    if pad_of(c.m.value_type(root), alloc.map(|op| (c.m, op))) > 0 {
         c.fail(format!(
             "TMA writes a dense box: the destination `{dst}` has padded rows"
         ));
         return;
+    }
+    if root != dst_value && !buffer_bytes(&dst, 0).is_ok_and(|b| b % 128 == 0) {
+        c.fail(format!(
+            "TMA destination must be 128-byte aligned: a slot `{dst}` of its allocation is not a multiple of 128 B"
+        ));
     }
     let align = alloc
         .filter(|&op| c.m.op(op).name == "nvptx.alloc_shared")

@@ -28,7 +28,7 @@ pub const SHARED_ALLOCS: [&str; 4] = [
     "cpu.alloc_shared",
 ];
 
-/// The bytes of shared memory an `nvptx.mbarrier_init` takes.
+/// The bytes of shared memory an `nvptx.mbarrier_init` takes per slot.
 pub const MBARRIER_BYTES: u64 = 8;
 
 /// The first op of the module in textual order that belongs to one of
@@ -318,7 +318,8 @@ pub fn shared_allocations(m: &Module, ops: &[OpId]) -> Vec<(OpId, Result<u64, St
         .filter_map(|&op| {
             let name = m.op(op).name.as_str();
             if name == "nvptx.mbarrier_init" {
-                return Some((op, Ok(MBARRIER_BYTES)));
+                let slots = m.attr(op, "slots").and_then(Attr::as_int).unwrap_or(1).max(1);
+                return Some((op, Ok(MBARRIER_BYTES * slots as u64)));
             }
             if !SHARED_ALLOCS.contains(&name) {
                 return None;

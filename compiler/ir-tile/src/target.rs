@@ -100,6 +100,23 @@ impl Target {
         }
     }
 
+    /// Shared memory per multiprocessor (A100, H100), and what the
+    /// system reserves of it for each resident block; `None` off NVIDIA.
+    pub fn shared_per_sm(self) -> Option<(u64, u64)> {
+        match self {
+            Target::Sm80 => Some((164 << 10, 1 << 10)),
+            Target::Sm90a => Some((228 << 10, 1 << 10)),
+            _ => None,
+        }
+    }
+
+    /// Whether a block with `shared` bytes of shared memory leaves no room
+    /// for a second block on a multiprocessor.
+    pub fn one_block_per_sm(self, shared: u64) -> bool {
+        self.shared_per_sm()
+            .is_some_and(|(per_sm, reserved)| shared > 0 && 2 * (shared + reserved) > per_sm)
+    }
+
     /// The threads of a warp (a wavefront on AMD GPUs); the CPU backend
     /// emulates warps of 32.
     pub fn warp_size(self) -> i64 {

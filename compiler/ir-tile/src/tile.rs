@@ -284,6 +284,14 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.pipeline",
+        doc: "a software-pipelined loop for `%k` from `%lb` while below `%ub` by `%step`: region #0 starts the async copies of an iteration into ring slot `%slot`, `stages - 1` iterations ahead; region #1 runs the iteration once they are complete",
+        operands: Arity::Exact(3),
+        attrs: &[AttrDef::required("stages", AttrKind::Int)],
+        regions: 2,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.if",
         doc: "runs its first region when `%cond` holds, else its second",
         operands: Arity::Exact(1),
@@ -298,7 +306,7 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.yield",
-        doc: "ends a region of `tile.for`, `tile.if` or `tile.while`",
+        doc: "ends a region of `tile.for`, `tile.pipeline`, `tile.if` or `tile.while`",
         terminator: true,
         ..OpDef::DEFAULT
     },
@@ -376,6 +384,7 @@ pub const TARGET_DEPENDENT: &[&str] = &[
     "tile.alloc_shared",
     "tile.async_copy",
     "tile.wait_async",
+    "tile.pipeline",
     "tile.mma",
     "tile.shuffle",
     "tile.vote",
@@ -476,9 +485,10 @@ fn verify(c: &mut Check, name: &str) {
         "tile.atomic" => check::atomic(c, &[MemSpace::Global, MemSpace::Shared]),
         "tile.rng" => rng(c),
         "tile.for" => for_(c),
+        "tile.pipeline" => crate::pipeline::verify(c),
         "tile.if" => if_(c),
         "tile.while" => while_(c),
-        "tile.yield" => c.parent_is(&["tile.for", "tile.if", "tile.while"]),
+        "tile.yield" => c.parent_is(&["tile.for", "tile.pipeline", "tile.if", "tile.while"]),
         "tile.condition" => {
             c.parent_is(&["tile.while"]);
             c.operand_is(0, &Type::I1);

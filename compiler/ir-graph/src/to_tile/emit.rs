@@ -152,12 +152,27 @@ impl Gen {
     /// A `rows`×`cols` shared buffer of `elem`, laid out for the target
     /// ([`shared_layout`]).
     pub fn shared_tile(&self, b: &mut Builder<'_>, rows: i64, cols: i64, elem: ScalarType) -> ValueId {
+        self.shared_buffer(b, &[rows, cols], elem)
+    }
+
+    /// A ring of `slots` shared `rows`×`cols` tiles, laid out as
+    /// [`Gen::shared_tile`]'s (its slots are a `tile.pipeline`'s).
+    pub fn shared_ring(&self, b: &mut Builder<'_>, slots: i64, rows: i64, cols: i64, elem: ScalarType) -> ValueId {
+        self.shared_buffer(b, &[slots, rows, cols], elem)
+    }
+
+    fn shared_buffer(&self, b: &mut Builder<'_>, dims: &[i64], elem: ScalarType) -> ValueId {
+        let cols = dims.last().copied().unwrap_or(1);
         let mut op = b.op("tile.alloc_shared");
         if let Some((key, value)) = shared_layout(&self.target, cols, elem) {
             op = op.attr(key, Attr::Int(value));
         }
-        op.result(Type::memref([rows.into(), cols.into()], elem, MemSpace::Shared))
-            .build_value()
+        op.result(Type::memref(
+            dims.iter().map(|&d| d.into()).collect::<Vec<_>>(),
+            elem,
+            MemSpace::Shared,
+        ))
+        .build_value()
     }
 
     /// A mask of the lanes of a row tile of `shape` (its last dim the

@@ -1,6 +1,7 @@
 //! The matmul template: one block per BM×BN tile of the output (block x
-//! → tile row, y → tile column, z → the flattened batch), a K loop that
-//! stages A and B tiles through shared memory with asynchronous copies,
+//! → tile row, y → tile column, z → the flattened batch), a K loop (a
+//! `tile.pipeline` of `stages` slots) that copies A and B tiles into rings
+//! in shared memory asynchronously, `stages - 1` steps ahead of the
 //! `tile.mma` into an accumulator, then the epilogue on the accumulator
 //! tile and one `tile.store_tile`.
 
@@ -8,7 +9,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, end, for_loop, id, index, number, tile_type, view, Frame, Gen, Result, TileEval};
+use super::emit::{binary, cast_to, end, id, index, number, tile_type, view, Frame, Gen, Result, TileEval};
 use super::{Kernel, Src};
 use crate::targets::matmul_shared_bytes;
 
@@ -80,76 +81,72 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let c0 = index(b, 0);
     b.op("tile.store_tile").operands(&[zero, acc_slot, c0, c0]).build();
 
-    // One shared buffer of A and of B per pipeline stage.
-    let mut a_bufs = Vec::new();
-    let mut b_bufs = Vec::new();
+    // A ring of A tiles and one of B tiles, a slot per pipeline stage.
     let (b_rows, b_cols) = if transposed { (bn, bk) } else { (bk, bn) };
-    for _ in 0..stages {
-        for (bufs, rows, cols) in [(&mut a_bufs, bm, bk), (&mut b_bufs, b_rows, b_cols)] {
-            bufs.push(g.shared_tile(b, rows, cols, elem));
-        }
-    }
+    let a_ring = g.shared_ring(b, stages, bm, bk, elem);
+    let b_ring = g.shared_ring(b, stages, b_rows, b_cols, elem);
 
-    // The K loop: each iteration fills every stage, then consumes them in
-    // order, so the copies of later stages overlap the mma of earlier ones.
+    // The K loop, software-pipelined: the copies of the tiles `stages - 1`
+    // steps ahead overlap the mma of this step.
     let k_end = g.dim(b, &k_dim)?;
-    let step = index(b, stages * bk);
-    let (body, kk) = for_loop(b, c0, k_end, step);
+    let step = index(b, bk);
+    let fill = b.new_region(&[Type::INDEX, Type::INDEX]);
+    let consume = b.new_region(&[Type::INDEX, Type::INDEX]);
+    let (fill_block, use_block) = (b.region_block(fill), b.region_block(consume));
+    b.op("tile.pipeline")
+        .operands(&[c0, k_end, step])
+        .attr("stages", Attr::Int(stages))
+        .region(fill)
+        .region(consume)
+        .build();
     {
-        let mut l = g.at(b, body);
-        let mut starts = vec![kk];
-        for s in 1..stages {
-            let off = index(&mut l, s * bk);
-            starts.push(binary(&mut l, "add", kk, off, Type::INDEX));
-        }
-        for s in 0..stages as usize {
-            let ks = starts[s];
-            l.op("tile.async_copy")
-                .operands(&[a_bufs[s], a_mem, row0, ks])
-                .attr("stage", Attr::Int(2 * s as i64))
-                .build();
-            let b_offsets = if transposed { [col0, ks] } else { [ks, col0] };
-            l.op("tile.async_copy")
-                .operands(&[b_bufs[s], b_mem])
-                .operands(&b_offsets)
-                .attr("stage", Attr::Int(2 * s as i64 + 1))
-                .build();
-        }
-        for s in 0..stages as usize {
-            l.op("tile.wait_async").attr("stage", Attr::Int(2 * s as i64)).build();
-            l.op("tile.wait_async")
-                .attr("stage", Attr::Int(2 * s as i64 + 1))
-                .build();
-            l.op("tile.barrier").attr("scope", "block").build();
-            let current = l
+        let (kk, slot) = (b.block_args(fill_block)[0], b.block_args(fill_block)[1]);
+        let mut l = g.at(b, fill_block);
+        let a_buf = view(&mut l, a_ring, &[slot]);
+        l.op("tile.async_copy")
+            .operands(&[a_buf, a_mem, row0, kk])
+            .attr("stage", Attr::Int(0))
+            .build();
+        let b_buf = view(&mut l, b_ring, &[slot]);
+        let b_offsets = if transposed { [col0, kk] } else { [kk, col0] };
+        l.op("tile.async_copy")
+            .operands(&[b_buf, b_mem])
+            .operands(&b_offsets)
+            .attr("stage", Attr::Int(1))
+            .build();
+        end(&mut l);
+    }
+    {
+        let slot = b.block_args(use_block)[1];
+        let mut l = g.at(b, use_block);
+        let a_buf = view(&mut l, a_ring, &[slot]);
+        let b_buf = view(&mut l, b_ring, &[slot]);
+        let current = l
+            .op("tile.load_tile")
+            .operands(&[acc_slot, c0, c0])
+            .result(acc_tile.clone())
+            .build_value();
+        let b_operand = if transposed {
+            let tile = l
                 .op("tile.load_tile")
-                .operands(&[acc_slot, c0, c0])
-                .result(acc_tile.clone())
+                .operands(&[b_buf, c0, c0])
+                .result(tile_type(&[bn, bk], elem))
                 .build_value();
-            let b_operand = if transposed {
-                let tile = l
-                    .op("tile.load_tile")
-                    .operands(&[b_bufs[s], c0, c0])
-                    .result(tile_type(&[bn, bk], elem))
-                    .build_value();
-                l.op("tile.transpose")
-                    .operand(tile)
-                    .attr("perm", Attr::ints([1, 0]))
-                    .result(tile_type(&[bk, bn], elem))
-                    .build_value()
-            } else {
-                b_bufs[s]
-            };
-            let next = l
-                .op("tile.mma")
-                .operands(&[a_bufs[s], b_operand, current])
-                .attr("accumulate", Type::Scalar(acc))
-                .result(acc_tile.clone())
-                .build_value();
-            l.op("tile.store_tile").operands(&[next, acc_slot, c0, c0]).build();
-        }
-        // Every thread is done reading the buffers before they are refilled.
-        l.op("tile.barrier").attr("scope", "block").build();
+            l.op("tile.transpose")
+                .operand(tile)
+                .attr("perm", Attr::ints([1, 0]))
+                .result(tile_type(&[bk, bn], elem))
+                .build_value()
+        } else {
+            b_buf
+        };
+        let next = l
+            .op("tile.mma")
+            .operands(&[a_buf, b_operand, current])
+            .attr("accumulate", Type::Scalar(acc))
+            .result(acc_tile.clone())
+            .build_value();
+        l.op("tile.store_tile").operands(&[next, acc_slot, c0, c0]).build();
         end(&mut l);
     }
 

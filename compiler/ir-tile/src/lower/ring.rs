@@ -1,0 +1,301 @@
+//! The expansion of `tile.pipeline` (`spec/ir-target.md`, "Pipelines"):
+//!
+//! ```text
+//! for k in lb - (S-1)·step .. ub by step:   // t = (k - lb) / step, g = g0 + t
+//!     if k >= lb:
+//!         wait for slot(g)              // cp.async.wait_group S-2; TMA: its mbarriers, parity (g / S) mod 2
+//!         barrier                       // the copies are visible; every thread is done with slot(g - 1)
+//!     if k + (S-1)·step < ub: fill(k + (S-1)·step, slot(g + S - 1))
+//!     commit                            // cp.async: one group per iteration, empty or not
+//!     if k >= lb: use(k, slot(g))
+//! barrier                               // the last use is done before the rings are reused
+//! ```
+//!
+//! The first `S - 1` iterations are the prologue: they only fill. So the
+//! fill and the use appear once each in the code, whatever `S` is.
+//!
+//! With one stage there is nothing to run ahead: each iteration fills the
+//! slot, waits, uses it and ends with a barrier.
+//!
+//! `slot(g) = g mod S`. `g0` is 0, or, for a pipeline with TMA loads
+//! inside a loop, the number of iterations its earlier runs made (kept in
+//! a `tile.local`), so that every slot's mbarrier phases keep alternating
+//! from run to run.
+//! The fill's copies are lowered here: `cp.async` without a commit of its
+//! own, a TMA load on the slot's mbarrier of a ring made at the kernel's
+//! entry (one ring per copy), or the AMD and CPU copies, whose waits are
+//! `s_waitcnt vmcnt(0)` and nothing.
+
+use std::collections::HashMap;
+
+use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
+
+use super::{binary, cmp, konst, Completion, Lowering};
+use crate::nvptx::mbarrier_type;
+use crate::pipeline::{region_args, stages};
+use crate::target::Family;
+
+impl Lowering {
+    /// Replaces the `tile.pipeline` `op` of function `func` by its
+    /// prologue, loop and closing barrier.
+    pub(super) fn expand_pipeline(&mut self, m: &mut Module, func: OpId, op: OpId) -> Result<(), Box<VerifyError>> {
+        let s = stages(m, op);
+        let &[lb, ub, step] = m.operands(op) else {
+            return Err(Box::new(VerifyError::at_op(
+                m,
+                op,
+                "`tile.pipeline` takes `%lb, %ub, %step`",
+            )));
+        };
+        let loc = m.op(op).loc.clone();
+        let fill_block = m.region_block(m.regions(op)[0]);
+        let fill: Vec<OpId> = m
+            .block_ops(fill_block)
+            .iter()
+            .copied()
+            .filter(|&o| m.op(o).name != "tile.yield")
+            .collect();
+        let copies = fill.iter().filter(|&&o| m.op(o).name == "tile.async_copy").count();
+        let nested = in_loop(m, op);
+
+        // At the kernel's entry: the mbarrier rings (the lowering's
+        // preamble ends with the barrier that publishes them) and the
+        // count of earlier iterations.
+        let entry = m.entry_block(func).expect("a function has a body");
+        let first = m.block_ops(entry).first().copied();
+        let mut at_entry = match first {
+            Some(first) => Builder::before(m, first),
+            None => Builder::at_end(m, entry),
+        };
+        at_entry.set_loc(loc.clone());
+        let rings: Vec<ValueId> = if self.tma.is_some() {
+            (0..copies)
+                .map(|_| {
+                    at_entry
+                        .op("nvptx.mbarrier_init")
+                        .attr("count", Attr::Int(1))
+                        .attr("slots", Attr::Int(s))
+                        .result(mbarrier_type())
+                        .build_value()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Only mbarrier phases need to know the earlier runs.
+        let earlier = (nested && !rings.is_empty()).then(|| {
+            let slot = at_entry
+                .op("tile.local")
+                .result(Type::memref(Vec::<Dim>::new(), ScalarType::Index, MemSpace::Local))
+                .build_value();
+            let zero = konst(&mut at_entry, Attr::Int(0), Type::INDEX);
+            at_entry.op("tile.store").operands(&[zero, slot]).build();
+            slot
+        });
+
+        let mut b = Builder::before(m, op);
+        b.set_loc(loc);
+        let g0 = match earlier {
+            Some(slot) => b.op("tile.load").operand(slot).result(Type::INDEX).build_value(),
+            None => konst(&mut b, Attr::Int(0), Type::INDEX),
+        };
+        let s_v = konst(&mut b, Attr::Int(s), Type::INDEX);
+        let ctx = Fill {
+            ops: &fill,
+            args: region_args(&b, op, 0),
+            rings: &rings,
+            stages: s_v,
+        };
+        let (use_k, use_slot) = region_args(&b, op, 1);
+        let use_block = b.region_block(b.regions(op)[1]);
+        let uses = b.block_ops(use_block).to_vec();
+        let ahead = konst(&mut b, Attr::Int(s - 1), Type::INDEX);
+        let lead = binary(&mut b, "mul", ahead, step);
+        let start = binary(&mut b, "sub", lb, lead);
+        let region = b.new_region(&[Type::INDEX]);
+        let body = b.region_block(region);
+        let k = b.block_args(body)[0];
+        b.op("tile.for").operands(&[start, ub, step]).region(region).build();
+        let mut l = Builder::at_end(&mut b, body);
+        let from_lb = binary(&mut l, "sub", k, lb);
+        let t = binary(&mut l, "floordiv", from_lb, step);
+        let g = binary(&mut l, "add", g0, t);
+        let slot = binary(&mut l, "rem", g, s_v);
+        let use_into = if s == 1 {
+            self.fill(&mut l, &ctx, k, slot)?;
+            self.commit(&mut l, &ctx);
+            self.wait_slot(&mut l, &rings, slot, g, 1);
+            body
+        } else {
+            // The first S - 1 iterations (k below lb) only fill.
+            let using = cmp(&mut l, "ge", k, lb);
+            let wait = if_then(&mut l, using);
+            {
+                let mut w = Builder::at_end(&mut l, wait);
+                self.wait_slot(&mut w, &rings, slot, g, s);
+                w.op("tile.yield").build();
+            }
+            let next_k = binary(&mut l, "add", k, lead);
+            let next_g = binary(&mut l, "add", g, ahead);
+            self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
+            let then = if_then(&mut l, using);
+            l.op("tile.yield").build();
+            then
+        };
+        for &inner in &uses {
+            l.move_op_to_end(inner, use_into);
+        }
+        if s == 1 {
+            // The next iteration's fill overwrites the only slot.
+            let end = *uses.last().expect("the use region ends with `tile.yield`");
+            let mut e = Builder::before(&mut l, end);
+            self.barrier(&mut e);
+        }
+        drop(l);
+        b.replace_all_uses(use_k, k);
+        b.replace_all_uses(use_slot, slot);
+
+        if let Some(local) = earlier {
+            let span = binary(&mut b, "sub", ub, lb);
+            let zero = konst(&mut b, Attr::Int(0), Type::INDEX);
+            let span = binary(&mut b, "max", span, zero);
+            let one = konst(&mut b, Attr::Int(1), Type::INDEX);
+            let round = binary(&mut b, "sub", step, one);
+            let span = binary(&mut b, "add", span, round);
+            let trips = binary(&mut b, "floordiv", span, step);
+            let total = binary(&mut b, "add", g0, trips);
+            b.op("tile.store").operands(&[total, local]).build();
+        }
+        self.barrier(&mut b);
+        m.erase_op(op);
+        Ok(())
+    }
+
+    /// `if k < ub: fill(k, g mod S)`, then the iteration's commit.
+    fn guarded_fill(
+        &self,
+        b: &mut Builder,
+        ctx: &Fill,
+        k: ValueId,
+        ub: ValueId,
+        g: ValueId,
+    ) -> Result<(), Box<VerifyError>> {
+        let slot = binary(b, "rem", g, ctx.stages);
+        let inside = cmp(b, "lt", k, ub);
+        let then = if_then(b, inside);
+        {
+            let mut t = Builder::at_end(b, then);
+            self.fill(&mut t, ctx, k, slot)?;
+            t.op("tile.yield").build();
+        }
+        self.commit(b, ctx);
+        Ok(())
+    }
+
+    /// The iteration's `cp.async` commit group (empty or not, so that
+    /// every iteration commits one).
+    fn commit(&self, b: &mut Builder, ctx: &Fill) {
+        if self.family == Family::Nvptx && ctx.rings.is_empty() {
+            b.op("nvptx.cp_async_commit").build();
+        }
+    }
+
+    /// The fill's ops for iteration `k` into `slot`, its copies lowered.
+    fn fill(&self, b: &mut Builder, ctx: &Fill, k: ValueId, slot: ValueId) -> Result<(), Box<VerifyError>> {
+        let mut map: HashMap<ValueId, ValueId> = HashMap::from([(ctx.args.0, k), (ctx.args.1, slot)]);
+        let mut copy = 0;
+        for &op in ctx.ops {
+            let module: &Module = b;
+            if module.op(op).name != "tile.async_copy" {
+                let clone = b.clone_op(op, &mut map);
+                b.insert(clone);
+                continue;
+            }
+            let operands: Vec<ValueId> = b.operands(op).iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+            let done = match ctx.rings.get(copy) {
+                Some(&ring) => {
+                    let mbar = b
+                        .op("nvptx.mbarrier_slot")
+                        .operands(&[ring, slot])
+                        .result(mbarrier_type())
+                        .build_value();
+                    Completion::Mbarrier(mbar)
+                }
+                None => Completion::PipelineGroup,
+            };
+            copy += 1;
+            self.copy_to_shared(b, op, &operands, done)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until the copies into `slot` (iteration `g`) are complete and
+    /// visible to the block, and every thread is done with the slot the
+    /// next fill refills. With `S` stages, `S - 1` groups are committed
+    /// when it waits (one when `S` is 1).
+    fn wait_slot(&self, b: &mut Builder, rings: &[ValueId], slot: ValueId, g: ValueId, stages: i64) {
+        match self.family {
+            Family::Nvptx if rings.is_empty() => {
+                let pending = (stages - 2).max(0);
+                b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
+            }
+            Family::Nvptx => {
+                let s_v = konst(b, Attr::Int(stages), Type::INDEX);
+                let round = binary(b, "floordiv", g, s_v);
+                let two = konst(b, Attr::Int(2), Type::INDEX);
+                let parity = binary(b, "rem", round, two);
+                for &ring in rings {
+                    let mbar = b
+                        .op("nvptx.mbarrier_slot")
+                        .operands(&[ring, slot])
+                        .result(mbarrier_type())
+                        .build_value();
+                    b.op("nvptx.mbarrier_try_wait").operands(&[mbar, parity]).build();
+                }
+            }
+            Family::Amdgpu => {
+                b.op("amdgpu.s_waitcnt").attr("vmcnt", Attr::Int(0)).build();
+            }
+            Family::Cpu => {}
+        }
+        self.barrier(b);
+    }
+}
+
+/// What every copy of a pipeline's fill needs.
+struct Fill<'a> {
+    /// The fill's ops, without its `tile.yield`.
+    ops: &'a [OpId],
+    /// Its `%k` and `%slot`.
+    args: (ValueId, ValueId),
+    /// One mbarrier ring per copy, in order, when the copies are TMA loads.
+    rings: &'a [ValueId],
+    /// `S`, as an index.
+    stages: ValueId,
+}
+
+/// A `tile.if` on `cond` without an else; returns its then block, for the
+/// caller to fill and end with `tile.yield`.
+fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
+    let then = b.new_region(&[]);
+    let other = b.new_region(&[]);
+    let (then_block, other_block) = (b.region_block(then), b.region_block(other));
+    b.op("tile.if").operand(cond).region(then).region(other).build();
+    Builder::at_end(b, other_block).op("tile.yield").build();
+    then_block
+}
+
+/// Whether `op` runs inside a loop of its function.
+fn in_loop(m: &Module, op: OpId) -> bool {
+    let mut current = op;
+    while let Some(parent) = m.parent_op(current) {
+        if m.is_function(parent) {
+            return false;
+        }
+        if matches!(m.op(parent).name.as_str(), "tile.for" | "tile.while" | "tile.pipeline") {
+            return true;
+        }
+        current = parent;
+    }
+    false
+}
