@@ -128,17 +128,7 @@ impl<'a> Check<'a> {
 
     /// Whether an enclosing op (inside the function) is one of `ops`.
     pub fn inside(&self, ops: &[&str]) -> bool {
-        let mut current = self.op;
-        while let Some(parent) = self.m.parent_op(current) {
-            if self.m.is_function(parent) {
-                return false;
-            }
-            if ops.contains(&self.m.op(parent).name.as_str()) {
-                return true;
-            }
-            current = parent;
-        }
-        false
+        enclosed_by(self.m, self.op, ops)
     }
 
     pub fn region_arg_types(&self, r: usize) -> Vec<Type> {
@@ -201,6 +191,21 @@ impl<'a> Check<'a> {
             }
         }
     }
+}
+
+/// Whether an op enclosing `op` inside its function is one of `ops`.
+pub(crate) fn enclosed_by(m: &Module, op: OpId, ops: &[&str]) -> bool {
+    let mut current = op;
+    while let Some(parent) = m.parent_op(current) {
+        if m.is_function(parent) {
+            return false;
+        }
+        if ops.contains(&m.op(parent).name.as_str()) {
+            return true;
+        }
+        current = parent;
+    }
+    false
 }
 
 fn rank(ty: &Type) -> usize {

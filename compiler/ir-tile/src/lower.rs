@@ -284,17 +284,19 @@ fn preamble(m: &mut Module, func: OpId, stages: &BTreeSet<i64>) -> HashMap<i64, 
     };
     b.set_loc(loc);
     let phase_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I32, MemSpace::Local);
-    let zero = (!stages.is_empty()).then(|| konst(&mut b, Attr::Int(0), Type::I32));
-    for (&s, zero) in stages.iter().zip(std::iter::repeat(zero).flatten()) {
-        let mbar = b
-            .op("nvptx.mbarrier_init")
-            .attr("count", Attr::Int(1))
-            .attr("stage", Attr::Int(s))
-            .result(mbarrier_type())
-            .build_value();
-        let phase = b.op("tile.local").result(phase_ty.clone()).build_value();
-        b.op("tile.store").operands(&[zero, phase]).build();
-        out.insert(s, StageBarrier { mbar, phase });
+    if !stages.is_empty() {
+        let zero = konst(&mut b, Attr::Int(0), Type::I32);
+        for &s in stages {
+            let mbar = b
+                .op("nvptx.mbarrier_init")
+                .attr("count", Attr::Int(1))
+                .attr("stage", Attr::Int(s))
+                .result(mbarrier_type())
+                .build_value();
+            let phase = b.op("tile.local").result(phase_ty.clone()).build_value();
+            b.op("tile.store").operands(&[zero, phase]).build();
+            out.insert(s, StageBarrier { mbar, phase });
+        }
     }
     b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
     out

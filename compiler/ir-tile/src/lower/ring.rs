@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
 
 use super::{binary, cmp, konst, Completion, Lowering};
+use crate::check::enclosed_by;
 use crate::nvptx::mbarrier_type;
 use crate::pipeline::{region_args, stages};
 use crate::target::Family;
@@ -56,7 +57,7 @@ impl Lowering {
             .filter(|&o| m.op(o).name != "tile.yield")
             .collect();
         let copies = fill.iter().filter(|&&o| m.op(o).name == "tile.async_copy").count();
-        let nested = in_loop(m, op);
+        let nested = enclosed_by(m, op, &["tile.for", "tile.while", "tile.pipeline"]);
 
         // At the kernel's entry: the mbarrier rings (the lowering's
         // preamble ends with the barrier that publishes them) and the
@@ -124,7 +125,7 @@ impl Lowering {
         let use_into = if s == 1 {
             self.fill(&mut l, &ctx, k, slot)?;
             self.commit(&mut l, &ctx);
-            self.wait_slot(&mut l, &rings, slot, g, 1);
+            self.wait_slot(&mut l, &ctx, slot, g, 1);
             body
         } else {
             // The first S - 1 iterations (k below lb) only fill.
@@ -132,7 +133,7 @@ impl Lowering {
             let wait = if_then(&mut l, using);
             {
                 let mut w = Builder::at_end(&mut l, wait);
-                self.wait_slot(&mut w, &rings, slot, g, s);
+                self.wait_slot(&mut w, &ctx, slot, g, s);
                 w.op("tile.yield").build();
             }
             let next_k = binary(&mut l, "add", k, lead);
@@ -213,14 +214,7 @@ impl Lowering {
             }
             let operands: Vec<ValueId> = b.operands(op).iter().map(|v| *map.get(v).unwrap_or(v)).collect();
             let done = match ctx.rings.get(copy) {
-                Some(&ring) => {
-                    let mbar = b
-                        .op("nvptx.mbarrier_slot")
-                        .operands(&[ring, slot])
-                        .result(mbarrier_type())
-                        .build_value();
-                    Completion::Mbarrier(mbar)
-                }
+                Some(&ring) => Completion::Mbarrier(ring_slot(b, ring, slot)),
                 None => Completion::PipelineGroup,
             };
             copy += 1;
@@ -233,23 +227,18 @@ impl Lowering {
     /// visible to the block, and every thread is done with the slot the
     /// next fill refills. With `S` stages, `S - 1` groups are committed
     /// when it waits (one when `S` is 1).
-    fn wait_slot(&self, b: &mut Builder, rings: &[ValueId], slot: ValueId, g: ValueId, stages: i64) {
+    fn wait_slot(&self, b: &mut Builder, ctx: &Fill, slot: ValueId, g: ValueId, stages: i64) {
         match self.family {
-            Family::Nvptx if rings.is_empty() => {
+            Family::Nvptx if ctx.rings.is_empty() => {
                 let pending = (stages - 2).max(0);
                 b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
             }
             Family::Nvptx => {
-                let s_v = konst(b, Attr::Int(stages), Type::INDEX);
-                let round = binary(b, "floordiv", g, s_v);
+                let round = binary(b, "floordiv", g, ctx.stages);
                 let two = konst(b, Attr::Int(2), Type::INDEX);
                 let parity = binary(b, "rem", round, two);
-                for &ring in rings {
-                    let mbar = b
-                        .op("nvptx.mbarrier_slot")
-                        .operands(&[ring, slot])
-                        .result(mbarrier_type())
-                        .build_value();
+                for &ring in ctx.rings {
+                    let mbar = ring_slot(b, ring, slot);
                     b.op("nvptx.mbarrier_try_wait").operands(&[mbar, parity]).build();
                 }
             }
@@ -285,17 +274,10 @@ fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
     then_block
 }
 
-/// Whether `op` runs inside a loop of its function.
-fn in_loop(m: &Module, op: OpId) -> bool {
-    let mut current = op;
-    while let Some(parent) = m.parent_op(current) {
-        if m.is_function(parent) {
-            return false;
-        }
-        if matches!(m.op(parent).name.as_str(), "tile.for" | "tile.while" | "tile.pipeline") {
-            return true;
-        }
-        current = parent;
-    }
-    false
+/// The mbarrier of `slot` in the mbarrier ring `ring`.
+fn ring_slot(b: &mut Builder, ring: ValueId, slot: ValueId) -> ValueId {
+    b.op("nvptx.mbarrier_slot")
+        .operands(&[ring, slot])
+        .result(mbarrier_type())
+        .build_value()
 }
