@@ -8,6 +8,9 @@
 //!   library kernel on sm_80 and sm_90a; the gemm uses `mma.sync` on sm_80
 //!   and `wgmma` on sm_90a.
 //! * Building twice gives the same bytes.
+//! * The manifest lists on each parameter the constraints on its dims, for
+//!   the kernels (which inherit them from their operator) and the host
+//!   function alike.
 //! * A kernel compiled for the CPU and run through the JIT computes what a
 //!   float64 reference computes.
 //!
@@ -168,6 +171,42 @@ fn builds_are_byte_identical() {
         let _ = std::fs::remove_dir_all(&a);
         let _ = std::fs::remove_dir_all(&b);
     }
+}
+
+#[test]
+fn the_manifest_lists_each_parameters_constraints() {
+    let dir = out_dir("constraints");
+    let out = tessera(&[
+        "build",
+        "tests/lower/codegen_matmul_sm80_aligned.tsr",
+        "--target",
+        "cpu",
+        "--emit",
+        "obj",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest = std::fs::read_to_string(dir.join("codegen_matmul_sm80_aligned.cpu.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let k = "K % 64 == 0";
+    let n = "N % 128 == 0";
+    // A[M, K], B[K, N], C[M, N], then the dims K, M, N.
+    let expected: [&[&str]; 6] = [&[k], &[k, n], &[n], &[k], &[], &[n]];
+    for function in ["kernels", "host_functions"] {
+        let params = json[function][0]["params"].as_array().unwrap();
+        let listed: Vec<Vec<&str>> = params
+            .iter()
+            .map(|p| {
+                p["constraints"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(|t| t.as_str()).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(listed, expected.map(<[&str]>::to_vec), "{function} in\n{manifest}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

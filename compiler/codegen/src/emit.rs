@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
-use tessera_ir_tile::{KernelCost, Target, COST_ATTR};
+use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
 use crate::mma::layout::{self, Layout};
 use crate::target::{Abi, TargetInfo};
@@ -265,6 +265,8 @@ pub(crate) struct FnEmitter<'e, 'm> {
     scratch_uses: Vec<(String, DimExpr)>,
     pub needs_sync: bool,
     params: Vec<ParamInfo>,
+    /// What the kernel's index values are known multiples of.
+    pub known: Multiples<'m>,
     hidden: Vec<String>,
     tma: Vec<TmaDescriptor>,
     terminated: bool,
@@ -318,6 +320,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             scratch_uses: Vec::new(),
             needs_sync: false,
             params: Vec::new(),
+            known: Multiples::of_function(m, func),
             hidden: Vec::new(),
             tma: Vec::new(),
             terminated: false,
@@ -433,6 +436,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             raw.push((arg, ty, llty));
             self.params.push(info);
         }
+        crate::attach_constraints(m, func, &mut self.params);
         // Values of the parameters.
         for (i, (arg, ty, llty)) in raw.iter().enumerate() {
             let v = match self.info().abi {

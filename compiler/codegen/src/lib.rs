@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde::Serialize;
-use tessera_ir::{Attr, DimExpr, Loc, Module, ScalarType, Type};
+use tessera_ir::{Attr, DimExpr, Loc, Module, ScalarType, ShapeConstraint, Type};
 use tessera_ir_tile::{KernelCost, Target};
 
 pub use target::{Abi, TargetInfo};
@@ -55,6 +55,10 @@ pub struct ParamInfo {
     /// The dim symbol this scalar carries (trailing dim parameters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dim: Option<String>,
+    /// The function's shape constraints (its `where` clause and the
+    /// guards its caller checks) that mention a dim of this parameter.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<String>,
 }
 
 impl ParamInfo {
@@ -66,6 +70,7 @@ impl ParamInfo {
             shape: Vec::new(),
             mutable: false,
             dim: None,
+            constraints: Vec::new(),
         }
     }
 
@@ -77,7 +82,39 @@ impl ParamInfo {
             shape: dims.iter().map(|d| d.to_string()).collect(),
             mutable,
             dim: None,
+            constraints: Vec::new(),
         }
+    }
+}
+
+/// Lists on each of `func`'s parameters the entries of its `constraints`
+/// attribute that mention a dim of the parameter's shape, or its dim.
+pub(crate) fn attach_constraints(module: &Module, func: tessera_ir::OpId, params: &mut [ParamInfo]) {
+    let constraints = module
+        .attr(func, "constraints")
+        .and_then(Attr::as_array)
+        .unwrap_or_default();
+    let facts: Vec<(Vec<String>, &str)> = constraints
+        .iter()
+        .filter_map(Attr::as_str)
+        .filter_map(|text| {
+            let c = ShapeConstraint::parse(text)?;
+            Some((c.symbols().into_iter().map(str::to_string).collect(), text))
+        })
+        .collect();
+    for p in params {
+        let mut own: Vec<String> = p
+            .shape
+            .iter()
+            .filter_map(|d| DimExpr::parse(d))
+            .flat_map(|d| d.symbols().into_iter().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        own.extend(p.dim.clone());
+        p.constraints = facts
+            .iter()
+            .filter(|(symbols, _)| symbols.iter().any(|s| own.contains(s)))
+            .map(|(_, text)| text.to_string())
+            .collect();
     }
 }
 
@@ -327,10 +364,12 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
                     k.name
                 );
             }
-            // Shared memory keeps a second block off the multiprocessor:
-            // `.minnctapersm 1` keeps ptxas from trading registers (and
-            // spills) for an occupancy the kernel cannot have.
-            if target.one_block_per_sm(k.shared_bytes) {
+            // `.minnctapersm 1` keeps ptxas from trading registers, and
+            // spills, for occupancy: when shared memory keeps a second
+            // block off the multiprocessor, an occupancy the kernel cannot
+            // have; in a kernel with tile products, at the price of
+            // spilling the accumulator tile its K loop holds in registers.
+            if target.one_block_per_sm(k.shared_bytes) || multiplies_tiles(module, &k.name) {
                 let node = 10 + 2 * me.kernels.len() + i;
                 ann.push(format!("!{node}"));
                 let _ = writeln!(nodes, "!{node} = !{{ptr @{}, !\"minctasm\", i32 1}}", k.name);
@@ -350,6 +389,19 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
         ptxas: None,
     };
     Ok((text, manifest))
+}
+
+/// Whether the kernel `name` multiplies tiles, on tensor cores or not (its
+/// accumulators live in registers across the steps of its K loop).
+fn multiplies_tiles(module: &Module, name: &str) -> bool {
+    module.function(name).is_some_and(|f| {
+        module.walk_op(f).into_iter().any(|op| {
+            matches!(
+                module.op(op).name.as_str(),
+                "nvptx.mma_sync" | "nvptx.wgmma" | "nvptx.mma_fma"
+            )
+        })
+    })
 }
 
 fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
@@ -385,6 +437,7 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
             params.push(info);
         }
     }
+    attach_constraints(module, func, &mut params);
     let results = mutable.iter().copied().filter(|i| !scratch.contains(i)).collect();
     let mut launches = Vec::new();
     let mut collectives = Vec::new();

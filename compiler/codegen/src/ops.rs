@@ -497,14 +497,15 @@ fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> Stri
 
 /// Whether the `len`-element chunk at `idx` lies inside a global buffer
 /// with run-time dims and starts at a chunk-aligned address (the row
-/// length is a whole number of chunks); `None` when nothing needs checking.
-fn chunk_in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String], len: i64) -> Option<String> {
+/// length is a whole number of chunks, checked unless `whole_rows` says
+/// it is known); `None` when nothing needs checking.
+fn chunk_in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String], len: i64, whole_rows: bool) -> Option<String> {
     let mut last = idx.to_vec();
     if let Some(l) = last.last_mut() {
         *l = f.val(format!("add i64 {l}, {}", len - 1));
     }
     let inside = in_bounds(f, b, &last)?;
-    let Some(Ext::Dyn(cols)) = b.dims.last() else {
+    let Some(Ext::Dyn(cols)) = b.dims.last().filter(|_| !whole_rows) else {
         return Some(inside);
     };
     let rem = f.val(format!("urem i64 {cols}, {len}"));
@@ -816,6 +817,19 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
     let per_thread = (chunks + t - 1) / t;
     let exact = chunks % t == 0;
     let tdims = dst.dims.clone();
+    // Rows of whole chunks read from a chunk-aligned column (the kernel's
+    // constraints say so): a chunk is inside the source or wholly outside.
+    let m = f.m();
+    let src_ty = m.value_type(m.operands(op)[1]);
+    let whole_rows = src_ty
+        .dims()
+        .and_then(<[_]>::last)
+        .is_some_and(|row| f.known.dim(row) % per_chunk == 0);
+    let aligned_cols = m
+        .operands(op)
+        .last()
+        .is_some_and(|&col| f.known.divides(per_chunk, col));
+    let straddle_free = whole_rows && aligned_cols;
     f.counted_loop(&per_thread.to_string(), true, |f, i| {
         let scaled = f.val(format!("mul i64 {i}, {t}"));
         let c = f.val(format!("add i64 {scaled}, {}", f.tid));
@@ -823,7 +837,7 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
             let e = f.val(format!("mul i64 {c}, {per_chunk}"));
             let idx = f.unravel(&e, &tdims);
             let sidx = offset_indices(f, &idx, &offs, src.dims.len());
-            let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk) else {
+            let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows) else {
                 let d = f.element_ptr(&dst, &idx);
                 let s = f.element_ptr(&src, &sidx);
                 each(f, &d, &s);
@@ -834,12 +848,28 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
                 let s = f.element_ptr(&src, &sidx);
                 each(f, &d, &s);
             });
+            let partial = f.val(format!("xor i1 {whole}, true"));
+            if straddle_free {
+                // Wholly past an edge: zeros.
+                f.when(&partial, |f| {
+                    let (dp, dt) = (f.buffer_ptr_ty(&dst), llvm_ty(dst.elem));
+                    let d = f.element_ptr(&dst, &idx);
+                    let ty = match per_chunk {
+                        1 => dt.to_string(),
+                        n => format!("<{n} x {dt}>"),
+                    };
+                    f.line(format!(
+                        "store {ty} zeroinitializer, {dp} {d}, align {}",
+                        per_chunk * eb
+                    ));
+                });
+                return;
+            }
             // A chunk at an edge of the source, or rows whose length
             // breaks the chunk's alignment: element by element, zeros
             // past the edge, in a loop LLVM may unroll or not (unrolled
             // by hand, its per-element bounds checks were hoisted out of
             // an enclosing K loop and kept live across it).
-            let partial = f.val(format!("xor i1 {whole}, true"));
             f.when(&partial, |f| {
                 let (dp, sp) = (f.buffer_ptr_ty(&dst), f.buffer_ptr_ty(&src));
                 let dt = llvm_ty(dst.elem);

@@ -95,15 +95,22 @@ pub fn divisibility(m: &Module, func: Option<OpId>) -> Vec<Divisible> {
     };
     facts(m, func)
         .into_iter()
-        .filter_map(|(c, text)| match c {
+        .filter_map(|(c, text)| Divisible::of(&c, text))
+        .collect()
+}
+
+impl Divisible {
+    /// `c` when it is a divisibility constraint, written `text`.
+    pub fn of(c: &ShapeConstraint, text: &str) -> Option<Divisible> {
+        match c {
             ShapeConstraint::Divisible { dim, by } => Some(Divisible {
-                dim,
-                modulus: by,
+                dim: dim.clone(),
+                modulus: *by,
                 text: text.to_string(),
             }),
             _ => None,
-        })
-        .collect()
+        }
+    }
 }
 
 /// Whether one of `func`'s [`facts`] says `a == b`.

@@ -45,6 +45,7 @@ use tessera_ir::{
 
 use crate::estimate::block_threads;
 use crate::flow::{self, Transfer};
+use crate::multiple::Multiples;
 use crate::nvptx::mbarrier_type;
 use crate::pipeline;
 use crate::rules::{func_kind, shared_allocations, shared_total};
@@ -180,7 +181,8 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         .copied()
         .filter(|&op| m.op(op).name == "tile.pipeline")
         .collect();
-    let use_tma = target == Target::Sm90a && !copies.is_empty() && copies.iter().all(|&c| tma_fits(m, c));
+    let known = Multiples::of_function(m, func);
+    let use_tma = target == Target::Sm90a && !copies.is_empty() && copies.iter().all(|&c| tma_fits(m, &known, c));
     if use_tma {
         l.tma_dsts = copies
             .iter()
@@ -250,15 +252,16 @@ fn in_fill(m: &Module, op: OpId) -> bool {
 }
 
 /// Whether a copy can be a TMA load: from a kernel parameter (a tensor
-/// map describes a parameter, not a `tile.view` of one) into an unpadded
-/// `tile.alloc_shared` buffer of constant dims whose rows are a multiple
-/// of 16 bytes, or into a slot of such a ring (a pipeline's) whose size
-/// keeps every slot 128-byte aligned.
-fn tma_fits(m: &Module, copy: OpId) -> bool {
+/// map describes a parameter, not a `tile.view` of one) whose row strides
+/// the function's constraints prove multiples of 16 bytes (a tensor map
+/// needs them so), into an unpadded `tile.alloc_shared` buffer of constant
+/// dims whose rows are a multiple of 16 bytes, or into a slot of such a
+/// ring (a pipeline's) whose size keeps every slot 128-byte aligned.
+fn tma_fits(m: &Module, known: &Multiples<'_>, copy: OpId) -> bool {
     let (Some(&dst), Some(&src)) = (m.operands(copy).first(), m.operands(copy).get(1)) else {
         return false;
     };
-    if m.defining_op(src).is_some() {
+    if m.defining_op(src).is_some() || !known.strides_aligned(m.value_type(src), 16) {
         return false;
     }
     let root = pipeline::root_memref(m, dst);

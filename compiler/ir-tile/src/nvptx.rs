@@ -11,6 +11,7 @@ use tessera_ir::{
 
 use crate::check::{self, Check};
 use crate::gate::{self, is_16bit_float, is_fp8};
+use crate::multiple::{gcd, Multiples};
 use crate::rules;
 use crate::shape::{self, buffer_bytes, pad_of, row_bytes};
 use crate::target::Target;
@@ -467,10 +468,37 @@ fn wgmma(c: &mut Check) {
     gate::tiles_evenly(c, &dims, instr);
 }
 
+/// A tensor map describes a global tensor whose row strides are multiples
+/// of 16 bytes: the function's constraints must prove it of the source.
+fn source_strides_aligned(c: &mut Check) {
+    let Some(func) = c.m.enclosing_function(c.op) else {
+        return;
+    };
+    let src = c.m.value_type(c.m.operands(c.op)[1]);
+    if Multiples::of_function(c.m, func).strides_aligned(src, 16) {
+        return;
+    }
+    let (Some(row), Some(elem)) = (src.dims().and_then(<[_]>::last), src.elem()) else {
+        return;
+    };
+    let bits = i64::from(elem.bits());
+    let why = match row.as_const() {
+        Some(n) => format!("the rows of `{src}` are {} B", n * bits / 8),
+        None => format!(
+            "no constraint of the function makes `{row}` a multiple of {} (the rows of `{src}`)",
+            128 / gcd(128, bits)
+        ),
+    };
+    c.fail(format!(
+        "a tensor map needs row strides that are multiples of 16 B: {why}"
+    ));
+}
+
 fn tma_load(c: &mut Check) {
     let last = c.operand_count() - 1;
     c.operand_is(last, &mbarrier_type());
     let Some(dst) = check::tile_copy(c, 1) else { return };
+    source_strides_aligned(c);
     // The destination is an allocation, or a slot of one (a view fixing
     // its leading dims), which starts a whole number of slots into it.
     let dst_value = c.m.operands(c.op)[0];

@@ -21,7 +21,7 @@ use tessera_ir::{
     Attr, Builder, Loc, MemSpace, Module, OpId, Pass, PassContext, ShapeConstraint, Type, ValueId, VerifyError,
 };
 
-use crate::shape::{divisibility, is_deterministic, Divisible, GridDim, Layer};
+use crate::shape::{self, is_deterministic, Divisible, GridDim, Layer};
 use crate::targets::Target;
 use emit::Gen;
 
@@ -269,7 +269,12 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         }
     }
     let func_name = m.func_name(func).unwrap_or_default().to_string();
-    let constraints = divisibility(m, Some(func));
+    let mut facts: Vec<(ShapeConstraint, String)> = Vec::new();
+    for (c, text) in shape::facts(m, func) {
+        if !facts.iter().any(|(_, t)| t == text) {
+            facts.push((c, text.to_string()));
+        }
+    }
     let deterministic = is_deterministic(m, Some(func));
     let kept: BTreeMap<String, Attr> = KEPT_ATTRS
         .iter()
@@ -282,16 +287,42 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         .collect();
     let mut lowered = HashMap::new();
     for k in &kernels {
-        let l = lower_kernel(m, func, k, target, &constraints, deterministic, &kept)?;
+        let l = lower_kernel(m, func, k, target, &facts, deterministic, &kept)?;
         lowered.insert(k.op, l);
     }
     let draws: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).name == "graph.rng").collect();
     for (i, op) in draws.into_iter().enumerate() {
         let names = (format!("{func_name}_rng{i}"), format!("{func_name}.rng{i}"));
-        let l = lower_rng(m, func, op, &names, &kept)?;
+        let l = lower_rng(m, func, op, &names, &facts, &kept)?;
         lowered.insert(op, l);
     }
     lower_host(m, func, &func_name, &lowered, &kept)
+}
+
+/// The attributes a kernel inherits from its operator function: `kept`
+/// but the effects, and as `constraints` the function's facts (its own
+/// and the guards checked on entry) that relate only the kernel's dims,
+/// for code generation to rely on and the manifest to list.
+fn inherit(
+    m: &mut Module,
+    kfn: OpId,
+    kept: &BTreeMap<String, Attr>,
+    facts: &[(ShapeConstraint, String)],
+    dims: &[String],
+) {
+    for (key, value) in kept {
+        if key != "effects" && key != "constraints" {
+            m.set_attr(kfn, key.clone(), value.clone());
+        }
+    }
+    let own: Vec<Attr> = facts
+        .iter()
+        .filter(|(c, _)| c.symbols().iter().all(|s| dims.iter().any(|d| d == s)))
+        .map(|(_, text)| Attr::str(text.as_str()))
+        .collect();
+    if !own.is_empty() {
+        m.set_attr(kfn, "constraints", Attr::Array(own));
+    }
 }
 
 /// A `graph.rng` becomes a kernel that fills its buffer: one thread per
@@ -303,6 +334,7 @@ fn lower_rng(
     func: OpId,
     op: OpId,
     (name, default_stream): &(String, String),
+    facts: &[(ShapeConstraint, String)],
     kept: &BTreeMap<String, Attr>,
 ) -> Result<Lowered, Box<VerifyError>> {
     let result = m.value_type(m.result(op, 0)).clone();
@@ -339,11 +371,7 @@ fn lower_rng(
         Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
     );
     m.set_attr(kfn, "mutable", Attr::ints([0]));
-    for (key, value) in kept {
-        if key != "effects" && key != "constraints" {
-            m.set_attr(kfn, key.clone(), value.clone());
-        }
-    }
+    inherit(m, kfn, kept, facts, &dims);
     let body = m.entry_block(kfn).expect("a function has a body");
     let args = m.block_args(body).to_vec();
     let mut b = Builder::at_end(m, body);
@@ -381,7 +409,7 @@ fn lower_kernel(
     func: OpId,
     k: &Kernel,
     target: Target,
-    constraints: &[Divisible],
+    facts: &[(ShapeConstraint, String)],
     deterministic: bool,
     kept: &BTreeMap<String, Attr>,
 ) -> Result<Lowered, Box<VerifyError>> {
@@ -414,11 +442,7 @@ fn lower_kernel(
         Attr::Array(dims.iter().map(|d| Attr::str(d.as_str())).collect()),
     );
     m.set_attr(kfn, "mutable", Attr::ints([n_in as i64]));
-    for (key, value) in kept {
-        if key != "effects" && key != "constraints" {
-            m.set_attr(kfn, key.clone(), value.clone());
-        }
-    }
+    inherit(m, kfn, kept, facts, &dims);
     let body = m.entry_block(kfn).expect("a function has a body");
     let args = m.block_args(body).to_vec();
     let mut b = Builder::at_end(m, body);
@@ -429,7 +453,7 @@ fn lower_kernel(
         out: args[n_in],
         loc: k.loc.clone(),
         order: if deterministic { "tree" } else { "any" },
-        constraints: constraints.to_vec(),
+        constraints: facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect(),
         target,
     };
     let outcome = match k.pattern.as_str() {
