@@ -2,7 +2,7 @@
 //! [`fnv1a64`], the stable hash that names a text (a source in the
 //! manifest and the tuning cache, a function id in the RNG's keys); and
 //! [`CmpOp`], the comparison of shape constraints, which the checker and
-//! the IR share.
+//! the IR share; [`gcd`], which tiling and divisibility facts use.
 //!
 //! No I/O and no knowledge of the language live here; every other crate
 //! speaks about source locations in these terms.
@@ -14,6 +14,15 @@ mod span;
 pub use cmp::CmpOp;
 pub use line_index::{LineCol, LineIndex};
 pub use span::{FileId, FileSpan, Span};
+
+/// The greatest common divisor of `|a|` and `|b|`; `gcd(0, k) = |k|`.
+pub fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
 
 /// The 64-bit FNV-1a hash of `bytes`: stable across runs, platforms and
 /// compiler versions.

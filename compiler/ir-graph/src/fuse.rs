@@ -18,12 +18,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use tessera_base::gcd;
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_ir::{
     Attr, Builder, DimExpr, Module, OpId, Pass, PassContext, ScalarType, ShapeConstraint, Type, ValueId, VerifyError,
 };
 
-use crate::schedule::{gcd, tiled_dims, TiledDim};
+use crate::schedule::{tiled_dims, TiledDim};
 use crate::shape::{
     call_binding, divisibility, instantiate, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible,
     GridDim, Layer,

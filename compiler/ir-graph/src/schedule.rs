@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use tessera_base::gcd;
 use tessera_ir::{
     Arity, Attr, AttrDef, AttrKind, Dialect, DimExpr, Module, OpDef, OpId, Type, ValueDef, ValueId, VerifyError,
     VerifyErrors,
@@ -566,14 +567,6 @@ fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64],
                 )),
             );
         }
-    }
-}
-
-pub fn gcd(a: i64, b: i64) -> i64 {
-    if b == 0 {
-        a.abs()
-    } else {
-        gcd(b, a % b)
     }
 }
 

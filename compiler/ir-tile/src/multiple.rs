@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use tessera_base::gcd;
 use tessera_ir::{Attr, DimExpr, Module, OpId, ShapeConstraint, Type, ValueDef, ValueId};
 
 /// How deep a value's definition is followed (chains of index arithmetic
@@ -56,11 +57,9 @@ impl<'m> Multiples<'m> {
     /// What `dim` (a polynomial over the dim symbols) is a multiple of.
     pub fn dim(&self, dim: &DimExpr) -> i64 {
         dim.terms().into_iter().fold(0, |acc, (monomial, coeff)| {
-            let term = monomial
-                .iter()
-                .fold(coeff.unsigned_abs().min(i64::MAX as u64) as i64, |t, sym| {
-                    times(t, self.moduli.get(sym).copied().unwrap_or(1))
-                });
+            let term = monomial.iter().fold(magnitude(coeff), |t, sym| {
+                times(t, self.moduli.get(sym).copied().unwrap_or(1))
+            });
             gcd(acc, term)
         })
     }
@@ -114,10 +113,7 @@ impl<'m> Multiples<'m> {
             ValueDef::Result { op, .. } => {
                 let operands = m.operands(op);
                 match (m.op(op).name.as_str(), operands) {
-                    ("tile.const", _) => match m.attr(op, "value") {
-                        Some(Attr::Int(c)) => c.unsigned_abs().min(i64::MAX as u64) as i64,
-                        _ => 1,
-                    },
+                    ("tile.const", _) => self.constant(v).map_or(1, magnitude),
                     ("tile.binary", [a, b]) => {
                         let f = m.attr(op, "fn").and_then(Attr::as_str).unwrap_or("");
                         match f {
@@ -145,18 +141,15 @@ impl<'m> Multiples<'m> {
     }
 }
 
+/// `|c|`, saturating at `i64::MAX` (a multiple of `|c|` is one of `c`).
+fn magnitude(c: i64) -> i64 {
+    i64::try_from(c.unsigned_abs()).unwrap_or(i64::MAX)
+}
+
 /// `a · b` as a multiple: when the product overflows, the larger factor
 /// (which divides it) stands for it.
 fn times(a: i64, b: i64) -> i64 {
     a.checked_mul(b).unwrap_or(a.max(b))
-}
-
-pub(crate) fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.abs(), b.abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 fn lcm(a: i64, b: i64) -> i64 {

@@ -5,13 +5,14 @@
 //! mbarrier arrival); an `mma_sync` is the block's product, split over the
 //! `warps` grid.
 
+use tessera_base::gcd;
 use tessera_ir::{
     Arity, Attr, AttrDef, AttrKind, Dialect, MemSpace, Module, OpDef, OpId, ScalarType, Type, VerifyErrors,
 };
 
 use crate::check::{self, Check};
 use crate::gate::{self, is_16bit_float, is_fp8};
-use crate::multiple::{gcd, Multiples};
+use crate::multiple::Multiples;
 use crate::rules;
 use crate::shape::{self, buffer_bytes, pad_of, row_bytes};
 use crate::target::Target;

@@ -24,8 +24,8 @@
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, index, number, tile_type, unary, view, with_elem, Frame, Gen,
-    Result, TileEval,
+    binary, broadcast, cast_to, end, for_loop, id, index, load_tile, mma, number, tile_type, transpose, unary, view,
+    with_elem, Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::attention_shared_bytes;
@@ -127,24 +127,10 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
 
         // Scores.
         let scores = tile_type(&[bm, bn], acc);
-        let kt = l
-            .op("tile.load_tile")
-            .operands(&[k_s, c0, c0])
-            .result(tile_type(&[bn, d], elem))
-            .build_value();
-        let kt = l
-            .op("tile.transpose")
-            .operand(kt)
-            .attr("perm", Attr::ints([1, 0]))
-            .result(tile_type(&[d, bn], elem))
-            .build_value();
+        let k_tile = load_tile(&mut l, k_s, c0, &tile_type(&[bn, d], elem));
+        let kt = transpose(&mut l, k_tile, tile_type(&[d, bn], elem));
         let zero = number(&mut l, 0.0, scores.clone());
-        let s = l
-            .op("tile.mma")
-            .operands(&[q_s, kt, zero])
-            .attr("accumulate", Type::Scalar(acc))
-            .result(scores.clone())
-            .build_value();
+        let s = mma(&mut l, q_s, kt, zero, &scores);
         let scale_v = number(&mut l, scale, Type::Scalar(acc));
         let mut s = binary(&mut l, "mul", s, scale_v, scores.clone());
         let ragged = g.ragged(&n_dim, bn);
@@ -159,7 +145,7 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
 
         // The online softmax.
         let col = tile_type(&column, acc);
-        let m_old = load(&mut l, m_slot, c0, &col);
+        let m_old = load_tile(&mut l, m_slot, c0, &col);
         let row_max = row_reduce(g, &mut l, s, "max", &col);
         let m_new = binary(&mut l, "max", m_old, row_max, col.clone());
         // A row with no visible key so far keeps m = -inf; subtracting 0
@@ -170,21 +156,16 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let p = unary(&mut l, "exp", p, scores.clone());
         let alpha = binary(&mut l, "sub", m_old, m_safe, col.clone());
         let alpha = unary(&mut l, "exp", alpha, col.clone());
-        let l_old = load(&mut l, l_slot, c0, &col);
+        let l_old = load_tile(&mut l, l_slot, c0, &col);
         let l_scaled = binary(&mut l, "mul", l_old, alpha, col.clone());
         let row_sum = row_reduce(g, &mut l, p, "sum", &col);
         let l_new = binary(&mut l, "add", l_scaled, row_sum, col.clone());
         let out_tile = tile_type(&[bm, dv], acc);
-        let acc_old = load(&mut l, acc_slot, c0, &out_tile);
+        let acc_old = load_tile(&mut l, acc_slot, c0, &out_tile);
         let alpha_rows = broadcast(&mut l, alpha, &[bm, dv]);
         let acc_scaled = binary(&mut l, "mul", acc_old, alpha_rows, out_tile.clone());
         let p = cast_to(&mut l, p, elem);
-        let acc_new = l
-            .op("tile.mma")
-            .operands(&[p, v_s, acc_scaled])
-            .attr("accumulate", Type::Scalar(acc))
-            .result(out_tile)
-            .build_value();
+        let acc_new = mma(&mut l, p, v_s, acc_scaled, &out_tile);
         for (value, slot) in [(m_new, m_slot), (l_new, l_slot), (acc_new, acc_slot)] {
             l.op("tile.store_tile").operands(&[value, slot, c0, c0]).build();
         }
@@ -196,9 +177,9 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // out = acc / l, 0 where a row saw no key.
     let col = tile_type(&column, acc);
     let out_tile = tile_type(&[bm, dv], acc);
-    let total = load(b, l_slot, c0, &col);
+    let total = load_tile(b, l_slot, c0, &col);
     let total = replace_equal(b, total, 0.0, 1.0, &col);
-    let sums = load(b, acc_slot, c0, &out_tile);
+    let sums = load_tile(b, acc_slot, c0, &out_tile);
     let total = broadcast(b, total, &[bm, dv]);
     let value = binary(b, "div", sums, total, out_tile);
 
@@ -263,14 +244,6 @@ fn mask(
         });
     }
     valid
-}
-
-/// The tile in a state slot.
-fn load(b: &mut Builder<'_>, slot: ValueId, c0: ValueId, ty: &Type) -> ValueId {
-    b.op("tile.load_tile")
-        .operands(&[slot, c0, c0])
-        .result(ty.clone())
-        .build_value()
 }
 
 /// `x` with `by` where it equals `value` (a tile of type `ty`).

@@ -279,6 +279,35 @@ pub(crate) fn view(b: &mut Builder<'_>, mem: ValueId, indices: &[ValueId]) -> Va
         .build_value()
 }
 
+/// The register tile of type `ty` at the origin of the two-dim memref
+/// `mem` (`c0` is the index 0).
+pub(crate) fn load_tile(b: &mut Builder<'_>, mem: ValueId, c0: ValueId, ty: &Type) -> ValueId {
+    b.op("tile.load_tile")
+        .operands(&[mem, c0, c0])
+        .result(ty.clone())
+        .build_value()
+}
+
+/// The matrix tile `x` transposed, of type `ty`.
+pub(crate) fn transpose(b: &mut Builder<'_>, x: ValueId, ty: Type) -> ValueId {
+    b.op("tile.transpose")
+        .operand(x)
+        .attr("perm", Attr::ints([1, 0]))
+        .result(ty)
+        .build_value()
+}
+
+/// `a · b + c` (`tile.mma`), accumulated in the element type of `ty`, the
+/// type of `c` and of the result.
+pub(crate) fn mma(b: &mut Builder<'_>, a: ValueId, bv: ValueId, c: ValueId, ty: &Type) -> ValueId {
+    let acc = ty.elem().unwrap_or(ScalarType::F32);
+    b.op("tile.mma")
+        .operands(&[a, bv, c])
+        .attr("accumulate", Type::Scalar(acc))
+        .result(ty.clone())
+        .build_value()
+}
+
 /// A register tile stretched to `shape` by NumPy broadcasting
 /// (`tile.broadcast`).
 pub(crate) fn broadcast(b: &mut Builder<'_>, x: ValueId, shape: &[i64]) -> ValueId {

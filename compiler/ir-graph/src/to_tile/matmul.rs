@@ -9,7 +9,9 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, end, id, index, number, tile_type, view, Frame, Gen, Result, TileEval};
+use super::emit::{
+    binary, cast_to, end, id, index, load_tile, mma, number, tile_type, transpose, view, Frame, Gen, Result, TileEval,
+};
 use super::{Kernel, Src};
 use crate::targets::matmul_shared_bytes;
 
@@ -121,41 +123,20 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let mut l = g.at(b, use_block);
         let a_buf = view(&mut l, a_ring, &[slot]);
         let b_buf = view(&mut l, b_ring, &[slot]);
-        let current = l
-            .op("tile.load_tile")
-            .operands(&[acc_slot, c0, c0])
-            .result(acc_tile.clone())
-            .build_value();
+        let current = load_tile(&mut l, acc_slot, c0, &acc_tile);
         let b_operand = if transposed {
-            let tile = l
-                .op("tile.load_tile")
-                .operands(&[b_buf, c0, c0])
-                .result(tile_type(&[bn, bk], elem))
-                .build_value();
-            l.op("tile.transpose")
-                .operand(tile)
-                .attr("perm", Attr::ints([1, 0]))
-                .result(tile_type(&[bk, bn], elem))
-                .build_value()
+            let tile = load_tile(&mut l, b_buf, c0, &tile_type(&[bn, bk], elem));
+            transpose(&mut l, tile, tile_type(&[bk, bn], elem))
         } else {
             b_buf
         };
-        let next = l
-            .op("tile.mma")
-            .operands(&[a_buf, b_operand, current])
-            .attr("accumulate", Type::Scalar(acc))
-            .result(acc_tile.clone())
-            .build_value();
+        let next = mma(&mut l, a_buf, b_operand, current, &acc_tile);
         l.op("tile.store_tile").operands(&[next, acc_slot, c0, c0]).build();
         end(&mut l);
     }
 
     // The epilogue, on the accumulator tile.
-    let result = b
-        .op("tile.load_tile")
-        .operands(&[acc_slot, c0, c0])
-        .result(acc_tile)
-        .build_value();
+    let result = load_tile(b, acc_slot, c0, &acc_tile);
     let mm_elem = node.ty.elem().unwrap_or(acc);
     let value = cast_to(b, result, mm_elem);
     let offsets: Vec<ValueId> = batch_coords.iter().copied().chain([row0, col0]).collect();
