@@ -236,7 +236,8 @@ pub(crate) struct FnEmitter<'e, 'm> {
     pub me: &'e mut ModuleEmitter<'m>,
     func: OpId,
     name: String,
-    /// Alloca lines (hoisted to the entry block).
+    /// Lines of the entry block, before the body: allocas, and the fence
+    /// that makes each TMA tensor map visible to the tensor-map proxy.
     allocas: String,
     pub body: String,
     tmp: u32,
@@ -1478,6 +1479,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             return self.hidden[i].clone();
         }
         let name = format!("%tma{}", self.tma.len());
+        // The launcher copied the map into global memory: before the
+        // first TMA load reads it, the thread that issues them (linear
+        // index 0; every thread with tid.x = 0 fences) orders that write
+        // before the tensor-map proxy's reads.
+        let _ = writeln!(
+            self.allocas,
+            "  call void asm sideeffect \"{{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; @p fence.proxy.tensormap::generic.acquire.sys [$0], 128; }}\", \"l,~{{memory}}\"(i64 {name})"
+        );
         self.tma.push(d);
         self.hidden.push(name.clone());
         name

@@ -40,8 +40,9 @@ impl TargetInfo {
                 target,
                 triple: "nvptx64-nvidia-cuda",
                 cpu: if target == Target::Sm80 { "sm_80" } else { "sm_90a" },
-                // PTX 7.0 is the first for sm_80; sm_90a needs PTX 8.0.
-                features: if target == Target::Sm80 { "+ptx70" } else { "+ptx80" },
+                // PTX 7.0 is the first for sm_80; sm_90a needs PTX 8.0, and
+                // 8.3 for `fence.proxy.tensormap` (TMA maps in global memory).
+                features: if target == Target::Sm80 { "+ptx70" } else { "+ptx83" },
                 abi: Abi::Nvptx,
                 global_as: 1,
                 shared_as: 3,

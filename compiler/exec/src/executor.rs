@@ -14,7 +14,7 @@ use std::time::Instant;
 use tessera_codegen::{CollectiveInfo, CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
 use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
-use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage};
+use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage, TiledMap};
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
 use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
 use tessera_runtime::{DType, Device, RunError, Tensor};
@@ -155,12 +155,6 @@ impl Loaded {
                 shape(&trim(&info.block))
             )));
         }
-        if !info.tma.is_empty() {
-            return Err(RunError::launch(format!(
-                "`{name}` loads through TMA descriptors, which this runtime does not encode yet"
-            ))
-            .with_help("build for sm_80 (cp.async loads) to run it"));
-        }
         let mut kargs = KernelArgs::new();
         for p in &info.params {
             match args.get(p.index) {
@@ -176,6 +170,21 @@ impl Loaded {
                     }
                 },
             }
+        }
+        // The TMA tensor maps, after the declared parameters.
+        let mut tensor_maps = Vec::with_capacity(info.tma.len());
+        for d in &info.tma {
+            let Some(Value::Tensor(t)) = args.get(d.param) else {
+                return Err(RunError::launch(format!(
+                    "`{name}` loads argument {} through TMA, and it is not a tensor",
+                    d.param + 1
+                )));
+            };
+            let map = TiledMap::new(t.kernel_address(device)?, t.dtype(), &t.shape(), &d.box_dims, d.swizzle)
+                .map_err(|e| e.with_note(format!("`{name}` loads argument {} through TMA", d.param + 1)))?;
+            let mut buffer = device.tensor_map(&map)?;
+            kargs.push_address(buffer.address());
+            tensor_maps.push(buffer);
         }
         let mut config = config;
         config.shared_bytes = usize::try_from(info.shared_bytes).map_err(|_| {
@@ -204,6 +213,7 @@ impl Loaded {
             config,
             args: kargs,
             scratch,
+            tensor_maps,
         })
     }
 
@@ -475,6 +485,8 @@ struct Bound {
     args: KernelArgs,
     /// Global scratch, alive until the launch has completed.
     scratch: Option<Buffer>,
+    /// The TMA tensor maps, likewise.
+    tensor_maps: Vec<Buffer>,
 }
 
 /// What a timed launch ran with and how long the kernel took.
@@ -497,7 +509,8 @@ fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) 
     // lists them (the code generator wrote both); buffers are the tensors
     // the interpreter checked against the parameters' shapes (or allocated
     // from them, and held by the caller until this returns), and the
-    // scratch buffer is as large as the manifest asks for this grid; all
+    // scratch buffer is as large as the manifest asks for this grid, each
+    // tensor map describes its tensor argument (checked by TiledMap); all
     // stay alive until the launch has completed (`synchronize` below,
     // before `bound` with its scratch is dropped).
     unsafe { device.launch(&bound.kernel, &bound.config, &mut bound.args, None)? };
@@ -506,6 +519,7 @@ fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) 
     }
     device.synchronize()?;
     drop(bound.scratch);
+    drop(bound.tensor_maps);
     Ok(())
 }
 

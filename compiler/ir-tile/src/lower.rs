@@ -10,11 +10,14 @@
 //!   flow analysis as the verifier's; 0 where paths disagree on the order),
 //!   and a `bar.sync`, because each thread waits only for its own chunks
 //!   (consecutive waits share the barrier).
-//! - On sm_90a, when every copy of a kernel lands in an unpadded buffer
-//!   with rows of a multiple of 16 bytes, copies become TMA loads: one
-//!   mbarrier per stage, initialized at the kernel's entry, and a phase bit
-//!   per stage in a `tile.local` slot that each wait flips. Otherwise the
-//!   kernel uses `cp.async` as on sm_80 (TMA writes a dense box).
+//! - On sm_90a, a copy from a kernel parameter whose row strides the
+//!   constraints prove multiples of 16 bytes, into an unpadded buffer with
+//!   rows of a multiple of 16 bytes, becomes a TMA load: one mbarrier per
+//!   stage, initialized at the kernel's entry, and a phase bit per stage in
+//!   a `tile.local` slot that each wait flips. The other copies use
+//!   `cp.async` as on sm_80 (TMA writes a dense box), in the same kernel. A
+//!   stage outside pipelines is one or the other for all its copies; in a
+//!   pipeline's fill each copy has a stage of its own.
 //! - AMD GPUs wait with `s_waitcnt vmcnt(0)` and an `s_barrier` (one for
 //!   consecutive waits); the CPU copies synchronously, so its waits
 //!   disappear.
@@ -133,8 +136,11 @@ struct Lowering {
     threads: Option<i64>,
     /// `cp.async.wait_group` counts, by `tile.wait_async` op.
     pending: HashMap<OpId, i64>,
-    /// Per stage, when the kernel's copies become TMA loads.
-    tma: Option<HashMap<i64, StageBarrier>>,
+    /// The mbarrier of each stage whose copies (outside pipelines) are TMA
+    /// loads.
+    tma: HashMap<i64, StageBarrier>,
+    /// The copies that become TMA loads, in pipelines or not.
+    tma_copies: HashSet<OpId>,
     /// The allocations TMA writes into (they get `align = 128`).
     tma_dsts: HashSet<OpId>,
     /// Shared buffers written through the generic proxy.
@@ -158,7 +164,8 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         block,
         threads: block_threads(m, func),
         pending: HashMap::new(),
-        tma: None,
+        tma: HashMap::new(),
+        tma_copies: HashSet::new(),
         tma_dsts: HashSet::new(),
         generic_written: HashSet::new(),
         rename: HashMap::new(),
@@ -182,23 +189,30 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         .filter(|&op| m.op(op).name == "tile.pipeline")
         .collect();
     let known = Multiples::of_function(m, func);
-    let use_tma = target == Target::Sm90a && !copies.is_empty() && copies.iter().all(|&c| tma_fits(m, &known, c));
-    if use_tma {
-        l.tma_dsts = copies
+    if target == Target::Sm90a {
+        l.tma_copies = tma_copies(m, &known, &copies);
+    }
+    if !l.tma_copies.is_empty() {
+        l.tma_dsts = l
+            .tma_copies
             .iter()
             .filter_map(|&c| m.defining_op(pipeline::root_memref(m, m.operands(c)[0])))
             .collect();
         // The copies of a pipeline's fill complete on rings of mbarriers
         // of their own (made by its expansion).
-        let stages: BTreeSet<i64> = copies
+        let stages: BTreeSet<i64> = l
+            .tma_copies
             .iter()
             .filter(|&&c| !in_fill(m, c))
             .map(|&c| stage(m, c))
             .collect();
-        l.tma = Some(preamble(m, func, &stages));
-    } else if l.family == Family::Nvptx && !copies.is_empty() {
+        l.tma = preamble(m, func, &stages);
+    }
+    if l.family == Family::Nvptx && copies.iter().any(|c| !l.tma_copies.contains(c)) {
         let mut groups = GroupOrder {
             pending: &mut l.pending,
+            tma_copies: &l.tma_copies,
+            tma: &l.tma,
         };
         flow::run(m, func, &mut groups);
     }
@@ -207,7 +221,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         let written = match data.name.as_str() {
             "tile.store" | "tile.store_tile" => data.operands.get(1),
             "tile.atomic" => data.operands.first(),
-            "tile.async_copy" if !use_tma => data.operands.first(),
+            "tile.async_copy" if !l.tma_copies.contains(&op) => data.operands.first(),
             _ => None,
         };
         if let Some(&v) = written.filter(|&&v| shape::is_memref_in(m.value_type(v), MemSpace::Shared)) {
@@ -249,6 +263,24 @@ fn stage(m: &Module, op: OpId) -> i64 {
 fn in_fill(m: &Module, op: OpId) -> bool {
     m.parent_op(op)
         .is_some_and(|p| m.op(p).name == "tile.pipeline" && m.parent_block(op) == Some(m.region_block(m.regions(p)[0])))
+}
+
+/// The copies of `copies` that become TMA loads on sm_90a: each copy of
+/// a pipeline's fill that a tensor map can describe (it has a stage of its
+/// own), and the copies outside pipelines on a stage all of whose copies
+/// one can (a wait is for a stage: an mbarrier, or a `cp.async` group).
+fn tma_copies(m: &Module, known: &Multiples<'_>, copies: &[OpId]) -> HashSet<OpId> {
+    let mut unfit_stages = BTreeSet::new();
+    for &c in copies {
+        if !in_fill(m, c) && !tma_fits(m, known, c) {
+            unfit_stages.insert(stage(m, c));
+        }
+    }
+    copies
+        .iter()
+        .copied()
+        .filter(|&c| tma_fits(m, known, c) && (in_fill(m, c) || !unfit_stages.contains(&stage(m, c))))
+        .collect()
 }
 
 /// Whether a copy can be a TMA load: from a kernel parameter (a tensor
@@ -347,6 +379,10 @@ struct Groups {
 
 struct GroupOrder<'p> {
     pending: &'p mut HashMap<OpId, i64>,
+    /// The copies that are TMA loads and the stages that complete on
+    /// mbarriers: no commit groups.
+    tma_copies: &'p HashSet<OpId>,
+    tma: &'p HashMap<i64, StageBarrier>,
 }
 
 impl Transfer for GroupOrder<'_> {
@@ -366,6 +402,8 @@ impl Transfer for GroupOrder<'_> {
 
     fn visit(&mut self, m: &Module, op: OpId, state: &mut Groups, report: bool) {
         match m.op(op).name.as_str() {
+            "tile.async_copy" if self.tma_copies.contains(&op) => {}
+            "tile.wait_async" if self.tma.contains_key(&stage(m, op)) => {}
             "tile.async_copy" => {
                 let s = stage(m, op);
                 state.order.retain(|&o| o != s);
@@ -565,8 +603,8 @@ impl Lowering {
         operands: &[ValueId],
     ) -> Result<(), Box<VerifyError>> {
         let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
-        let done = match &self.tma {
-            Some(barriers) => Completion::Mbarrier(barriers[&s].mbar),
+        let done = match self.tma.get(&s) {
+            Some(barrier) => Completion::Mbarrier(barrier.mbar),
             None => Completion::OwnGroup(s),
         };
         self.copy_to_shared(b, op, operands, done)
@@ -630,15 +668,16 @@ impl Lowering {
     fn wait(&self, b: &mut Builder, op: OpId, attrs: &std::collections::BTreeMap<String, Attr>) {
         let s = attrs.get("stage").and_then(Attr::as_int).unwrap_or(0);
         // Consecutive waits share one barrier (and, on AMD, one `s_waitcnt`),
-        // after the last of them.
+        // after the last of them; a wait on an mbarrier needs none.
         let module: &Module = b;
-        let next_waits = module
+        let next_wait = module
             .position(op)
             .and_then(|i| module.block_ops(module.parent_block(op)?).get(i + 1).copied())
-            .is_some_and(|next| module.op(next).name == "tile.wait_async");
-        match (self.family, &self.tma) {
-            (Family::Nvptx, Some(barriers)) => {
-                let barrier = barriers[&s];
+            .filter(|&next| module.op(next).name == "tile.wait_async");
+        let next_waits = next_wait.is_some();
+        let next_needs_barrier = next_wait.is_some_and(|next| !self.tma.contains_key(&stage(module, next)));
+        match (self.family, self.tma.get(&s)) {
+            (Family::Nvptx, Some(&barrier)) => {
                 let phase = b.op("tile.load").operand(barrier.phase).result(Type::I32).build_value();
                 b.op("nvptx.mbarrier_try_wait").operands(&[barrier.mbar, phase]).build();
                 let one = konst(b, Attr::Int(1), Type::I32);
@@ -648,7 +687,7 @@ impl Lowering {
             (Family::Nvptx, None) => {
                 let pending = self.pending.get(&op).copied().unwrap_or(0);
                 b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
-                if !next_waits {
+                if !next_needs_barrier {
                     b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
                 }
             }

@@ -15,8 +15,9 @@ use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStre
 use cudarc::nvrtc::Ptx;
 
 use crate::cpu::LaunchConfig;
+use crate::device::tensor_map::{TiledMap, TENSOR_MAP_BYTES};
 use crate::device::{Common, MemoryKind};
-use crate::RunError;
+use crate::{DType, RunError};
 
 /// A CUDA device: a primary context and its default stream.
 pub struct CudaDevice {
@@ -248,6 +249,57 @@ impl CudaDevice {
         // SAFETY: `pointer` is the start of a live allocation of `len` bytes.
         unsafe { result::memset_d8_async(dst.pointer, byte, dst.len, self.stream.cu_stream()) }
             .map_err(driver("set memory"))
+    }
+
+    /// The 128 bytes of `map`, encoded by the driver.
+    pub(crate) fn encode_tensor_map(&self, map: &TiledMap) -> Result<[u8; TENSOR_MAP_BYTES], RunError> {
+        use sys::CUtensorMapDataType as T;
+        let data_type = match map.dtype {
+            DType::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            DType::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            DType::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            DType::F64 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+            DType::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            DType::I64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            DType::I8 | DType::U8 | DType::Bool => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        };
+        let swizzle = match map.swizzle {
+            32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+            64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+            128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        };
+        let dims = map.global_dims();
+        let strides = [map.row_stride_bytes()];
+        let box_dims = map.box_dims();
+        let element_strides = [1u32, 1];
+        let mut out = sys::CUtensorMap { opaque: [0; 16] };
+        self.ctx.bind_to_thread().map_err(driver("encode a TMA tensor map"))?;
+        // SAFETY: every pointer is to a live array of the length the rank
+        // (2) asks for (strides: rank - 1), `out` is a writable
+        // `CUtensorMap`, and TiledMap::new checked the driver's rules.
+        let status = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut out,
+                data_type,
+                2,
+                map.address as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        status.result().map_err(driver("encode a TMA tensor map"))?;
+        let mut bytes = [0u8; TENSOR_MAP_BYTES];
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(out.opaque) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Ok(bytes)
     }
 
     pub(crate) fn load_ptx(&self, text: String) -> Result<CudaModule, RunError> {

@@ -10,6 +10,7 @@
 
 mod cuda;
 mod hip;
+pub mod tensor_map;
 
 use std::ffi::c_void;
 use std::fmt;
@@ -22,6 +23,7 @@ use crate::RunError;
 
 pub use cuda::CudaDevice;
 pub use hip::HipDevice;
+pub use tensor_map::TiledMap;
 
 /// Which kind of device (`--device cpu|cuda|hip`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -418,6 +420,22 @@ impl Device {
             )));
         }
         Ok(())
+    }
+
+    /// `map` encoded for this device's TMA units, in a device buffer of
+    /// its own (the kernel reads it through the address); only CUDA
+    /// devices have them.
+    pub fn tensor_map(&self, map: &TiledMap) -> Result<Buffer, RunError> {
+        let Device::Cuda(d) = self else {
+            return Err(RunError::launch(format!(
+                "TMA tensor maps are for CUDA devices, and this is {}",
+                self.name()
+            )));
+        };
+        let bytes = d.encode_tensor_map(map)?;
+        let mut buffer = self.alloc_in(bytes.len(), MemoryKind::Device)?;
+        self.upload(&mut buffer, &bytes)?;
+        Ok(buffer)
     }
 
     /// Copies `src` into `dst` (the lengths must be equal).

@@ -3,7 +3,7 @@
 //! ```text
 //! for k in lb - (S-1)·step .. ub by step:   // t = (k - lb) / step, g = g0 + t
 //!     if k >= lb:
-//!         wait for slot(g)              // cp.async.wait_group S-2; TMA: its mbarriers, parity (g / S) mod 2
+//!         wait for slot(g)              // cp.async.wait_group S-2, then TMA's mbarriers, parity (g / S) mod 2
 //!         barrier                       // the copies are visible; every thread is done with slot(g - 1)
 //!     if k + (S-1)·step < ub: fill(k + (S-1)·step, slot(g + S - 1))
 //!     commit                            // cp.async: one group per iteration, empty or not
@@ -21,10 +21,12 @@
 //! inside a loop, the number of iterations its earlier runs made (kept in
 //! a `tile.local`), so that every slot's mbarrier phases keep alternating
 //! from run to run.
-//! The fill's copies are lowered here: `cp.async` without a commit of its
-//! own, a TMA load on the slot's mbarrier of a ring made at the kernel's
-//! entry (one ring per copy), or the AMD and CPU copies, whose waits are
-//! `s_waitcnt vmcnt(0)` and nothing.
+//! The fill's copies are lowered here, each on its own: `cp.async` without
+//! a commit of its own, a TMA load on the slot's mbarrier of a ring made at
+//! the kernel's entry (one ring per TMA copy), or the AMD and CPU copies,
+//! whose waits are `s_waitcnt vmcnt(0)` and nothing. A fill may mix TMA
+//! loads and `cp.async` (sm_90a, a source a tensor map cannot describe):
+//! the iteration then commits a group and its wait does both.
 
 use std::collections::HashMap;
 
@@ -56,7 +58,11 @@ impl Lowering {
             .copied()
             .filter(|&o| m.op(o).name != "tile.yield")
             .collect();
-        let copies = fill.iter().filter(|&&o| m.op(o).name == "tile.async_copy").count();
+        let copies: Vec<OpId> = fill
+            .iter()
+            .copied()
+            .filter(|&o| m.op(o).name == "tile.async_copy")
+            .collect();
         let nested = enclosed_by(m, op, &["tile.for", "tile.while", "tile.pipeline"]);
 
         // At the kernel's entry: the mbarrier rings (the lowering's
@@ -69,9 +75,10 @@ impl Lowering {
             None => Builder::at_end(m, entry),
         };
         at_entry.set_loc(loc.clone());
-        let rings: Vec<ValueId> = if self.tma.is_some() {
-            (0..copies)
-                .map(|_| {
+        let rings: Vec<Option<ValueId>> = copies
+            .iter()
+            .map(|c| {
+                self.tma_copies.contains(c).then(|| {
                     at_entry
                         .op("nvptx.mbarrier_init")
                         .attr("count", Attr::Int(1))
@@ -79,12 +86,10 @@ impl Lowering {
                         .result(mbarrier_type())
                         .build_value()
                 })
-                .collect()
-        } else {
-            Vec::new()
-        };
+            })
+            .collect();
         // Only mbarrier phases need to know the earlier runs.
-        let earlier = (nested && !rings.is_empty()).then(|| {
+        let earlier = (nested && rings.iter().any(Option::is_some)).then(|| {
             let slot = at_entry
                 .op("tile.local")
                 .result(Type::memref(Vec::<Dim>::new(), ScalarType::Index, MemSpace::Local))
@@ -196,7 +201,7 @@ impl Lowering {
     /// The iteration's `cp.async` commit group (empty or not, so that
     /// every iteration commits one).
     fn commit(&self, b: &mut Builder, ctx: &Fill) {
-        if self.family == Family::Nvptx && ctx.rings.is_empty() {
+        if self.family == Family::Nvptx && ctx.rings.contains(&None) {
             b.op("nvptx.cp_async_commit").build();
         }
     }
@@ -213,8 +218,8 @@ impl Lowering {
                 continue;
             }
             let operands: Vec<ValueId> = b.operands(op).iter().map(|v| *map.get(v).unwrap_or(v)).collect();
-            let done = match ctx.rings.get(copy) {
-                Some(&ring) => Completion::Mbarrier(ring_slot(b, ring, slot)),
+            let done = match ctx.rings.get(copy).copied().flatten() {
+                Some(ring) => Completion::Mbarrier(ring_slot(b, ring, slot)),
                 None => Completion::PipelineGroup,
             };
             copy += 1;
@@ -229,17 +234,19 @@ impl Lowering {
     /// when it waits (one when `S` is 1).
     fn wait_slot(&self, b: &mut Builder, ctx: &Fill, slot: ValueId, g: ValueId, stages: i64) {
         match self.family {
-            Family::Nvptx if ctx.rings.is_empty() => {
-                let pending = (stages - 2).max(0);
-                b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
-            }
             Family::Nvptx => {
-                let round = binary(b, "floordiv", g, ctx.stages);
-                let two = konst(b, Attr::Int(2), Type::INDEX);
-                let parity = binary(b, "rem", round, two);
-                for &ring in ctx.rings {
-                    let mbar = ring_slot(b, ring, slot);
-                    b.op("nvptx.mbarrier_try_wait").operands(&[mbar, parity]).build();
+                if ctx.rings.contains(&None) {
+                    let pending = (stages - 2).max(0);
+                    b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
+                }
+                if ctx.rings.iter().any(Option::is_some) {
+                    let round = binary(b, "floordiv", g, ctx.stages);
+                    let two = konst(b, Attr::Int(2), Type::INDEX);
+                    let parity = binary(b, "rem", round, two);
+                    for &ring in ctx.rings.iter().flatten() {
+                        let mbar = ring_slot(b, ring, slot);
+                        b.op("nvptx.mbarrier_try_wait").operands(&[mbar, parity]).build();
+                    }
                 }
             }
             Family::Amdgpu => {
@@ -257,8 +264,9 @@ struct Fill<'a> {
     ops: &'a [OpId],
     /// Its `%k` and `%slot`.
     args: (ValueId, ValueId),
-    /// One mbarrier ring per copy, in order, when the copies are TMA loads.
-    rings: &'a [ValueId],
+    /// Per copy, in order: the ring of mbarriers a TMA load completes on,
+    /// or `None` for a `cp.async` (in the iteration's commit group).
+    rings: &'a [Option<ValueId>],
     /// `S`, as an index.
     stages: ValueId,
 }
