@@ -26,8 +26,8 @@ use tessera_ir::{
 
 use crate::schedule::{tiled_dims, TiledDim};
 use crate::shape::{
-    call_binding, divisibility, instantiate, is_pointwise, modulus_of, normalize_axis, num_elements, Divisible,
-    GridDim, Layer,
+    call_binding, divisibility, instantiate, is_pointwise, modulus_of, normalize_axis, num_elements, tile_respects,
+    Divisible, GridDim, Layer,
 };
 use crate::targets::{
     attention_shared_bytes, matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS,
@@ -462,13 +462,15 @@ struct Config {
     knobs: BTreeMap<String, Attr>,
 }
 
-/// `size` made to respect the constraints on `dim`: a divisor of a
-/// divisibility constraint's modulus (the largest that divides `size`),
-/// and, over a constant dim, no larger than the dim (the largest power of
-/// two that fits), so a tile never exceeds the tensor.
+/// `size` made to respect the constraints on `dim`: kept when it divides
+/// a divisibility constraint's modulus (no tile straddles the dim's end) or
+/// is a multiple of it (every tile starts at a multiple of the modulus; the
+/// last is masked), else the largest divisor of both; and, over a constant
+/// dim, no larger than the dim (the largest power of two that fits), so a
+/// tile never exceeds the tensor.
 fn constrain(size: i64, dim: &DimExpr, constraints: &[Divisible]) -> i64 {
     if let Some(c) = modulus_of(constraints, dim) {
-        if c.modulus % size != 0 {
+        if !tile_respects(size, c.modulus) {
             return gcd(c.modulus, size);
         }
     }
@@ -486,7 +488,7 @@ fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divis
     let mut list: Vec<i64> = values
         .iter()
         .copied()
-        .filter(|v| modulus.is_none_or(|c| c % v == 0) && extent.is_none_or(|d| *v <= d))
+        .filter(|&v| modulus.is_none_or(|c| tile_respects(v, c)) && extent.is_none_or(|d| v <= d))
         .chain([chosen])
         .collect();
     list.sort_unstable();

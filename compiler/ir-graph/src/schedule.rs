@@ -10,7 +10,7 @@ use tessera_ir::{
     VerifyErrors,
 };
 
-use crate::shape::{divisibility, is_compute, modulus_of, normalize_axis, GridDim, Layer};
+use crate::shape::{divisibility, is_compute, modulus_of, normalize_axis, tile_respects, GridDim, Layer};
 use crate::targets::{target_names, Target};
 
 /// The `schedule` dialect.
@@ -547,20 +547,21 @@ fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64],
         let Some(c) = modulus_of(&constraints, &t.dim) else {
             continue;
         };
-        if c.modulus % size != 0 {
+        if !tile_respects(size, c.modulus) {
             errors.push(
                 err(
                     m,
                     kernel,
                     format!(
-                        "tile dim {} = {size} does not divide {}, breaking the constraint `{}` on {}",
+                        "tile dim {} = {size} neither divides nor is a multiple of {}, the constraint `{}` on {}",
                         t.what, c.modulus, c.text, t.dim
                     ),
                     "the tile shape does not respect the `where` clause",
                 )
                 .with_related(m, anchor, format!("{} is tiled here", t.dim))
                 .with_note(format!(
-                    "choose a {} that divides {} (the largest is {})",
+                    "tiles would start at multiples of {} only; choose a {} that divides {} (the largest is {}) or a multiple of it",
+                    gcd(c.modulus, size),
                     t.what,
                     c.modulus,
                     gcd(c.modulus, size)

@@ -180,6 +180,14 @@ pub fn modulus_of<'d>(constraints: &'d [Divisible], dim: &DimExpr) -> Option<&'d
     constraints.iter().filter(|c| c.dim == *dim).max_by_key(|c| c.modulus)
 }
 
+/// Whether a tile of `size` over a dim that is a multiple of `modulus`
+/// respects that constraint (spec/ir-schedule.md, "Tile shapes and `where`
+/// constraints"): it divides the modulus (no tile straddles the dim's end)
+/// or is a multiple of it (every tile starts at a multiple of the modulus).
+pub fn tile_respects(size: i64, modulus: i64) -> bool {
+    size > 0 && modulus > 0 && (modulus % size == 0 || size % modulus == 0)
+}
+
 /// One entry of a launch grid: a number of blocks known at compile time,
 /// or an expression over dim symbols evaluated at launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
