@@ -702,9 +702,14 @@ fn transcendental(m: &Module, op: OpId) -> bool {
             .is_some_and(|f| matches!(f, "exp" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow"))
 }
 
+/// Key and value tiles an attention kernel has in flight by default: the
+/// next step's are copied while this step's are used.
+const ATTENTION_STAGES: i64 = 2;
+
 /// Attention: one block per BM query rows of one batch entry (x → the
 /// query tile, y → the flattened batch); the key loop walks BN keys at a
-/// time. The head dims must be constants (q, k and v tiles live in shared
+/// time, `stages` steps of keys and values in flight (fewer when shared
+/// memory lacks room). The head dims must be constants (q, k and v tiles live in shared
 /// memory).
 fn attention_config(
     m: &Module,
@@ -733,7 +738,11 @@ fn attention_config(
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
-    let bytes = attention_shared_bytes(&target, tile, d, dv, elem);
+    let mut stages = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
+    while stages > 1 && !target.fits_shared(attention_shared_bytes(&target, tile, d, dv, stages, elem)) {
+        stages -= 1;
+    }
+    let bytes = attention_shared_bytes(&target, tile, d, dv, stages, elem);
     if !target.fits_shared(bytes) {
         return Err(Box::new(
             VerifyError::at_op(
@@ -759,7 +768,7 @@ fn attention_config(
             GridDim::ceil_div(&batch, 1),
             GridDim::Const(1),
         ],
-        stages: 1,
+        stages,
         knobs: BTreeMap::from([
             ("BM".to_string(), knob(&[64, 128], tile[0], dim(0), constraints)),
             ("BN".to_string(), knob(&[64, 128], tile[1], dim(1), constraints)),

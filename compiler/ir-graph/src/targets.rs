@@ -119,12 +119,18 @@ pub fn matmul_shared_bytes(target: &Target, tile: [i64; 3], stages: i64, elem: S
 }
 
 /// Shared bytes of an attention kernel with tiles `[BM, BN]` and head dims
-/// `d` (q, k) and `dv` (v): one q tile, one k tile and one v tile, laid out
-/// as [`shared_layout`] says.
-pub fn attention_shared_bytes(target: &Target, [bm, bn]: [i64; 2], d: i64, dv: i64, elem: ScalarType) -> i64 {
+/// `d` (q, k) and `dv` (v): one q tile, and `stages` k tiles and v tiles
+/// (the key loop's rings), laid out as [`shared_layout`] says.
+pub fn attention_shared_bytes(
+    target: &Target,
+    [bm, bn]: [i64; 2],
+    d: i64,
+    dv: i64,
+    stages: i64,
+    elem: ScalarType,
+) -> i64 {
     shared_tile_bytes(target, bm, d, elem)
-        + shared_tile_bytes(target, bn, d, elem)
-        + shared_tile_bytes(target, bn, dv, elem)
+        + stages * (shared_tile_bytes(target, bn, d, elem) + shared_tile_bytes(target, bn, dv, elem))
 }
 
 /// Columns of a row kernel (softmax, norm, reduce) processed per step:

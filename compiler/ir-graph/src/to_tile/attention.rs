@@ -1,7 +1,8 @@
 //! The attention template (FlashAttention's forward pass): one block per
 //! BM query rows of one batch entry (block x → the query tile, y → the
 //! flattened batch). The q tile is copied to shared memory once; the key
-//! loop copies BN keys and values at a time and keeps, per query row, the
+//! loop, a `tile.pipeline` of `stages` slots, copies BN keys and values at
+//! a time into rings, `stages - 1` steps ahead, and keeps, per query row, the
 //! running maximum `m`, the running sum of exponentials `l` and the
 //! unnormalized output `acc`:
 //!
@@ -24,8 +25,8 @@
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, index, load_tile, mma, number, tile_type, transpose, unary, view,
-    with_elem, Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, tile_type, transpose, unary, view, with_elem,
+    Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::attention_shared_bytes;
@@ -79,10 +80,11 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (q_mem, k_mem, v_mem) = (mem(b, g.inputs[qi]), mem(b, g.inputs[ki]), mem(b, g.inputs[vi]));
     let out_mem = mem(b, g.out);
 
-    let (q_s, k_s, v_s) = (
+    let stages = k.stages.max(1);
+    let (q_s, k_ring, v_ring) = (
         g.shared_tile(b, bm, d, elem),
-        g.shared_tile(b, bn, d, elem),
-        g.shared_tile(b, bn, dv, elem),
+        g.shared_ring(b, stages, bn, d, elem),
+        g.shared_ring(b, stages, bn, dv, elem),
     );
     let c0 = index(b, 0);
     b.op("tile.async_copy")
@@ -109,21 +111,37 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     } else {
         n
     };
+    // The key loop, software-pipelined: the keys and values of the steps
+    // `stages - 1` ahead are copied while this step's are used.
     let step = index(b, bn);
-    let (body, j0) = for_loop(b, c0, kv_end, step);
+    let fill = b.new_region(&[Type::INDEX, Type::INDEX]);
+    let consume = b.new_region(&[Type::INDEX, Type::INDEX]);
+    let (fill_block, use_block) = (b.region_block(fill), b.region_block(consume));
+    b.op("tile.pipeline")
+        .operands(&[c0, kv_end, step])
+        .attr("stages", Attr::Int(stages))
+        .region(fill)
+        .region(consume)
+        .build();
     {
-        let mut l = g.at(b, body);
+        let (j, slot) = (b.block_args(fill_block)[0], b.block_args(fill_block)[1]);
+        let mut l = g.at(b, fill_block);
         let c0 = index(&mut l, 0);
-        for (stage, buf, src) in [(1, k_s, k_mem), (2, v_s, v_mem)] {
+        for (stage, ring, src) in [(0, k_ring, k_mem), (1, v_ring, v_mem)] {
+            let buf = view(&mut l, ring, &[slot]);
             l.op("tile.async_copy")
-                .operands(&[buf, src, j0, c0])
+                .operands(&[buf, src, j, c0])
                 .attr("stage", Attr::Int(stage))
                 .build();
         }
-        for stage in [1, 2] {
-            l.op("tile.wait_async").attr("stage", Attr::Int(stage)).build();
-        }
-        l.op("tile.barrier").attr("scope", "block").build();
+        end(&mut l);
+    }
+    {
+        let (j0, slot) = (b.block_args(use_block)[0], b.block_args(use_block)[1]);
+        let mut l = g.at(b, use_block);
+        let c0 = index(&mut l, 0);
+        let k_s = view(&mut l, k_ring, &[slot]);
+        let v_s = view(&mut l, v_ring, &[slot]);
 
         // Scores.
         let scores = tile_type(&[bm, bn], acc);
@@ -169,8 +187,6 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         for (value, slot) in [(m_new, m_slot), (l_new, l_slot), (acc_new, acc_slot)] {
             l.op("tile.store_tile").operands(&[value, slot, c0, c0]).build();
         }
-        // Every thread is done with k and v before they are refilled.
-        l.op("tile.barrier").attr("scope", "block").build();
         end(&mut l);
     }
 
@@ -200,7 +216,7 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (root, _) = eval.eval(g, b, k.root)?;
     let root = cast_to(b, root, k.result.elem().unwrap_or(node_elem));
     b.op("tile.store_tile").operands(&[root, out_mem, row0, c0]).build();
-    Ok(attention_shared_bytes(&g.target, [bm, bn], d, dv, elem))
+    Ok(attention_shared_bytes(&g.target, [bm, bn], d, dv, stages, elem))
 }
 
 /// Which scores of the `[BM, BN]` tile at query `row0`, key `j0` count:
