@@ -25,8 +25,8 @@
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, tile_type, transpose, unary, view, with_elem,
-    Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, pipeline, tile_type, transpose, unary, view,
+    with_elem, Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::attention_shared_bytes;
@@ -114,18 +114,10 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // The key loop, software-pipelined: the keys and values of the steps
     // `stages - 1` ahead are copied while this step's are used.
     let step = index(b, bn);
-    let fill = b.new_region(&[Type::INDEX, Type::INDEX]);
-    let consume = b.new_region(&[Type::INDEX, Type::INDEX]);
-    let (fill_block, use_block) = (b.region_block(fill), b.region_block(consume));
-    b.op("tile.pipeline")
-        .operands(&[c0, kv_end, step])
-        .attr("stages", Attr::Int(stages))
-        .region(fill)
-        .region(consume)
-        .build();
+    let (fill, consume) = pipeline(b, [c0, kv_end, step], stages);
     {
-        let (j, slot) = (b.block_args(fill_block)[0], b.block_args(fill_block)[1]);
-        let mut l = g.at(b, fill_block);
+        let (j, slot) = (fill.k, fill.slot);
+        let mut l = g.at(b, fill.block);
         let c0 = index(&mut l, 0);
         for (stage, ring, src) in [(0, k_ring, k_mem), (1, v_ring, v_mem)] {
             let buf = view(&mut l, ring, &[slot]);
@@ -137,8 +129,8 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         end(&mut l);
     }
     {
-        let (j0, slot) = (b.block_args(use_block)[0], b.block_args(use_block)[1]);
-        let mut l = g.at(b, use_block);
+        let (j0, slot) = (consume.k, consume.slot);
+        let mut l = g.at(b, consume.block);
         let c0 = index(&mut l, 0);
         let k_s = view(&mut l, k_ring, &[slot]);
         let v_s = view(&mut l, v_ring, &[slot]);

@@ -328,6 +328,43 @@ pub(crate) fn for_loop(b: &mut Builder<'_>, lb: ValueId, ub: ValueId, step: Valu
     (body, iv)
 }
 
+/// The `%k` and `%slot` of one region of a `tile.pipeline`.
+pub(crate) struct PipelineRegion {
+    pub block: BlockId,
+    pub k: ValueId,
+    pub slot: ValueId,
+}
+
+/// A `tile.pipeline` from `lb` to `ub` by `step` over rings of `stages`
+/// slots; returns its fill and use regions (the caller ends each with
+/// [`end`]).
+pub(crate) fn pipeline(
+    b: &mut Builder<'_>,
+    [lb, ub, step]: [ValueId; 3],
+    stages: i64,
+) -> (PipelineRegion, PipelineRegion) {
+    let regions = [
+        b.new_region(&[Type::INDEX, Type::INDEX]),
+        b.new_region(&[Type::INDEX, Type::INDEX]),
+    ];
+    b.op("tile.pipeline")
+        .operands(&[lb, ub, step])
+        .attr("stages", Attr::Int(stages))
+        .region(regions[0])
+        .region(regions[1])
+        .build();
+    let [fill, consume] = regions.map(|r| {
+        let block = b.region_block(r);
+        let args = b.block_args(block);
+        PipelineRegion {
+            block,
+            k: args[0],
+            slot: args[1],
+        }
+    });
+    (fill, consume)
+}
+
 /// A `tile.if` on `cond`; returns the then and else blocks.
 pub(crate) fn if_else(b: &mut Builder<'_>, cond: ValueId) -> (BlockId, BlockId) {
     let then = b.new_region(&[]);

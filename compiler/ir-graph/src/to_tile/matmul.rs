@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, cast_to, end, id, index, load_tile, mma, number, tile_type, transpose, view, Frame, Gen, Result, TileEval,
+    binary, cast_to, end, id, index, load_tile, mma, number, pipeline, tile_type, transpose, view, Frame, Gen, Result,
+    TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::matmul_shared_bytes;
@@ -92,18 +93,10 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // steps ahead overlap the mma of this step.
     let k_end = g.dim(b, &k_dim)?;
     let step = index(b, bk);
-    let fill = b.new_region(&[Type::INDEX, Type::INDEX]);
-    let consume = b.new_region(&[Type::INDEX, Type::INDEX]);
-    let (fill_block, use_block) = (b.region_block(fill), b.region_block(consume));
-    b.op("tile.pipeline")
-        .operands(&[c0, k_end, step])
-        .attr("stages", Attr::Int(stages))
-        .region(fill)
-        .region(consume)
-        .build();
+    let (fill, consume) = pipeline(b, [c0, k_end, step], stages);
     {
-        let (kk, slot) = (b.block_args(fill_block)[0], b.block_args(fill_block)[1]);
-        let mut l = g.at(b, fill_block);
+        let (kk, slot) = (fill.k, fill.slot);
+        let mut l = g.at(b, fill.block);
         let a_buf = view(&mut l, a_ring, &[slot]);
         l.op("tile.async_copy")
             .operands(&[a_buf, a_mem, row0, kk])
@@ -119,8 +112,8 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         end(&mut l);
     }
     {
-        let slot = b.block_args(use_block)[1];
-        let mut l = g.at(b, use_block);
+        let slot = consume.slot;
+        let mut l = g.at(b, consume.block);
         let a_buf = view(&mut l, a_ring, &[slot]);
         let b_buf = view(&mut l, b_ring, &[slot]);
         let current = load_tile(&mut l, acc_slot, c0, &acc_tile);
