@@ -279,16 +279,29 @@ fn pairwise(
             f.when(&inside, |f| {
                 let aj = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {j}"));
                 let ak = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 {k}"));
-                let x = f.val(format!("load {t}, ptr {aj}"));
-                let y = f.val(format!("load {t}, ptr {ak}"));
-                let z = combine(f, &x, &y);
-                f.line(format!("store {t} {z}, ptr {aj}"));
+                combine_into(f, t, "ptr", &aj, &ak, combine);
             });
         });
         stride *= 2;
     }
     let at = f.val(format!("getelementptr [{n} x {t}], ptr {arr}, i64 0, i64 0"));
     f.val(format!("load {t}, ptr {at}"))
+}
+
+/// One step of a pairwise tree: the `t` values at `into` and `from`
+/// (pointers of type `ptr`) combined, in that order, into `into`.
+fn combine_into(
+    f: &mut FnEmitter,
+    t: &str,
+    ptr: &str,
+    into: &str,
+    from: &str,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) {
+    let x = f.val(format!("load {t}, {ptr} {into}"));
+    let y = f.val(format!("load {t}, {ptr} {from}"));
+    let z = combine(f, &x, &y);
+    f.line(format!("store {t} {z}, {ptr} {into}"));
 }
 
 /// How the block's threads reduce `rows` rows of `n` values together, in
@@ -404,10 +417,7 @@ impl Cooperative {
             let go = f.val(format!("and i1 {go}, {in_rows}"));
             f.when(&go, |f| {
                 let other = f.val(format!("getelementptr {t}, {sp} {slot}, i64 {s}"));
-                let x = f.val(format!("load {t}, {sp} {slot}"));
-                let y = f.val(format!("load {t}, {sp} {other}"));
-                let z = combine(f, &x, &y);
-                f.line(format!("store {t} {z}, {sp} {slot}"));
+                combine_into(f, t, &sp, &slot, &other, combine);
             });
         });
         f.barrier();

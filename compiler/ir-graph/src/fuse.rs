@@ -568,10 +568,8 @@ fn schedule(
         for t in &tiled {
             tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
-        let mut stages = tuned.get("stages").copied().unwrap_or(target.matmul_stages);
-        while stages > 1 && !target.fits_shared(matmul_shared_bytes(&target, tile, stages, elem)) {
-            stages -= 1;
-        }
+        let wanted = tuned.get("stages").copied().unwrap_or(target.matmul_stages);
+        let stages = fitting_stages(&target, wanted, |s| matmul_shared_bytes(&target, tile, s, elem));
         let bytes = matmul_shared_bytes(&target, tile, stages, elem);
         if !target.fits_shared(bytes) {
             return Err(Box::new(
@@ -702,6 +700,16 @@ fn transcendental(m: &Module, op: OpId) -> bool {
             .is_some_and(|f| matches!(f, "exp" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow"))
 }
 
+/// The most stages, up to `wanted` and at least 1, whose shared memory
+/// (`bytes(stages)`) the target has room for.
+fn fitting_stages(target: &Target, wanted: i64, bytes: impl Fn(i64) -> i64) -> i64 {
+    let mut stages = wanted;
+    while stages > 1 && !target.fits_shared(bytes(stages)) {
+        stages -= 1;
+    }
+    stages
+}
+
 /// Key and value tiles an attention kernel has in flight by default: the
 /// next step's are copied while this step's are used.
 const ATTENTION_STAGES: i64 = 2;
@@ -709,8 +717,8 @@ const ATTENTION_STAGES: i64 = 2;
 /// Attention: one block per BM query rows of one batch entry (x → the
 /// query tile, y → the flattened batch); the key loop walks BN keys at a
 /// time, `stages` steps of keys and values in flight (fewer when shared
-/// memory lacks room). The head dims must be constants (q, k and v tiles live in shared
-/// memory).
+/// memory lacks room). The head dims must be constants (q, k and v tiles
+/// live in shared memory).
 fn attention_config(
     m: &Module,
     anchor: OpId,
@@ -738,10 +746,10 @@ fn attention_config(
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
-    let mut stages = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
-    while stages > 1 && !target.fits_shared(attention_shared_bytes(&target, tile, d, dv, stages, elem)) {
-        stages -= 1;
-    }
+    let wanted = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
+    let stages = fitting_stages(&target, wanted, |s| {
+        attention_shared_bytes(&target, tile, d, dv, s, elem)
+    });
     let bytes = attention_shared_bytes(&target, tile, d, dv, stages, elem);
     if !target.fits_shared(bytes) {
         return Err(Box::new(

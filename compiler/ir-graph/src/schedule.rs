@@ -548,6 +548,7 @@ fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64],
             continue;
         };
         if !tile_respects(size, c.modulus) {
+            let common = gcd(c.modulus, size);
             errors.push(
                 err(
                     m,
@@ -560,11 +561,9 @@ fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64],
                 )
                 .with_related(m, anchor, format!("{} is tiled here", t.dim))
                 .with_note(format!(
-                    "tiles would start at multiples of {} only; choose a {} that divides {} (the largest is {}) or a multiple of it",
-                    gcd(c.modulus, size),
+                    "tiles would start at multiples of {common} only; choose a {} that divides {} (the largest is {common}) or a multiple of it",
                     t.what,
                     c.modulus,
-                    gcd(c.modulus, size)
                 )),
             );
         }

@@ -211,7 +211,6 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
     if l.family == Family::Nvptx && copies.iter().any(|c| !l.tma_copies.contains(c)) {
         let mut groups = GroupOrder {
             pending: &mut l.pending,
-            tma_copies: &l.tma_copies,
             tma: &l.tma,
         };
         flow::run(m, func, &mut groups);
@@ -270,16 +269,14 @@ fn in_fill(m: &Module, op: OpId) -> bool {
 /// own), and the copies outside pipelines on a stage all of whose copies
 /// one can (a wait is for a stage: an mbarrier, or a `cp.async` group).
 fn tma_copies(m: &Module, known: &Multiples<'_>, copies: &[OpId]) -> HashSet<OpId> {
-    let mut unfit_stages = BTreeSet::new();
-    for &c in copies {
-        if !in_fill(m, c) && !tma_fits(m, known, c) {
-            unfit_stages.insert(stage(m, c));
-        }
-    }
-    copies
-        .iter()
-        .copied()
-        .filter(|&c| tma_fits(m, known, c) && (in_fill(m, c) || !unfit_stages.contains(&stage(m, c))))
+    let (fit, unfit): (Vec<OpId>, Vec<OpId>) = copies.iter().partition(|&&c| tma_fits(m, known, c));
+    let unfit_stages: BTreeSet<i64> = unfit
+        .into_iter()
+        .filter(|&c| !in_fill(m, c))
+        .map(|c| stage(m, c))
+        .collect();
+    fit.into_iter()
+        .filter(|&c| in_fill(m, c) || !unfit_stages.contains(&stage(m, c)))
         .collect()
 }
 
@@ -379,9 +376,9 @@ struct Groups {
 
 struct GroupOrder<'p> {
     pending: &'p mut HashMap<OpId, i64>,
-    /// The copies that are TMA loads and the stages that complete on
-    /// mbarriers: no commit groups.
-    tma_copies: &'p HashSet<OpId>,
+    /// The stages that complete on mbarriers, not in commit groups (the
+    /// flow leaves pipelines' fills out: every copy it visits is on a
+    /// stage of its own kind).
     tma: &'p HashMap<i64, StageBarrier>,
 }
 
@@ -402,8 +399,7 @@ impl Transfer for GroupOrder<'_> {
 
     fn visit(&mut self, m: &Module, op: OpId, state: &mut Groups, report: bool) {
         match m.op(op).name.as_str() {
-            "tile.async_copy" if self.tma_copies.contains(&op) => {}
-            "tile.wait_async" if self.tma.contains_key(&stage(m, op)) => {}
+            "tile.async_copy" | "tile.wait_async" if self.tma.contains_key(&stage(m, op)) => {}
             "tile.async_copy" => {
                 let s = stage(m, op);
                 state.order.retain(|&o| o != s);
