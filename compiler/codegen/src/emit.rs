@@ -877,6 +877,19 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         self.loop_with(count, md, body);
     }
 
+    /// Spreads items `0..count` over `units` workers: worker `unit` (an
+    /// `i64` value) takes items `unit`, `unit + units`, … below `count`, in
+    /// a loop LLVM keeps rolled or not; `body` gets each item it takes.
+    pub fn spread(&mut self, count: i64, units: i64, unit: &str, body: impl FnOnce(&mut Self, &str)) {
+        let per = (count + units - 1) / units;
+        self.counted_loop(&per.to_string(), false, |f, i| {
+            let scaled = f.val(format!("mul i64 {i}, {units}"));
+            let item = f.val(format!("add i64 {scaled}, {unit}"));
+            let inside = f.val(format!("icmp slt i64 {item}, {count}"));
+            f.when(&inside, |f| body(f, &item));
+        });
+    }
+
     /// A loop `for i in 0..count` that LLVM keeps rolled: for loops whose
     /// iterations each end at a barrier, where unrolling would keep every
     /// iteration's conditions live across all of them.

@@ -661,31 +661,25 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
             // Each thread reduces whole rows.
             let stats_base = f.staging(stats_at + rows_count * 2 * ab);
             let stats = f.val(format!("getelementptr i8, {sp} {stats_base}, i64 {stats_at}"));
-            let threads = f.threads;
-            let per = (rows_count + threads - 1) / threads;
-            f.counted_loop(&per.to_string(), false, |f, i| {
-                let scaled = f.val(format!("mul i64 {i}, {threads}"));
-                let row = f.val(format!("add i64 {scaled}, {}", f.tid));
-                let inside = f.val(format!("icmp slt i64 {row}, {rows_count}"));
-                f.when(&inside, |f| {
-                    let m = tree_reduce(f, &Ext::Const(cols), acc, |f, j| read(f, &row, j), &max_fn);
-                    let s = tree_reduce(
-                        f,
-                        &Ext::Const(cols),
-                        acc,
-                        |f, j| {
-                            let v = read(f, &row, j);
-                            let d = f.val(format!("fsub {t} {v}, {m}"));
-                            f.math("exp", acc, &d).unwrap_or(d)
-                        },
-                        &add_fn,
-                    );
-                    let r2 = f.val(format!("mul i64 {row}, 2"));
-                    let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
-                    f.line(format!("store {t} {m}, {sp} {pm}"));
-                    let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
-                    f.line(format!("store {t} {s}, {sp} {ps}"));
-                });
+            let (threads, tid) = (f.threads, f.tid.clone());
+            f.spread(rows_count, threads, &tid, |f, row| {
+                let m = tree_reduce(f, &Ext::Const(cols), acc, |f, j| read(f, row, j), &max_fn);
+                let s = tree_reduce(
+                    f,
+                    &Ext::Const(cols),
+                    acc,
+                    |f, j| {
+                        let v = read(f, row, j);
+                        let d = f.val(format!("fsub {t} {v}, {m}"));
+                        f.math("exp", acc, &d).unwrap_or(d)
+                    },
+                    &add_fn,
+                );
+                let r2 = f.val(format!("mul i64 {row}, 2"));
+                let pm = f.val(format!("getelementptr {t}, {sp} {stats}, i64 {r2}"));
+                f.line(format!("store {t} {m}, {sp} {pm}"));
+                let ps = f.val(format!("getelementptr {t}, {sp} {pm}, i64 1"));
+                f.line(format!("store {t} {s}, {sp} {ps}"));
             });
             f.barrier();
             RowStats::Thread { stats }

@@ -585,16 +585,10 @@ fn for_each_tile(
     tiles_n: i64,
     body: impl FnOnce(&mut FnEmitter, &str, &str),
 ) {
-    let per_unit = (tiles + units - 1) / units;
-    f.counted_loop(&per_unit.to_string(), false, |f, i| {
-        let iw = f.val(format!("mul i64 {i}, {units}"));
-        let t = f.val(format!("add i64 {iw}, {unit}"));
-        let inside = f.val(format!("icmp slt i64 {t}, {tiles}"));
-        f.when(&inside, |f| {
-            let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
-            let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
-            body(f, &tm, &tn);
-        });
+    f.spread(tiles, units, unit, |f, t| {
+        let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
+        let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
+        body(f, &tm, &tn);
     });
 }
 
@@ -718,24 +712,18 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
         f.line(format!("store {t} {v}, {sp} {at}"));
     };
     for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
-        let count = rows * k;
-        let per = (count + threads - 1) / threads;
-        f.counted_loop(&per.to_string(), false, |f, i| {
-            let s = f.val(format!("mul i64 {i}, {threads}"));
-            let e = f.val(format!("add i64 {s}, {}", f.tid));
-            let inside = f.val(format!("icmp slt i64 {e}, {count}"));
-            f.when(&inside, |f| {
-                // e = r·k + kk over the (rows × k) K-major operand.
-                let r = f.val(format!("udiv i64 {e}, {k}"));
-                let kk = f.val(format!("urem i64 {e}, {k}"));
-                let from = if transposed {
-                    src.at(f, &kk, &r)
-                } else {
-                    src.at(f, &r, &kk)
-                };
-                let v = src.load(f, &from);
-                place(f, off, &r, &kk, &v);
-            });
+        let tid = f.tid.clone();
+        f.spread(rows * k, threads, &tid, |f, e| {
+            // e = r·k + kk over the (rows × k) K-major operand.
+            let r = f.val(format!("udiv i64 {e}, {k}"));
+            let kk = f.val(format!("urem i64 {e}, {k}"));
+            let from = if transposed {
+                src.at(f, &kk, &r)
+            } else {
+                src.at(f, &r, &kk)
+            };
+            let v = src.load(f, &from);
+            place(f, off, &r, &kk, &v);
         });
     }
     // The async proxy (wgmma) reads what the generic proxy wrote.
