@@ -150,9 +150,14 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
 /// memory, rows a whole number of 16-byte lines (every row address of an
 /// 8×8 matrix must be 16-byte aligned; views start 16-byte aligned).
 fn ldmatrix_reads(f: &FnEmitter, v: &View) -> bool {
-    v.ptr_ty == f.info().shared_ptr()
-        && v.elem.bits() == 16
-        && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * 2 % 16 == 0)
+    v.ptr_ty == f.info().shared_ptr() && rows_of_chunks(v)
+}
+
+/// Whether every 8 elements of a 16-bit view's rows from a column that is
+/// a multiple of 8 are one aligned 16-byte unit (views start 16-byte
+/// aligned).
+fn rows_of_chunks(v: &View) -> bool {
+    v.elem.bits() == 16 && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * 2 % 16 == 0)
 }
 
 /// The per-thread f32 slots of an accumulator in a fragment layout.
@@ -685,6 +690,11 @@ fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows
 /// `((8,m),(T,2)):((1T,SBO),(1,LBO))` with LBO = 128 bytes (the next core
 /// matrix along K) and SBO = `k/8·128` bytes (the next 8 rows), which
 /// [`descriptor`] encodes.
+///
+/// A thread moves one core-matrix row at a time: the 8 elements of row `r`
+/// at K `8j…8j+7`, one 16-byte store. It reads them with one 16-byte load
+/// where they are adjacent in the source ([`rows_of_chunks`]: A's rows),
+/// else one element at a time (B, whose K runs down its columns).
 fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (View, View, i64) {
     let eb = 2;
     let a_off = (used + 127) / 128 * 128;
@@ -694,36 +704,47 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
     let base = f.staging(total);
     let sp = f.info().shared_ptr();
     let t = llvm_ty(a.elem);
+    let vec = format!("<8 x {t}>");
     let threads = f.threads;
-    // Element (r, kk) of the (rows × k) K-major copy at `off`.
-    let place = |f: &mut FnEmitter, off: i64, r: &str, kk: &str, v: &str| {
-        let ci = f.val(format!("udiv i64 {r}, 8"));
-        let cj = f.val(format!("udiv i64 {kk}, 8"));
-        let core = f.val(format!("mul i64 {ci}, {}", k / 8));
-        let core = f.val(format!("add i64 {core}, {cj}"));
-        let core = f.val(format!("mul i64 {core}, 64"));
-        let ri = f.val(format!("urem i64 {r}, 8"));
-        let ki = f.val(format!("urem i64 {kk}, 8"));
-        let inner = f.val(format!("mul i64 {ri}, 8"));
-        let inner = f.val(format!("add i64 {inner}, {ki}"));
-        let idx = f.val(format!("add i64 {core}, {inner}"));
-        let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
-        let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
-        f.line(format!("store {t} {v}, {sp} {at}"));
-    };
     for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
+        if transposed && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
+            transpose_into_cores(f, src, &base, off, rows, k);
+            continue;
+        }
+        let whole = !transposed && rows_of_chunks(src);
         let tid = f.tid.clone();
-        f.spread(rows * k, threads, &tid, |f, e| {
-            // e = r·k + kk over the (rows × k) K-major operand.
-            let r = f.val(format!("udiv i64 {e}, {k}"));
-            let kk = f.val(format!("urem i64 {e}, {k}"));
-            let from = if transposed {
-                src.at(f, &kk, &r)
+        f.spread(rows * k / 8, threads, &tid, |f, c| {
+            // c = r·k/8 + j: row r of core matrix (r/8, j).
+            let r = f.val(format!("udiv i64 {c}, {}", k / 8));
+            let j = f.val(format!("urem i64 {c}, {}", k / 8));
+            let k0 = f.val(format!("mul i64 {j}, 8"));
+            let v = if whole {
+                let from = src.at(f, &r, &k0);
+                f.val(format!("load {vec}, {} {from}, align 16", src.ptr_ty))
             } else {
-                src.at(f, &r, &kk)
+                let mut v = "poison".to_string();
+                for i in 0..8 {
+                    let kk = f.val(format!("add i64 {k0}, {i}"));
+                    let from = if transposed {
+                        src.at(f, &kk, &r)
+                    } else {
+                        src.at(f, &r, &kk)
+                    };
+                    let e = src.load(f, &from);
+                    v = f.val(format!("insertelement {vec} {v}, {t} {e}, i64 {i}"));
+                }
+                v
             };
-            let v = src.load(f, &from);
-            place(f, off, &r, &kk, &v);
+            let ci = f.val(format!("udiv i64 {r}, 8"));
+            let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+            let core = f.val(format!("add i64 {core}, {j}"));
+            let core = f.val(format!("mul i64 {core}, 64"));
+            let ri = f.val(format!("urem i64 {r}, 8"));
+            let inner = f.val(format!("mul i64 {ri}, 8"));
+            let idx = f.val(format!("add i64 {core}, {inner}"));
+            let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
+            let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
+            f.line(format!("store {vec} {v}, {sp} {at}, align 16"));
         });
     }
     // The async proxy (wgmma) reads what the generic proxy wrote.
@@ -739,6 +760,54 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
         pad: 0,
     };
     (view(a_base, m), view(b_base, n), total)
+}
+
+/// The (k×rows) shared view `src`, transposed into the (rows×k) K-major
+/// core-matrix layout at byte `off` of `base`, an 8×8 block at a time:
+/// `ldmatrix.x4.trans` gives each lane its elements of four blocks of `src`
+/// transposed (block `i` from rows `kk0 + 8i …` at column `n0`, lanes
+/// `8i…8i+7` addressing its rows), and `stmatrix.x4` (sm_90) stores those
+/// fragments as rows: row `j` of block `i` lands in row `j` of core matrix
+/// `(n0/8, kk0/8 + i)`. Warp `w` takes the block quads `w`, `w + warps`, …
+fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, rows: i64, k: i64) {
+    let sp = f.info().shared_ptr();
+    let warps = (f.threads / 32).max(1);
+    let (l, w) = lane(f, 32);
+    let i = f.val(format!("udiv i64 {l}, 8"));
+    let j = f.val(format!("urem i64 {l}, 8"));
+    let quads_k = k / 32;
+    f.spread(rows / 8 * quads_k, warps, &w, |f, q| {
+        // q = (n0/8)·quads_k + kq: blocks kk0 = 32·kq + 8i at column n0.
+        let nb = f.val(format!("udiv i64 {q}, {quads_k}"));
+        let kq = f.val(format!("urem i64 {q}, {quads_k}"));
+        let n0 = f.val(format!("mul i64 {nb}, 8"));
+        let kb = f.val(format!("mul i64 {kq}, 4"));
+        let kb = f.val(format!("add i64 {kb}, {i}"));
+        let kk0 = f.val(format!("mul i64 {kb}, 8"));
+        let row = f.val(format!("add i64 {kk0}, {j}"));
+        let from = src.at(f, &row, &n0);
+        let x4 = "{ i32, i32, i32, i32 }";
+        let packed = f.intrinsic(
+            x4,
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16",
+            &[(sp.as_str(), from)],
+        );
+        let regs: Vec<String> = (0..4)
+            .map(|r| f.val(format!("extractvalue {x4} {packed}, {r}")))
+            .collect();
+        let core = f.val(format!("mul i64 {nb}, {}", k / 8));
+        let core = f.val(format!("add i64 {core}, {kb}"));
+        let byte = f.val(format!("mul i64 {core}, 128"));
+        let jb = f.val(format!("mul i64 {j}, 16"));
+        let byte = f.val(format!("add i64 {byte}, {jb}"));
+        let byte = f.val(format!("add i64 {byte}, {off}"));
+        let to = f.val(format!("getelementptr i8, {sp} {base}, i64 {byte}"));
+        let to = f.val(format!("ptrtoint {sp} {to} to i32"));
+        f.line(format!(
+            "call void asm sideeffect \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r,~{{memory}}\"(i32 {to}, i32 {}, i32 {}, i32 {}, i32 {})",
+            regs[0], regs[1], regs[2], regs[3]
+        ));
+    });
 }
 
 /// A wgmma shared-memory descriptor: no swizzle, `lbo` between core
