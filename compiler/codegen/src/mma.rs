@@ -736,14 +736,8 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
                 v
             };
             let ci = f.val(format!("udiv i64 {r}, 8"));
-            let core = f.val(format!("mul i64 {ci}, {}", k / 8));
-            let core = f.val(format!("add i64 {core}, {j}"));
-            let core = f.val(format!("mul i64 {core}, 64"));
             let ri = f.val(format!("urem i64 {r}, 8"));
-            let inner = f.val(format!("mul i64 {ri}, 8"));
-            let idx = f.val(format!("add i64 {core}, {inner}"));
-            let at = f.val(format!("getelementptr i8, {sp} {base}, i64 {off}"));
-            let at = f.val(format!("getelementptr {t}, {sp} {at}, i64 {idx}"));
+            let at = core_row(f, &base, off, k, [&ci, &j, &ri]);
             f.line(format!("store {vec} {v}, {sp} {at}, align 16"));
         });
     }
@@ -760,6 +754,19 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
         pad: 0,
     };
     (view(a_base, m), view(b_base, n), total)
+}
+
+/// Row `ri` (16 bytes) of core matrix `(ci, cj)` of the (rows×k) K-major
+/// core-matrix copy at byte `off` of `base`.
+fn core_row(f: &mut FnEmitter, base: &str, off: i64, k: i64, [ci, cj, ri]: [&str; 3]) -> String {
+    let sp = f.info().shared_ptr();
+    let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+    let core = f.val(format!("add i64 {core}, {cj}"));
+    let byte = f.val(format!("mul i64 {core}, 128"));
+    let row = f.val(format!("mul i64 {ri}, 16"));
+    let byte = f.val(format!("add i64 {byte}, {row}"));
+    let byte = f.val(format!("add i64 {byte}, {off}"));
+    f.val(format!("getelementptr i8, {sp} {base}, i64 {byte}"))
 }
 
 /// The (k×rows) shared view `src`, transposed into the (rows×k) K-major
@@ -795,13 +802,7 @@ fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, row
         let regs: Vec<String> = (0..4)
             .map(|r| f.val(format!("extractvalue {x4} {packed}, {r}")))
             .collect();
-        let core = f.val(format!("mul i64 {nb}, {}", k / 8));
-        let core = f.val(format!("add i64 {core}, {kb}"));
-        let byte = f.val(format!("mul i64 {core}, 128"));
-        let jb = f.val(format!("mul i64 {j}, 16"));
-        let byte = f.val(format!("add i64 {byte}, {jb}"));
-        let byte = f.val(format!("add i64 {byte}, {off}"));
-        let to = f.val(format!("getelementptr i8, {sp} {base}, i64 {byte}"));
+        let to = core_row(f, base, off, k, [&nb, &kb, &j]);
         let to = f.val(format!("ptrtoint {sp} {to} to i32"));
         f.line(format!(
             "call void asm sideeffect \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r,~{{memory}}\"(i32 {to}, i32 {}, i32 {}, i32 {}, i32 {})",
