@@ -879,14 +879,22 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
 
     /// Spreads items `0..count` over `units` workers: worker `unit` (an
     /// `i64` value) takes items `unit`, `unit + units`, … below `count`, in
-    /// a loop LLVM keeps rolled or not; `body` gets each item it takes.
-    pub fn spread(&mut self, count: i64, units: i64, unit: &str, body: impl FnOnce(&mut Self, &str)) {
+    /// a loop marked for full unrolling when `unroll` (else LLVM keeps it
+    /// rolled or not); `body` gets each item it takes. When the workers are
+    /// the block's threads and their count divides `count`, every item a
+    /// thread takes exists and no bound is checked (warps are not: a
+    /// partial last warp's index equals the count of whole ones).
+    pub fn spread(&mut self, count: i64, units: i64, unit: &str, unroll: bool, body: impl FnOnce(&mut Self, &str)) {
         let per = (count + units - 1) / units;
-        self.counted_loop(&per.to_string(), false, |f, i| {
+        self.counted_loop(&per.to_string(), unroll, |f, i| {
             let scaled = f.val(format!("mul i64 {i}, {units}"));
             let item = f.val(format!("add i64 {scaled}, {unit}"));
-            let inside = f.val(format!("icmp slt i64 {item}, {count}"));
-            f.when(&inside, |f| body(f, &item));
+            if count % units == 0 && unit == f.tid && units == f.threads {
+                body(f, &item);
+            } else {
+                let inside = f.val(format!("icmp slt i64 {item}, {count}"));
+                f.when(&inside, |f| body(f, &item));
+            }
         });
     }
 

@@ -662,7 +662,7 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
             let stats_base = f.staging(stats_at + rows_count * 2 * ab);
             let stats = f.val(format!("getelementptr i8, {sp} {stats_base}, i64 {stats_at}"));
             let (threads, tid) = (f.threads, f.tid.clone());
-            f.spread(rows_count, threads, &tid, |f, row| {
+            f.spread(rows_count, threads, &tid, false, |f, row| {
                 let m = tree_reduce(f, &Ext::Const(cols), acc, |f, j| read(f, row, j), &max_fn);
                 let s = tree_reduce(
                     f,

@@ -590,7 +590,7 @@ fn for_each_tile(
     tiles_n: i64,
     body: impl FnOnce(&mut FnEmitter, &str, &str),
 ) {
-    f.spread(tiles, units, unit, |f, t| {
+    f.spread(tiles, units, unit, false, |f, t| {
         let tm = f.val(format!("udiv i64 {t}, {tiles_n}"));
         let tn = f.val(format!("urem i64 {t}, {tiles_n}"));
         body(f, &tm, &tn);
@@ -713,7 +713,7 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
         }
         let whole = !transposed && rows_of_chunks(src);
         let tid = f.tid.clone();
-        f.spread(rows * k / 8, threads, &tid, |f, c| {
+        f.spread(rows * k / 8, threads, &tid, false, |f, c| {
             // c = r·k/8 + j: row r of core matrix (r/8, j).
             let r = f.val(format!("udiv i64 {c}, {}", k / 8));
             let j = f.val(format!("urem i64 {c}, {}", k / 8));
@@ -783,7 +783,7 @@ fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, row
     let i = f.val(format!("udiv i64 {l}, 8"));
     let j = f.val(format!("urem i64 {l}, 8"));
     let quads_k = k / 32;
-    f.spread(rows / 8 * quads_k, warps, &w, |f, q| {
+    f.spread(rows / 8 * quads_k, warps, &w, false, |f, q| {
         // q = (n0/8)·quads_k + kq: blocks kk0 = 32·kq + 8i at column n0.
         let nb = f.val(format!("udiv i64 {q}, {quads_k}"));
         let kq = f.val(format!("urem i64 {q}, {quads_k}"));

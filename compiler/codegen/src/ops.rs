@@ -814,8 +814,6 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
         .product();
     let chunks = total / per_chunk;
     let t = f.threads;
-    let per_thread = (chunks + t - 1) / t;
-    let exact = chunks % t == 0;
     let tdims = dst.dims.clone();
     // Rows of whole chunks read from a chunk-aligned column (the kernel's
     // constraints say so): a chunk is inside the source or wholly outside.
@@ -830,70 +828,61 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
         .last()
         .is_some_and(|&col| f.known.divides(per_chunk, col));
     let straddle_free = whole_rows && aligned_cols;
-    f.counted_loop(&per_thread.to_string(), true, |f, i| {
-        let scaled = f.val(format!("mul i64 {i}, {t}"));
-        let c = f.val(format!("add i64 {scaled}, {}", f.tid));
-        let mut body = |f: &mut FnEmitter| {
-            let e = f.val(format!("mul i64 {c}, {per_chunk}"));
-            let idx = f.unravel(&e, &tdims);
-            let sidx = offset_indices(f, &idx, &offs, src.dims.len());
-            let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows) else {
-                let d = f.element_ptr(&dst, &idx);
-                let s = f.element_ptr(&src, &sidx);
-                each(f, &d, &s);
-                return;
-            };
-            f.when(&whole, |f| {
-                let d = f.element_ptr(&dst, &idx);
-                let s = f.element_ptr(&src, &sidx);
-                each(f, &d, &s);
-            });
-            let partial = f.val(format!("xor i1 {whole}, true"));
-            if straddle_free {
-                // Wholly past an edge: zeros.
-                f.when(&partial, |f| {
-                    let (dp, dt) = (f.buffer_ptr_ty(&dst), llvm_ty(dst.elem));
-                    let d = f.element_ptr(&dst, &idx);
-                    let ty = match per_chunk {
-                        1 => dt.to_string(),
-                        n => format!("<{n} x {dt}>"),
-                    };
-                    f.line(format!(
-                        "store {ty} zeroinitializer, {dp} {d}, align {}",
-                        per_chunk * eb
-                    ));
-                });
-                return;
-            }
-            // A chunk at an edge of the source, or rows whose length
-            // breaks the chunk's alignment: element by element, zeros
-            // past the edge, in a loop kept rolled (unrolled, by hand or
-            // by LLVM, its per-element bounds checks were hoisted out of
-            // an enclosing K loop and kept live across it, and ptxas
-            // spent a sixth of its time on the sm_80 matmul on them).
-            f.when(&partial, |f| {
-                let (dp, sp) = (f.buffer_ptr_ty(&dst), f.buffer_ptr_ty(&src));
-                let dt = llvm_ty(dst.elem);
-                f.rolled_loop(&per_chunk.to_string(), |f, j| {
-                    let mut di = idx.clone();
-                    let mut si = sidx.clone();
-                    if let (Some(dl), Some(sl)) = (di.last_mut(), si.last_mut()) {
-                        *dl = f.val(format!("add i64 {dl}, {j}"));
-                        *sl = f.val(format!("add i64 {sl}, {j}"));
-                    }
-                    let v = guarded_load(f, &src, &si, &sp);
-                    let v = f.convert(&v, src.elem, dst.elem);
-                    let d = f.element_ptr(&dst, &di);
-                    f.line(format!("store {dt} {v}, {dp} {d}"));
-                });
-            });
+    let tid = f.tid.clone();
+    f.spread(chunks, t, &tid, true, |f, c| {
+        let e = f.val(format!("mul i64 {c}, {per_chunk}"));
+        let idx = f.unravel(&e, &tdims);
+        let sidx = offset_indices(f, &idx, &offs, src.dims.len());
+        let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows) else {
+            let d = f.element_ptr(&dst, &idx);
+            let s = f.element_ptr(&src, &sidx);
+            each(f, &d, &s);
+            return;
         };
-        if exact {
-            body(f);
-        } else {
-            let inside = f.val(format!("icmp slt i64 {c}, {chunks}"));
-            f.when(&inside, body);
+        f.when(&whole, |f| {
+            let d = f.element_ptr(&dst, &idx);
+            let s = f.element_ptr(&src, &sidx);
+            each(f, &d, &s);
+        });
+        let partial = f.val(format!("xor i1 {whole}, true"));
+        if straddle_free {
+            // Wholly past an edge: zeros.
+            f.when(&partial, |f| {
+                let (dp, dt) = (f.buffer_ptr_ty(&dst), llvm_ty(dst.elem));
+                let d = f.element_ptr(&dst, &idx);
+                let ty = match per_chunk {
+                    1 => dt.to_string(),
+                    n => format!("<{n} x {dt}>"),
+                };
+                f.line(format!(
+                    "store {ty} zeroinitializer, {dp} {d}, align {}",
+                    per_chunk * eb
+                ));
+            });
+            return;
         }
+        // A chunk at an edge of the source, or rows whose length
+        // breaks the chunk's alignment: element by element, zeros
+        // past the edge, in a loop kept rolled (unrolled, by hand or
+        // by LLVM, its per-element bounds checks were hoisted out of
+        // an enclosing K loop and kept live across it, and ptxas
+        // spent a sixth of its time on the sm_80 matmul on them).
+        f.when(&partial, |f| {
+            let (dp, sp) = (f.buffer_ptr_ty(&dst), f.buffer_ptr_ty(&src));
+            let dt = llvm_ty(dst.elem);
+            f.rolled_loop(&per_chunk.to_string(), |f, j| {
+                let mut di = idx.clone();
+                let mut si = sidx.clone();
+                if let (Some(dl), Some(sl)) = (di.last_mut(), si.last_mut()) {
+                    *dl = f.val(format!("add i64 {dl}, {j}"));
+                    *sl = f.val(format!("add i64 {sl}, {j}"));
+                }
+                let v = guarded_load(f, &src, &si, &sp);
+                let v = f.convert(&v, src.elem, dst.elem);
+                let d = f.element_ptr(&dst, &di);
+                f.line(format!("store {dt} {v}, {dp} {d}"));
+            });
+        });
     });
     Ok(())
 }
