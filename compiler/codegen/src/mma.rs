@@ -277,29 +277,24 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
 /// `d += a · b` with `wgmma.mma_async.m64nNk16`, `d` in its fragments, `a`
 /// and `b` in the core-matrix layout: warpgroup `g` runs one instruction
 /// per k-step of 16 and 64-row block it owns, on the `N/2` slots of that
-/// block. The accumulators pass through empty `asm` statements before the
-/// `wgmma.fence` and after the `wgmma.wait_group 0`, so that no other
-/// instruction touches them while the asynchronous products run (as
-/// CUTLASS's `warpgroup_fence_operand`).
+/// block, all in one `asm` statement ([`wgmma_group`]).
 fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slots, k: i64) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
     let sp = f.info().shared_ptr();
     let (blocks, _) = frag.atoms();
-    let regs = (n / 2) as usize;
     let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
     let first = f.val(format!("mul i64 {group}, {blocks}"));
     let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
-    let mut acc: Vec<String> = cells
+    let acc: Vec<String> = cells
         .iter()
         .map(|cell| f.val(format!("load float, ptr {cell}")))
         .collect();
-    acc = fence_operands(f, &acc, regs);
-    f.line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
     let sbo = k / 8 * 128;
+    let mut steps = Vec::new();
     for ks in 0..k / 16 {
         // B's core matrices (0, 2·ks) on.
         let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
@@ -311,67 +306,67 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slo
             let off = f.val(format!("add i64 {off}, {}", 2 * ks * 128));
             let at = f.val(format!("getelementptr i8, {sp} {}, i64 {off}", a.base));
             let da = descriptor(f, &at, 128, sbo);
-            let range = p as usize * regs..(p as usize + 1) * regs;
-            let out = wgmma(f, n, kind, &acc[range.clone()], &da, &db);
-            acc.splice(range, out);
+            steps.push((p as usize, da, db.clone()));
         }
     }
-    f.line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
-    f.line("call void asm sideeffect \"wgmma.wait_group.sync.aligned 0;\", \"~{memory}\"()");
-    let acc = fence_operands(f, &acc, regs);
+    let acc = wgmma_group(f, n, kind, &acc, &steps);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
 }
 
-/// One `wgmma.mma_async.m64n{n}k16.f32.{kind}.{kind}`: `d = a·b + d` on the
-/// `n/2` accumulators `acc` (scale-d true, A and B K-major).
-fn wgmma(f: &mut FnEmitter, n: i64, kind: &str, acc: &[String], da: &str, db: &str) -> Vec<String> {
-    let regs = acc.len();
-    let outs: Vec<String> = (0..regs).map(|j| format!("${j}")).collect();
-    let asm = format!(
-        "{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${}, ${}, p, 1, 1, 0, 0; }}",
-        outs.join(", "),
-        2 * regs,
-        2 * regs + 1
-    );
-    let mut constraints: Vec<String> = (0..regs).map(|_| "=f".to_string()).collect();
-    constraints.extend((0..regs).map(|j| j.to_string()));
-    constraints.push("l".into());
-    constraints.push("l".into());
+/// One `asm` statement that runs `wgmma.fence`, then for each step `(p,
+/// da, db)` a `wgmma.mma_async.m64n{n}k16.f32.{kind}.{kind}` (scale-d
+/// true, A and B K-major) adding `A·B` (shared-memory descriptors `da`,
+/// `db`) into block `p`'s `n/2` accumulators of `acc`, then
+/// `wgmma.commit_group` and `wgmma.wait_group 0`; gives the accumulators
+/// after. Being one statement, with the accumulators as tied in/out
+/// operands, nothing else can touch them while the products run (the
+/// role of CUTLASS's `warpgroup_fence_operand`), and LLVM sees one call
+/// with one aggregate result instead of one per instruction.
+fn wgmma_group(
+    f: &mut FnEmitter,
+    n: i64,
+    kind: &str,
+    acc: &[String],
+    steps: &[(usize, String, String)],
+) -> Vec<String> {
+    let regs = (n / 2) as usize;
+    let total = acc.len();
+    let mut descriptors: Vec<&str> = Vec::new();
+    for (_, da, db) in steps {
+        for d in [da, db] {
+            if !descriptors.contains(&d.as_str()) {
+                descriptors.push(d);
+            }
+        }
+    }
+    let operand = |d: &str| 2 * total + descriptors.iter().position(|x| *x == d).unwrap_or(0);
+    let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
+    for (p, da, db) in steps {
+        let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
+        let (oa, ob) = (operand(da), operand(db));
+        asm += &format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${oa}, ${ob}, p, 1, 1, 0, 0; ",
+            outs.join(", ")
+        );
+    }
+    asm += "wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0; }";
+    let mut constraints: Vec<String> = (0..total).map(|_| "=f".to_string()).collect();
+    constraints.extend((0..total).map(|j| j.to_string()));
+    constraints.extend(descriptors.iter().map(|_| "l".to_string()));
     constraints.push("~{memory}".into());
-    let ret = format!("{{ {} }}", vec!["float"; regs].join(", "));
+    let ret = format!("{{ {} }}", vec!["float"; total].join(", "));
     let mut args: Vec<String> = acc.iter().map(|v| format!("float {v}")).collect();
-    args.push(format!("i64 {da}"));
-    args.push(format!("i64 {db}"));
+    args.extend(descriptors.iter().map(|d| format!("i64 {d}")));
     let r = f.val(format!(
         "call {ret} asm sideeffect \"{asm}\", \"{}\"({})",
         constraints.join(","),
         args.join(", ")
     ));
-    (0..regs)
+    (0..total)
         .map(|j| f.val(format!("extractvalue {ret} {r}, {j}")))
         .collect()
-}
-
-/// `values` through empty `asm` statements (at most `chunk` at a time)
-/// that claim to change them: instructions that use the results stay after
-/// the statement, and those that compute the inputs before it.
-fn fence_operands(f: &mut FnEmitter, values: &[String], chunk: usize) -> Vec<String> {
-    let mut out = Vec::with_capacity(values.len());
-    for part in values.chunks(chunk.max(1)) {
-        let ret = format!("{{ {} }}", vec!["float"; part.len()].join(", "));
-        let mut constraints: Vec<String> = part.iter().map(|_| "=f".to_string()).collect();
-        constraints.extend((0..part.len()).map(|j| j.to_string()));
-        let args: Vec<String> = part.iter().map(|v| format!("float {v}")).collect();
-        let r = f.val(format!(
-            "call {ret} asm sideeffect \"\", \"{}\"({})",
-            constraints.join(","),
-            args.join(", ")
-        ));
-        out.extend((0..part.len()).map(|j| f.val(format!("extractvalue {ret} {r}, {j}"))));
-    }
-    out
 }
 
 /// Whether the `nvptx.ldmatrix` `op` can leave its tile in shared memory:
@@ -839,7 +834,7 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
         let row = f.val(format!("mul i64 {group}, 64"));
         let row = f.val(format!("add i64 {row}, {r0}"));
         let sbo = k / 8 * 128;
-        f.line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
+        let mut steps = Vec::new();
         for ks in 0..k / 16 {
             // Core matrix (row/8, 2·ks) of A; (0, 2·ks) of B.
             let ci = f.val(format!("udiv i64 {row}, 8"));
@@ -850,17 +845,16 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
             let da = descriptor(f, &at, 128, sbo);
             let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
             let db = descriptor(f, &bt, 128, sbo);
-            let vals: Vec<String> = accs
-                .iter()
-                .map(|cell| f.val(format!("load float, ptr {cell}")))
-                .collect();
-            let out = wgmma(f, n, kind, &vals, &da, &db);
-            for (cell, v) in accs.iter().zip(&out) {
-                f.line(format!("store float {v}, ptr {cell}"));
-            }
+            steps.push((0, da, db));
         }
-        f.line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
-        f.line("call void asm sideeffect \"wgmma.wait_group.sync.aligned 0;\", \"~{memory}\"()");
+        let vals: Vec<String> = accs
+            .iter()
+            .map(|cell| f.val(format!("load float, ptr {cell}")))
+            .collect();
+        let out = wgmma_group(f, n, kind, &vals, &steps);
+        for (cell, v) in accs.iter().zip(&out) {
+            f.line(format!("store float {v}, ptr {cell}"));
+        }
         // d[4j + {0,1}]: row 16·warp + lane/4, cols 8j + 2·(lane%4) + {0,1};
         // d[4j + {2,3}]: the row + 8.
         let tid = f.tid.clone();
