@@ -46,7 +46,7 @@ impl Ext {
 }
 
 /// Where a tile's elements live.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Storage {
     /// A per-thread array of `per_thread` elements (`alloca`).
     Private { array: String, per_thread: i64 },

@@ -108,7 +108,11 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
 /// instruction cannot read its operands (`ldmatrix` needs shared rows of
 /// whole 16-byte lines), the staging engine computes `d` in the same layout.
 fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimExpr]) -> Result<(), CodegenError> {
-    let c = f.relayout(c, Layout::Frag(frag), op)?;
+    let c_in = c;
+    let c = f.relayout(c_in, Layout::Frag(frag), op)?;
+    // The products may update `c`'s slots themselves where nothing else
+    // reads them: a copy relayout just made, or a local's accumulator.
+    let in_place = c.storage != c_in.storage || layout::accumulates_in_place(f.m(), op);
     let (m, n) = (frag.rows(), frag.cols());
     let a_operand = f.m().operands(op)[0];
     let k = match f.m().value_type(a_operand).dims() {
@@ -128,16 +132,27 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
             Val::Tile(t) => staged_bytes(t),
             _ => 0,
         };
-    let d = f.new_tile(dims, ScalarType::F32, op)?;
+    let registers = match frag {
+        Frag::MmaSync { .. } => ldmatrix_reads(f, &a) && ldmatrix_reads(f, &b),
+        Frag::Wgmma { .. } => true,
+    };
+    let d = if registers && in_place && Slots::of(&c).is_some() {
+        c.clone()
+    } else {
+        f.new_tile(dims, ScalarType::F32, op)?
+    };
     match (frag, Slots::of(&c), Slots::of(&d)) {
-        (Frag::MmaSync { .. }, Some(cs), Some(ds)) if ldmatrix_reads(f, &a) && ldmatrix_reads(f, &b) => {
-            cs.copy_to(f, &ds);
-            mma_sync_in_registers(f, frag, &a, &b, &ds, k);
-        }
-        (Frag::Wgmma { .. }, Some(cs), Some(ds)) => {
-            let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, used);
-            cs.copy_to(f, &ds);
-            wgmma_in_registers(f, frag, &a, &b, &ds, k);
+        (_, Some(cs), Some(ds)) if registers => {
+            if cs.array != ds.array {
+                cs.copy_to(f, &ds);
+            }
+            match frag {
+                Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
+                Frag::Wgmma { .. } => {
+                    let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, used);
+                    wgmma_in_registers(f, frag, &a, &b, &ds, k);
+                }
+            }
         }
         (Frag::MmaSync { .. }, ..) => tensor_cores(f, op, Engine::MmaSync, &a, &b, &c, &d, [m, n, k], used)?,
         (Frag::Wgmma { .. }, ..) => tensor_cores(f, op, Engine::Wgmma, &a, &b, &c, &d, [m, n, k], used)?,

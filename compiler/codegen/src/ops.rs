@@ -380,7 +380,18 @@ fn copy_tile_value(f: &mut FnEmitter, op: OpId, src: &Tile) -> Result<Tile, Code
 
 fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
     if let Val::Tile(src) = f.operand(op, 0)? {
-        let t = copy_tile_value(f, op, &src)?;
+        let ty = f.result_type(op)?;
+        let same_shape = ty.dims().is_some_and(|d| {
+            d.len() == src.dims.len()
+                && d.iter()
+                    .zip(&src.dims)
+                    .all(|(a, b)| a.as_const().is_some() && a.as_const() == b.as_const())
+        });
+        let shares = crate::mma::layout::load_shares_local(f.m(), op)
+            && same_shape
+            && ty.elem() == Some(src.elem)
+            && f.planned_layout(op) == src.layout;
+        let t = if shares { src } else { copy_tile_value(f, op, &src)? };
         f.set(op, Val::Tile(t));
         return Ok(());
     }
@@ -430,6 +441,10 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     let v = f.tile(op, 0)?;
     if let Val::Tile(dst) = f.operand(op, 1)? {
         let v = f.relayout(&v, dst.layout, op)?;
+        if v.storage == dst.storage {
+            // Stored back where it was loaded from or computed in place.
+            return Ok(());
+        }
         let (ve, de) = (v.elem, dst.elem);
         f.for_own(&dst, |f, pos| {
             let x = f.load_slot(&v, pos);
