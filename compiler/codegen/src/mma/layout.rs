@@ -71,10 +71,8 @@ pub(crate) trait Arith {
 }
 
 /// Arithmetic on plain integers.
-#[cfg(test)]
 pub(crate) struct Exact;
 
-#[cfg(test)]
 impl Arith for Exact {
     type V = i64;
     fn add(&mut self, a: &i64, b: &i64) -> i64 {
@@ -171,7 +169,10 @@ impl Frag {
         (p * self.atoms().1 + q) * 4 + r
     }
 
-    /// Row and column in the tile of slot `i` of thread `t`.
+    /// Row and column in the tile of slot `i` of thread `t`: always
+    /// `coords(t, 0) + coords(0, i)` (the thread's place and the slot's
+    /// are separate terms), so a thread can find its first element once and
+    /// the others at constant offsets from it.
     pub fn coords<A: Arith>(self, a: &mut A, t: &A::V, i: &A::V) -> (A::V, A::V) {
         let (blocks, per_row) = self.atoms();
         let lane = a.rem(t, 32);
@@ -523,6 +524,17 @@ mod tests {
         frag.coords(&mut Exact, &t, &i)
     }
 
+    /// A thread's slots are at fixed offsets from its first element.
+    fn assert_separable(frag: Frag) {
+        for t in 0..frag.threads() {
+            let (r0, c0) = coords(frag, t, 0);
+            for i in 0..frag.per_thread() {
+                let (dr, dc) = coords(frag, 0, i);
+                assert_eq!(coords(frag, t, i), (r0 + dr, c0 + dc), "{frag:?}: thread {t}, slot {i}");
+            }
+        }
+    }
+
     /// Every element of the tile is held by exactly one (thread, slot).
     fn assert_bijection(frag: Frag) {
         let mut seen = HashSet::new();
@@ -553,6 +565,16 @@ mod tests {
         }
         for (rows, cols, groups) in [(64, 8, 1), (64, 128, 1), (128, 128, 1), (128, 128, 2), (256, 64, 2)] {
             assert_bijection(Frag::Wgmma { rows, cols, groups });
+        }
+    }
+
+    #[test]
+    fn slots_are_constant_offsets_from_a_threads_first_element() {
+        for (rows, cols, threads, hint) in [(128, 128, 256, Some([2, 4])), (64, 256, 256, None), (32, 16, 64, None)] {
+            assert_separable(mma_sync_frag(rows, cols, threads, hint).expect("a warp grid"));
+        }
+        for (rows, cols, groups) in [(64, 128, 1), (128, 128, 2), (256, 64, 2)] {
+            assert_separable(Frag::Wgmma { rows, cols, groups });
         }
     }
 
