@@ -753,23 +753,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let shape: Option<Vec<i64>> = tile.dims.iter().map(Ext::as_const).collect();
         if let Layout::Frag(frag) = tile.layout {
             let tid = self.tid.clone();
-            let mut element = |f: &mut Self, row: String, col: String, e: String, i: &str| {
-                if let Some(shape) = shape.clone() {
-                    f.indices.insert(e.clone(), (shape, vec![row, col]));
-                }
-                body(f, &Pos { e, i: i.to_string() });
-            };
-            if self.info().abi == Abi::Cpu {
-                self.counted_loop(&frag.per_thread().to_string(), true, |f, i| {
-                    let (row, col) = frag.coords(f, &tid, &i.to_string());
-                    let e = f.val(format!("mul nuw nsw i64 {row}, {}", frag.cols()));
-                    let e = f.val(format!("add nuw nsw i64 {e}, {col}"));
-                    element(f, row, col, e, i);
-                });
-                return;
-            }
-            // Straight-line on GPUs, each slot at a constant offset from the
-            // thread's first element: every slot address is then a constant
+            // Straight-line, each slot at a constant offset from the thread's
+            // first element (fragment tiles are GPU tiles; the CPU meets
+            // them in the tests alone): every slot address is then a constant
             // and LLVM's first SROA turns the accumulator into registers (a
             // loop, even one marked for full unrolling, keeps the array in
             // memory through every pass before the unroller, LICM's alias
@@ -786,7 +772,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let row = plus(self, &row0, dr);
                 let col = plus(self, &col0, dc);
                 let e = plus(self, &e0, dr * frag.cols() + dc);
-                element(self, row, col, e, &i.to_string());
+                if let Some(shape) = shape.clone() {
+                    self.indices.insert(e.clone(), (shape, vec![row, col]));
+                }
+                body(self, &Pos { e, i: i.to_string() });
             }
             return;
         }
