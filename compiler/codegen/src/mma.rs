@@ -348,19 +348,23 @@ fn wgmma_group(
 ) -> Vec<String> {
     let regs = (n / 2) as usize;
     let total = acc.len();
+    // Each distinct descriptor is one operand, after the accumulators'
+    // outputs and tied inputs.
     let mut descriptors: Vec<&str> = Vec::new();
-    for (_, da, db) in steps {
-        for d in [da, db] {
-            if !descriptors.contains(&d.as_str()) {
+    fn operand<'d>(d: &'d str, descriptors: &mut Vec<&'d str>, first: usize) -> usize {
+        first
+            + descriptors.iter().position(|x| *x == d).unwrap_or_else(|| {
                 descriptors.push(d);
-            }
-        }
+                descriptors.len() - 1
+            })
     }
-    let operand = |d: &str| 2 * total + descriptors.iter().position(|x| *x == d).unwrap_or(0);
     let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
     for (p, da, db) in steps {
         let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
-        let (oa, ob) = (operand(da), operand(db));
+        let (oa, ob) = (
+            operand(da, &mut descriptors, 2 * total),
+            operand(db, &mut descriptors, 2 * total),
+        );
         asm += &format!(
             "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${oa}, ${ob}, p, 1, 1, 0, 0; ",
             outs.join(", ")
