@@ -100,6 +100,9 @@ fn every_example_builds_for_every_target() {
                 if json["kernels"][0]["registers"].as_u64().is_none() {
                     failures.push(format!("{rel} for {target}: no register count from ptxas"));
                 }
+                if !json["ptxas"].as_str().is_some_and(|v| v.contains("cuda_")) {
+                    failures.push(format!("{rel} for {target}: the manifest lacks ptxas's version"));
+                }
                 no_spills(rel, target, &json, &mut failures);
             }
         }

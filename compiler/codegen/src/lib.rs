@@ -601,13 +601,23 @@ pub fn assemble_ptx(ptx: &[u8], arch: &str, work_dir: &Path) -> Result<PtxasRepo
     let src = work_dir.join("kernel.ptx");
     let out = work_dir.join("kernel.cubin");
     std::fs::write(&src, ptx).map_err(|e| e.to_string())?;
+    // Its version (for the manifest) is asked for while it assembles.
+    let version = Command::new(&ptxas)
+        .arg("--version")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
     let run = Command::new(&ptxas)
         .args(["-v", "-arch", arch])
         .arg(&src)
         .arg("-o")
         .arg(&out)
-        .output()
-        .map_err(|e| format!("could not run ptxas: {e}"))?;
+        .output();
+    let version = version
+        .and_then(|child| child.wait_with_output())
+        .map(|o| last_line(&o.stdout))
+        .unwrap_or_default();
+    let run = run.map_err(|e| format!("could not run ptxas: {e}"))?;
     let log = String::from_utf8_lossy(&run.stderr).into_owned() + &String::from_utf8_lossy(&run.stdout);
     if !run.status.success() {
         return Err(format!("ptxas rejected the PTX for {arch}:\n{}", log.trim()));
@@ -616,7 +626,7 @@ pub fn assemble_ptx(ptx: &[u8], arch: &str, work_dir: &Path) -> Result<PtxasRepo
     Ok(PtxasReport {
         cubin,
         kernels: parse_ptxas_log(&log),
-        version: tool_version(&ptxas),
+        version,
     })
 }
 
@@ -672,18 +682,9 @@ fn find_tool(names: &[&str]) -> Option<String> {
     None
 }
 
-fn tool_version(tool: &str) -> String {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .last()
-                .unwrap_or("")
-                .to_string()
-        })
-        .unwrap_or_default()
+/// The last line of a tool's `--version` output.
+fn last_line(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).lines().last().unwrap_or("").to_string()
 }
 
 /// Whether `ptxas` is on PATH.
