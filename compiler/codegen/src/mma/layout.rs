@@ -434,7 +434,9 @@ pub(crate) fn load_shares_local(m: &Module, load: OpId) -> bool {
             _ => return false,
         }
     }
-    !ops[from + 1..last].iter().any(|&o| writes_local(m, o, local))
+    // No use at all leaves `last == from` and nothing between.
+    let between = ops.get(from + 1..last).unwrap_or_default();
+    !between.iter().any(|&o| writes_local(m, o, local))
 }
 
 /// Whether product `op` can update its accumulator's storage in place
@@ -831,6 +833,17 @@ mod in_place_tests {
         // Read from the local between the product and the store back: the
         // read must see the old value.
         assert_eq!(verdicts(&[LOAD, PRODUCT, RELOAD, STORE_D]), (true, false));
+    }
+
+    #[test]
+    fn a_load_nothing_uses_is_judged_without_a_panic() {
+        let m = kernel(LOAD);
+        let load = m
+            .walk()
+            .into_iter()
+            .filter(|&o| m.op(o).name == "tile.load_tile")
+            .nth(2);
+        assert!(load.is_some_and(|load| load_shares_local(&m, load)));
     }
 
     #[test]
