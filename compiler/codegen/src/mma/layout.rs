@@ -406,7 +406,6 @@ pub(crate) fn plan_from_attributes(m: &Module, func: OpId, threads: i64) -> Hash
     out
 }
 
-/// Whether `v` is the result of a whole-tile `tile.local`.
 /// Whether `tile.load_tile` `load` of a whole-tile local can give the
 /// local's own storage instead of a copy: every use of the result is an op
 /// of the load's block, and no `tile.store_tile` into the local (the only
@@ -420,11 +419,7 @@ pub(crate) fn load_shares_local(m: &Module, load: OpId) -> bool {
     if m.op(load).name != "tile.load_tile" || !is_local_tile(m, local) {
         return false;
     }
-    let Some(block) = m.parent_block(load) else {
-        return false;
-    };
-    let ops = m.block_ops(block);
-    let Some(from) = ops.iter().position(|&o| o == load) else {
+    let Some((ops, from)) = place(m, load) else {
         return false;
     };
     let mut last = from;
@@ -465,16 +460,21 @@ pub(crate) fn accumulates_in_place(m: &Module, op: OpId) -> bool {
     if m.op(store).name != "tile.store_tile" || m.operands(store).get(1) != Some(&local) {
         return false;
     }
-    let Some(block) = m.parent_block(op) else {
+    let Some((ops, at)) = place(m, op) else {
         return false;
     };
-    let ops = m.block_ops(block);
-    match (ops.iter().position(|&o| o == op), ops.iter().position(|&o| o == store)) {
-        (Some(at), Some(to)) if at < to => !ops[at + 1..to]
+    match ops.iter().position(|&o| o == store) {
+        Some(to) if at < to => !ops[at + 1..to]
             .iter()
             .any(|&o| and_nested(m, o).any(|inner| m.operands(inner).contains(&local))),
         _ => false,
     }
+}
+
+/// The ops of `op`'s block and `op`'s index among them.
+fn place(m: &Module, op: OpId) -> Option<(&[OpId], usize)> {
+    let ops = m.block_ops(m.parent_block(op)?);
+    Some((ops, ops.iter().position(|&o| o == op)?))
 }
 
 /// Whether `op` or an op nested in it stores into `local`.
@@ -487,6 +487,7 @@ fn and_nested(m: &Module, op: OpId) -> impl Iterator<Item = OpId> {
     std::iter::once(op).chain(m.walk_op(op))
 }
 
+/// Whether `v` is the result of a whole-tile `tile.local`.
 fn is_local_tile(m: &Module, v: ValueId) -> bool {
     m.defining_op(v)
         .is_some_and(|op| m.op(op).name == "tile.local" && is_tile_local(m, op))
