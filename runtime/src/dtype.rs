@@ -7,6 +7,10 @@ use std::fmt;
 pub enum DType {
     F16,
     Bf16,
+    /// OCP E4M3 (`e4m3fn`), [`crate::minifloat::E4M3`].
+    Fp8E4m3,
+    /// OCP E5M2, [`crate::minifloat::E5M2`].
+    Fp8E5m2,
     F32,
     F64,
     I8,
@@ -16,9 +20,11 @@ pub enum DType {
     Bool,
 }
 
-pub const ALL_DTYPES: [DType; 9] = [
+pub const ALL_DTYPES: [DType; 11] = [
     DType::F16,
     DType::Bf16,
+    DType::Fp8E4m3,
+    DType::Fp8E5m2,
     DType::F32,
     DType::F64,
     DType::I8,
@@ -33,6 +39,8 @@ impl DType {
         match self {
             DType::F16 => "f16",
             DType::Bf16 => "bf16",
+            DType::Fp8E4m3 => "fp8_e4m3",
+            DType::Fp8E5m2 => "fp8_e5m2",
             DType::F32 => "f32",
             DType::F64 => "f64",
             DType::I8 => "i8",
@@ -46,15 +54,27 @@ impl DType {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::Fp8E4m3 | DType::Fp8E5m2 | DType::I8 | DType::U8 | DType::Bool => 1,
             DType::F16 | DType::Bf16 => 2,
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
         }
     }
 
+    /// The 8-bit float format of an fp8 dtype.
+    pub fn minifloat(self) -> Option<crate::minifloat::Format> {
+        match self {
+            DType::Fp8E4m3 => Some(crate::minifloat::E4M3),
+            DType::Fp8E5m2 => Some(crate::minifloat::E5M2),
+            _ => None,
+        }
+    }
+
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::Bf16 | DType::F32 | DType::F64)
+        matches!(
+            self,
+            DType::F16 | DType::Bf16 | DType::Fp8E4m3 | DType::Fp8E5m2 | DType::F32 | DType::F64
+        )
     }
 
     /// The host dtype of a language dtype, when the host can hold it.
@@ -63,6 +83,8 @@ impl DType {
         Some(match d {
             L::F16 => DType::F16,
             L::Bf16 => DType::Bf16,
+            L::Fp8E4m3 => DType::Fp8E4m3,
+            L::Fp8E5m2 => DType::Fp8E5m2,
             L::F32 => DType::F32,
             L::F64 => DType::F64,
             L::I8 => DType::I8,

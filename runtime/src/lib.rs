@@ -6,7 +6,8 @@
 //!   and opening them there is an error that names `--device cpu`.
 //! - [`cpu`]: CPU execution with GPU semantics and the ABI of CPU kernels.
 //! - [`rng`]: Philox-4x32-10 and the derivation of stream keys.
-//! - [`tensor`], [`npy`], [`half`]: host tensors, `.npy` files, `f16`/`bf16`.
+//! - [`tensor`], [`npy`], [`half`], [`minifloat`]: host tensors, `.npy`
+//!   files, `f16`/`bf16`, the 8-bit floats.
 //! - [`reduce`]: the tree order of deterministic reductions.
 //! - [`collective`]: all-reduces over the ranks of a simulated mesh.
 //! - [`host`]: the interpreter of host code (`def main():`), which launches
@@ -20,6 +21,7 @@ pub mod dtype;
 mod error;
 pub mod half;
 pub mod host;
+pub use tessera_base::minifloat;
 pub mod npy;
 pub mod reduce;
 pub mod rng;

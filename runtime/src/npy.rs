@@ -3,7 +3,10 @@
 //! little-endian, version 1.0 when the header fits and 2.0 otherwise.
 //! `bf16` has no NumPy dtype: it is written as the 2-byte void `|V2`
 //! (what `ml_dtypes`' bfloat16 arrays look like on disk) and `|V2` reads
-//! back as `bf16`.
+//! back as `bf16`. The fp8 dtypes are likewise written as `|V1` (as
+//! `ml_dtypes`' float8 arrays are), which cannot say which of the two it
+//! is: `|V1` reads as `fp8_e4m3`, and an operator's parameter of dtype
+//! `fp8_e5m2` takes the bytes as its own ([`crate::host`]).
 
 use std::path::Path;
 
@@ -52,6 +55,7 @@ fn dtype_of(descr: &str) -> Option<(DType, bool)> {
         "u1" => DType::U8,
         "b1" => DType::Bool,
         "V2" => DType::Bf16,
+        "V1" => DType::Fp8E4m3,
         _ => return None,
     };
     Some((dtype, big))
@@ -62,6 +66,7 @@ pub fn descr(dtype: DType) -> &'static str {
     match dtype {
         DType::F16 => "<f2",
         DType::Bf16 => "|V2",
+        DType::Fp8E4m3 | DType::Fp8E5m2 => "|V1",
         DType::F32 => "<f4",
         DType::F64 => "<f8",
         DType::I8 => "|i1",
@@ -109,7 +114,7 @@ pub fn parse(path: &str, bytes: &[u8]) -> Result<Tensor, RunError> {
             Code::E1004,
             format!("`{path}` holds dtype `{}`, which is not supported", header.descr),
         )
-        .with_note("supported: f2, f4, f8, i1, i4, i8, u1, b1 (either byte order) and V2 (bf16)")
+        .with_note("supported: f2, f4, f8, i1, i4, i8, u1, b1 (either byte order) V2 (bf16) and V1 (fp8)")
     })?;
     let count = element_count(&header.shape)?;
     let need = count
@@ -368,7 +373,9 @@ mod tests {
                 let header_end = bytes.iter().position(|&c| c == b'\n').unwrap() + 1;
                 assert_eq!(header_end % 64, 0, "the preamble is padded to 64 bytes");
                 let back = parse("t.npy", &bytes).unwrap();
-                assert_eq!((back.dtype(), back.shape()), (dtype, &shape[..]));
+                // `|V1` cannot tell the fp8 formats apart: it reads as e4m3.
+                let read_as = if dtype == DType::Fp8E5m2 { DType::Fp8E4m3 } else { dtype };
+                assert_eq!((back.dtype(), back.shape()), (read_as, &shape[..]));
                 assert_eq!(back.bytes(), t.bytes());
             }
         }

@@ -156,9 +156,10 @@ pub enum Distribution {
 }
 
 /// A tensor of `dtype` whose element `i` (C order) is element `i` of the
-/// stream `key`. Uniform `f16` and `bf16` values use the top 11 and 8 bits
-/// of `w0` (`(w0 >> 21) * 2^-11`, `(w0 >> 24) * 2^-8`), which they hold
-/// exactly, so they stay below 1; normal ones are the `f32` values rounded.
+/// stream `key`. Uniform `f16`, `bf16`, `fp8_e4m3` and `fp8_e5m2` values
+/// use the top 11, 8, 4 and 3 bits of `w0` (`(w0 >> 21) * 2^-11`, …),
+/// which they hold exactly, so they stay below 1; normal ones are the `f32`
+/// values rounded.
 pub fn fill(dtype: DType, shape: &[usize], key: [u32; 2], dist: Distribution) -> Result<Tensor, RunError> {
     if !dtype.is_float() {
         return Err(RunError::value(format!(
@@ -172,6 +173,8 @@ pub fn fill(dtype: DType, shape: &[usize], key: [u32; 2], dist: Distribution) ->
             (Distribution::Uniform, DType::F64) => uniform_f64(key, n),
             (Distribution::Uniform, DType::F16) => (words(key, n)[0] >> 21) as f64 / 2048.0,
             (Distribution::Uniform, DType::Bf16) => (words(key, n)[0] >> 24) as f64 / 256.0,
+            (Distribution::Uniform, DType::Fp8E4m3) => (words(key, n)[0] >> 28) as f64 / 16.0,
+            (Distribution::Uniform, DType::Fp8E5m2) => (words(key, n)[0] >> 29) as f64 / 8.0,
             (Distribution::Uniform, _) => uniform_f32(key, n) as f64,
             (Distribution::Normal, DType::F64) => normal_f64(key, n),
             (Distribution::Normal, _) => normal_f32(key, n) as f64,

@@ -5,6 +5,7 @@ use bytemuck::Pod;
 
 use crate::buffer::HostBuffer;
 use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::minifloat::{E4M3, E5M2};
 use crate::{DType, RunError};
 
 /// One element, in the widest type of its kind.
@@ -176,6 +177,8 @@ impl Tensor {
         match self.dtype {
             DType::F16 => Elem::Float(f16_to_f32(u16::from_le_bytes([e[0], e[1]])) as f64),
             DType::Bf16 => Elem::Float(bf16_to_f32(u16::from_le_bytes([e[0], e[1]])) as f64),
+            DType::Fp8E4m3 => Elem::Float(E4M3.decode(e[0])),
+            DType::Fp8E5m2 => Elem::Float(E5M2.decode(e[0])),
             DType::F32 => Elem::Float(f32::from_le_bytes([e[0], e[1], e[2], e[3]]) as f64),
             DType::F64 => Elem::Float(f64::from_le_bytes(e.try_into().unwrap_or([0; 8]))),
             DType::I8 => Elem::Int(e[0] as i8 as i64),
@@ -196,6 +199,8 @@ impl Tensor {
         match dtype {
             DType::F16 => e.copy_from_slice(&f32_to_f16(v.as_f64() as f32).to_le_bytes()),
             DType::Bf16 => e.copy_from_slice(&f32_to_bf16(v.as_f64() as f32).to_le_bytes()),
+            DType::Fp8E4m3 => e[0] = E4M3.encode(v.as_f64(), false),
+            DType::Fp8E5m2 => e[0] = E5M2.encode(v.as_f64(), false),
             DType::F32 => e.copy_from_slice(&(v.as_f64() as f32).to_le_bytes()),
             DType::F64 => e.copy_from_slice(&v.as_f64().to_le_bytes()),
             DType::I8 => e[0] = v.as_i64() as i8 as u8,
@@ -213,14 +218,37 @@ impl Tensor {
 
     /// A copy converted to `dtype` (elementwise, as [`Tensor::set`] converts).
     pub fn cast(&self, dtype: DType) -> Result<Tensor, RunError> {
+        self.cast_with(dtype, false)
+    }
+
+    /// A copy converted to `dtype`; with `saturate`, a float beyond the
+    /// largest finite value of a float `dtype` (infinities too) becomes that
+    /// value with its sign instead of overflowing. NaN stays NaN.
+    pub fn cast_with(&self, dtype: DType, saturate: bool) -> Result<Tensor, RunError> {
         if dtype == self.dtype {
             return Ok(self.clone());
         }
+        let max = largest_finite(dtype).filter(|_| saturate);
         let mut out = Tensor::zeros(dtype, &self.shape)?;
         for i in 0..self.numel() {
-            out.set(i, self.get(i));
+            let v = match (self.get(i), max) {
+                (Elem::Float(x), Some(max)) => Elem::Float(x.clamp(-max, max)),
+                (v, _) => v,
+            };
+            out.set(i, v);
         }
         Ok(out)
+    }
+}
+
+/// The largest finite value of a float dtype.
+fn largest_finite(dtype: DType) -> Option<f64> {
+    match dtype {
+        DType::F16 => Some(65504.0),
+        DType::Bf16 => Some(f64::from(bf16_to_f32(0x7f7f))),
+        DType::F32 => Some(f64::from(f32::MAX)),
+        DType::F64 => Some(f64::MAX),
+        d => d.minifloat().map(|f| f.decode(f.max)),
     }
 }
 
@@ -235,6 +263,19 @@ mod tests {
         t.set(1, Elem::Float(1.0 + 3.0 / 256.0));
         t.set(2, Elem::Int(3));
         assert_eq!(t.to_f64_vec(), vec![1.0, 1.0 + 4.0 / 256.0, 3.0]);
+        let mut e = Tensor::zeros(DType::Fp8E4m3, &[4]).unwrap();
+        for (i, x) in [1.0 + 1.0 / 16.0, 500.0, -0.001953125, 3.0].into_iter().enumerate() {
+            e.set(i, Elem::Float(x));
+        }
+        let got = e.to_f64_vec();
+        assert_eq!((got[0], got[2], got[3]), (1.0, -0.001953125, 3.0));
+        assert!(got[1].is_nan(), "500 overflows E4M3 to NaN");
+        let wide = Tensor::from_slice(&[3], &[500.0f32, -1e9, f32::NAN]).unwrap();
+        let sat = wide.cast_with(DType::Fp8E4m3, true).unwrap().to_f64_vec();
+        assert_eq!((sat[0], sat[1]), (448.0, -448.0));
+        assert!(sat[2].is_nan());
+        let h = wide.cast_with(DType::F16, true).unwrap().to_f64_vec();
+        assert_eq!((h[0], h[1]), (500.0, -65504.0));
         let mut i = Tensor::zeros(DType::I8, &[2]).unwrap();
         i.set(0, Elem::Int(200));
         i.set(1, Elem::Float(-2.7));

@@ -20,6 +20,9 @@ def stats(x: f32[N, M]) -> (f32[M], f32[M]):
 def guarded(x: f32[N]) -> f32[N] where N % 4 == 0:
     return x
 
+def widen(x: fp8_e5m2[N]) -> f32[N]:
+    return cast(x, f32)
+
 @kernel
 def k(x: mut f32[N]):
     x[launch.thread_id()] = 0.0
@@ -55,6 +58,26 @@ fn fail(entry: &str, inputs: &[(&str, &Path)], outputs: &[PathBuf]) -> Diagnosti
     let mut d = run(entry, inputs, outputs).unwrap_err();
     assert_eq!(d.len(), 1, "{d:?}");
     d.remove(0)
+}
+
+#[test]
+fn fp8_npy_files_take_the_parameters_format() {
+    // `|V1` files do not say which fp8 format they hold: the parameter's
+    // dtype decides (these bytes are 1.5, -0.25, 57344 and NaN in E5M2,
+    // 0.75, -0.0078125, 448 and NaN in E4M3).
+    let d = dir("fp8");
+    let bytes = [0x3e_u8, 0xb4, 0x7b, 0x7f];
+    let t = Tensor::from_bytes(tessera_runtime::DType::Fp8E5m2, &[4], &bytes).unwrap();
+    npy::save(&d.join("x.npy"), &t).unwrap();
+    assert_eq!(
+        npy::load(&d.join("x.npy")).unwrap().dtype(),
+        tessera_runtime::DType::Fp8E4m3
+    );
+    let out = [d.join("y.npy")];
+    run("widen", &[("x", &d.join("x.npy"))], &out).unwrap();
+    let y = npy::load(&out[0]).unwrap().to_f64_vec();
+    assert_eq!(&y[..3], &[1.5, -0.25, 57344.0]);
+    assert!(y[3].is_nan());
 }
 
 #[test]

@@ -2,13 +2,16 @@
 //! [`fnv1a64`], the stable hash that names a text (a source in the
 //! manifest and the tuning cache, a function id in the RNG's keys); and
 //! [`CmpOp`], the comparison of shape constraints, which the checker and
-//! the IR share; [`gcd`], which tiling and divisibility facts use.
+//! the IR share; [`gcd`], which tiling and divisibility facts use;
+//! [`minifloat`], the 8- and 4-bit float formats, which the runtime's host
+//! tensors and the code generator's constants share.
 //!
 //! No I/O and no knowledge of the language live here; every other crate
 //! speaks about source locations in these terms.
 
 mod cmp;
 mod line_index;
+pub mod minifloat;
 mod span;
 
 pub use cmp::CmpOp;

@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
 use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
+use crate::minifloat;
 use crate::mma::layout::{self, Layout};
 use crate::target::{Abi, TargetInfo};
 use crate::{CodegenError, CostInfo, KernelInfo, ParamInfo, TmaDescriptor};
@@ -121,6 +122,17 @@ fn is_unsigned(s: ScalarType) -> bool {
     )
 }
 
+/// The largest finite value of a float type other than the narrow ones.
+fn largest_finite(s: ScalarType) -> Option<f64> {
+    match s {
+        ScalarType::F64 => Some(f64::MAX),
+        ScalarType::F32 => Some(f64::from(f32::MAX)),
+        ScalarType::F16 => Some(65504.0),
+        ScalarType::BF16 => Some(f64::from(f32::from_bits(0x7f7f_0000))),
+        _ => None,
+    }
+}
+
 fn is_narrow_float(s: ScalarType) -> bool {
     matches!(s, ScalarType::F8E4M3 | ScalarType::F8E5M2 | ScalarType::F4E2M1)
 }
@@ -134,7 +146,7 @@ pub(crate) fn float_lit(s: ScalarType, v: f64) -> String {
         ScalarType::F32 => format!("0x{:016X}", f64::from(v as f32).to_bits()),
         ScalarType::F16 => format!("0xH{:04X}", f32_to_f16(v as f32)),
         ScalarType::BF16 => format!("0xR{:04X}", f32_to_bf16(v as f32)),
-        _ => format!("{}", v as i64),
+        _ => minifloat::literal(s, v).unwrap_or_else(|| format!("{}", v as i64)),
     }
 }
 
@@ -1138,7 +1150,49 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     /// Converts `v` from `from` to `to` (round to nearest even; float to
     /// integer truncates toward zero).
     pub fn convert(&mut self, v: &str, from: ScalarType, to: ScalarType) -> String {
-        if from == to || llvm_ty(from) == llvm_ty(to) && from.is_float() == to.is_float() {
+        self.convert_with(v, from, to, false)
+    }
+
+    /// [`FnEmitter::convert`]; with `saturate`, a float beyond the range of
+    /// a narrower float type `to` becomes `to`'s largest value of its sign.
+    pub fn convert_with(&mut self, v: &str, from: ScalarType, to: ScalarType, saturate: bool) -> String {
+        if from == to {
+            return v.to_string();
+        }
+        if let Some(format) = minifloat::format(from) {
+            let x = self.decode_minifloat(v, format);
+            return self.convert_with(&x, ScalarType::F32, to, saturate);
+        }
+        if let Some(format) = minifloat::format(to) {
+            return match from {
+                ScalarType::F64 => self.encode_minifloat(v, &minifloat::DOUBLE, format, saturate),
+                ScalarType::F32 => self.encode_minifloat(v, &minifloat::FLOAT, format, saturate),
+                // Exact in `float` (16-bit floats) or `double` (integers up
+                // to 2^53, far beyond every narrow format's range).
+                ScalarType::F16 | ScalarType::BF16 => {
+                    let x = self.convert(v, from, ScalarType::F32);
+                    self.encode_minifloat(&x, &minifloat::FLOAT, format, saturate)
+                }
+                _ => {
+                    let x = self.convert(v, from, ScalarType::F64);
+                    self.encode_minifloat(&x, &minifloat::DOUBLE, format, saturate)
+                }
+            };
+        }
+        let v = &match largest_finite(to)
+            .filter(|&max| saturate && from.is_float() && max < largest_finite(from).unwrap_or(0.0))
+        {
+            Some(max) => {
+                let t = llvm_ty(from);
+                let (hi, lo) = (float_lit(from, max), float_lit(from, -max));
+                let above = self.val(format!("fcmp ogt {t} {v}, {hi}"));
+                let v = self.val(format!("select i1 {above}, {t} {hi}, {t} {v}"));
+                let below = self.val(format!("fcmp olt {t} {v}, {lo}"));
+                self.val(format!("select i1 {below}, {t} {lo}, {t} {v}"))
+            }
+            None => v.to_string(),
+        };
+        if llvm_ty(from) == llvm_ty(to) && from.is_float() == to.is_float() {
             return v.to_string();
         }
         let (ft, tt) = (llvm_ty(from), llvm_ty(to));

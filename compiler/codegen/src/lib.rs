@@ -12,6 +12,7 @@ mod emit;
 mod exchange;
 mod hopper;
 pub mod llvm;
+mod minifloat;
 mod mma;
 mod ops;
 mod target;

@@ -203,12 +203,13 @@ fn elementwise(f: &mut FnEmitter, op: OpId, kind: Elementwise) -> R {
         .or(attr_str(f, op, "pred"))
         .unwrap_or("")
         .to_string();
+    let saturate = f.m().attr(op, "saturate").is_some();
     let apply = |f: &mut FnEmitter, args: &[(ScalarType, String)]| -> Result<String, String> {
         match kind {
             Elementwise::Binary => f.binary(&fname, args[0].0, &args[0].1, &args[1].1),
             Elementwise::Unary => f.unary(&fname, args[0].0, &args[0].1),
             Elementwise::Cmp => Ok(f.cmp(&fname, args[0].0, &args[0].1, &args[1].1)),
-            Elementwise::Cast => Ok(f.convert(&args[0].1, args[0].0, out)),
+            Elementwise::Cast => Ok(f.convert_with(&args[0].1, args[0].0, out, saturate)),
         }
     };
     map_elements(f, op, &ty, out, &operands, apply)

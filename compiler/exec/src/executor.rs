@@ -17,6 +17,7 @@ use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage, TiledMap};
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
 use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
+use tessera_runtime::minifloat::{E4M3, E5M2};
 use tessera_runtime::{DType, Device, RunError, Tensor};
 
 use crate::expr;
@@ -527,7 +528,7 @@ fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) 
 /// with 0xFF bytes like the host's `empty` (NaN in every float dtype): an
 /// element no kernel writes shows instead of passing for a zero.
 fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunError> {
-    let dtype = DType::from_name(&p.dtype).ok_or_else(|| RunError::value(format!("no tensors of `{}`", p.dtype)))?;
+    let dtype = host_dtype(&p.dtype).ok_or_else(|| RunError::value(format!("no tensors of `{}`", p.dtype)))?;
     let shape = p
         .shape
         .iter()
@@ -548,6 +549,15 @@ fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunE
         .ok_or_else(|| RunError::launch(format!("the dim `{dim}` of `{function}` is not bound by its arguments")))
 }
 
+/// The host dtype of a kernel parameter's element type (its IR name).
+fn host_dtype(ir: &str) -> Option<DType> {
+    match ir {
+        "f8e4m3" => Some(DType::Fp8E4m3),
+        "f8e5m2" => Some(DType::Fp8E5m2),
+        _ => DType::from_name(ir),
+    }
+}
+
 /// Pushes `v` for parameter `p`.
 fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel: &str) -> Result<(), RunError> {
     let mismatch = || {
@@ -563,7 +573,7 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
     };
     if p.kind == "buffer" {
         let Value::Tensor(t) = v else { return Err(mismatch()) };
-        if t.dtype().name() != p.dtype {
+        if host_dtype(&p.dtype) != Some(t.dtype()) {
             return Err(mismatch());
         }
         args.push_address(t.kernel_address(device)?);
@@ -585,6 +595,8 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
         "f64" => args.push_f64(number),
         "f16" => args.push_i32(i32::from(f32_to_f16(number as f32))),
         "bf16" => args.push_i32(i32::from(f32_to_bf16(number as f32))),
+        "f8e4m3" => args.push_i32(i32::from(E4M3.encode(number, false))),
+        "f8e5m2" => args.push_i32(i32::from(E5M2.encode(number, false))),
         "bool" => args.push_bool(number != 0.0),
         "i8" | "u8" | "i32" => args.push_i32(i32::try_from(integer()?).map_err(|_| mismatch())?),
         _ => args.push_i64(integer()?),

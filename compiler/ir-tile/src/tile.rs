@@ -99,10 +99,14 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.cast",
-        doc: "converts a scalar or tile to the result's element type, rounding as `rounding` says",
+        doc: "converts a scalar or tile to the result's element type, rounding as `rounding` says; with \
+              `saturate`, a float beyond the range of a narrower float type becomes its largest value",
         operands: Arity::Exact(1),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::optional("rounding", AttrKind::Str)],
+        attrs: &[
+            AttrDef::optional("rounding", AttrKind::Str),
+            AttrDef::optional("saturate", AttrKind::Unit),
+        ],
         pure: true,
         ..OpDef::DEFAULT
     },
@@ -637,7 +641,9 @@ fn mma(c: &mut Check) {
         c.fail(format!("`tile.mma` shapes do not fit: {e}"));
         return;
     }
-    if a.elem() != b.elem() {
+    // The two fp8 formats may meet: tensor cores multiply e4m3 by e5m2.
+    if a.elem() != b.elem() && !(a.elem().is_some_and(crate::gate::is_fp8) && b.elem().is_some_and(crate::gate::is_fp8))
+    {
         c.fail(format!(
             "the operands of `tile.mma` have different element types: `{}` and `{}`",
             elem_name(&a),

@@ -13,7 +13,7 @@ use tessera_hir::poly::{Atom, Poly};
 use tessera_hir::signature::Signature;
 use tessera_hir::ty::{DType, Space, Ty};
 use tessera_ir::{Attr, Dim, DimExpr, Loc, MemSpace, Module, OpId, ScalarType, Type};
-use tessera_syntax::ast::{Arg, Expr, FnDef};
+use tessera_syntax::ast::{Arg, Expr, ExprKind, FnDef};
 
 pub(crate) struct FnCx<'a> {
     pub db: &'a dyn Db,
@@ -123,6 +123,11 @@ pub(crate) fn keyword<'e>(args: &'e [Arg], name: &str) -> Option<&'e Expr> {
     args.iter()
         .find(|a| a.name.as_ref().is_some_and(|n| n.name == name))
         .map(|a| &a.value)
+}
+
+/// Whether a `cast` call says `saturate=True`.
+pub(crate) fn saturates(args: &[Arg]) -> bool {
+    keyword(args, "saturate").is_some_and(|e| matches!(e.kind, ExprKind::Bool(true)))
 }
 
 /// The `index`-th argument passed by position.

@@ -13,7 +13,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind, UnaryOp};
 
-use crate::cx::{arg, keyword, positional};
+use crate::cx::{arg, keyword, positional, saturates};
 use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
 use crate::operator::literal_attr;
 
@@ -1284,7 +1284,11 @@ impl<'a> Lower<'_, 'a, '_> {
                 let rounding = keyword(args, "rounding")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::str("nearest_even"));
-                Some(self.op1(block, e.span, "tile.cast", &[x], vec![("rounding", rounding)], ty))
+                let mut attrs = vec![("rounding", rounding)];
+                if saturates(args) {
+                    attrs.push(("saturate", Attr::Unit));
+                }
+                Some(self.op1(block, e.span, "tile.cast", &[x], attrs, ty))
             }
             "tile.softmax" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;

@@ -9,7 +9,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Module, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
-use crate::cx::{arg, ir_type, keyword, positional, FnCx, TensorAs};
+use crate::cx::{arg, ir_type, keyword, positional, saturates, FnCx, TensorAs};
 
 struct Lower<'c, 'a, 'm> {
     cx: &'c mut FnCx<'a>,
@@ -577,14 +577,11 @@ impl<'a> Lower<'_, 'a, '_> {
                 let rounding = keyword(args, "rounding")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::str("nearest_even"));
-                Some(
-                    self.b
-                        .op("graph.cast")
-                        .operand(x)
-                        .attr("rounding", rounding)
-                        .result(ty)
-                        .build_value(),
-                )
+                let mut op = self.b.op("graph.cast").operand(x).attr("rounding", rounding);
+                if saturates(args) {
+                    op = op.attr("saturate", Attr::Unit);
+                }
+                Some(op.result(ty).build_value())
             }
             "op.all_reduce" => {
                 let x = self.operand(args, 0, "x", e)?;

@@ -261,7 +261,7 @@ impl CudaDevice {
             DType::F64 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
             DType::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
             DType::I64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
-            DType::I8 | DType::U8 | DType::Bool => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            DType::Fp8E4m3 | DType::Fp8E5m2 | DType::I8 | DType::U8 | DType::Bool => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         };
         let swizzle = match map.swizzle {
             32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,

@@ -67,6 +67,15 @@ fn elem_of(v: &Value) -> Option<Elem> {
     }
 }
 
+/// The host dtype that holds `e` exactly.
+fn elem_dtype(e: &Elem) -> DType {
+    match e {
+        Elem::Int(_) => DType::I64,
+        Elem::Float(_) => DType::F64,
+        Elem::Bool(_) => DType::Bool,
+    }
+}
+
 fn value_of(e: Elem) -> Value {
     match e {
         Elem::Int(i) => Value::Int(i),
@@ -869,7 +878,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                         RunError::new(Code::E1005, format!("`{d}(...)` needs a value")),
                     ));
                 };
-                self.cast(&v, d).map_err(|err| self.fail(span, "this value", err))
+                self.cast(&v, d, false)
+                    .map_err(|err| self.fail(span, "this value", err))
             }
             v => Err(self.fail(
                 callee.span,
@@ -1240,20 +1250,19 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    fn cast(&self, v: &Value, d: DType) -> Result<Value, RunError> {
-        match v {
-            Value::Tensor(t) => {
-                let host = t.host(self.device)?;
-                Ok(Value::Tensor(TensorValue::new(host.cast(d)?)))
-            }
+    fn cast(&self, v: &Value, d: DType, saturate: bool) -> Result<Value, RunError> {
+        let t = match v {
+            Value::Tensor(t) => t.host(self.device)?,
             v => {
                 let e = elem_of(v)
                     .ok_or_else(|| RunError::new(Code::E1005, format!("cannot convert {} to {d}", v.describe())))?;
-                let mut t = Tensor::zeros(d, &[1])?;
+                let mut t = Tensor::zeros(elem_dtype(&e), &[1])?;
                 t.set(0, e);
-                Ok(value_of(t.get(0)))
+                let t = t.cast_with(d, saturate)?;
+                return Ok(value_of(t.get(0)));
             }
-        }
+        };
+        Ok(Value::Tensor(TensorValue::new(t.cast_with(d, saturate)?)))
     }
 
     fn cast_builtin(&mut self, args: &mut Args) -> Result<Value, RunError> {
@@ -1277,8 +1286,17 @@ impl<'a, 'p> Interp<'a, 'p> {
                 )))
             }
         }
-        args.take("saturate");
-        self.cast(&x, d)
+        let saturate = match args.take("saturate") {
+            None => false,
+            Some((Value::Bool(b), _)) => b,
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "`saturate` is True or False, not {}",
+                    v.describe()
+                )))
+            }
+        };
+        self.cast(&x, d, saturate)
     }
 
     /// The shape given as sizes or as one tuple.

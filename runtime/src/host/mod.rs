@@ -218,6 +218,7 @@ pub fn run_entry(
         };
         let tensor =
             crate::npy::load(path).map_err(|e| vec![e.to_diagnostic(Some((at_param(i), "this parameter".into())))])?;
+        let tensor = shapes::fp8_as_param(tensor, p);
         // A 0-d array gives a scalar parameter its value.
         let scalar = matches!(shapes::param_kind(p), shapes::ParamKind::Scalar(_)) && tensor.shape().is_empty();
         args.push(if scalar {

@@ -92,7 +92,7 @@ enum Class {
 fn class(d: DType) -> Class {
     match d {
         DType::F64 => Class::F64,
-        DType::F32 | DType::F16 | DType::Bf16 => Class::F32,
+        DType::F32 | DType::F16 | DType::Bf16 | DType::Fp8E4m3 | DType::Fp8E5m2 => Class::F32,
         DType::Bool => Class::Bool,
         _ => Class::Int,
     }

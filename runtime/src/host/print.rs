@@ -18,6 +18,7 @@ fn shortest(x: f64, dtype: DType) -> (String, i32) {
             DType::F32 => y as f32 == x as f32,
             DType::F16 => crate::half::f32_to_f16(y as f32) == crate::half::f32_to_f16(x as f32),
             DType::Bf16 => crate::half::f32_to_bf16(y as f32) == crate::half::f32_to_bf16(x as f32),
+            d if d.minifloat().is_some() => d.minifloat().is_some_and(|f| f.encode(y, false) == f.encode(x, false)),
             _ => y == x,
         }
     };

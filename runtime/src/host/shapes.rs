@@ -12,7 +12,7 @@ use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Param, TypeKind, UnaryOp
 use super::value::Value;
 use super::Program;
 use crate::tensor::shape_text;
-use crate::DType;
+use crate::{DType, Tensor};
 
 /// Where an argument came from: its expression in a call, or the parameter
 /// (for `--input`).
@@ -46,6 +46,20 @@ pub(crate) fn param_kind(p: &Param) -> ParamKind<'_> {
         }) => ParamKind::Tensor(&name.name, dims),
         Some(TypeKind::Named { name, dims: None, .. }) => ParamKind::Scalar(&name.name),
         _ => ParamKind::Any,
+    }
+}
+
+/// `t` for parameter `p`: `.npy` fp8 files (`|V1`) read as `fp8_e4m3`, and
+/// their bytes are `fp8_e5m2` values where `p` asks for those.
+pub(crate) fn fp8_as_param(t: Tensor, p: &Param) -> Tensor {
+    let wanted = match param_kind(p) {
+        ParamKind::Tensor(name, _) => DType::from_name(name),
+        _ => None,
+    };
+    if t.dtype() == DType::Fp8E4m3 && wanted == Some(DType::Fp8E5m2) {
+        Tensor::from_bytes(DType::Fp8E5m2, t.shape(), t.bytes()).unwrap_or(t)
+    } else {
+        t
     }
 }
 

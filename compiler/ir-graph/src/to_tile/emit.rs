@@ -451,6 +451,9 @@ impl TileEval<'_> {
                             if let Some(r) = node.attrs.get("rounding") {
                                 op = op.attr("rounding", r.clone());
                             }
+                            if node.attrs.contains_key("saturate") {
+                                op = op.attr("saturate", Attr::Unit);
+                            }
                             op.result(ty).build_value()
                         } else {
                             let values: Vec<ValueId> = operands

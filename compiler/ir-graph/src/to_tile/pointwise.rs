@@ -98,6 +98,9 @@ fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) 
                     if let Some(r) = node.attrs.get("rounding") {
                         op = op.attr("rounding", r.clone());
                     }
+                    if node.attrs.contains_key("saturate") {
+                        op = op.attr("saturate", Attr::Unit);
+                    }
                     op.result(scalar).build_value()
                 }
                 _ => {

@@ -1,0 +1,239 @@
+//! The code generator's fp8 conversions (compiler/codegen/src/minifloat.rs),
+//! compiled for the CPU, give `tessera_base::minifloat`'s results bit for
+//! bit: every code of both formats decoded (to f32, f16, and across
+//! formats), and every code's value, every midpoint between neighbours,
+//! points just beside those, a sweep of every f32 binade and the special
+//! values encoded from f32 and from f64, with and without `saturate`. The
+//! same IR is what every GPU target runs.
+
+use tessera_base::minifloat::{Format, E4M3, E5M2};
+use tessera_runtime::cpu::LaunchConfig;
+use tessera_runtime::half::{f16_to_f32, f32_to_f16};
+use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::{DType, Device, DeviceKind, Tensor};
+
+const PROGRAM: &str = "\
+@kernel
+def convert(c4: fp8_e4m3[C], c5: fp8_e5m2[C], x: f32[N], y: f64[N],
+            d4: mut f32[C], d5: mut f32[C], h4: mut f16[C], x45: mut fp8_e5m2[C], x54: mut fp8_e4m3[C],
+            e4: mut fp8_e4m3[N], e5: mut fp8_e5m2[N], s4: mut fp8_e4m3[N], s5: mut fp8_e5m2[N],
+            w4: mut fp8_e4m3[N], w5: mut fp8_e5m2[N], h: mut f16[N]):
+    i = launch.thread_id()
+    if i < C:
+        d4[i] = cast(c4[i], f32)
+        d5[i] = cast(c5[i], f32)
+        h4[i] = cast(c4[i], f16)
+        x45[i] = cast(c4[i], fp8_e5m2)
+        x54[i] = cast(c5[i], fp8_e4m3)
+    if i < N:
+        e4[i] = cast(x[i], fp8_e4m3)
+        e5[i] = cast(x[i], fp8_e5m2)
+        s4[i] = cast(x[i], fp8_e4m3, saturate=True)
+        s5[i] = cast(x[i], fp8_e5m2, saturate=True)
+        w4[i] = cast(y[i], fp8_e4m3)
+        w5[i] = cast(y[i], fp8_e5m2)
+        h[i] = cast(x[i], f16, saturate=True)
+";
+
+/// Values to encode, as f64: each code's value of both formats, the
+/// midpoints between neighbours and points just beside them, both signs; a
+/// sweep of every f32 binade with mantissas from a hash; special values.
+fn inputs() -> Vec<f64> {
+    let mut x = Vec::new();
+    for f in [E4M3, E5M2] {
+        let mut values: Vec<f64> = (0..=0x7fu8).map(|c| f.decode(c)).filter(|v| v.is_finite()).collect();
+        values.sort_by(f64::total_cmp);
+        for w in values.windows(2) {
+            let mid = (w[0] + w[1]) / 2.0;
+            x.extend([w[0], mid, mid * (1.0 + 1e-7), mid * (1.0 - 1e-7), mid * (1.0 + 1e-12)]);
+        }
+        let max = f.decode(f.max);
+        x.extend([
+            max,
+            max * 1.0625,
+            max * 1.0625 * (1.0 - 1e-9),
+            max * 1.0625 * (1.0 + 1e-9),
+            max * 4.0,
+        ]);
+    }
+    for exponent in 0u32..255 {
+        for j in 0u32..8 {
+            let mantissa = (j.wrapping_mul(0x9e37_79b9) >> 9) & 0x7f_ffff;
+            x.push(f64::from(f32::from_bits((exponent << 23) | mantissa)));
+        }
+    }
+    x.extend([
+        f64::INFINITY,
+        f64::NAN,
+        65504.0,
+        65520.0,
+        1e6,
+        f64::from(f32::MIN_POSITIVE),
+        1e-45,
+    ]);
+    let negated: Vec<f64> = x.iter().map(|v| -v).collect();
+    x.extend(negated);
+    x
+}
+
+fn bytes(t: &TensorValue, device: &Device) -> Vec<u8> {
+    t.host(device).unwrap().bytes().to_vec()
+}
+
+/// The bits of an f16 tensor's elements.
+fn halves(t: &TensorValue, device: &Device) -> Vec<u16> {
+    bytes(t, device)
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+/// `got` (codes) against `want`, NaN codes equal to any NaN code.
+fn same_codes(name: &str, f: Format, got: &[u8], want: impl Iterator<Item = u8>, inputs: &[String]) {
+    for ((&g, w), input) in got.iter().zip(want).zip(inputs) {
+        let nan = |c: u8| f.decode(c).is_nan();
+        assert!(
+            g == w || nan(g) && nan(w),
+            "{name}({input}) gave {g:#04x}, not {w:#04x}"
+        );
+    }
+}
+
+#[test]
+fn fp8_conversions_match_the_reference_bit_for_bit() {
+    let dir = std::env::temp_dir().join(format!("tessera-minifloat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("convert.tsr");
+    std::fs::write(&path, PROGRAM).unwrap();
+    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
+    let device = Device::open(DeviceKind::Cpu).unwrap();
+    let built =
+        tessera_exec::build(&mut sources, tessera_exec::target_for(&device)).unwrap_or_else(|d| panic!("{d:?}"));
+    let image = tessera_exec::image(&device, &built.layers, 3).unwrap_or_else(|d| panic!("{d:?}"));
+    let loaded = tessera_exec::Loaded::new(&device, image).unwrap();
+
+    let codes: Vec<u8> = (0..=255).collect();
+    let y = inputs();
+    let x: Vec<f32> = y.iter().map(|&v| v as f32).collect();
+    let (c, n) = (codes.len(), y.len());
+    let tensor = |t: Tensor| TensorValue::new(t);
+    let poisoned = |dtype: DType, len: usize| {
+        let mut t = Tensor::zeros(dtype, &[len]).unwrap();
+        t.bytes_mut().fill(0x5A);
+        tensor(t)
+    };
+    let inputs = [
+        tensor(Tensor::from_bytes(DType::Fp8E4m3, &[c], &codes).unwrap()),
+        tensor(Tensor::from_bytes(DType::Fp8E5m2, &[c], &codes).unwrap()),
+        tensor(Tensor::from_slice(&[n], &x).unwrap()),
+        tensor(Tensor::from_slice(&[n], &y).unwrap()),
+    ];
+    let outputs = [
+        poisoned(DType::F32, c),
+        poisoned(DType::F32, c),
+        poisoned(DType::F16, c),
+        poisoned(DType::Fp8E5m2, c),
+        poisoned(DType::Fp8E4m3, c),
+        poisoned(DType::Fp8E4m3, n),
+        poisoned(DType::Fp8E5m2, n),
+        poisoned(DType::Fp8E4m3, n),
+        poisoned(DType::Fp8E5m2, n),
+        poisoned(DType::Fp8E4m3, n),
+        poisoned(DType::Fp8E5m2, n),
+        poisoned(DType::F16, n),
+    ];
+    let args: Vec<Value> = inputs
+        .iter()
+        .chain(&outputs)
+        .map(|t| Value::Tensor(t.clone()))
+        .collect();
+    let config = LaunchConfig {
+        grid: [n.max(c).div_ceil(128) as u32, 1, 1],
+        block: [128, 1, 1],
+        shared_bytes: 0,
+    };
+    let dims = [("C".to_string(), c as i64), ("N".to_string(), n as i64)];
+    loaded.launch_kernel(&device, "convert", config, &args, &dims).unwrap();
+
+    // Decoding: every code, to f32 exactly, to f16 (exact), across formats.
+    let code_names: Vec<String> = codes.iter().map(|c| format!("{c:#04x}")).collect();
+    for (f, out) in [(E4M3, &outputs[0]), (E5M2, &outputs[1])] {
+        let got = out.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec();
+        for (&code, g) in codes.iter().zip(got) {
+            let want = f.decode(code);
+            assert!(
+                f64::from(g) == want && g.is_sign_negative() == want.is_sign_negative() || g.is_nan() && want.is_nan(),
+                "decoding {f:?} code {code:#04x} gave {g}, not {want}"
+            );
+        }
+    }
+    let h4 = halves(&outputs[2], &device);
+    for (&code, h) in codes.iter().zip(h4) {
+        let want = E4M3.decode(code);
+        let g = f64::from(f16_to_f32(h));
+        assert!(
+            g == want || g.is_nan() && want.is_nan(),
+            "e4m3 {code:#04x} as f16 is {g}, not {want}"
+        );
+    }
+    let across = |to: Format, from: Format| codes.iter().map(move |&c| to.encode(from.decode(c), false));
+    same_codes(
+        "e4m3 -> e5m2",
+        E5M2,
+        &bytes(&outputs[3], &device),
+        across(E5M2, E4M3),
+        &code_names,
+    );
+    same_codes(
+        "e5m2 -> e4m3",
+        E4M3,
+        &bytes(&outputs[4], &device),
+        across(E4M3, E5M2),
+        &code_names,
+    );
+
+    // Encoding from f32 (the f32 inputs) and from f64, plain and saturating.
+    let names: Vec<String> = y.iter().map(|v| format!("{v:e}")).collect();
+    let from32 = |f: Format, sat: bool| x.iter().map(move |&v| f.encode(f64::from(v), sat));
+    let from64 = |f: Format| y.iter().map(move |&v| f.encode(v, false));
+    same_codes(
+        "f32 -> e4m3",
+        E4M3,
+        &bytes(&outputs[5], &device),
+        from32(E4M3, false),
+        &names,
+    );
+    same_codes(
+        "f32 -> e5m2",
+        E5M2,
+        &bytes(&outputs[6], &device),
+        from32(E5M2, false),
+        &names,
+    );
+    same_codes(
+        "f32 -> e4m3 saturating",
+        E4M3,
+        &bytes(&outputs[7], &device),
+        from32(E4M3, true),
+        &names,
+    );
+    same_codes(
+        "f32 -> e5m2 saturating",
+        E5M2,
+        &bytes(&outputs[8], &device),
+        from32(E5M2, true),
+        &names,
+    );
+    same_codes("f64 -> e4m3", E4M3, &bytes(&outputs[9], &device), from64(E4M3), &names);
+    same_codes("f64 -> e5m2", E5M2, &bytes(&outputs[10], &device), from64(E5M2), &names);
+
+    let h = halves(&outputs[11], &device);
+    for ((&g, &v), name) in h.iter().zip(&x).zip(&names) {
+        let want = f32_to_f16(v.clamp(-65504.0, 65504.0));
+        let nan = |b: u16| f16_to_f32(b).is_nan();
+        assert!(
+            g == want || nan(g) && nan(want),
+            "f32 -> f16 saturating({name}) gave {g:#06x}, not {want:#06x}"
+        );
+    }
+}
