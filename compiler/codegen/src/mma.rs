@@ -73,12 +73,19 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
         k.text().parse::<i64>(),
     );
     let fp16 = matches!(a.elem, ScalarType::BF16 | ScalarType::F16) && a.elem == b.elem && acc == ScalarType::F32;
+    let wgmma_k = wgmma_operands(a.elem, b.elem)
+        .filter(|_| acc == ScalarType::F32)
+        .map(|o| o.k);
     let engine = match (name, consts.clone()) {
         ("nvptx.mma_sync", (Ok(mm), Ok(nn), Ok(kk))) if fp16 && mm % 16 == 0 && nn % 8 == 0 && kk % 16 == 0 => {
             Engine::MmaSync
         }
         ("nvptx.wgmma", (Ok(mm), Ok(nn), Ok(kk)))
-            if fp16 && mm % 64 == 0 && nn % 8 == 0 && nn <= 256 && kk % 16 == 0 && f.threads >= 128 =>
+            if wgmma_k.is_some_and(|step| kk % step == 0)
+                && mm % 64 == 0
+                && nn % 8 == 0
+                && nn <= 256
+                && f.threads >= 128 =>
         {
             Engine::Wgmma
         }
@@ -172,7 +179,13 @@ fn ldmatrix_reads(f: &FnEmitter, v: &View) -> bool {
 /// a multiple of 8 are one aligned 16-byte unit (views start 16-byte
 /// aligned).
 fn rows_of_chunks(v: &View) -> bool {
-    v.elem.bits() == 16 && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * 2 % 16 == 0)
+    v.elem.bits() == 16 && rows_of_lines(v)
+}
+
+/// Whether the rows of `v` are a whole number of 16-byte lines apart.
+fn rows_of_lines(v: &View) -> bool {
+    let bytes = i64::from(v.elem.bits()) / 8;
+    bytes > 0 && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) * bytes % 16 == 0)
 }
 
 /// The per-thread f32 slots of an accumulator in a fragment layout.
@@ -297,9 +310,11 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slo
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
+    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
+        return;
+    };
     let sp = f.info().shared_ptr();
     let (blocks, _) = frag.atoms();
-    let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
     let first = f.val(format!("mul i64 {group}, {blocks}"));
@@ -308,32 +323,68 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slo
         .iter()
         .map(|cell| f.val(format!("load float, ptr {cell}")))
         .collect();
-    let sbo = k / 8 * 128;
+    let cores = k / ops.row;
+    let sbo = cores * 128;
     let mut steps = Vec::new();
-    for ks in 0..k / 16 {
+    for ks in 0..k / ops.k {
         // B's core matrices (0, 2·ks) on.
         let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
         let db = descriptor(f, &bt, 128, sbo);
         for p in 0..blocks {
-            // A's core matrices (8·block, 2·ks) on: byte (block·k + 2·ks)·128.
+            // A's core matrices (8·block, 2·ks) on: byte (8·block·cores + 2·ks)·128.
             let block = f.val(format!("add i64 {first}, {p}"));
-            let off = f.val(format!("mul i64 {block}, {}", k * 128));
+            let off = f.val(format!("mul i64 {block}, {}", 8 * cores * 128));
             let off = f.val(format!("add i64 {off}, {}", 2 * ks * 128));
             let at = f.val(format!("getelementptr i8, {sp} {}, i64 {off}", a.base));
             let da = descriptor(f, &at, 128, sbo);
             steps.push((p as usize, da, db.clone()));
         }
     }
-    let acc = wgmma_group(f, n, kind, &acc, &steps);
+    let acc = wgmma_group(f, n, &ops, &acc, &steps);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
 }
 
+/// The operand types of a `wgmma` with f32 accumulators, when it has them.
+struct WgmmaOperands {
+    /// The instruction's operand types, `bf16.bf16` to `e5m2.e5m2`.
+    types: String,
+    /// Its K: two core matrices.
+    k: i64,
+    /// The elements of a 16-byte core-matrix row.
+    row: i64,
+    /// Whether it takes the transpose immediates (16-bit types; 8-bit
+    /// operands are K-major only, which the copies make them anyway).
+    transposes: bool,
+}
+
+fn wgmma_operands(a: ScalarType, b: ScalarType) -> Option<WgmmaOperands> {
+    let name = |s: ScalarType| match s {
+        ScalarType::BF16 => Some("bf16"),
+        ScalarType::F16 => Some("f16"),
+        ScalarType::F8E4M3 => Some("e4m3"),
+        ScalarType::F8E5M2 => Some("e5m2"),
+        _ => None,
+    };
+    let (na, nb) = (name(a)?, name(b)?);
+    let sixteen = a.bits() == 16;
+    if a.bits() != b.bits() || sixteen && a != b {
+        return None;
+    }
+    let row = 128 / i64::from(a.bits());
+    Some(WgmmaOperands {
+        types: format!("{na}.{nb}"),
+        k: 2 * row,
+        row,
+        transposes: sixteen,
+    })
+}
+
 /// One `asm` statement that runs `wgmma.fence`, then for each step `(p,
-/// da, db)` a `wgmma.mma_async.m64n{n}k16.f32.{kind}.{kind}` (scale-d
-/// true, A and B K-major) adding `A·B` (shared-memory descriptors `da`,
-/// `db`) into block `p`'s `n/2` accumulators of `acc`, then
+/// da, db)` a `wgmma.mma_async.m64n{n}k{K}.f32.{types}` (scale-d true, A
+/// and B K-major) adding `A·B` (shared-memory descriptors `da`, `db`)
+/// into block `p`'s `n/2` accumulators of `acc`, then
 /// `wgmma.commit_group` and `wgmma.wait_group 0`; gives the accumulators
 /// after. Being one statement, with the accumulators as tied in/out
 /// operands, nothing else can touch them while the products run (the
@@ -342,7 +393,7 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slo
 fn wgmma_group(
     f: &mut FnEmitter,
     n: i64,
-    kind: &str,
+    ops: &WgmmaOperands,
     acc: &[String],
     steps: &[(usize, String, String)],
 ) -> Vec<String> {
@@ -365,8 +416,10 @@ fn wgmma_group(
             operand(da, &mut descriptors, 2 * total),
             operand(db, &mut descriptors, 2 * total),
         );
+        let (k, types) = (ops.k, &ops.types);
+        let transposes = if ops.transposes { ", 0, 0" } else { "" };
         asm += &format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} {{{}}}, ${oa}, ${ob}, p, 1, 1, 0, 0; ",
+            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, ${oa}, ${ob}, p, 1, 1{transposes}; ",
             outs.join(", ")
         );
     }
@@ -698,19 +751,23 @@ fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows
 }
 
 /// Copies `a` (m×k) and `b` (k×n) into wgmma's K-major core-matrix layout
-/// without swizzle: 8×8 core matrices of 128 bytes, core `(i, j)` (i along
-/// M or N, j along K) at `(i·k/8 + j)·128`. B is stored transposed (n×k).
-/// This is CuTe's canonical K-major `INTERLEAVE` layout
+/// without swizzle: core matrices of 8 rows of 16 bytes (`e` = 8 elements
+/// of 16 bits, or 16 of 8 bits, along K), core `(i, j)` (i along M or N, j
+/// along K) at `(i·k/e + j)·128`. B is stored transposed (n×k). This is
+/// CuTe's canonical K-major `INTERLEAVE` layout
 /// `((8,m),(T,2)):((1T,SBO),(1,LBO))` with LBO = 128 bytes (the next core
-/// matrix along K) and SBO = `k/8·128` bytes (the next 8 rows), which
-/// [`descriptor`] encodes.
+/// matrix along K) and SBO = `k/e·128` bytes (the next 8 rows), which
+/// [`descriptor`] encodes. It is the only layout 8-bit operands may have.
 ///
-/// A thread moves one core-matrix row at a time: the 8 elements of row `r`
-/// at K `8j…8j+7`, one 16-byte store. It reads them with one 16-byte load
-/// where they are adjacent in the source ([`rows_of_chunks`]: A's rows),
-/// else one element at a time (B, whose K runs down its columns).
+/// A thread moves one core-matrix row at a time: the `e` elements of row
+/// `r` at K `e·j…e·j+e-1`, one 16-byte store. It reads them with one
+/// 16-byte load where they are adjacent in the source ([`rows_of_lines`]:
+/// A's rows), else one element at a time (B, whose K runs down its
+/// columns, but for 16-bit elements, which `ldmatrix.trans` transposes).
 fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (View, View, i64) {
-    let eb = 2;
+    let eb = i64::from(a.elem.bits()) / 8;
+    let e = 16 / eb;
+    let cores = k / e;
     let a_off = (used + 127) / 128 * 128;
     let b_off = a_off + m * k * eb;
     let total = b_off + n * k * eb;
@@ -718,26 +775,26 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
     let base = f.staging(total);
     let sp = f.info().shared_ptr();
     let t = llvm_ty(a.elem);
-    let vec = format!("<8 x {t}>");
+    let vec = format!("<{e} x {t}>");
     let threads = f.threads;
     for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
-        if transposed && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
+        if transposed && eb == 2 && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
             transpose_into_cores(f, src, &base, off, rows, k);
             continue;
         }
-        let whole = !transposed && rows_of_chunks(src);
+        let whole = !transposed && rows_of_lines(src);
         let tid = f.tid.clone();
-        f.spread(rows * k / 8, threads, &tid, false, |f, c| {
-            // c = r·k/8 + j: row r of core matrix (r/8, j).
-            let r = f.val(format!("udiv i64 {c}, {}", k / 8));
-            let j = f.val(format!("urem i64 {c}, {}", k / 8));
-            let k0 = f.val(format!("mul i64 {j}, 8"));
+        f.spread(rows * cores, threads, &tid, false, |f, c| {
+            // c = r·k/e + j: row r of core matrix (r/8, j).
+            let r = f.val(format!("udiv i64 {c}, {cores}"));
+            let j = f.val(format!("urem i64 {c}, {cores}"));
+            let k0 = f.val(format!("mul i64 {j}, {e}"));
             let v = if whole {
                 let from = src.at(f, &r, &k0);
                 f.val(format!("load {vec}, {} {from}, align 16", src.ptr_ty))
             } else {
                 let mut v = "poison".to_string();
-                for i in 0..8 {
+                for i in 0..e {
                     let kk = f.val(format!("add i64 {k0}, {i}"));
                     let from = if transposed {
                         src.at(f, &kk, &r)
@@ -751,7 +808,7 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
             };
             let ci = f.val(format!("udiv i64 {r}, 8"));
             let ri = f.val(format!("urem i64 {r}, 8"));
-            let at = core_row(f, &base, off, k, [&ci, &j, &ri]);
+            let at = core_row(f, &base, off, cores, [&ci, &j, &ri]);
             f.line(format!("store {vec} {v}, {sp} {at}, align 16"));
         });
     }
@@ -760,21 +817,21 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
     f.barrier();
     let a_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {a_off}"));
     let b_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {b_off}"));
-    let view = |base: String, rows: i64| View {
+    let view = |base: String, rows: i64, elem: ScalarType| View {
         base,
         ptr_ty: sp.clone(),
-        elem: a.elem,
+        elem,
         dims: vec![Ext::Const(rows), Ext::Const(k)],
         pad: 0,
     };
-    (view(a_base, m), view(b_base, n), total)
+    (view(a_base, m, a.elem), view(b_base, n, b.elem), total)
 }
 
-/// Row `ri` (16 bytes) of core matrix `(ci, cj)` of the (rows×k) K-major
-/// core-matrix copy at byte `off` of `base`.
-fn core_row(f: &mut FnEmitter, base: &str, off: i64, k: i64, [ci, cj, ri]: [&str; 3]) -> String {
+/// Row `ri` (16 bytes) of core matrix `(ci, cj)` of the K-major
+/// core-matrix copy, `cores` core matrices along K, at byte `off` of `base`.
+fn core_row(f: &mut FnEmitter, base: &str, off: i64, cores: i64, [ci, cj, ri]: [&str; 3]) -> String {
     let sp = f.info().shared_ptr();
-    let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+    let core = f.val(format!("mul i64 {ci}, {cores}"));
     let core = f.val(format!("add i64 {core}, {cj}"));
     let byte = f.val(format!("mul i64 {core}, 128"));
     let row = f.val(format!("mul i64 {ri}, 16"));
@@ -816,7 +873,7 @@ fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, row
         let regs: Vec<String> = (0..4)
             .map(|r| f.val(format!("extractvalue {x4} {packed}, {r}")))
             .collect();
-        let to = core_row(f, base, off, k, [&nb, &kb, &j]);
+        let to = core_row(f, base, off, k / 8, [&nb, &kb, &j]);
         let to = f.val(format!("ptrtoint {sp} {to} to i32"));
         f.line(format!(
             "call void asm sideeffect \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r,~{{memory}}\"(i32 {to}, i32 {}, i32 {}, i32 {}, i32 {})",
@@ -844,7 +901,9 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
     let groups = rows / 64;
     let inside = f.val(format!("icmp slt i64 {group}, {groups}"));
     let regs = n / 2;
-    let kind = if a.elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
+        return;
+    };
     f.when(&inside, |f| {
         let accs: Vec<String> = (0..regs).map(|_| f.alloca("float")).collect();
         for cell in &accs {
@@ -852,12 +911,13 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
         }
         let row = f.val(format!("mul i64 {group}, 64"));
         let row = f.val(format!("add i64 {row}, {r0}"));
-        let sbo = k / 8 * 128;
+        let cores = k / ops.row;
+        let sbo = cores * 128;
         let mut steps = Vec::new();
-        for ks in 0..k / 16 {
+        for ks in 0..k / ops.k {
             // Core matrix (row/8, 2·ks) of A; (0, 2·ks) of B.
             let ci = f.val(format!("udiv i64 {row}, 8"));
-            let core = f.val(format!("mul i64 {ci}, {}", k / 8));
+            let core = f.val(format!("mul i64 {ci}, {cores}"));
             let core = f.val(format!("add i64 {core}, {}", 2 * ks));
             let core = f.val(format!("mul i64 {core}, 128"));
             let at = f.val(format!("getelementptr i8, {sp} {}, i64 {core}", a.base));
@@ -870,7 +930,7 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
             .iter()
             .map(|cell| f.val(format!("load float, ptr {cell}")))
             .collect();
-        let out = wgmma_group(f, n, kind, &vals, &steps);
+        let out = wgmma_group(f, n, &ops, &vals, &steps);
         for (cell, v) in accs.iter().zip(&out) {
             f.line(format!("store float {v}, ptr {cell}"));
         }

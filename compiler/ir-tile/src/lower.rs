@@ -27,7 +27,9 @@
 //!   room, between barriers, with the proxy fence), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
 //!   `[16, 8, 32]` on sm_90a; shared operands loaded with `ldmatrix`) or
 //!   `v_mfma` (`[32, 32, 8]` or `[16, 16, 16]` for f16/bf16, `[32, 32, 2]`
-//!   for f32, fp8 on gfx942). A product no instruction fits — f32 on
+//!   for f32; never fp8: gfx942's fp8 MFMA reads the FNUZ formats, whose
+//!   bias and NaN differ from the OCP formats the fp8 dtypes are). A
+//!   product no instruction fits — f32 on
 //!   NVIDIA, a shape that is not a multiple of the instruction, an
 //!   accumulator the instruction lacks — becomes `nvptx.mma_fma` or
 //!   `amdgpu.mma_fma`: scalar FMAs in the accumulator's type, never a
@@ -799,9 +801,6 @@ impl Lowering {
                 let candidates: &[[i64; 3]] = match elem {
                     _ if fp16 && acc_elem == ScalarType::F32 => &[[32, 32, 8], [16, 16, 16]],
                     ScalarType::F32 if acc_elem == ScalarType::F32 => &[[32, 32, 2], [16, 16, 4]],
-                    _ if fp8 && self.target == Target::Gfx942 && acc_elem == ScalarType::F32 => {
-                        &[[32, 32, 16], [16, 16, 32]]
-                    }
                     _ => &[],
                 };
                 let _ = kdim;

@@ -252,7 +252,11 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
     let [a, b, c] = operands else { return None };
     let (a_ty, b_ty) = (m.value_type(*a), m.value_type(*b));
     let elem = a_ty.elem()?;
-    if !matches!(elem, ScalarType::BF16 | ScalarType::F16) || b_ty.elem() != Some(elem) {
+    let fp8 = |s: ScalarType| matches!(s, ScalarType::F8E4M3 | ScalarType::F8E5M2);
+    // 8-bit operands: wgmma only (`mma.sync`'s fp8 fragments are not
+    // planned), of either fp8 format each.
+    let eight = fp8(elem) && b_ty.elem().is_some_and(fp8) && name == "nvptx.wgmma";
+    if !(matches!(elem, ScalarType::BF16 | ScalarType::F16) && b_ty.elem() == Some(elem) || eight) {
         return None;
     }
     let acc = m
@@ -266,7 +270,7 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
     }
     let (mm, kk) = const_2d(a_ty)?;
     let (kb, nn) = const_2d(b_ty)?;
-    if kb != kk || const_2d(m.value_type(result))? != (mm, nn) || kk % 16 != 0 {
+    if kb != kk || const_2d(m.value_type(result))? != (mm, nn) || kk % if eight { 32 } else { 16 } != 0 {
         return None;
     }
     let groups = threads / 128;
@@ -276,6 +280,9 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
             cols: nn,
             groups,
         });
+    }
+    if eight {
+        return None;
     }
     let hint = m
         .attr(op, "warps")

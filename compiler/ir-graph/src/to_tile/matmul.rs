@@ -30,10 +30,18 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let (Src::Arg(a), Src::Arg(bi)) = (node.operands[0], b_src) else {
         return Err("the operands of its matmul are computed in the kernel".into());
     };
-    let (Type::Tensor { dims: a_dims, elem }, Type::Tensor { dims: b_dims, .. }) = (&k.args[a], &k.args[bi]) else {
+    let (
+        Type::Tensor { dims: a_dims, elem },
+        Type::Tensor {
+            dims: b_dims,
+            elem: b_elem,
+        },
+    ) = (&k.args[a], &k.args[bi])
+    else {
         return Err("the operands of its matmul are not tensors".into());
     };
-    let elem = *elem;
+    // The same but for the two fp8 formats, which have the same size.
+    let (elem, b_elem) = (*elem, *b_elem);
     let out = node.ty.dims().ok_or("a matmul without a tensor result")?.to_vec();
     let acc = match node.attrs.get("accumulate").and_then(Attr::as_type) {
         Some(Type::Scalar(s)) => *s,
@@ -87,7 +95,7 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // A ring of A tiles and one of B tiles, a slot per pipeline stage.
     let (b_rows, b_cols) = if transposed { (bn, bk) } else { (bk, bn) };
     let a_ring = g.shared_ring(b, stages, bm, bk, elem);
-    let b_ring = g.shared_ring(b, stages, b_rows, b_cols, elem);
+    let b_ring = g.shared_ring(b, stages, b_rows, b_cols, b_elem);
 
     // The K loop, software-pipelined: the copies of the tiles `stages - 1`
     // steps ahead overlap the mma of this step.
@@ -118,8 +126,8 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let b_buf = view(&mut l, b_ring, &[slot]);
         let current = load_tile(&mut l, acc_slot, c0, &acc_tile);
         let b_operand = if transposed {
-            let tile = load_tile(&mut l, b_buf, c0, &tile_type(&[bn, bk], elem));
-            transpose(&mut l, tile, tile_type(&[bk, bn], elem))
+            let tile = load_tile(&mut l, b_buf, c0, &tile_type(&[bn, bk], b_elem));
+            transpose(&mut l, tile, tile_type(&[bk, bn], b_elem))
         } else {
             b_buf
         };
