@@ -47,7 +47,7 @@ except Exception as e:  # the Triton anchors are optional (and a broken install 
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "sm_90a"
-FAMILIES = ("gemm", "attention", "softmax", "layernorm")
+FAMILIES = ("gemm", "gemm_fp8", "attention", "softmax", "layernorm")
 RTOL = {"bf16": 2e-2, "f32": 1e-4}
 ITEM_BYTES = {"bf16": 2, "f32": 4}
 LAYERNORM_EPS = 1e-5  # stdlib/nn.tsr's
@@ -61,7 +61,7 @@ class HarnessError(Exception):
 class Tensor:
     name: str  # the entry's parameter (or result) name
     shape: tuple
-    dtype: str  # "bf16" or "f32"
+    dtype: str  # "bf16", "f32" or "f8e4m3" (the manifest's names)
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,17 @@ def gemm(m, n, k):
     return Case(
         "gemm", "stdlib/linalg.tsr", entry, f"{m}x{n}x{k} (MxNxK)",
         (Tensor("A", (m, k), "bf16"), Tensor("B", (k, n), "bf16")),
+        Tensor("C", (m, n), "f32"),
+        rtol=RTOL["f32"], flops=2 * m * n * k,
+    )
+
+
+def gemm_fp8(m, n, k):
+    # E4M3 operands, f32 results; the anchor is cuBLASLt's fp8 GEMM
+    # (torch._scaled_mm, unit scales, bf16 out).
+    return Case(
+        "gemm_fp8", "stdlib/linalg.tsr", "matmul_fp8", f"{m}x{n}x{k} (MxNxK)",
+        (Tensor("A", (m, k), "f8e4m3"), Tensor("B", (k, n), "f8e4m3")),
         Tensor("C", (m, n), "f32"),
         rtol=RTOL["f32"], flops=2 * m * n * k,
     )
@@ -133,6 +144,9 @@ def plan(families, quick):
             (16, 4096, 4096),  # skinny: a decode step
         ]
         cases += [gemm(*shape) for shape in shapes]
+    if "gemm_fp8" in families:
+        shapes = [(2048, 2048, 2048)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 14336)]
+        cases += [gemm_fp8(*shape) for shape in shapes]
     if "attention" in families:
         runs = [(64, False, 1024)] if quick else [
             (head_dim, causal, seq)
@@ -155,6 +169,7 @@ def plan(families, quick):
 # shapes are not multiples of the tiles.
 SMOKE_CASES = [
     gemm(130, 72, 96),
+    gemm_fp8(130, 72, 96),
     *(attention(d, c, 130, batch=1, heads=2) for d in (64, 128) for c in (False, True)),
     softmax(33, 1500, "bf16"),
     softmax(16, 777, "f32"),
@@ -214,19 +229,37 @@ def run_ours(tessera, case, inputs, device, repeat, warmup):
 
 def save_npy(path, array):
     """bf16 arrays are held as their uint16 bit patterns and written as
-    `|V2`, the .npy dtype Tessera reads as bf16."""
-    np.save(path, array.view("V2") if array.dtype == np.uint16 else array)
+    `|V2`, E4M3 ones as their uint8 codes written as `|V1`: the .npy dtypes
+    Tessera reads as bf16 and fp8_e4m3."""
+    views = {np.dtype(np.uint16): "V2", np.dtype(np.uint8): "V1"}
+    np.save(path, array.view(views[array.dtype]) if array.dtype in views else array)
 
 
 def load_npy(path):
-    """A .npy file as a float32 array; `|V2` (bf16) widened."""
+    """A .npy file as a float32 array; `|V2` (bf16) and `|V1` (E4M3) widened."""
     array = np.load(path)
-    return widen(array.view(np.uint16) if array.dtype.kind == "V" else array).astype(np.float32, copy=False)
+    if array.dtype.kind == "V":
+        array = array.view(np.uint16 if array.dtype.itemsize == 2 else np.uint8)
+    return widen(array).astype(np.float32, copy=False)
+
+
+def e4m3_values():
+    """The float32 value of each E4M3 code (NaN for S.1111.111)."""
+    codes = np.arange(256)
+    e, m = (codes >> 3) & 15, (codes & 7).astype(np.float64)
+    value = np.where(e == 0, m / 8 * 2.0**-6, (1 + m / 8) * 2.0 ** (e - 7))
+    value = np.where(codes & 0x7F == 0x7F, np.nan, value)
+    return np.where(codes & 0x80, -value, value).astype(np.float32)
 
 
 def widen(array):
-    """bf16 bit patterns (uint16) as float32; other arrays as they are."""
-    return (array.astype(np.uint32) << 16).view(np.float32) if array.dtype == np.uint16 else array
+    """bf16 bit patterns (uint16) and E4M3 codes (uint8) as float32; other
+    arrays as they are."""
+    if array.dtype == np.uint16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    if array.dtype == np.uint8:
+        return e4m3_values()[array]
+    return array
 
 
 def check(ours, ref, rtol, atol):
@@ -348,7 +381,10 @@ def cpu_smoke(cases, tessera):
 
 
 def numpy_random(rng, t):
-    """Standard normal values of a tensor's dtype (bf16 as bit patterns)."""
+    """Standard normal values of a tensor's dtype (bf16 as bit patterns);
+    E4M3 codes of magnitude up to 4, uniformly, either sign."""
+    if t.dtype == "f8e4m3":
+        return (rng.integers(0, 0x49, t.shape) | rng.integers(0, 2, t.shape) << 7).astype(np.uint8)
     x = rng.standard_normal(t.shape, dtype=np.float32)
     if t.dtype == "f32":
         return x
@@ -359,7 +395,7 @@ def numpy_random(rng, t):
 def numpy_reference(case, x):
     """The case's result in float64 from float32 inputs."""
     x = {k: v.astype(np.float64) for k, v in x.items()}
-    if case.family == "gemm":
+    if case.family in ("gemm", "gemm_fp8"):
         return x["A"] @ x["B"]
     if case.family == "softmax":
         e = np.exp(x["x"] - x["x"].max(axis=-1, keepdims=True))
@@ -389,6 +425,14 @@ def anchors(case, t):
         timed = [("torch.matmul", lambda: torch.matmul(t["A"], t["B"]))]
         if triton_kernels:
             timed.append(("triton matmul", lambda: triton_kernels.matmul(t["A"], t["B"])))
+    elif case.family == "gemm_fp8":
+        # The same values in f32; cuBLASLt wants B column-major (made once,
+        # outside the timing) and scales.
+        reference = lambda: torch.matmul(t["A"].float(), t["B"].float())
+        b_columns = t["B"].t().contiguous().t()
+        one = torch.ones((), device="cuda")
+        timed = [("torch._scaled_mm", lambda: torch._scaled_mm(
+            t["A"], b_columns, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))]
     elif case.family == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -437,9 +481,11 @@ def cuda_ms(fn, warmup, repeat, flush):
 def measure(case, seed, tessera, repeat, warmup, flush):
     """One case on the GPU: a dict of what the results record."""
     generator = torch.Generator(device="cuda").manual_seed(seed)
-    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
     t = {x.name: torch.randn(x.shape, generator=generator, device="cuda").to(dtypes[x.dtype]) for x in case.inputs}
-    host = {name: (x.view(torch.int16).cpu().numpy().view(np.uint16) if x.dtype == torch.bfloat16 else x.cpu().numpy())
+    bits = {torch.bfloat16: (torch.int16, np.uint16), torch.float8_e4m3fn: (torch.uint8, np.uint8)}
+    host = {name: (x.view(bits[x.dtype][0]).cpu().numpy().view(bits[x.dtype][1]) if x.dtype in bits
+                   else x.cpu().numpy())
             for name, x in t.items()}
     result = {"entry": case.entry, "shape": case.shape, "seed": seed, "flops": case.flops, "bytes": case.bytes}
     try:
