@@ -14,8 +14,8 @@
 #                               target/gpu-check carried: unpacks them and
 #                               runs, on the GPU,
 #     1. the example references in each memory kind (device, managed,
-#        pinned), and the @deterministic kernel 20 times against the CPU's
-#        bits;
+#        pinned), the @deterministic kernel 20 times against the CPU's
+#        bits, and the fp8 conversions against the reference bit for bit;
 #     2. the same references under compute-sanitizer: memcheck, racecheck,
 #        synccheck and initcheck;
 #     3. the stdlib's and examples' @test functions (`tessera test`);
@@ -28,7 +28,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 work=target/gpu-check
-tests=(examples determinism)
+tests=(examples determinism minifloat)
 
 pack() {
     set -e
@@ -131,6 +131,7 @@ run() {
         check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${runner[@]}" "$bin/examples" --test-threads=1
     done
     check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/determinism"
+    check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/minifloat"
     for tool in memcheck racecheck synccheck initcheck; do
         check "examples under compute-sanitizer $tool" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/examples" --test-threads=1

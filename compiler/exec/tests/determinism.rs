@@ -22,14 +22,7 @@ def total(x: f32[N], out: mut f32[2]):
 ";
 
 fn load(device: &Device, opt_level: u8) -> tessera_exec::Loaded {
-    let dir = std::env::temp_dir().join(format!("tessera-determinism-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("total.tsr");
-    std::fs::write(&path, PROGRAM).unwrap();
-    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
-    let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
-    let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
-    tessera_exec::Loaded::new(device, image).unwrap()
+    common::load_program(device, "total", PROGRAM, opt_level)
 }
 
 #[test]

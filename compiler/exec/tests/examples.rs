@@ -7,6 +7,8 @@
 //! from random values the reference includes. `TESSERA_TEST_DEVICE=cuda`
 //! runs them on a GPU instead (`common`).
 
+// Each test binary uses part of the shared module.
+#[allow(dead_code)]
 mod common;
 
 use tessera_runtime::cpu::LaunchConfig;

@@ -4,6 +4,10 @@
 //! `tanh` correctly rounded but for rare ties, so 1 ulp), with the special
 //! values exact. The same IR is what every GPU target runs.
 
+// Each test binary uses part of the shared module.
+#[allow(dead_code)]
+mod common;
+
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::host::{TensorValue, Value};
 use tessera_runtime::{Device, DeviceKind, Tensor};
@@ -70,16 +74,8 @@ fn ulps(got: f32, want: f64) -> f64 {
 
 #[test]
 fn transcendentals_are_within_their_error_bounds() {
-    let dir = std::env::temp_dir().join(format!("tessera-math-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("math.tsr");
-    std::fs::write(&path, PROGRAM).unwrap();
-    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
     let device = Device::open(DeviceKind::Cpu).unwrap();
-    let built =
-        tessera_exec::build(&mut sources, tessera_exec::target_for(&device)).unwrap_or_else(|d| panic!("{d:?}"));
-    let image = tessera_exec::image(&device, &built.layers, 3).unwrap_or_else(|d| panic!("{d:?}"));
-    let loaded = tessera_exec::Loaded::new(&device, image).unwrap();
+    let loaded = common::load_program(&device, "math", PROGRAM, 3);
 
     let x = inputs();
     let n = x.len();

@@ -4,13 +4,18 @@
 //! formats), and every code's value, every midpoint between neighbours,
 //! points just beside those, a sweep of every f32 binade and the special
 //! values encoded from f32 and from f64, with and without `saturate`. The
-//! same IR is what every GPU target runs.
+//! same IR is what every GPU target runs; with `TESSERA_TEST_DEVICE=cuda`
+//! (`scripts/gpu-check.sh`) the test runs it there.
+
+// Each test binary uses part of the shared module.
+#[allow(dead_code)]
+mod common;
 
 use tessera_base::minifloat::{Format, E4M3, E5M2};
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::half::{f16_to_f32, f32_to_f16};
 use tessera_runtime::host::{TensorValue, Value};
-use tessera_runtime::{DType, Device, DeviceKind, Tensor};
+use tessera_runtime::{DType, Device, Tensor};
 
 const PROGRAM: &str = "\
 @kernel
@@ -101,16 +106,8 @@ fn same_codes(name: &str, f: Format, got: &[u8], want: impl Iterator<Item = u8>,
 
 #[test]
 fn fp8_conversions_match_the_reference_bit_for_bit() {
-    let dir = std::env::temp_dir().join(format!("tessera-minifloat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("convert.tsr");
-    std::fs::write(&path, PROGRAM).unwrap();
-    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
-    let device = Device::open(DeviceKind::Cpu).unwrap();
-    let built =
-        tessera_exec::build(&mut sources, tessera_exec::target_for(&device)).unwrap_or_else(|d| panic!("{d:?}"));
-    let image = tessera_exec::image(&device, &built.layers, 3).unwrap_or_else(|d| panic!("{d:?}"));
-    let loaded = tessera_exec::Loaded::new(&device, image).unwrap();
+    let device = common::device();
+    let loaded = common::load_program(&device, "convert", PROGRAM, 3);
 
     let codes: Vec<u8> = (0..=255).collect();
     let y = inputs();

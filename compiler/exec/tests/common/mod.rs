@@ -32,6 +32,19 @@ pub fn device() -> Device {
     gpu().unwrap_or_else(|| Device::open(DeviceKind::Cpu).expect("the CPU device opens"))
 }
 
+/// `program`, written as `NAME.tsr` in a temporary directory, built for
+/// `device` at LLVM's `opt_level` and loaded.
+pub fn load_program(device: &Device, name: &str, program: &str, opt_level: u8) -> tessera_exec::Loaded {
+    let dir = std::env::temp_dir().join(format!("tessera-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.tsr"));
+    std::fs::write(&path, program).unwrap();
+    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
+    let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
+    let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
+    tessera_exec::Loaded::new(device, image).unwrap()
+}
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     match std::env::var_os("TESSERA_REPO") {
