@@ -126,8 +126,7 @@ fn rounded(dtype: DType, f: fn(f64, f64) -> f64) -> Step {
             DType::F64 => x,
             DType::F16 => f16_to_f32(f32_to_f16(x as f32)) as f64,
             DType::Bf16 => bf16_to_f32(f32_to_bf16(x as f32)) as f64,
-            d if d.minifloat().is_some() => d.minifloat().map_or(x, |f| f.decode(f.encode(x, false))),
-            _ => x as f32 as f64,
+            d => d.minifloat().map_or(x as f32 as f64, |f| f.decode(f.encode(x, false))),
         };
         Elem::Float(x)
     })

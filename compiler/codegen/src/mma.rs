@@ -409,6 +409,8 @@ fn wgmma_group(
                 descriptors.len() - 1
             })
     }
+    let (k, types) = (ops.k, &ops.types);
+    let transposes = if ops.transposes { ", 0, 0" } else { "" };
     let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
     for (p, da, db) in steps {
         let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
@@ -416,8 +418,6 @@ fn wgmma_group(
             operand(da, &mut descriptors, 2 * total),
             operand(db, &mut descriptors, 2 * total),
         );
-        let (k, types) = (ops.k, &ops.types);
-        let transposes = if ops.transposes { ", 0, 0" } else { "" };
         asm += &format!(
             "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, ${oa}, ${ob}, p, 1, 1{transposes}; ",
             outs.join(", ")

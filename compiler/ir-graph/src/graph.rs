@@ -626,9 +626,7 @@ impl Verifier<'_, '_> {
             );
             return;
         }
-        // The two fp8 formats may meet: tensor cores multiply e4m3 by e5m2.
-        let fp8 = |e: ScalarType| matches!(e, ScalarType::F8E4M3 | ScalarType::F8E5M2);
-        if ea != eb && !(fp8(ea) && fp8(eb)) {
+        if !ea.multiplies_with(eb) {
             self.error(
                 format!(
                     "operands of `graph.matmul` have different dtypes: {} and {}",

@@ -4,7 +4,7 @@
 use tessera_ir::{Arity, AttrDef, AttrKind, Dialect, MemSpace, Module, OpDef, OpId, ScalarType, Type, VerifyErrors};
 
 use crate::check::{self, Check};
-use crate::gate::{self, is_16bit_float, is_fp8};
+use crate::gate::{self, is_16bit_float};
 use crate::rules;
 use crate::shape::row_bytes;
 use crate::target::Target;
@@ -178,7 +178,7 @@ fn mfma(c: &mut Check, target: Option<Target>) {
         e if is_16bit_float(e) => (&[[32, 32, 8], [16, 16, 16]], ScalarType::F32),
         ScalarType::F32 => (&[[32, 32, 2], [16, 16, 4]], ScalarType::F32),
         ScalarType::I8 => (&[[32, 32, 16], [16, 16, 32]], ScalarType::I32),
-        e if is_fp8(e) => (&[[32, 32, 16], [16, 16, 32]], ScalarType::F32),
+        e if e.is_fp8() => (&[[32, 32, 16], [16, 16, 32]], ScalarType::F32),
         other => {
             c.fail(format!(
                 "`v_mfma` has no form for `{}` operands; use `amdgpu.mma_fma`",
@@ -206,12 +206,12 @@ fn mfma(c: &mut Check, target: Option<Target>) {
         return;
     }
     if let Some(t) = target {
-        let needed: &[Target] = if is_fp8(elem) || elem == ScalarType::I8 && instr == [32, 32, 16] {
+        let needed: &[Target] = if elem.is_fp8() || elem == ScalarType::I8 && instr == [32, 32, 16] {
             &[Target::Gfx942]
         } else {
             &[Target::Gfx90a, Target::Gfx942]
         };
-        let feature = if is_fp8(elem) { "fp8 `v_mfma`" } else { "`amdgpu.mfma`" };
+        let feature = if elem.is_fp8() { "fp8 `v_mfma`" } else { "`amdgpu.mfma`" };
         if !gate::needs(c, t, needed, Some(feature)) {
             return;
         }

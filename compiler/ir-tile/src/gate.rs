@@ -83,10 +83,6 @@ pub(crate) fn tiles_evenly(c: &mut Check, dims: &(Dim, Dim, Dim), instr: [i64; 3
     false
 }
 
-pub(crate) fn is_fp8(s: ScalarType) -> bool {
-    matches!(s, ScalarType::F8E4M3 | ScalarType::F8E5M2)
-}
-
 pub(crate) fn is_16bit_float(s: ScalarType) -> bool {
     matches!(s, ScalarType::F16 | ScalarType::BF16)
 }
@@ -97,7 +93,7 @@ pub(crate) fn product_types(c: &mut Check) -> Option<(ScalarType, ScalarType)> {
     let (Some(ea), Some(eb), Some(eacc)) = (a.elem(), b.elem(), acc.elem()) else {
         return None;
     };
-    if ea != eb && !(is_fp8(ea) && is_fp8(eb)) {
+    if !ea.multiplies_with(eb) {
         c.fail(format!(
             "the operands of `{}` have different element types: `{}` and `{}`",
             c.name,

@@ -720,7 +720,7 @@ impl Lowering {
         };
         let fits = |instr: [i64; 3]| dims.as_ref().is_some_and(|(m, n, k)| divisible(&[m, n, k], &instr));
         let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
-        let fp8 = matches!(elem, ScalarType::F8E4M3 | ScalarType::F8E5M2);
+        let fp8 = elem.is_fp8();
         match self.family {
             Family::Cpu => b
                 .op("cpu.mma")

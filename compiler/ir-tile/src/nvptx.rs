@@ -11,7 +11,7 @@ use tessera_ir::{
 };
 
 use crate::check::{self, Check};
-use crate::gate::{self, is_16bit_float, is_fp8};
+use crate::gate::{self, is_16bit_float};
 use crate::multiple::Multiples;
 use crate::rules;
 use crate::shape::{self, buffer_bytes, pad_of, row_bytes};
@@ -371,7 +371,7 @@ fn mma_sync(c: &mut Check, target: Option<Target>) {
     let allowed: &[[i64; 3]] = match elem {
         e if is_16bit_float(e) => &[[16, 8, 16], [16, 8, 8]],
         ScalarType::I8 | ScalarType::U8 => &[[16, 8, 32], [16, 8, 16]],
-        e if is_fp8(e) => &[[16, 8, 32]],
+        e if e.is_fp8() => &[[16, 8, 32]],
         other => {
             c.fail(format!(
                 "`mma.sync` has no form for `{}` operands; use `nvptx.mma_fma`",
@@ -392,7 +392,7 @@ fn mma_sync(c: &mut Check, target: Option<Target>) {
     let acc_ok = match elem {
         ScalarType::I8 | ScalarType::U8 => acc == ScalarType::I32,
         ScalarType::F16 => matches!(acc, ScalarType::F32 | ScalarType::F16),
-        _ => acc == ScalarType::F32 || is_fp8(elem) && acc == ScalarType::F16,
+        _ => acc == ScalarType::F32 || elem.is_fp8() && acc == ScalarType::F16,
     };
     if !acc_ok {
         c.fail(format!(
@@ -402,7 +402,7 @@ fn mma_sync(c: &mut Check, target: Option<Target>) {
         ));
         return;
     }
-    if is_fp8(elem) {
+    if elem.is_fp8() {
         if let Some(t) = target {
             if !gate::needs(c, t, &[Target::Sm90a], Some("fp8 `mma.sync`")) {
                 return;
@@ -449,7 +449,7 @@ fn wgmma(c: &mut Check) {
     let Some(instr) = gate::instr(c) else { return };
     let k = if is_16bit_float(elem) {
         16
-    } else if is_fp8(elem) {
+    } else if elem.is_fp8() {
         32
     } else {
         c.fail(format!("`wgmma` has no form for `{}` operands here", elem.name()));

@@ -641,9 +641,7 @@ fn mma(c: &mut Check) {
         c.fail(format!("`tile.mma` shapes do not fit: {e}"));
         return;
     }
-    // The two fp8 formats may meet: tensor cores multiply e4m3 by e5m2.
-    if a.elem() != b.elem() && !(a.elem().is_some_and(crate::gate::is_fp8) && b.elem().is_some_and(crate::gate::is_fp8))
-    {
+    if a.elem() != b.elem() && !a.elem().zip(b.elem()).is_some_and(|(ea, eb)| ea.multiplies_with(eb)) {
         c.fail(format!(
             "the operands of `tile.mma` have different element types: `{}` and `{}`",
             elem_name(&a),

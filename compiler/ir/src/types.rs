@@ -88,6 +88,18 @@ impl ScalarType {
         )
     }
 
+    /// Whether this is one of the two 8-bit float formats.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, ScalarType::F8E4M3 | ScalarType::F8E5M2)
+    }
+
+    /// Whether a matrix product may multiply operands of `self` and
+    /// `other`: the same type, or the two fp8 formats (tensor cores
+    /// multiply E4M3 by E5M2).
+    pub fn multiplies_with(self, other: ScalarType) -> bool {
+        self == other || self.is_fp8() && other.is_fp8()
+    }
+
     /// The width in bits (`index` counts as 64).
     pub fn bits(self) -> u32 {
         match self {

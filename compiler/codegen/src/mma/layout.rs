@@ -251,12 +251,14 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
     let result = *m.results(op).first()?;
     let [a, b, c] = operands else { return None };
     let (a_ty, b_ty) = (m.value_type(*a), m.value_type(*b));
-    let elem = a_ty.elem()?;
-    let fp8 = |s: ScalarType| matches!(s, ScalarType::F8E4M3 | ScalarType::F8E5M2);
-    // 8-bit operands: wgmma only (`mma.sync`'s fp8 fragments are not
-    // planned), of either fp8 format each.
-    let eight = fp8(elem) && b_ty.elem().is_some_and(fp8) && name == "nvptx.wgmma";
-    if !(matches!(elem, ScalarType::BF16 | ScalarType::F16) && b_ty.elem() == Some(elem) || eight) {
+    let (elem, b_elem) = (a_ty.elem()?, b_ty.elem()?);
+    let sixteen = matches!(elem, ScalarType::BF16 | ScalarType::F16) && b_elem == elem;
+    // Other operands (fp8): wgmma only (`mma.sync`'s fp8 fragments are not
+    // planned).
+    let wgmma = (name == "nvptx.wgmma")
+        .then(|| super::wgmma_operands(elem, b_elem))
+        .flatten();
+    if !sixteen && wgmma.is_none() {
         return None;
     }
     let acc = m
@@ -270,7 +272,8 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
     }
     let (mm, kk) = const_2d(a_ty)?;
     let (kb, nn) = const_2d(b_ty)?;
-    if kb != kk || const_2d(m.value_type(result))? != (mm, nn) || kk % if eight { 32 } else { 16 } != 0 {
+    let k_step = wgmma.map_or(16, |o| o.k);
+    if kb != kk || const_2d(m.value_type(result))? != (mm, nn) || kk % k_step != 0 {
         return None;
     }
     let groups = threads / 128;
@@ -281,7 +284,7 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
             groups,
         });
     }
-    if eight {
+    if !sixteen {
         return None;
     }
     let hint = m
