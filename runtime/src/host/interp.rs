@@ -1250,6 +1250,18 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
+    /// The keyword `name` as True or False (`false` when absent).
+    fn bool_arg(&self, args: &mut Args, name: &str) -> Result<bool, RunError> {
+        match args.take(name) {
+            None => Ok(false),
+            Some((Value::Bool(b), _)) => Ok(b),
+            Some((v, _)) => Err(RunError::value(format!(
+                "`{name}` must be True or False, not {}",
+                v.describe()
+            ))),
+        }
+    }
+
     fn cast(&self, v: &Value, d: DType, saturate: bool) -> Result<Value, RunError> {
         let t = match v {
             Value::Tensor(t) => t.host(self.device)?,
@@ -1286,16 +1298,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 )))
             }
         }
-        let saturate = match args.take("saturate") {
-            None => false,
-            Some((Value::Bool(b), _)) => b,
-            Some((v, _)) => {
-                return Err(RunError::value(format!(
-                    "`saturate` is True or False, not {}",
-                    v.describe()
-                )))
-            }
-        };
+        let saturate = self.bool_arg(args, "saturate")?;
         self.cast(&x, d, saturate)
     }
 
@@ -1585,16 +1588,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         let q = self.positional(args, "q", path)?;
         let k = self.positional(args, "k", path)?;
         let v = self.positional(args, "v", path)?;
-        let causal = match args.take("causal") {
-            None => false,
-            Some((Value::Bool(b), _)) => b,
-            Some((v, _)) => {
-                return Err(RunError::value(format!(
-                    "`causal` must be True or False, not {}",
-                    v.describe()
-                )));
-            }
-        };
+        let causal = self.bool_arg(args, "causal")?;
         let accumulate = self.accumulate_arg(args)?;
         self.no_more(args, path)?;
         let (q, k, v) = (self.to_tensor(&q)?, self.to_tensor(&k)?, self.to_tensor(&v)?);
