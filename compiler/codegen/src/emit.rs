@@ -20,6 +20,7 @@ use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
 use crate::minifloat;
 use crate::mma::layout::{self, Layout};
+use crate::swizzle::Swizzle;
 use crate::target::{Abi, TargetInfo};
 use crate::{CodegenError, CostInfo, KernelInfo, ParamInfo, TmaDescriptor};
 
@@ -74,6 +75,8 @@ pub(crate) struct Buffer {
     pub elem: ScalarType,
     /// Elements of padding after each row (`bank_pad`).
     pub pad: i64,
+    /// The swizzle of its last two dims (`swizzle`; shared buffers only).
+    pub swizzle: Option<Swizzle>,
 }
 
 /// Where one thread is in a tile: `e` the element's row-major index,
@@ -471,6 +474,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                     dims: Vec::new(),
                     elem: *elem,
                     pad: 0,
+                    swizzle: None,
                 }),
                 _ => unreachable!("checked above"),
             };
@@ -1050,12 +1054,22 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         acc
     }
 
-    /// The address of `buffer[idx]` (row-major, rows padded by `pad`).
+    /// The address of `buffer[idx]` (row-major, rows padded by `pad`, the
+    /// last two dims swizzled by `swizzle`).
     pub fn element_ptr(&mut self, b: &Buffer, idx: &[String]) -> String {
         let ty = llvm_ty(b.elem);
         let pt = self.buffer_ptr_ty(b);
         if idx.is_empty() {
             return b.base.clone();
+        }
+        if let (Some(s), [lead @ .., r, c]) = (b.swizzle, idx) {
+            // Leading indices step over whole swizzled matrices.
+            let lead = self.ravel(lead, &b.dims[..lead.len()]);
+            let at = self.val(format!("mul i64 {lead}, {}", s.matrix_bytes()));
+            let cb = self.val(format!("mul i64 {c}, {}", elem_bytes(b.elem)));
+            let within = s.emit_offset(self, r, &cb);
+            let at = self.val(format!("add i64 {at}, {within}"));
+            return self.val(format!("getelementptr i8, {pt} {}, i64 {at}", b.base));
         }
         let mut dims = b.dims.clone();
         if b.pad > 0 {
@@ -1685,7 +1699,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         if info.abi != Abi::Cpu && shared_bytes > 0 {
             let _ = writeln!(
                 self.me.bodies,
-                "@{}_smem = external addrspace({}) global [0 x i8], align 128\n",
+                "@{}_smem = external addrspace({}) global [0 x i8], align 1024\n",
                 self.name, info.shared_as
             );
         }

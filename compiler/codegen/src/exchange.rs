@@ -5,6 +5,7 @@
 use tessera_ir::{Attr, DimExpr, OpId, ScalarType, Type};
 
 use crate::emit::{elem_bytes, llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
+use crate::swizzle::Swizzle;
 use crate::CodegenError;
 
 /// A tile readable by every thread of the block: element `e` (row-major)
@@ -17,22 +18,41 @@ pub(crate) struct View {
     pub dims: Vec<Ext>,
     /// Elements of padding after each row.
     pub pad: i64,
+    /// The swizzle of a shared buffer viewed in place.
+    pub swizzle: Option<Swizzle>,
 }
 
 impl View {
     /// Pointer to element `(row, col)` of a 2-D view.
     pub fn at(&self, f: &mut FnEmitter, row: &str, col: &str) -> String {
-        let cols = match self.dims.last() {
-            Some(Ext::Const(c)) => (c + self.pad).to_string(),
-            Some(Ext::Dyn(v)) => v.clone(),
-            None => "1".into(),
-        };
+        if let Some(s) = self.swizzle {
+            let b = f.val(format!("mul i64 {col}, {}", elem_bytes(self.elem)));
+            let at = s.emit_offset(f, row, &b);
+            return f.val(format!("getelementptr i8, {} {}, i64 {at}", self.ptr_ty, self.base));
+        }
+        let cols = self.row_len();
         let r = f.val(format!("mul i64 {row}, {cols}"));
         let e = f.val(format!("add i64 {r}, {col}"));
         self.linear(f, &e)
     }
 
+    /// Elements from one row's start to the next's.
+    fn row_len(&self) -> String {
+        match self.dims.last() {
+            Some(Ext::Const(c)) => (c + self.pad).to_string(),
+            Some(Ext::Dyn(v)) => v.clone(),
+            None => "1".into(),
+        }
+    }
+
+    /// Pointer to element `e` in row-major order (rows padded).
     pub fn linear(&self, f: &mut FnEmitter, e: &str) -> String {
+        if self.swizzle.is_some() {
+            let cols = self.row_len();
+            let row = f.val(format!("udiv i64 {e}, {cols}"));
+            let col = f.val(format!("urem i64 {e}, {cols}"));
+            return self.at(f, &row, &col);
+        }
         f.val(format!(
             "getelementptr {}, {} {}, i64 {e}",
             llvm_ty(self.elem),
@@ -59,6 +79,7 @@ pub(crate) fn stage(f: &mut FnEmitter, tile: &Tile, offset: i64) -> View {
             elem: tile.elem,
             dims: tile.dims.clone(),
             pad: 0,
+            swizzle: None,
         },
         Storage::Private { .. } => {
             let bytes = tile.count.as_const().unwrap_or(0) * elem_bytes(tile.elem);
@@ -77,6 +98,7 @@ pub(crate) fn stage(f: &mut FnEmitter, tile: &Tile, offset: i64) -> View {
                 elem: tile.elem,
                 dims: tile.dims.clone(),
                 pad: 0,
+                swizzle: None,
             };
             f.for_own(tile, |f, pos| {
                 let v = f.load_slot(tile, pos);

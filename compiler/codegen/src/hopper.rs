@@ -84,27 +84,49 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
                     "a TMA load moves a 2-D tile of at most 256×256 elements into an unpadded buffer",
                 ));
             }
-            if box_dims[1] * elem_bytes(dst.elem) % 16 != 0 {
+            let eb = elem_bytes(dst.elem);
+            if box_dims[1] * eb % 16 != 0 {
                 return Err(f.err(op, "a TMA tile's rows must be multiples of 16 bytes"));
             }
+            // A swizzled buffer takes one box per panel: the hardware
+            // swizzles a box whose rows are one span wide.
+            let (swizzle, panels) = match dst.swizzle {
+                Some(s) => (s.span, s.row_bytes / s.span),
+                None => (0, 1),
+            };
+            let panel_cols = box_dims[1] / panels;
             let desc = f.add_tma(TmaDescriptor {
                 param,
                 elem: dst.elem.name().to_string(),
-                box_dims: box_dims.clone(),
-                swizzle: 0,
+                box_dims: vec![box_dims[0], panel_cols],
+                swizzle,
             });
             let row = f.index(op, 2)?;
             let col = f.index(op, 3)?;
             let bar = mbarrier(f, op, 4)?;
-            let (dst_addr, bar_addr) = (shared_addr(f, &dst.base), shared_addr(f, &bar));
+            let bar_addr = shared_addr(f, &bar);
             let row = f.val(format!("trunc i64 {row} to i32"));
             let col = f.val(format!("trunc i64 {col} to i32"));
+            let sp = f.info().shared_ptr();
+            let boxes: Vec<(String, String)> = (0..panels)
+                .map(|p| {
+                    let at = f.val(format!(
+                        "getelementptr i8, {sp} {}, i64 {}",
+                        dst.base,
+                        p * box_dims[0] * panel_cols * eb
+                    ));
+                    let c = f.val(format!("add i32 {col}, {}", p * panel_cols));
+                    (shared_addr(f, &at), c)
+                })
+                .collect();
             let tid = f.tid.clone();
             let first = f.val(format!("icmp eq i64 {tid}, 0"));
             f.when(&first, |f| {
-                f.line(format!(
-                    "call void asm sideeffect \"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{$2, $3}}], [$4];\", \"r,l,r,r,r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, i32 {col}, i32 {row}, i32 {bar_addr})"
-                ));
+                for (dst_addr, col) in &boxes {
+                    f.line(format!(
+                        "call void asm sideeffect \"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{$2, $3}}], [$4];\", \"r,l,r,r,r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, i32 {col}, i32 {row}, i32 {bar_addr})"
+                    ));
+                }
             });
             Ok(())
         }

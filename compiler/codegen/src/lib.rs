@@ -15,6 +15,7 @@ pub mod llvm;
 mod minifloat;
 mod mma;
 mod ops;
+mod swizzle;
 mod target;
 
 use std::fmt::Write as _;

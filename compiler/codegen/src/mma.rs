@@ -17,6 +17,7 @@ use tessera_ir::{Attr, DimExpr, MemSpace, OpId, ScalarType, Type};
 
 use crate::emit::{llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
 use crate::exchange::{stage, staged_bytes, View};
+use crate::swizzle::Swizzle;
 use crate::target::Abi;
 use crate::CodegenError;
 use layout::{Frag, Layout};
@@ -156,7 +157,7 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
             match frag {
                 Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
                 Frag::Wgmma { .. } => {
-                    let (a, b, _) = core_matrix_copies(f, &a, &b, m, n, k, used);
+                    let (a, b, _) = wgmma_smem(f, &a, &b, m, n, k, used);
                     wgmma_in_registers(f, frag, &a, &b, &ds, k);
                 }
             }
@@ -302,18 +303,15 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
     });
 }
 
-/// `d += a · b` with `wgmma.mma_async.m64nNk16`, `d` in its fragments, `a`
-/// and `b` in the core-matrix layout: warpgroup `g` runs one instruction
-/// per k-step of 16 and 64-row block it owns, on the `N/2` slots of that
-/// block, all in one `asm` statement ([`wgmma_group`]).
-fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slots, k: i64) {
+/// `d += a · b` with `wgmma.mma_async`, `d` in its fragments, `a` and `b`
+/// in shared memory as [`Smem`] describes: warpgroup `g` runs one
+/// instruction per K step and 64-row block it owns, on the `N/2` slots of
+/// that block, all in one `asm` statement ([`wgmma_group`]).
+fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slots, k: i64) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
-    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
-        return;
-    };
-    let sp = f.info().shared_ptr();
+    let ops = &a.ops;
     let (blocks, _) = frag.atoms();
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
@@ -323,30 +321,24 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &Slo
         .iter()
         .map(|cell| f.val(format!("load float, ptr {cell}")))
         .collect();
-    let cores = k / ops.row;
-    let sbo = cores * 128;
     let mut steps = Vec::new();
     for ks in 0..k / ops.k {
-        // B's core matrices (0, 2·ks) on.
-        let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
-        let db = descriptor(f, &bt, 128, sbo);
+        let db = b.descriptor(f, "0", ks);
         for p in 0..blocks {
-            // A's core matrices (8·block, 2·ks) on: byte (8·block·cores + 2·ks)·128.
             let block = f.val(format!("add i64 {first}, {p}"));
-            let off = f.val(format!("mul i64 {block}, {}", 8 * cores * 128));
-            let off = f.val(format!("add i64 {off}, {}", 2 * ks * 128));
-            let at = f.val(format!("getelementptr i8, {sp} {}, i64 {off}", a.base));
-            let da = descriptor(f, &at, 128, sbo);
+            let row = f.val(format!("mul i64 {block}, 64"));
+            let da = a.descriptor(f, &row, ks);
             steps.push((p as usize, da, db.clone()));
         }
     }
-    let acc = wgmma_group(f, n, &ops, &acc, &steps);
+    let acc = wgmma_group(f, n, ops, b.mn_major(), &acc, &steps);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
 }
 
 /// The operand types of a `wgmma` with f32 accumulators, when it has them.
+#[derive(Clone)]
 struct WgmmaOperands {
     /// The instruction's operand types, `bf16.bf16` to `e5m2.e5m2`.
     types: String,
@@ -383,7 +375,8 @@ fn wgmma_operands(a: ScalarType, b: ScalarType) -> Option<WgmmaOperands> {
 
 /// One `asm` statement that runs `wgmma.fence`, then for each step `(p,
 /// da, db)` a `wgmma.mma_async.m64n{n}k{K}.f32.{types}` (scale-d true, A
-/// and B K-major) adding `A·B` (shared-memory descriptors `da`, `db`)
+/// K-major, B K-major or, with `b_mn_major`, N-major) adding `A·B`
+/// (shared-memory descriptors `da`, `db`)
 /// into block `p`'s `n/2` accumulators of `acc`, then
 /// `wgmma.commit_group` and `wgmma.wait_group 0`; gives the accumulators
 /// after. Being one statement, with the accumulators as tied in/out
@@ -394,6 +387,7 @@ fn wgmma_group(
     f: &mut FnEmitter,
     n: i64,
     ops: &WgmmaOperands,
+    b_mn_major: bool,
     acc: &[String],
     steps: &[(usize, String, String)],
 ) -> Vec<String> {
@@ -410,7 +404,10 @@ fn wgmma_group(
             })
     }
     let (k, types) = (ops.k, &ops.types);
-    let transposes = if ops.transposes { ", 0, 0" } else { "" };
+    let transposes = match (ops.transposes, b_mn_major) {
+        (true, mn) => format!(", 0, {}", u8::from(mn)),
+        (false, _) => String::new(),
+    };
     let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
     for (p, da, db) in steps {
         let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
@@ -508,6 +505,7 @@ fn view_of(f: &mut FnEmitter, op: OpId, v: &Val, offset: i64) -> Result<View, Co
                     elem: b.elem,
                     dims: b.dims.clone(),
                     pad: b.pad,
+                    swizzle: b.swizzle,
                 })
             } else {
                 Err(f.err(op, "matrix-product operands are tiles or shared buffers"))
@@ -572,12 +570,12 @@ fn tensor_cores(
     [m, n, k]: [i64; 3],
     used: i64,
 ) -> Result<(), CodegenError> {
-    // wgmma reads operands in its own core-matrix layout: copy them there.
-    let (a, b, used) = if engine == Engine::Wgmma {
-        let (a2, b2, bytes) = core_matrix_copies(f, a, b, m, n, k, used);
-        (a2, b2, bytes)
+    // wgmma reads operands through descriptors.
+    let (smem, used) = if engine == Engine::Wgmma {
+        let (a2, b2, bytes) = wgmma_smem(f, a, b, m, n, k, used);
+        (Some((a2, b2)), bytes)
     } else {
-        (a.clone(), b.clone(), used)
+        (None, used)
     };
     let warps = (f.threads / i64::from(f.info().warp)).max(1);
     let unit = match engine {
@@ -611,9 +609,13 @@ fn tensor_cores(
         let p = f.val(format!("getelementptr i8, {sp} {base}, i64 {p_off}"));
         let r0 = f.val(format!("mul i64 {chunk}, {rows}"));
         match engine {
-            Engine::MmaSync => mma_sync_chunk(f, &a, &b, &p, &r0, rows, n, k, warps),
-            Engine::Wgmma => wgmma_chunk(f, &a, &b, &p, &r0, rows, n, k),
-            Engine::Mfma => mfma_chunk(f, &a, &b, &p, &r0, rows, n, k, warps),
+            Engine::MmaSync => mma_sync_chunk(f, a, b, &p, &r0, rows, n, k, warps),
+            Engine::Wgmma => {
+                if let Some((a, b)) = &smem {
+                    wgmma_chunk(f, a, b, &p, &r0, rows, n, k);
+                }
+            }
+            Engine::Mfma => mfma_chunk(f, a, b, &p, &r0, rows, n, k, warps),
             Engine::Scalar => unreachable!("handled by `scalar`"),
         }
         f.barrier();
@@ -750,34 +752,145 @@ fn mma_sync_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows
     });
 }
 
-/// Copies `a` (m×k) and `b` (k×n) into wgmma's K-major core-matrix layout
-/// without swizzle: core matrices of 8 rows of 16 bytes (`e` = 8 elements
-/// of 16 bits, or 16 of 8 bits, along K), core `(i, j)` (i along M or N, j
-/// along K) at `(i·k/e + j)·128`. B is stored transposed (n×k). This is
-/// CuTe's canonical K-major `INTERLEAVE` layout
+/// Where a `wgmma` reads one operand: shared memory it addresses through
+/// matrix descriptors.
+struct Smem {
+    base: String,
+    ops: WgmmaOperands,
+    layout: SmemLayout,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SmemLayout {
+    /// The no-swizzle K-major core-matrix copy ([`core_matrix_copies`]):
+    /// core matrix `(i, j)` (8 rows `i` along M or N, 16 bytes `j` along
+    /// K) at byte `(i·cores + j)·128`.
+    Cores { cores: i64 },
+    /// A shared buffer with a 128-byte swizzle ([`Swizzle`]), read where it
+    /// is: K-major when K runs along its rows (A; 16- or 8-bit elements),
+    /// N-major when N does (B; 16-bit elements, for which wgmma takes the
+    /// transpose immediate).
+    Swizzled { s: Swizzle, k_major: bool },
+}
+
+impl Smem {
+    fn mn_major(&self) -> bool {
+        matches!(self.layout, SmemLayout::Swizzled { k_major: false, .. })
+    }
+
+    /// The descriptor of the instruction tile whose M (or N) rows start at
+    /// `row` (a multiple of 8) and whose K starts at step `ks`.
+    fn descriptor(&self, f: &mut FnEmitter, row: &str, ks: i64) -> String {
+        let sp = f.info().shared_ptr();
+        let (per_row, fixed, lbo, sbo, mode) = descriptor_fields(self.layout, &self.ops, ks);
+        let off = f.val(format!("mul i64 {row}, {per_row}"));
+        let off = f.val(format!("add i64 {off}, {fixed}"));
+        let at = f.val(format!("getelementptr i8, {sp} {}, i64 {off}", self.base));
+        descriptor(f, &at, lbo, sbo, mode)
+    }
+}
+
+/// What a descriptor of `layout` holds for K step `ks`: the tile's start
+/// as `row·per_row + fixed` bytes from the operand's base, its leading
+/// and stride byte offsets, and its layout type (bits 62–63: 0 no
+/// swizzle, 1 the 128-byte swizzle). PTX ISA 9.7.15.5.1.2 gives the
+/// canonical layouts, in units of 16-byte `T`: K-major no swizzle
+/// `((8,m),(T,2k)):((1T,SBO),(1,LBO))`, K-major 128-byte swizzle
+/// `((8,m),(T,2k)):((8T,SBO),(1,T))` (LBO unused), N-major 128-byte
+/// swizzle `((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))`.
+fn descriptor_fields(layout: SmemLayout, ops: &WgmmaOperands, ks: i64) -> (i64, i64, i64, i64, i64) {
+    // Bytes of K one instruction takes: two 16-byte core-matrix rows.
+    let step = 32;
+    match layout {
+        SmemLayout::Cores { cores } => (cores * 16, ks * 2 * 128, 128, cores * 128, 0),
+        SmemLayout::Swizzled { s, k_major: true } => {
+            let kb = ks * step;
+            (s.span, kb / s.span * s.panel_bytes() + kb % s.span, 16, 8 * s.span, 1)
+        }
+        SmemLayout::Swizzled { s, k_major: false } => (0, ks * ops.k * s.span, s.panel_bytes(), 8 * s.span, 1),
+    }
+}
+
+/// The operands of a `wgmma` product of `a` (m×k) and `b` (k×n) in shared
+/// memory: a 128-byte-swizzled buffer where wgmma can read it (A always,
+/// B when its elements are 16-bit and N whole 64-element panels),
+/// otherwise copied into the core-matrix layout at `used` bytes of the
+/// staging area ([`core_matrix_copies`]); gives the staging bytes used.
+/// What threads wrote to shared memory reaches wgmma's async proxy
+/// through `fence.proxy.async` before the barrier.
+#[allow(clippy::too_many_arguments)]
+fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (Smem, Smem, i64) {
+    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
+        unreachable!("the wgmma engine is chosen only for operand types it takes")
+    };
+    let sp = f.info().shared_ptr();
+    let swizzled = |v: &View| v.swizzle.filter(|s| s.span == 128 && v.ptr_ty == sp);
+    let a_in_place = swizzled(a)
+        .filter(|_| m % 64 == 0)
+        .map(|s| Swizzled { s, k_major: true });
+    let b_in_place = swizzled(b)
+        .filter(|_| ops.transposes && n % 64 == 0)
+        .map(|s| Swizzled { s, k_major: false });
+    use SmemLayout::Swizzled;
+    if let (Some(la), Some(lb)) = (a_in_place, b_in_place) {
+        f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
+        f.barrier();
+        let smem = |v: &View, layout| Smem {
+            base: v.base.clone(),
+            ops: ops.clone(),
+            layout,
+        };
+        return (smem(a, la), smem(b, lb), used);
+    }
+    let copy_a = a_in_place.is_none();
+    let (a2, b2, bytes) = core_matrix_copies(f, a, b, [m, n, k], [copy_a, b_in_place.is_none()], used);
+    let cores = k / ops.row;
+    let smem = |v: View, layout: Option<SmemLayout>| Smem {
+        base: v.base,
+        ops: ops.clone(),
+        layout: layout.unwrap_or(SmemLayout::Cores { cores }),
+    };
+    (smem(a2, a_in_place), smem(b2, b_in_place), bytes)
+}
+
+/// Copies `a` (m×k) and `b` (k×n), those `which` says, into wgmma's
+/// K-major core-matrix layout without swizzle: core matrices of 8 rows of
+/// 16 bytes (`e` = 8 elements of 16 bits, or 16 of 8 bits, along K), core
+/// `(i, j)` (i along M or N, j along K) at `(i·k/e + j)·128`. B is stored
+/// transposed (n×k). This is CuTe's canonical K-major `INTERLEAVE` layout
 /// `((8,m),(T,2)):((1T,SBO),(1,LBO))` with LBO = 128 bytes (the next core
 /// matrix along K) and SBO = `k/e·128` bytes (the next 8 rows), which
-/// [`descriptor`] encodes. It is the only layout 8-bit operands may have.
+/// [`descriptor_fields`] encodes; gives the views to read (an operand not
+/// copied as it was) and the staging bytes used.
 ///
 /// A thread moves one core-matrix row at a time: the `e` elements of row
 /// `r` at K `e·j…e·j+e-1`, one 16-byte store. It reads them with one
 /// 16-byte load where they are adjacent in the source ([`rows_of_lines`]:
 /// A's rows), else one element at a time (B, whose K runs down its
 /// columns, but for 16-bit elements, which `ldmatrix.trans` transposes).
-fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (View, View, i64) {
+fn core_matrix_copies(
+    f: &mut FnEmitter,
+    a: &View,
+    b: &View,
+    [m, n, k]: [i64; 3],
+    which: [bool; 2],
+    used: i64,
+) -> (View, View, i64) {
     let eb = i64::from(a.elem.bits()) / 8;
     let e = 16 / eb;
     let cores = k / e;
     let a_off = (used + 127) / 128 * 128;
-    let b_off = a_off + m * k * eb;
-    let total = b_off + n * k * eb;
+    let a_bytes = if which[0] { m * k * eb } else { 0 };
+    let b_off = a_off + a_bytes;
+    let total = b_off + if which[1] { n * k * eb } else { 0 };
     f.barrier();
     let base = f.staging(total);
     let sp = f.info().shared_ptr();
     let t = llvm_ty(a.elem);
     let vec = format!("<{e} x {t}>");
     let threads = f.threads;
-    for (src, off, rows, transposed) in [(a, a_off, m, false), (b, b_off, n, true)] {
+    let copies = [(a, a_off, m, false), (b, b_off, n, true)];
+    for (src, off, rows, transposed) in copies.into_iter().zip(which).filter(|(_, w)| *w).map(|(c, _)| c) {
         if transposed && eb == 2 && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
             transpose_into_cores(f, src, &base, off, rows, k);
             continue;
@@ -815,16 +928,20 @@ fn core_matrix_copies(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: 
     // The async proxy (wgmma) reads what the generic proxy wrote.
     f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
     f.barrier();
-    let a_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {a_off}"));
-    let b_base = f.val(format!("getelementptr i8, {sp} {base}, i64 {b_off}"));
-    let view = |base: String, rows: i64, elem: ScalarType| View {
-        base,
-        ptr_ty: sp.clone(),
-        elem,
-        dims: vec![Ext::Const(rows), Ext::Const(k)],
-        pad: 0,
+    let mut view = |src: &View, copied: bool, off: i64, rows: i64| {
+        if !copied {
+            return src.clone();
+        }
+        View {
+            base: f.val(format!("getelementptr i8, {sp} {base}, i64 {off}")),
+            ptr_ty: sp.clone(),
+            elem: src.elem,
+            dims: vec![Ext::Const(rows), Ext::Const(k)],
+            pad: 0,
+            swizzle: None,
+        }
     };
-    (view(a_base, m, a.elem), view(b_base, n, b.elem), total)
+    (view(a, which[0], a_off, m), view(b, which[1], b_off, n), total)
 }
 
 /// Row `ri` (16 bytes) of core matrix `(ci, cj)` of the K-major
@@ -882,28 +999,26 @@ fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, row
     });
 }
 
-/// A wgmma shared-memory descriptor: no swizzle, `lbo` between core
-/// matrices along K, `sbo` between 8-row groups.
-fn descriptor(f: &mut FnEmitter, at: &str, lbo: i64, sbo: i64) -> String {
+/// A wgmma shared-memory descriptor of the tile at `at`: `lbo` and `sbo`
+/// (bytes) and layout type `mode` as [`descriptor_fields`] gives them.
+fn descriptor(f: &mut FnEmitter, at: &str, lbo: i64, sbo: i64, mode: i64) -> String {
     let sp = f.info().shared_ptr();
     let addr = f.val(format!("ptrtoint {sp} {at} to i64"));
     let addr = f.val(format!("and i64 {addr}, 262143"));
     let addr = f.val(format!("lshr i64 {addr}, 4"));
-    let fixed = ((lbo >> 4) << 16) | ((sbo >> 4) << 32);
+    let fixed = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (mode << 62);
     f.val(format!("or i64 {addr}, {fixed}"))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i64, n: i64, k: i64) {
+fn wgmma_chunk(f: &mut FnEmitter, a: &Smem, b: &Smem, p: &str, r0: &str, rows: i64, n: i64, k: i64) {
     let sp = f.info().shared_ptr();
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
     let groups = rows / 64;
     let inside = f.val(format!("icmp slt i64 {group}, {groups}"));
     let regs = n / 2;
-    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
-        return;
-    };
+    let ops = &a.ops;
     f.when(&inside, |f| {
         let accs: Vec<String> = (0..regs).map(|_| f.alloca("float")).collect();
         for cell in &accs {
@@ -911,26 +1026,17 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i
         }
         let row = f.val(format!("mul i64 {group}, 64"));
         let row = f.val(format!("add i64 {row}, {r0}"));
-        let cores = k / ops.row;
-        let sbo = cores * 128;
         let mut steps = Vec::new();
         for ks in 0..k / ops.k {
-            // Core matrix (row/8, 2·ks) of A; (0, 2·ks) of B.
-            let ci = f.val(format!("udiv i64 {row}, 8"));
-            let core = f.val(format!("mul i64 {ci}, {cores}"));
-            let core = f.val(format!("add i64 {core}, {}", 2 * ks));
-            let core = f.val(format!("mul i64 {core}, 128"));
-            let at = f.val(format!("getelementptr i8, {sp} {}, i64 {core}", a.base));
-            let da = descriptor(f, &at, 128, sbo);
-            let bt = f.val(format!("getelementptr i8, {sp} {}, i64 {}", b.base, 2 * ks * 128));
-            let db = descriptor(f, &bt, 128, sbo);
+            let da = a.descriptor(f, &row, ks);
+            let db = b.descriptor(f, "0", ks);
             steps.push((0, da, db));
         }
         let vals: Vec<String> = accs
             .iter()
             .map(|cell| f.val(format!("load float, ptr {cell}")))
             .collect();
-        let out = wgmma_group(f, n, &ops, &vals, &steps);
+        let out = wgmma_group(f, n, ops, b.mn_major(), &vals, &steps);
         for (cell, v) in accs.iter().zip(&out) {
             f.line(format!("store float {v}, ptr {cell}"));
         }
@@ -1040,4 +1146,104 @@ fn mfma_chunk(f: &mut FnEmitter, a: &View, b: &View, p: &str, r0: &str, rows: i6
             f.line(format!("store float {x}, {sp} {at}"));
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte a wgmma descriptor addresses for element `(mn, kk)` of its
+    /// instruction tile (`mn` along M or N, `kk` along K), from the PTX
+    /// ISA's canonical layouts (9.7.15.5.1.2) read directly: 16-byte units
+    /// `T`, then the 128-byte swizzle on the address (bits 4–6 XOR-ed with
+    /// bits 7–9) in layout type 1. `start` is relative to a 1024-byte
+    /// aligned base.
+    fn hardware(start: i64, [lbo, sbo, mode]: [i64; 3], k_major: bool, eb: i64, mn: i64, kk: i64) -> i64 {
+        let t = 16 / eb;
+        let linear = match (mode, k_major) {
+            // ((8,m),(T,2k)):((1T,SBO),(1,LBO))
+            (0, true) => (mn % 8) * 16 + (mn / 8) * sbo + (kk % t) * eb + (kk / t) * lbo,
+            // ((8,m),(T,2k)):((8T,SBO),(1,T))
+            (1, true) => (mn % 8) * 128 + (mn / 8) * sbo + kk * eb,
+            // ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))
+            (1, false) => (mn % (8 * t)) * eb + (mn / (8 * t)) * lbo + (kk % 8) * 128 + (kk / 8) * sbo,
+            other => unreachable!("no canonical layout {other:?} in these tests"),
+        };
+        let at = start + linear;
+        match mode {
+            1 => at ^ (((at >> 7) & 7) << 4),
+            _ => at,
+        }
+    }
+
+    /// Checks every element of every instruction tile of an operand of
+    /// `rows`×`k` (A) or `k`×`rows` (B, N-major when not `k_major`): the
+    /// descriptor addresses the byte `placed(mn, kk)` says the element is at.
+    fn check(layout: SmemLayout, elem: ScalarType, rows: i64, k: i64, k_major: bool, placed: impl Fn(i64, i64) -> i64) {
+        let ops = wgmma_operands(elem, elem).expect("a wgmma type");
+        let eb = i64::from(elem.bits()) / 8;
+        // A's instruction tiles are 64 rows; B's are all of N.
+        let (tile, starts) = if k_major { (64, rows / 64) } else { (rows, 1) };
+        for block in 0..starts {
+            for ks in 0..k / ops.k {
+                let (per_row, fixed, lbo, sbo, mode) = descriptor_fields(layout, &ops, ks);
+                let row0 = block * tile;
+                let start = row0 * per_row + fixed;
+                for mn in 0..tile {
+                    for kk in 0..ops.k {
+                        let (r, c) = (row0 + mn, ks * ops.k + kk);
+                        assert_eq!(
+                            hardware(start, [lbo, sbo, mode], k_major, eb, mn, kk),
+                            placed(r, c),
+                            "{layout:?}: element ({r}, {c}), K step {ks}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn swizzle(rows: i64, cols: i64, elem: ScalarType) -> Swizzle {
+        let eb = i64::from(elem.bits()) / 8;
+        Swizzle::new(128, &[Ext::Const(rows), Ext::Const(cols)], eb).expect("a valid swizzle")
+    }
+
+    #[test]
+    fn a_read_in_place_from_its_swizzled_buffer() {
+        // One panel (K = 64 bf16, 128 fp8) and two (K = 128 bf16).
+        for (elem, rows, k) in [
+            (ScalarType::BF16, 128, 64),
+            (ScalarType::F16, 64, 128),
+            (ScalarType::F8E4M3, 128, 128),
+        ] {
+            let s = swizzle(rows, k, elem);
+            let eb = i64::from(elem.bits()) / 8;
+            let layout = SmemLayout::Swizzled { s, k_major: true };
+            check(layout, elem, rows, k, true, |r, c| s.offset(r, c * eb));
+        }
+    }
+
+    #[test]
+    fn b_read_in_place_n_major_from_its_swizzled_buffer() {
+        for (n, k) in [(256, 64), (64, 32), (128, 128)] {
+            let s = swizzle(k, n, ScalarType::BF16);
+            let layout = SmemLayout::Swizzled { s, k_major: false };
+            // B is k×n: element (n, k) of the instruction tile is row k,
+            // column n of the buffer.
+            check(layout, ScalarType::BF16, n, k, false, |nn, kk| s.offset(kk, nn * 2));
+        }
+    }
+
+    #[test]
+    fn core_matrix_copies_are_what_the_descriptors_read() {
+        for elem in [ScalarType::BF16, ScalarType::F8E4M3] {
+            let eb = i64::from(elem.bits()) / 8;
+            let (e, k) = (16 / eb, 64);
+            let cores = k / e;
+            // Where `core_matrix_copies` stores element (r, kk): row r % 8
+            // of core matrix (r / 8, kk / e), at byte kk % e of that row.
+            let placed = |r: i64, kk: i64| ((r / 8) * cores + kk / e) * 128 + (r % 8) * 16 + (kk % e) * eb;
+            check(SmemLayout::Cores { cores }, elem, 128, k, true, placed);
+        }
+    }
 }

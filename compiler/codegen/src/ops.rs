@@ -4,6 +4,7 @@
 use tessera_ir::{Attr, MemSpace, OpId, ScalarType, Type};
 
 use crate::emit::{elem_bytes, float_lit, llvm_ty, Buffer, Ext, FnEmitter, Tile, Val};
+use crate::swizzle::Swizzle;
 use crate::target::Abi;
 use crate::CodegenError;
 
@@ -319,6 +320,7 @@ fn local(f: &mut FnEmitter, op: OpId) -> R {
             dims: exts,
             elem: *elem,
             pad: 0,
+            swizzle: None,
         }),
     );
     Ok(())
@@ -356,6 +358,9 @@ fn store(f: &mut FnEmitter, op: OpId) -> R {
 fn view(f: &mut FnEmitter, op: OpId) -> R {
     let b = f.buffer(op, 0)?;
     let n = f.m().operands(op).len() - 1;
+    if b.swizzle.is_some() && n + 2 > b.dims.len() {
+        return Err(f.err(op, "a view of a swizzled buffer keeps its last two dims"));
+    }
     let mut idx = indices(f, op, 1, n)?;
     idx.resize(b.dims.len(), "0".to_string());
     let base = f.element_ptr(&b, &idx);
@@ -543,8 +548,17 @@ fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
     // not `buffer_bytes`, which packs sub-byte types).
     let rows: i64 = consts.iter().rev().skip(1).product();
     let count = rows * (consts.last().copied().unwrap_or(1) + pad);
-    let consts = consts.into_iter().map(Ext::Const).collect();
-    let align = attr_int(f, op, "align").unwrap_or(128);
+    let consts: Vec<Ext> = consts.into_iter().map(Ext::Const).collect();
+    let mut align = attr_int(f, op, "align").unwrap_or(128);
+    let swizzle = match tessera_ir_tile::swizzle_of(&ty, Some((f.m(), op))) {
+        Some(span) if pad == 0 => {
+            let s = Swizzle::new(span, &consts, elem_bytes(*elem)).map_err(|e| f.err(op, e))?;
+            align = align.max(s.repeat());
+            Some(s)
+        }
+        Some(_) => return Err(f.err(op, "a shared buffer is swizzled or padded, not both")),
+        None => None,
+    };
     let base = f.place_shared(count * elem_bytes(*elem), align);
     f.set(
         op,
@@ -554,6 +568,7 @@ fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
             dims: consts,
             elem: *elem,
             pad,
+            swizzle,
         }),
     );
     Ok(())

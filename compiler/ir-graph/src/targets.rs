@@ -58,6 +58,9 @@ impl Target {
     /// The default `[BM, BN, BK]` of a matmul whose operands are `elem`.
     pub fn matmul_tile(&self, elem: ScalarType) -> [i64; 3] {
         match self.name {
+            // K spans 128 bytes: the tiles take the 128-byte swizzle
+            // wgmma reads in place.
+            "sm_90a" if elem.bits() == 8 => [128, 256, 128],
             "sm_90a" if elem.bits() <= 16 => [128, 256, 64],
             "sm_90a" => [128, 128, 32],
             "cpu" => [64, 64, 64],
@@ -105,17 +108,26 @@ pub fn shared_tile_bytes(target: &Target, rows: i64, cols: i64, elem: ScalarType
 }
 
 /// Shared memory of a matmul kernel: `stages` buffers of an A tile
-/// (BM×BK) and a B tile (BK×BN). On sm_90a the code generator also copies
-/// one A and one B tile into wgmma's core-matrix layout, after the
+/// (BM×BK) and a B tile (BK×BN), plus a swizzle pattern's alignment when
+/// they are swizzled. On sm_90a wgmma reads a 128-byte-swizzled A tile in
+/// place, and B too when its elements are 16-bit; the code generator
+/// copies any other operand into wgmma's core-matrix layout, after the
 /// allocations (aligned to 128 bytes).
 pub fn matmul_shared_bytes(target: &Target, tile: [i64; 3], stages: i64, elem: ScalarType) -> i64 {
     let [bm, bn, bk] = tile;
     let buffers = stages * (shared_tile_bytes(target, bm, bk, elem) + shared_tile_bytes(target, bk, bn, elem));
-    let core_matrices = match target.name {
-        "sm_90a" => 128 + bytes_of(elem, (bm + bn) * bk),
+    let swizzled = |cols| shared_layout(target, cols, elem) == Some(("swizzle", 128));
+    let alignment = if swizzled(bk) || swizzled(bn) { 1024 } else { 0 };
+    let copied = match target.name {
+        "sm_90a" => {
+            let a = !(swizzled(bk) && bm % 64 == 0);
+            let b = !(swizzled(bn) && bn % 64 == 0 && elem.bits() == 16);
+            bytes_of(elem, i64::from(a) * bm * bk + i64::from(b) * bn * bk)
+        }
         _ => 0,
     };
-    buffers + core_matrices
+    let core_matrices = if copied > 0 { 128 + copied } else { 0 };
+    buffers + alignment + core_matrices
 }
 
 /// Shared bytes of an attention kernel with tiles `[BM, BN]` and head dims
@@ -172,13 +184,19 @@ mod tests {
             }
         }
         let h100 = Target::by_name("sm_90a").unwrap();
-        // Three stages of 128×64 and 64×256 bf16 tiles, and wgmma's
-        // core-matrix copies of one of each after 128 bytes of alignment.
+        // Four stages of 128×64 and 64×256 bf16 tiles, swizzled (wgmma
+        // reads them in place) and aligned to the swizzle's 1024 bytes.
         assert_eq!(
-            matmul_shared_bytes(&h100, [128, 256, 64], 3, ScalarType::BF16),
-            3 * 49_152 + 128 + 49_152
+            matmul_shared_bytes(&h100, [128, 256, 64], 4, ScalarType::BF16),
+            4 * 49_152 + 1024
         );
-        assert!(!h100.fits_shared(matmul_shared_bytes(&h100, [128, 256, 64], 4, ScalarType::BF16)));
+        assert!(!h100.fits_shared(matmul_shared_bytes(&h100, [128, 256, 64], 5, ScalarType::BF16)));
+        // fp8 B (8-bit operands are K-major only) is copied into the
+        // core-matrix layout; a 128-byte-wide fp8 A tile is read in place.
+        assert_eq!(
+            matmul_shared_bytes(&h100, [128, 128, 128], 2, ScalarType::F8E4M3),
+            2 * 32_768 + 1024 + 128 + 16_384
+        );
         let mi300 = Target::by_name("gfx942").unwrap();
         assert_eq!(shared_tile_bytes(&mi300, 128, 32, ScalarType::BF16), 128 * 40 * 2);
         assert_eq!(row_chunk(Some(100)), 100);

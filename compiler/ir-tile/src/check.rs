@@ -252,6 +252,24 @@ pub(crate) fn view(c: &mut Check) {
     }
 }
 
+/// A buffer swizzled over `span` bytes: the pattern runs over its last two
+/// dims, rows in multiples of 8 and each row whole `span`-byte units.
+fn swizzled_shape(c: &mut Check, span: i64, dims: &[tessera_ir::Dim], elem: ScalarType) {
+    let fits = match dims {
+        [.., rows, cols] => match (rows.as_const(), cols.as_const()) {
+            (Some(rows), Some(cols)) => rows % 8 == 0 && (cols * i64::from(elem.bits())) % (8 * span) == 0,
+            _ => false,
+        },
+        _ => false,
+    };
+    if !fits {
+        c.fail(format!(
+            "a {span}-byte swizzle runs over the last two dims of `{}`: rows in multiples of 8, each row whole {span}-byte units",
+            c.name
+        ));
+    }
+}
+
 /// A shared allocation (`tile.alloc_shared` and its target forms): a
 /// shared memref whose layout agrees with the op's `swizzle`/`bank_pad`.
 pub(crate) fn alloc_shared(c: &mut Check) {
@@ -276,6 +294,12 @@ pub(crate) fn alloc_shared(c: &mut Check) {
                 "`swizzle` of `{}` is a span of 32, 64 or 128 bytes (or a named pattern); it is {swizzle}",
                 c.name
             ));
+        }
+        if let (true, Attr::Int(span), Some(dims), Some(elem)) = (good, swizzle, ty.dims(), ty.elem()) {
+            swizzled_shape(c, *span, dims, elem);
+        }
+        if c.int("bank_pad").is_some_and(|p| p > 0) {
+            c.fail(format!("`{}` is swizzled or padded by `bank_pad`, not both", c.name));
         }
         if let Some(typed) = layout.get("swizzle") {
             if typed != swizzle {

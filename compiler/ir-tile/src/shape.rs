@@ -24,6 +24,17 @@ pub fn pad_of(ty: &Type, alloc: Option<(&Module, OpId)>) -> i64 {
         .unwrap_or(0)
 }
 
+/// The numeric swizzle span (bytes) of a shared buffer, from its type's
+/// layout or its allocation's `swizzle`; named patterns have none.
+pub fn swizzle_of(ty: &Type, alloc: Option<(&Module, OpId)>) -> Option<i64> {
+    if let Type::MemRef { layout, .. } = ty {
+        if let Some(s) = layout.get("swizzle") {
+            return s.as_int();
+        }
+    }
+    alloc.and_then(|(m, op)| m.attr(op, "swizzle")).and_then(Attr::as_int)
+}
+
 /// The constant value of every dim of a shaped type, or the first dim that
 /// is not a constant.
 pub fn const_dims(dims: &[Dim]) -> Result<Vec<u64>, &Dim> {
