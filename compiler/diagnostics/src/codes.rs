@@ -604,6 +604,21 @@ def f(x: f32[4]) -> f32:
     return x[0, 1]
 ```",
 
+    E0311: "shared buffer layout does not fit its shape" =>
+"A shared buffer's `swizzle=` spans 32, 64 or 128 bytes and runs over its
+last two dims: the rows a multiple of 8, each row whole spans (TMA's and
+wgmma's swizzled layouts). It is not combined with `bank_pad`.
+
+```tessera
+@kernel tile[(128,)] shared(16_KiB)
+def k(x: f32[n], out: mut f32[n]):
+    t = tshared.alloc[f32](12, 32, swizzle=128)
+    i = tile_linear_id()
+    t[0, i % 32] = x[i]
+    tbarrier()
+    out[i] = t[0, i % 32]
+```",
+
     E0401: "effect not declared" =>
 "A function with an `effects(...)` clause performs an effect the clause
 does not list, directly or through a function it calls. The clause must

@@ -940,10 +940,71 @@ impl<'a> Infer<'a> {
                     .map(|a| dim_poly(a.expr))
                     .collect();
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
+                if let (Shape::AllocShared, Some(swizzle)) = (b.shape, keyword("swizzle")) {
+                    self.check_swizzle(e, swizzle, keyword("bank_pad"), &dims, dtype);
+                }
                 // `tile.alloc_shared()` with no dims has a rank fixed later.
                 let dims = (!dims.is_empty() || b.shape == Shape::Create).then_some(dims);
                 Ty::Tensor(TensorTy { dtype, dims, space })
             }
+        }
+    }
+
+    /// A numeric `swizzle=` of a shared allocation: a span of 32, 64 or 128
+    /// bytes, over the last two dims (rows in multiples of 8, rows of whole
+    /// spans), and never beside `bank_pad` (`spec/memory.md`).
+    fn check_swizzle(&mut self, e: &Expr, swizzle: &ArgTy, pad: Option<&ArgTy>, dims: &[Poly], dtype: Option<DType>) {
+        let Some(span) = int_value(swizzle.expr) else {
+            return;
+        };
+        let at = self.at(swizzle.expr.span);
+        let error = |message: String, label: String| Diagnostic::error(Code::E0311, message).with_primary(at, label);
+        if ![32, 64, 128].contains(&span) {
+            self.error(
+                error(
+                    format!("a swizzle spans 32, 64 or 128 bytes, not {span}"),
+                    "the span of the XOR pattern".into(),
+                )
+                .with_help("TMA and wgmma swizzle 32-, 64- or 128-byte rows"),
+            );
+            return;
+        }
+        if let Some(pad) = pad.filter(|p| int_value(p.expr).is_some_and(|v| v > 0)) {
+            self.error(
+                error(
+                    "a shared buffer is swizzled or padded, not both".into(),
+                    format!("a {span}-byte swizzle"),
+                )
+                .with_secondary(self.at(pad.expr.span), "and padded rows")
+                .with_help("both keep rows off the same banks; keep one"),
+            );
+            return;
+        }
+        let consts: Option<Vec<i64>> = dims.iter().map(Poly::as_const).collect();
+        let (Some([.., rows, cols]), Some(dtype)) = (consts.as_deref(), dtype) else {
+            if dims.len() < 2 {
+                self.error(error(
+                    "a swizzle runs over a buffer's last two dims; this one has fewer".into(),
+                    "needs rows and columns".into(),
+                ));
+            }
+            return;
+        };
+        let row_bytes = cols * i64::from(dtype.bits()) / 8;
+        if rows % 8 != 0 || row_bytes % span != 0 {
+            let fits = [128, 64, 32].into_iter().find(|s| row_bytes % s == 0 && row_bytes > 0);
+            let help = match fits {
+                Some(s) if rows % 8 == 0 => format!("rows of {row_bytes} bytes take `swizzle={s}`"),
+                _ => "make the rows a multiple of 8 and whole spans, or pad them with `bank_pad`".into(),
+            };
+            self.error(
+                error(
+                    format!("a {span}-byte swizzle needs rows in multiples of 8, each whole {span}-byte units"),
+                    format!("{rows} rows of {row_bytes} bytes"),
+                )
+                .with_secondary(self.at(e.span), "the buffer")
+                .with_help(help),
+            );
         }
     }
 
