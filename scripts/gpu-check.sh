@@ -18,9 +18,11 @@
 #        bits, and the fp8 conversions against the reference bit for bit;
 #     2. the same references under compute-sanitizer: memcheck, racecheck,
 #        synccheck and initcheck;
-#     3. the stdlib's and examples' @test functions (`tessera test`);
-#     4. the examples with a main(), on the CPU and the GPU, their printed
-#        results compared;
+#     3. the stdlib's and examples' @test functions (`tessera test`), and
+#        stdlib/linalg.tsr's (the GEMMs: TMA into swizzled rings, wgmma
+#        reading them in place) under memcheck and racecheck;
+#     4. the examples with a main(), and the swizzled shared-buffer test,
+#        on the CPU and the GPU, their printed results compared;
 #   and writes the log and a table of what passed to $OUT (else
 #   target/gpu-check/out). Each command may take 4 minutes ($limit); the
 #   exit status is 1 when a check fails.
@@ -137,7 +139,11 @@ run() {
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/examples" --test-threads=1
     done
     check "tessera test stdlib examples" "${runner[@]}" "$bin/tessera" test stdlib examples --device cuda
-    for f in examples/saxpy.tsr examples/matmul.tsr; do
+    for tool in memcheck racecheck; do
+        check "stdlib/linalg.tsr tests under compute-sanitizer $tool" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/tessera" test stdlib/linalg.tsr --device cuda
+    done
+    for f in examples/saxpy.tsr examples/matmul.tsr tests/ui/runtime/swizzled_shared.tsr; do
         check "$f: cpu and cuda print the same" same_output "$f"
     done
     {
