@@ -816,8 +816,9 @@ fn descriptor_fields(layout: SmemLayout, ops: &WgmmaOperands, ks: i64) -> (i64, 
 /// B when its elements are 16-bit and N whole 64-element panels),
 /// otherwise copied into the core-matrix layout at `used` bytes of the
 /// staging area ([`core_matrix_copies`]); gives the staging bytes used.
-/// What threads wrote to shared memory reaches wgmma's async proxy
-/// through `fence.proxy.async` before the barrier.
+/// A buffer read in place is visible to wgmma's async proxy already: TMA
+/// writes through it, and the lowering puts `fence_proxy_async` and a
+/// barrier before a product of a buffer threads write.
 #[allow(clippy::too_many_arguments)]
 fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (Smem, Smem, i64) {
     let Some(ops) = wgmma_operands(a.elem, b.elem) else {
@@ -833,8 +834,6 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, use
         .map(|s| Swizzled { s, k_major: false });
     use SmemLayout::Swizzled;
     if let (Some(la), Some(lb)) = (a_in_place, b_in_place) {
-        f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
-        f.barrier();
         let smem = |v: &View, layout| Smem {
             base: v.base.clone(),
             ops: ops.clone(),

@@ -760,9 +760,13 @@ impl Lowering {
                     && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
                 {
                     if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
+                        // What threads wrote reaches wgmma's async proxy:
+                        // each thread fences its own writes, then the
+                        // barrier publishes them all.
                         let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
                         if written(a) || written(bv) {
                             b.op("nvptx.fence_proxy_async").build();
+                            b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
                         }
                         return b
                             .op("nvptx.wgmma")
