@@ -53,14 +53,31 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
             });
             Ok(())
         }
+        "nvptx.mbarrier_arrive" => {
+            let bar = mbarrier(f, op, 0)?;
+            let addr = shared_addr(f, &bar);
+            f.line(format!(
+                "call void asm sideeffect \"mbarrier.arrive.shared::cta.b64 _, [$0];\", \"r,~{{memory}}\"(i32 {addr})"
+            ));
+            Ok(())
+        }
         "nvptx.mbarrier_try_wait" => {
             let bar = mbarrier(f, op, 0)?;
             let (s, phase) = f.scalar(op, 1)?;
             let phase = f.convert(&phase, s, tessera_ir::ScalarType::I32);
             let addr = shared_addr(f, &bar);
-            f.line(format!(
-                "call void asm sideeffect \"{{ .reg .pred p; WAIT${{:uid}}: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; @!p bra WAIT${{:uid}}; }}\", \"r,r,~{{memory}}\"(i32 {addr}, i32 {phase})"
-            ));
+            let wait = |f: &mut FnEmitter| {
+                f.line(format!(
+                    "call void asm sideeffect \"{{ .reg .pred p; WAIT${{:uid}}: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; @!p bra WAIT${{:uid}}; }}\", \"r,r,~{{memory}}\"(i32 {addr}, i32 {phase})"
+                ));
+            };
+            if f.m().attr(op, "elected") == Some(&Attr::Bool(true)) {
+                let tid = f.tid.clone();
+                let first = f.val(format!("icmp eq i64 {tid}, 0"));
+                f.when(&first, wait);
+            } else {
+                wait(f);
+            }
             Ok(())
         }
         "nvptx.tma_load" => {

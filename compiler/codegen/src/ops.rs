@@ -128,6 +128,7 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         "nvptx.mbarrier_init"
         | "nvptx.mbarrier_slot"
         | "nvptx.mbarrier_arrive_expect_tx"
+        | "nvptx.mbarrier_arrive"
         | "nvptx.mbarrier_try_wait"
         | "nvptx.tma_load" => crate::hopper::emit(f, op, name),
         "nvptx.mma_sync" | "nvptx.mma_fma" | "nvptx.wgmma" | "amdgpu.mfma" | "amdgpu.mma_fma" | "cpu.mma"

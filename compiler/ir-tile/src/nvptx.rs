@@ -38,6 +38,7 @@ pub const SM90A_ONLY: &[&str] = &[
     "nvptx.mbarrier_init",
     "nvptx.mbarrier_slot",
     "nvptx.mbarrier_arrive_expect_tx",
+    "nvptx.mbarrier_arrive",
     "nvptx.mbarrier_try_wait",
     "nvptx.fence_proxy_async",
     "nvptx.setmaxnreg",
@@ -182,9 +183,16 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "nvptx.mbarrier_arrive",
+        doc: "every thread that runs it arrives once on `%mbar` (sm_90a)",
+        operands: Arity::Exact(1),
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "nvptx.mbarrier_try_wait",
-        doc: "spins on `mbarrier.try_wait.parity` until the phase of parity `%phase` of `%mbar` completes (sm_90a)",
+        doc: "spins on `mbarrier.try_wait.parity` until the phase of parity `%phase` of `%mbar` completes; with `elected`, only the thread that issues TMA loads (thread 0) waits (sm_90a)",
         operands: Arity::Exact(2),
+        attrs: &[AttrDef::optional("elected", AttrKind::Bool)],
         ..OpDef::DEFAULT
     },
     OpDef {
@@ -298,6 +306,7 @@ fn verify(c: &mut Check, name: &str, target: Option<Target>) {
             c.operand_is(0, &mbarrier_type());
             c.int_at_least("bytes", 1);
         }
+        "nvptx.mbarrier_arrive" => c.operand_is(0, &mbarrier_type()),
         "nvptx.mbarrier_try_wait" => {
             c.operand_is(0, &mbarrier_type());
             let phase = c.operand_type(1);

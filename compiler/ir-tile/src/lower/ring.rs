@@ -17,6 +17,12 @@
 //! With one stage there is nothing to run ahead: each iteration fills the
 //! slot, waits, uses it and ends with a barrier.
 //!
+//! On sm_90a, when every copy is a TMA load and there are two stages or
+//! more, the loop has no barrier: each thread waits on the full mbarriers
+//! itself, arrives on the slot's `empty` mbarrier (a ring counting the
+//! block's threads) after its use, and the thread that issues the TMA
+//! loads waits for the slot's `empty` phase before refilling it.
+//!
 //! `slot(g) = g mod S`. `g0` is 0, or, for a pipeline with TMA loads
 //! inside a loop, the number of iterations its earlier runs made (kept in
 //! a `tile.local`), so that every slot's mbarrier phases keep alternating
@@ -88,6 +94,21 @@ impl Lowering {
                 })
             })
             .collect();
+        // A pipeline whose copies are all TMA loads hands slots back through
+        // a second ring: every thread arrives on `empty[slot]` when its use
+        // is done, and the thread that issues the TMA loads waits for that
+        // before refilling the slot, so the loop needs no block barrier.
+        let handshake = match self.threads {
+            Some(threads) if s >= 2 && !rings.is_empty() && rings.iter().all(Option::is_some) => Some(
+                at_entry
+                    .op("nvptx.mbarrier_init")
+                    .attr("count", Attr::Int(threads))
+                    .attr("slots", Attr::Int(s))
+                    .result(mbarrier_type())
+                    .build_value(),
+            ),
+            _ => None,
+        };
         // Only mbarrier phases need to know the earlier runs.
         let earlier = (nested && rings.iter().any(Option::is_some)).then(|| {
             let slot = at_entry
@@ -111,6 +132,7 @@ impl Lowering {
             args: region_args(&b, op, 0),
             rings: &rings,
             stages: s_v,
+            empty: handshake,
         };
         let (use_k, use_slot) = region_args(&b, op, 1);
         let use_block = b.region_block(b.regions(op)[1]);
@@ -131,6 +153,7 @@ impl Lowering {
             self.fill(&mut l, &ctx, k, slot)?;
             self.commit(&mut l, &ctx);
             self.wait_slot(&mut l, &ctx, slot, g, 1);
+            self.barrier(&mut l);
             body
         } else {
             // The first S - 1 iterations (k below lb) only fill.
@@ -139,6 +162,9 @@ impl Lowering {
             {
                 let mut w = Builder::at_end(&mut l, wait);
                 self.wait_slot(&mut w, &ctx, slot, g, s);
+                if handshake.is_none() {
+                    self.barrier(&mut w);
+                }
                 w.op("tile.yield").build();
             }
             let next_k = binary(&mut l, "add", k, lead);
@@ -151,11 +177,17 @@ impl Lowering {
         for &inner in &uses {
             l.move_op_to_end(inner, use_into);
         }
+        let end = *uses.last().expect("the use region ends with `tile.yield`");
         if s == 1 {
             // The next iteration's fill overwrites the only slot.
-            let end = *uses.last().expect("the use region ends with `tile.yield`");
             let mut e = Builder::before(&mut l, end);
             self.barrier(&mut e);
+        }
+        if let Some(empty) = handshake {
+            // This thread is done with the slot.
+            let mut e = Builder::before(&mut l, end);
+            let mbar = ring_slot(&mut e, empty, slot);
+            e.op("nvptx.mbarrier_arrive").operand(mbar).build();
         }
         drop(l);
         b.replace_all_uses(use_k, k);
@@ -191,6 +223,21 @@ impl Lowering {
         let then = if_then(b, inside);
         {
             let mut t = Builder::at_end(b, then);
+            if let Some(empty) = ctx.empty {
+                // Fill `n = g / S` of the slot waits for use `n - 1` to be
+                // handed back: the phase of parity `(n + 1) mod 2`, which
+                // a fresh mbarrier counts as complete.
+                let round = binary(&mut t, "floordiv", g, ctx.stages);
+                let one = konst(&mut t, Attr::Int(1), Type::INDEX);
+                let round = binary(&mut t, "add", round, one);
+                let two = konst(&mut t, Attr::Int(2), Type::INDEX);
+                let parity = binary(&mut t, "rem", round, two);
+                let mbar = ring_slot(&mut t, empty, slot);
+                t.op("nvptx.mbarrier_try_wait")
+                    .operands(&[mbar, parity])
+                    .attr("elected", Attr::Bool(true))
+                    .build();
+            }
             self.fill(&mut t, ctx, k, slot)?;
             t.op("tile.yield").build();
         }
@@ -228,10 +275,12 @@ impl Lowering {
         Ok(())
     }
 
-    /// Waits until the copies into `slot` (iteration `g`) are complete and
-    /// visible to the block, and every thread is done with the slot the
-    /// next fill refills. With `S` stages, `S - 1` groups are committed
-    /// when it waits (one when `S` is 1).
+    /// Waits until the copies into `slot` (iteration `g`) are complete;
+    /// the barrier after it (the caller's, unless the pipeline hands slots
+    /// back through mbarriers) makes them visible to the block and has
+    /// every thread done with the slot the next fill refills. With `S`
+    /// stages, `S - 1` groups are committed when it waits (one when `S` is
+    /// 1).
     fn wait_slot(&self, b: &mut Builder, ctx: &Fill, slot: ValueId, g: ValueId, stages: i64) {
         match self.family {
             Family::Nvptx => {
@@ -254,7 +303,6 @@ impl Lowering {
             }
             Family::Cpu => {}
         }
-        self.barrier(b);
     }
 }
 
@@ -269,6 +317,9 @@ struct Fill<'a> {
     rings: &'a [Option<ValueId>],
     /// `S`, as an index.
     stages: ValueId,
+    /// The ring of `empty` mbarriers through which uses hand slots back,
+    /// when every copy is a TMA load.
+    empty: Option<ValueId>,
 }
 
 /// A `tile.if` on `cond` without an else; returns its then block, for the
