@@ -157,7 +157,7 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
             match frag {
                 Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
                 Frag::Wgmma { .. } => {
-                    let (a, b, _) = wgmma_smem(f, &a, &b, m, n, k, used);
+                    let (a, b, _) = wgmma_smem(f, &a, &b, [m, n, k], used).ok_or_else(|| untaken(f, op))?;
                     wgmma_in_registers(f, frag, &a, &b, &ds, k);
                 }
             }
@@ -572,7 +572,7 @@ fn tensor_cores(
 ) -> Result<(), CodegenError> {
     // wgmma reads operands through descriptors.
     let (smem, used) = if engine == Engine::Wgmma {
-        let (a2, b2, bytes) = wgmma_smem(f, a, b, m, n, k, used);
+        let (a2, b2, bytes) = wgmma_smem(f, a, b, [m, n, k], used).ok_or_else(|| untaken(f, op))?;
         (Some((a2, b2)), bytes)
     } else {
         (None, used)
@@ -790,6 +790,11 @@ impl Smem {
     }
 }
 
+/// The error for a wgmma product of operand types it does not take.
+fn untaken(f: &FnEmitter, op: OpId) -> CodegenError {
+    f.err(op, "wgmma does not take the operand types of this product")
+}
+
 /// What a descriptor of `layout` holds for K step `ks`: the tile's start
 /// as `row·per_row + fixed` bytes from the operand's base, its leading
 /// and stride byte offsets, and its layout type (bits 62–63: 0 no
@@ -818,12 +823,11 @@ fn descriptor_fields(layout: SmemLayout, ops: &WgmmaOperands, ks: i64) -> (i64, 
 /// staging area ([`core_matrix_copies`]); gives the staging bytes used.
 /// A buffer read in place is visible to wgmma's async proxy already: TMA
 /// writes through it, and the lowering puts `fence_proxy_async` and a
-/// barrier before a product of a buffer threads write.
-#[allow(clippy::too_many_arguments)]
-fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, used: i64) -> (Smem, Smem, i64) {
-    let Some(ops) = wgmma_operands(a.elem, b.elem) else {
-        unreachable!("the wgmma engine is chosen only for operand types it takes")
-    };
+/// barrier before a product of a buffer threads write. `None` when wgmma
+/// does not take the operands' types.
+fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: i64) -> Option<(Smem, Smem, i64)> {
+    use SmemLayout::Swizzled;
+    let ops = wgmma_operands(a.elem, b.elem)?;
     let sp = f.info().shared_ptr();
     let swizzled = |v: &View| v.swizzle.filter(|s| s.span == 128 && v.ptr_ty == sp);
     let a_in_place = swizzled(a)
@@ -832,14 +836,13 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, use
     let b_in_place = swizzled(b)
         .filter(|_| ops.transposes && n % 64 == 0)
         .map(|s| Swizzled { s, k_major: false });
-    use SmemLayout::Swizzled;
     if let (Some(la), Some(lb)) = (a_in_place, b_in_place) {
         let smem = |v: &View, layout| Smem {
             base: v.base.clone(),
             ops: ops.clone(),
             layout,
         };
-        return (smem(a, la), smem(b, lb), used);
+        return Some((smem(a, la), smem(b, lb), used));
     }
     let copy_a = a_in_place.is_none();
     let (a2, b2, bytes) = core_matrix_copies(f, a, b, [m, n, k], [copy_a, b_in_place.is_none()], used);
@@ -849,7 +852,7 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, m: i64, n: i64, k: i64, use
         ops: ops.clone(),
         layout: layout.unwrap_or(SmemLayout::Cores { cores }),
     };
-    (smem(a2, a_in_place), smem(b2, b_in_place), bytes)
+    Some((smem(a2, a_in_place), smem(b2, b_in_place), bytes))
 }
 
 /// Copies `a` (m×k) and `b` (k×n), those `which` says, into wgmma's
