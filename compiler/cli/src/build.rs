@@ -163,9 +163,10 @@ pub fn run(args: BuildArgs) -> ExitCode {
             match tessera_codegen::assemble_ptx(&compiled.asm, target, &work) {
                 Ok(report) => {
                     for kernel in &mut compiled.manifest.kernels {
-                        if let Some((_, regs, spill)) = report.kernels.iter().find(|(n, _, _)| *n == kernel.name) {
-                            kernel.registers = Some(*regs);
-                            kernel.spill_bytes = Some(*spill);
+                        if let Some(k) = report.kernels.iter().find(|k| k.name == kernel.name) {
+                            kernel.registers = Some(k.registers);
+                            kernel.spill_bytes = Some(k.spill_bytes);
+                            kernel.ptxas_notes.clone_from(&k.notes);
                         }
                     }
                     compiled.manifest.ptxas = Some(report.version.clone());

@@ -1721,6 +1721,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             needs_sync: self.needs_sync,
             registers: None,
             spill_bytes: None,
+            ptxas_notes: Vec::new(),
             cost: m
                 .attr(self.func, COST_ATTR)
                 .and_then(KernelCost::from_attr)

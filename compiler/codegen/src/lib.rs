@@ -190,6 +190,10 @@ pub struct KernelInfo {
     pub registers: Option<u32>,
     /// Bytes spilled to local memory, from `ptxas -v` when it ran.
     pub spill_bytes: Option<u32>,
+    /// What `ptxas -v` said it lost speed to in this kernel ("Potential
+    /// Performance Loss" notes, as serialized wgmma pipelines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ptxas_notes: Vec<String>,
     /// FLOPs and bytes per launch, for the profiler.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostInfo>,
@@ -594,8 +598,8 @@ pub fn link_hsaco(object: &[u8], work_dir: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(&out).map_err(|e| e.to_string())
 }
 
-/// Assembles PTX with `ptxas -v` for `arch`; gives the cubin and, per
-/// kernel, (registers, spill bytes).
+/// Assembles PTX with `ptxas -v` for `arch`; gives the cubin and what
+/// ptxas said of each kernel.
 pub fn assemble_ptx(ptx: &[u8], arch: &str, work_dir: &Path) -> Result<PtxasReport, String> {
     let ptxas =
         find_tool(&["ptxas"]).ok_or("`ptxas` was not found on PATH (scripts/setup.sh installs it into .venv)")?;
@@ -635,16 +639,38 @@ pub fn assemble_ptx(ptx: &[u8], arch: &str, work_dir: &Path) -> Result<PtxasRepo
 /// What `ptxas -v` said.
 pub struct PtxasReport {
     pub cubin: Vec<u8>,
-    /// (kernel, registers, spill store bytes)
-    pub kernels: Vec<(String, u32, u32)>,
+    pub kernels: Vec<PtxasKernel>,
     pub version: String,
 }
 
-fn parse_ptxas_log(log: &str) -> Vec<(String, u32, u32)> {
-    let mut out = Vec::new();
+/// What `ptxas -v` said of one kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtxasKernel {
+    pub name: String,
+    pub registers: u32,
+    /// Bytes of spill stores.
+    pub spill_bytes: u32,
+    /// Its "Potential Performance Loss" notes (code and text).
+    pub notes: Vec<String>,
+}
+
+fn parse_ptxas_log(log: &str) -> Vec<PtxasKernel> {
+    let mut out: Vec<PtxasKernel> = Vec::new();
     let mut current: Option<String> = None;
     let mut spill = 0;
+    // Notes name their function, and come before its report.
+    let mut notes: Vec<(String, String)> = Vec::new();
     for line in log.lines() {
+        if let Some(at) = line.find("Potential Performance Loss") {
+            let function = line
+                .rsplit("in the function '")
+                .next()
+                .filter(|_| line.contains("in the function '"));
+            if let Some(name) = function.and_then(|rest| rest.split('\'').next()) {
+                let code = line.find("(C").map_or("", |c| &line[c..at]);
+                notes.push((name.to_string(), format!("{}{}", code, line[at..].trim())));
+            }
+        }
         if let Some(at) = line.find("Compiling entry function '") {
             let rest = &line[at + 26..];
             current = rest.split('\'').next().map(str::to_string);
@@ -659,9 +685,19 @@ fn parse_ptxas_log(log: &str) -> Vec<(String, u32, u32)> {
         }
         if let Some(at) = line.find("Used ") {
             let regs = line[at + 5..].split_whitespace().next().and_then(|n| n.parse().ok());
-            if let (Some(name), Some(regs)) = (current.clone(), regs) {
-                out.push((name, regs, spill));
+            if let (Some(name), Some(registers)) = (current.clone(), regs) {
+                out.push(PtxasKernel {
+                    name,
+                    registers,
+                    spill_bytes: spill,
+                    notes: Vec::new(),
+                });
             }
+        }
+    }
+    for (name, note) in notes {
+        if let Some(kernel) = out.iter_mut().find(|k| k.name == name) {
+            kernel.notes.push(note);
         }
     }
     out
@@ -718,5 +754,38 @@ impl CpuModule {
     /// `extern "C" fn(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx)`.
     pub fn entry(&self, name: &str) -> Result<usize, CodegenError> {
         self.jit.lookup(name).map_err(CodegenError::plain)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptxas_reports_are_read_per_kernel_with_their_performance_notes() {
+        // As ptxas 12.9 writes it: a note names its function and comes
+        // before that function's report.
+        let log = "ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'mm_k0'
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'mm_k0' for 'sm_90a'
+ptxas info    : Function properties for mm_k0
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 154 registers, used 1 barriers
+ptxas info    : Compiling entry function 'other' for 'sm_90a'
+    8 bytes stack frame, 24 bytes spill stores, 24 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers
+";
+        let kernels = parse_ptxas_log(log);
+        assert_eq!(kernels.len(), 2);
+        assert_eq!(
+            (kernels[0].name.as_str(), kernels[0].registers, kernels[0].spill_bytes),
+            ("mm_k0", 154, 0)
+        );
+        assert_eq!(
+            kernels[0].notes,
+            ["(C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on compiler-inserted WG.DP in divergent path in the function 'mm_k0'"]
+        );
+        assert_eq!((kernels[1].registers, kernels[1].spill_bytes), (255, 24));
+        assert!(kernels[1].notes.is_empty());
     }
 }

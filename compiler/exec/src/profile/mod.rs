@@ -231,6 +231,7 @@ mod tests {
             needs_sync: false,
             registers: None,
             spill_bytes: None,
+            ptxas_notes: vec![],
             cost,
         }
     }
