@@ -158,7 +158,15 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
                 Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
                 Frag::Wgmma { .. } => {
                     let (a, b, _) = wgmma_smem(f, &a, &b, [m, n, k], used).ok_or_else(|| untaken(f, op))?;
-                    wgmma_in_registers(f, frag, &a, &b, &ds, k);
+                    // A group left running must not read a copy the next
+                    // product overwrites, nor write registers something
+                    // copies before the next product.
+                    let running = !a.copied() && !b.copied() && cs.array == ds.array;
+                    let pending = match f.m().attr(op, "pending").and_then(Attr::as_int) {
+                        Some(p) if running => p,
+                        _ => 0,
+                    };
+                    wgmma_in_registers(f, frag, &a, &b, &ds, k, pending);
                 }
             }
         }
@@ -306,8 +314,9 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
 /// `d += a · b` with `wgmma.mma_async`, `d` in its fragments, `a` and `b`
 /// in shared memory as [`Smem`] describes: warpgroup `g` runs one
 /// instruction per K step and 64-row block it owns, on the `N/2` slots of
-/// that block, all in one `asm` statement ([`wgmma_group`]).
-fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slots, k: i64) {
+/// that block, all in one `asm` statement ([`wgmma_group`]) that returns
+/// with at most `pending` groups running.
+fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slots, k: i64, pending: i64) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
@@ -331,7 +340,7 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slo
             steps.push((p as usize, da, db.clone()));
         }
     }
-    let acc = wgmma_group(f, n, ops, b.mn_major(), &acc, &steps);
+    let acc = wgmma_group(f, n, ops, b.mn_major(), pending, &acc, &steps);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
@@ -378,8 +387,11 @@ fn wgmma_operands(a: ScalarType, b: ScalarType) -> Option<WgmmaOperands> {
 /// K-major, B K-major or, with `b_mn_major`, N-major) adding `A·B`
 /// (shared-memory descriptors `da`, `db`)
 /// into block `p`'s `n/2` accumulators of `acc`, then
-/// `wgmma.commit_group` and `wgmma.wait_group 0`; gives the accumulators
-/// after. Being one statement, with the accumulators as tied in/out
+/// `wgmma.commit_group` and `wgmma.wait_group pending`; gives the
+/// accumulators after (with `pending` 1 they are the operands of a group
+/// still running, which only the next product or an
+/// `nvptx.wgmma_wait` may touch; ptxas checks that nothing else does and
+/// reports it, C7510 and kin, when it must serialize). Being one statement, with the accumulators as tied in/out
 /// operands, nothing else can touch them while the products run (the
 /// role of CUTLASS's `warpgroup_fence_operand`), and LLVM sees one call
 /// with one aggregate result instead of one per instruction.
@@ -388,6 +400,7 @@ fn wgmma_group(
     n: i64,
     ops: &WgmmaOperands,
     b_mn_major: bool,
+    pending: i64,
     acc: &[String],
     steps: &[(usize, String, String)],
 ) -> Vec<String> {
@@ -420,7 +433,7 @@ fn wgmma_group(
             outs.join(", ")
         );
     }
-    asm += "wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned 0; }";
+    asm += &format!("wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned {pending}; }}");
     let mut constraints: Vec<String> = (0..total).map(|_| "=f".to_string()).collect();
     constraints.extend((0..total).map(|j| j.to_string()));
     constraints.extend(descriptors.iter().map(|_| "l".to_string()));
@@ -774,6 +787,12 @@ enum SmemLayout {
 }
 
 impl Smem {
+    /// Whether it is a copy in the staging area (which the next product
+    /// overwrites).
+    fn copied(&self) -> bool {
+        matches!(self.layout, SmemLayout::Cores { .. })
+    }
+
     fn mn_major(&self) -> bool {
         matches!(self.layout, SmemLayout::Swizzled { k_major: false, .. })
     }
@@ -1038,7 +1057,7 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &Smem, b: &Smem, p: &str, r0: &str, rows: i
             .iter()
             .map(|cell| f.val(format!("load float, ptr {cell}")))
             .collect();
-        let out = wgmma_group(f, n, ops, b.mn_major(), &vals, &steps);
+        let out = wgmma_group(f, n, ops, b.mn_major(), 0, &vals, &steps);
         for (cell, v) in accs.iter().zip(&out) {
             f.line(format!("store float {v}, ptr {cell}"));
         }

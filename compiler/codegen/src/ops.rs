@@ -117,6 +117,13 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             f.line("call void asm sideeffect \"fence.proxy.async.shared::cta;\", \"~{memory}\"()");
             Ok(())
         }
+        "nvptx.wgmma_wait" => {
+            let pending = attr_int(f, op, "pending").unwrap_or(0);
+            f.line(format!(
+                "call void asm sideeffect \"wgmma.wait_group.sync.aligned {pending};\", \"~{{memory}}\"()"
+            ));
+            Ok(())
+        }
         "nvptx.setmaxnreg" => {
             let regs = attr_int(f, op, "regs").unwrap_or(232);
             let verb = if regs >= 128 { "inc" } else { "dec" };

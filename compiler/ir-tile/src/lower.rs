@@ -147,6 +147,9 @@ struct Lowering {
     tma_dsts: HashSet<OpId>,
     /// Shared buffers written through the generic proxy.
     generic_written: HashSet<ValueId>,
+    /// The products of pipelines that keep one `wgmma` group in flight
+    /// across iterations (`lower/ring.rs`): their `wgmma` gets `pending = 1`.
+    lagged: HashSet<OpId>,
     rename: HashMap<ValueId, ValueId>,
     /// Shared bytes the kernel may still allocate (its budget, the target's
     /// limit), for the buffers the lowering adds.
@@ -170,6 +173,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         tma_copies: HashSet::new(),
         tma_dsts: HashSet::new(),
         generic_written: HashSet::new(),
+        lagged: HashSet::new(),
         rename: HashMap::new(),
         shared_left: {
             let limit = m
@@ -515,6 +519,7 @@ impl Lowering {
             "mma" => Some(Lowering::mma(
                 self,
                 &mut b,
+                self.lagged.contains(&op),
                 &operands,
                 &data.attrs,
                 result_ty.clone().expect("mma has a result"),
@@ -701,6 +706,7 @@ impl Lowering {
     fn mma(
         &mut self,
         b: &mut Builder,
+        lagged: bool,
         operands: &[ValueId],
         attrs: &std::collections::BTreeMap<String, Attr>,
         result: Type,
@@ -768,12 +774,12 @@ impl Lowering {
                             b.op("nvptx.fence_proxy_async").build();
                             b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
                         }
-                        return b
-                            .op("nvptx.wgmma")
-                            .operands(&[a, bv, acc])
-                            .attr("instr", Attr::ints([64, n, k_step]))
-                            .result(result)
-                            .build_value();
+                        let mut w = b.op("nvptx.wgmma").operands(&[a, bv, acc]);
+                        w = w.attr("instr", Attr::ints([64, n, k_step]));
+                        if lagged {
+                            w = w.attr("pending", Attr::Int(1));
+                        }
+                        return w.result(result).build_value();
                     }
                 }
                 let instr = match elem {

@@ -34,6 +34,7 @@ pub const SREGS: &[&str] = &[
 /// The ops only sm_90a has.
 pub const SM90A_ONLY: &[&str] = &[
     "nvptx.wgmma",
+    "nvptx.wgmma_wait",
     "nvptx.tma_load",
     "nvptx.mbarrier_init",
     "nvptx.mbarrier_slot",
@@ -144,10 +145,19 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "nvptx.wgmma",
-        doc: "`wgmma.mma_async` of shape `instr = [64, N, K]` per warpgroup, B (and A unless in registers) in shared memory (sm_90a)",
+        doc: "`wgmma.mma_async` of shape `instr = [64, N, K]` per warpgroup, B (and A unless in registers) in shared memory; it returns with at most `pending` (default 0) of its warpgroup's wgmma groups still running, its own among them (sm_90a)",
         operands: Arity::Exact(3),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("instr", AttrKind::Array)],
+        attrs: &[
+            AttrDef::required("instr", AttrKind::Array),
+            AttrDef::optional("pending", AttrKind::Int),
+        ],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
+        name: "nvptx.wgmma_wait",
+        doc: "`wgmma.wait_group pending`: waits until at most `pending` of the warpgroup's wgmma groups are still running (sm_90a)",
+        attrs: &[AttrDef::required("pending", AttrKind::Int)],
         ..OpDef::DEFAULT
     },
     OpDef {
@@ -282,7 +292,11 @@ fn verify(c: &mut Check, name: &str, target: Option<Target>) {
         "nvptx.mma_fma" => {
             check::matrix_product(c);
         }
-        "nvptx.wgmma" => wgmma(c),
+        "nvptx.wgmma" => {
+            c.int_in("pending", &[0, 1]);
+            wgmma(c);
+        }
+        "nvptx.wgmma_wait" => c.int_in("pending", &[0, 1, 2, 3, 4, 5, 6, 7]),
         "nvptx.tma_load" => tma_load(c),
         "nvptx.mbarrier_init" => {
             c.int_at_least("count", 1);

@@ -109,6 +109,17 @@ impl Lowering {
             ),
             _ => None,
         };
+        // With three stages or more, a use that only accumulates a product
+        // into a local may leave its wgmma group in flight until the next
+        // use has issued its own: it hands its slot back one iteration
+        // late, and the fills run one iteration less ahead.
+        let lagged = handshake
+            .filter(|_| s >= 3)
+            .and_then(|_| accumulating_product(&at_entry, at_entry.region_block(at_entry.regions(op)[1])));
+        let lag = i64::from(lagged.is_some());
+        if let Some(product) = lagged {
+            self.lagged.insert(product);
+        }
         // Only mbarrier phases need to know the earlier runs.
         let earlier = (nested && rings.iter().any(Option::is_some)).then(|| {
             let slot = at_entry
@@ -137,9 +148,26 @@ impl Lowering {
         let (use_k, use_slot) = region_args(&b, op, 1);
         let use_block = b.region_block(b.regions(op)[1]);
         let uses = b.block_ops(use_block).to_vec();
-        let ahead = konst(&mut b, Attr::Int(s - 1), Type::INDEX);
+        let ahead = konst(&mut b, Attr::Int(s - 1 - lag), Type::INDEX);
         let lead = binary(&mut b, "mul", ahead, step);
-        let start = binary(&mut b, "sub", lb, lead);
+        let start = if handshake.is_some() {
+            // The prologue, a loop of its own: the fills of the first S - 1
+            // iterations, so that the main loop's use is unconditional.
+            let end = binary(&mut b, "add", lb, lead);
+            let region = b.new_region(&[Type::INDEX]);
+            let body = b.region_block(region);
+            let k = b.block_args(body)[0];
+            b.op("tile.for").operands(&[lb, end, step]).region(region).build();
+            let mut p = Builder::at_end(&mut b, body);
+            let from_lb = binary(&mut p, "sub", k, lb);
+            let t = binary(&mut p, "floordiv", from_lb, step);
+            let g = binary(&mut p, "add", g0, t);
+            self.guarded_fill(&mut p, &ctx, k, ub, g)?;
+            p.op("tile.yield").build();
+            lb
+        } else {
+            binary(&mut b, "sub", lb, lead)
+        };
         let region = b.new_region(&[Type::INDEX]);
         let body = b.region_block(region);
         let k = b.block_args(body)[0];
@@ -155,6 +183,12 @@ impl Lowering {
             self.wait_slot(&mut l, &ctx, slot, g, 1);
             self.barrier(&mut l);
             body
+        } else if handshake.is_some() {
+            self.wait_slot(&mut l, &ctx, slot, g, s);
+            let next_k = binary(&mut l, "add", k, lead);
+            let next_g = binary(&mut l, "add", g, ahead);
+            self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
+            body
         } else {
             // The first S - 1 iterations (k below lb) only fill.
             let using = cmp(&mut l, "ge", k, lb);
@@ -162,9 +196,7 @@ impl Lowering {
             {
                 let mut w = Builder::at_end(&mut l, wait);
                 self.wait_slot(&mut w, &ctx, slot, g, s);
-                if handshake.is_none() {
-                    self.barrier(&mut w);
-                }
+                self.barrier(&mut w);
                 w.op("tile.yield").build();
             }
             let next_k = binary(&mut l, "add", k, lead);
@@ -184,16 +216,32 @@ impl Lowering {
             self.barrier(&mut e);
         }
         if let Some(empty) = handshake {
-            // This thread is done with the slot.
             let mut e = Builder::before(&mut l, end);
-            let mbar = ring_slot(&mut e, empty, slot);
-            e.op("nvptx.mbarrier_arrive").operand(mbar).build();
+            if lag == 0 {
+                // This thread is done with the slot.
+                let mbar = ring_slot(&mut e, empty, slot);
+                e.op("nvptx.mbarrier_arrive").operand(mbar).build();
+            } else {
+                // The wgmma has waited for all but its own group: the
+                // previous iteration's slot is free.
+                let first = cmp(&mut e, "eq", k, lb);
+                let later = if_else(&mut e, first);
+                let mut p = Builder::at_end(&mut e, later);
+                let s_v = ctx.stages;
+                let last = binary(&mut p, "add", g, s_v);
+                let one = konst(&mut p, Attr::Int(1), Type::INDEX);
+                let last = binary(&mut p, "sub", last, one);
+                let last = binary(&mut p, "rem", last, s_v);
+                let mbar = ring_slot(&mut p, empty, last);
+                p.op("nvptx.mbarrier_arrive").operand(mbar).build();
+                p.op("tile.yield").build();
+            }
         }
         drop(l);
         b.replace_all_uses(use_k, k);
         b.replace_all_uses(use_slot, slot);
 
-        if let Some(local) = earlier {
+        if earlier.is_some() || lag > 0 {
             let span = binary(&mut b, "sub", ub, lb);
             let zero = konst(&mut b, Attr::Int(0), Type::INDEX);
             let span = binary(&mut b, "max", span, zero);
@@ -202,7 +250,21 @@ impl Lowering {
             let span = binary(&mut b, "add", span, round);
             let trips = binary(&mut b, "floordiv", span, step);
             let total = binary(&mut b, "add", g0, trips);
-            b.op("tile.store").operands(&[total, local]).build();
+            if let (Some(empty), true) = (handshake, lag > 0) {
+                // The last group completes, and its slot is handed back.
+                b.op("nvptx.wgmma_wait").attr("pending", Attr::Int(0)).build();
+                let ran = cmp(&mut b, "gt", trips, zero);
+                let then = if_then(&mut b, ran);
+                let mut t = Builder::at_end(&mut b, then);
+                let last = binary(&mut t, "sub", total, one);
+                let last = binary(&mut t, "rem", last, s_v);
+                let mbar = ring_slot(&mut t, empty, last);
+                t.op("nvptx.mbarrier_arrive").operand(mbar).build();
+                t.op("tile.yield").build();
+            }
+            if let Some(local) = earlier {
+                b.op("tile.store").operands(&[total, local]).build();
+            }
         }
         self.barrier(&mut b);
         m.erase_op(op);
@@ -331,6 +393,45 @@ fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
     b.op("tile.if").operand(cond).region(then).region(other).build();
     Builder::at_end(b, other_block).op("tile.yield").build();
     then_block
+}
+
+/// A `tile.if` on `cond` whose then block is empty; returns its else
+/// block, for the caller to fill and end with `tile.yield`.
+fn if_else(b: &mut Builder, cond: ValueId) -> BlockId {
+    let then = b.new_region(&[]);
+    let other = b.new_region(&[]);
+    let (then_block, other_block) = (b.region_block(then), b.region_block(other));
+    b.op("tile.if").operand(cond).region(then).region(other).build();
+    Builder::at_end(b, then_block).op("tile.yield").build();
+    other_block
+}
+
+/// The one `tile.mma` of the use block `use_block`, when all the use does
+/// with it is accumulate into a local: its accumulator a `tile.load_tile`
+/// of a `tile.local`, its result used only by a `tile.store_tile` back
+/// into that local. Nothing then reads the product until the next
+/// iteration's product, which takes it in the same registers.
+fn accumulating_product(m: &Module, use_block: BlockId) -> Option<OpId> {
+    let products: Vec<OpId> = m
+        .block_ops(use_block)
+        .iter()
+        .copied()
+        .filter(|&o| m.op(o).name == "tile.mma")
+        .collect();
+    let &[product] = products.as_slice() else {
+        return None;
+    };
+    let acc = *m.operands(product).get(2)?;
+    let load = m.defining_op(acc).filter(|&d| m.op(d).name == "tile.load_tile")?;
+    let local = *m.operands(load).first()?;
+    m.defining_op(local).filter(|&d| m.op(d).name == "tile.local")?;
+    let result = *m.results(product).first()?;
+    let users = m.users(result);
+    let stored_back = users.len() == 1 && {
+        let (user, index) = users[0];
+        m.op(user).name == "tile.store_tile" && index == 0 && m.operands(user).get(1) == Some(&local)
+    };
+    stored_back.then_some(product)
 }
 
 /// The mbarrier of `slot` in the mbarrier ring `ring`.
