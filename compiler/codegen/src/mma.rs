@@ -887,8 +887,10 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: 
 /// A thread moves one core-matrix row at a time: the `e` elements of row
 /// `r` at K `e·j…e·j+e-1`, one 16-byte store. It reads them with one
 /// 16-byte load where they are adjacent in the source ([`rows_of_lines`]:
-/// A's rows), else one element at a time (B, whose K runs down its
-/// columns, but for 16-bit elements, which `ldmatrix.trans` transposes).
+/// A's rows), else one element at a time. B, whose K runs down its
+/// columns, is transposed in blocks instead: 16-bit elements with
+/// `ldmatrix.trans` ([`transpose_into_cores`]), 8-bit ones as 4-byte words
+/// gathered by byte shuffles ([`transpose_bytes_into_cores`]).
 fn core_matrix_copies(
     f: &mut FnEmitter,
     a: &View,
@@ -914,6 +916,10 @@ fn core_matrix_copies(
     for (src, off, rows, transposed) in copies.into_iter().zip(which).filter(|(_, w)| *w).map(|(c, _)| c) {
         if transposed && eb == 2 && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
             transpose_into_cores(f, src, &base, off, rows, k);
+            continue;
+        }
+        if transposed && eb == 1 && k % 16 == 0 && rows % 4 == 0 && rows_of_words(f, src) {
+            transpose_bytes_into_cores(f, src, &base, off, rows, k);
             continue;
         }
         let whole = !transposed && rows_of_lines(src);
@@ -1017,6 +1023,88 @@ fn transpose_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, row
             "call void asm sideeffect \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r,~{{memory}}\"(i32 {to}, i32 {}, i32 {}, i32 {}, i32 {})",
             regs[0], regs[1], regs[2], regs[3]
         ));
+    });
+}
+
+/// Whether the rows of the 8-bit shared view `v` are whole 4-byte words
+/// (4 adjacent elements from a column that is a multiple of 4 are one
+/// aligned word; a swizzle moves whole 16-byte units).
+fn rows_of_words(f: &FnEmitter, v: &View) -> bool {
+    v.ptr_ty == f.info().shared_ptr()
+        && v.elem.bits() == 8
+        && matches!(v.dims.last(), Some(Ext::Const(cols)) if (cols + v.pad) % 4 == 0)
+}
+
+/// The shuffle that puts word `r` (the first 4 bytes of the second
+/// operand) at bytes `4r…4r+3` of a 64-byte block, keeping the rest of the
+/// block (the first operand).
+fn word_into_block(r: i64) -> Vec<i64> {
+    (0..64).map(|i| if i / 4 == r { 64 + i % 4 } else { i }).collect()
+}
+
+/// Which byte of the 16 words of a 16×4 block (word `r` = the 4 bytes of
+/// row `r`) is byte `i` of column `j` transposed: `4i + j`. Column `j` of
+/// the block is then one 16-byte core-matrix row, K running along it.
+fn column_of_words(j: i64) -> Vec<i64> {
+    (0..16).map(|i| 4 * i + j).collect()
+}
+
+/// The (k×rows) 8-bit shared view `src`, transposed into the (rows×k)
+/// K-major core-matrix layout at byte `off` of `base`, a 16×4 block at a
+/// time: a thread loads the block's 16 rows as 4-byte words (K `16c…16c+15`
+/// at columns `4q…4q+3`), and each of its 4 columns, gathered with one
+/// byte shuffle ([`column_of_words`]), is row `n % 8` of core matrix
+/// `(n / 8, c)`, one 16-byte store.
+fn transpose_bytes_into_cores(f: &mut FnEmitter, src: &View, base: &str, off: i64, rows: i64, k: i64) {
+    let sp = f.info().shared_ptr();
+    let cores = k / 16;
+    let quads = rows / 4;
+    let tid = f.tid.clone();
+    let threads = f.threads;
+    f.spread(cores * quads, threads, &tid, false, |f, b| {
+        // b = c·quads + q: K block c, columns 4q…4q+3.
+        let c = f.val(format!("udiv i64 {b}, {quads}"));
+        let q = f.val(format!("urem i64 {b}, {quads}"));
+        let n0 = f.val(format!("mul i64 {q}, 4"));
+        let k0 = f.val(format!("mul i64 {c}, 16"));
+        let mut block = "poison".to_string();
+        for r in 0..16 {
+            let kk = f.val(format!("add i64 {k0}, {r}"));
+            let at = src.at(f, &kk, &n0);
+            let word = f.val(format!("load <4 x i8>, {sp} {at}, align 4"));
+            let wide = f.val(format!(
+                "shufflevector <4 x i8> {word}, <4 x i8> poison, <64 x i32> <{}>",
+                (0..64)
+                    .map(|i| if i < 4 {
+                        format!("i32 {i}")
+                    } else {
+                        "i32 poison".to_string()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            block = if r == 0 {
+                wide
+            } else {
+                let mask: Vec<String> = word_into_block(r).iter().map(|i| format!("i32 {i}")).collect();
+                f.val(format!(
+                    "shufflevector <64 x i8> {block}, <64 x i8> {wide}, <64 x i32> <{}>",
+                    mask.join(", ")
+                ))
+            };
+        }
+        for j in 0..4 {
+            let mask: Vec<String> = column_of_words(j).iter().map(|i| format!("i32 {i}")).collect();
+            let column = f.val(format!(
+                "shufflevector <64 x i8> {block}, <64 x i8> poison, <16 x i32> <{}>",
+                mask.join(", ")
+            ));
+            let n = f.val(format!("add i64 {n0}, {j}"));
+            let ci = f.val(format!("udiv i64 {n}, 8"));
+            let ri = f.val(format!("urem i64 {n}, 8"));
+            let to = core_row(f, base, off, cores, [&ci, &c, &ri]);
+            f.line(format!("store <16 x i8> {column}, {sp} {to}, align 16"));
+        }
     });
 }
 
@@ -1252,6 +1340,41 @@ mod tests {
             // B is k×n: element (n, k) of the instruction tile is row k,
             // column n of the buffer.
             check(layout, ScalarType::BF16, n, k, false, |nn, kk| s.offset(kk, nn * 2));
+        }
+    }
+
+    /// LLVM's `shufflevector`: index `i` below the first operand's length
+    /// picks from it, else from the second.
+    fn shuffle(a: &[u8], b: &[u8], mask: &[i64]) -> Vec<u8> {
+        mask.iter()
+            .map(|&i| {
+                let i = i as usize;
+                if i < a.len() {
+                    a[i]
+                } else {
+                    b[i - a.len()]
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_16x4_byte_block_is_gathered_into_its_columns() {
+        // Element (r, c) of the block is the byte 16·c + r, so every byte
+        // says where it came from.
+        let word = |r: usize| -> Vec<u8> { (0..4).map(|c| (16 * c + r) as u8).collect() };
+        let mut padded = word(0);
+        padded.resize(64, 0xff);
+        let mut block = padded;
+        for r in 1..16 {
+            let mut wide = word(r);
+            wide.resize(64, 0xff);
+            block = shuffle(&block, &wide, &word_into_block(r as i64));
+        }
+        for j in 0..4 {
+            let column = shuffle(&block, &[], &column_of_words(j));
+            let want: Vec<u8> = (0..16).map(|i| (16 * j + i) as u8).collect();
+            assert_eq!(column, want, "column {j}");
         }
     }
 
