@@ -95,7 +95,7 @@ impl Lowering {
             })
             .collect();
         // A pipeline whose copies are all TMA loads hands slots back through
-        // a second ring: every thread arrives on `empty[slot]` when its use
+        // a ring of its own: every thread arrives on `empty[slot]` when its use
         // is done, and the thread that issues the TMA loads waits for that
         // before refilling the slot, so the loop needs no block barrier.
         let handshake = match self.threads {
@@ -151,31 +151,19 @@ impl Lowering {
         let ahead = konst(&mut b, Attr::Int(s - 1 - lag), Type::INDEX);
         let lead = binary(&mut b, "mul", ahead, step);
         let start = if handshake.is_some() {
-            // The prologue, a loop of its own: the fills of the first S - 1
-            // iterations, so that the main loop's use is unconditional.
+            // The prologue, a loop of its own: the fills that run ahead of
+            // the first use, so that the main loop's use is unconditional.
             let end = binary(&mut b, "add", lb, lead);
-            let region = b.new_region(&[Type::INDEX]);
-            let body = b.region_block(region);
-            let k = b.block_args(body)[0];
-            b.op("tile.for").operands(&[lb, end, step]).region(region).build();
+            let (body, k, g) = steps(&mut b, [lb, end, step], lb, g0);
             let mut p = Builder::at_end(&mut b, body);
-            let from_lb = binary(&mut p, "sub", k, lb);
-            let t = binary(&mut p, "floordiv", from_lb, step);
-            let g = binary(&mut p, "add", g0, t);
             self.guarded_fill(&mut p, &ctx, k, ub, g)?;
             p.op("tile.yield").build();
             lb
         } else {
             binary(&mut b, "sub", lb, lead)
         };
-        let region = b.new_region(&[Type::INDEX]);
-        let body = b.region_block(region);
-        let k = b.block_args(body)[0];
-        b.op("tile.for").operands(&[start, ub, step]).region(region).build();
+        let (body, k, g) = steps(&mut b, [start, ub, step], lb, g0);
         let mut l = Builder::at_end(&mut b, body);
-        let from_lb = binary(&mut l, "sub", k, lb);
-        let t = binary(&mut l, "floordiv", from_lb, step);
-        let g = binary(&mut l, "add", g0, t);
         let slot = binary(&mut l, "rem", g, s_v);
         let use_into = if s == 1 {
             self.fill(&mut l, &ctx, k, slot)?;
@@ -224,8 +212,8 @@ impl Lowering {
             } else {
                 // The wgmma has waited for all but its own group: the
                 // previous iteration's slot is free.
-                let first = cmp(&mut e, "eq", k, lb);
-                let later = if_else(&mut e, first);
+                let after_first = cmp(&mut e, "gt", k, lb);
+                let later = if_then(&mut e, after_first);
                 let mut p = Builder::at_end(&mut e, later);
                 let s_v = ctx.stages;
                 let last = binary(&mut p, "add", g, s_v);
@@ -395,15 +383,18 @@ fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
     then_block
 }
 
-/// A `tile.if` on `cond` whose then block is empty; returns its else
-/// block, for the caller to fill and end with `tile.yield`.
-fn if_else(b: &mut Builder, cond: ValueId) -> BlockId {
-    let then = b.new_region(&[]);
-    let other = b.new_region(&[]);
-    let (then_block, other_block) = (b.region_block(then), b.region_block(other));
-    b.op("tile.if").operand(cond).region(then).region(other).build();
-    Builder::at_end(b, then_block).op("tile.yield").build();
-    other_block
+/// A `tile.for` over `[from, to, step]`; gives its body, its `k` and the
+/// step's `g = g0 + (k - lb) / step`, computed at the body's start.
+fn steps(b: &mut Builder, [from, to, step]: [ValueId; 3], lb: ValueId, g0: ValueId) -> (BlockId, ValueId, ValueId) {
+    let region = b.new_region(&[Type::INDEX]);
+    let body = b.region_block(region);
+    let k = b.block_args(body)[0];
+    b.op("tile.for").operands(&[from, to, step]).region(region).build();
+    let mut l = Builder::at_end(b, body);
+    let from_lb = binary(&mut l, "sub", k, lb);
+    let t = binary(&mut l, "floordiv", from_lb, step);
+    let g = binary(&mut l, "add", g0, t);
+    (body, k, g)
 }
 
 /// The one `tile.mma` of the use block `use_block`, when all the use does
