@@ -298,7 +298,9 @@ pub(crate) fn alloc_shared(c: &mut Check) {
         if let (true, Attr::Int(span), Some(dims), Some(elem)) = (good, swizzle, ty.dims(), ty.elem()) {
             swizzled_shape(c, *span, dims, elem);
         }
-        if c.int("bank_pad").is_some_and(|p| p > 0) {
+        // A named pattern is not applied, so padding may go with it (seed
+        // 000's `{ swizzle = "xor", bank_pad = 1 }`).
+        if matches!(swizzle, Attr::Int(_)) && c.int("bank_pad").is_some_and(|p| p > 0) {
             c.fail(format!("`{}` is swizzled or padded by `bank_pad`, not both", c.name));
         }
         if let Some(typed) = layout.get("swizzle") {
