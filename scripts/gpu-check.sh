@@ -3,13 +3,15 @@
 # has no Rust toolchain:
 #
 #   scripts/gpu-check.sh pack   here: builds the release `tessera` and the
-#                               test binaries that check every example
-#                               against its float64 reference and the
-#                               @deterministic bits, and packs them with
-#                               the shared libraries they load (LLVM's
-#                               among them) and this machine's glibc into
-#                               target/gpu-check/bin.tar.xz (about 47 MB,
-#                               under the 64 MiB the device tool carries)
+#                               `device` test binary (compiler/exec/tests/
+#                               device: every example against its float64
+#                               reference, the @deterministic bits, the fp8
+#                               conversions), and packs them with the
+#                               shared libraries they load and this
+#                               machine's glibc into
+#                               target/gpu-check/bin.tar.xz (about 34 MB:
+#                               each binary links LLVM statically, and the
+#                               device tool carries 64 MiB with the tree)
 #   scripts/gpu-check.sh run    there, from the repository root with
 #                               target/gpu-check carried: unpacks them and
 #                               runs, on the GPU,
@@ -30,7 +32,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 work=target/gpu-check
-tests=(examples determinism minifloat)
+tests=(device)
 
 pack() {
     set -e
@@ -39,6 +41,8 @@ pack() {
     local listing binaries=()
     listing=$(cargo test --locked --release -p tessera-exec --no-run --message-format=json \
         $(printf -- '--test %s ' "${tests[@]}"))
+    # A run that stopped half-way leaves bin/ behind: start afresh.
+    rm -rf "$work/bin"
     mkdir -p "$work/bin"
     cp target/release/tessera "$work/bin/tessera"
     for t in "${tests[@]}"; do
@@ -130,13 +134,13 @@ run() {
     export TESSERA_REPO=$root TESSERA_TEST_DEVICE=cuda PATH=$PATH:/usr/local/cuda/bin
     check "nvidia-smi" nvidia-smi
     for memory in device managed pinned; do
-        check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${runner[@]}" "$bin/examples" --test-threads=1
+        check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${runner[@]}" "$bin/device" examples:: --test-threads=1
     done
-    check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/determinism"
-    check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/minifloat"
+    check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/device" determinism::
+    check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/device" minifloat::
     for tool in memcheck racecheck synccheck initcheck; do
         check "examples under compute-sanitizer $tool" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/examples" --test-threads=1
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" examples:: --test-threads=1
     done
     check "tessera test stdlib examples" "${runner[@]}" "$bin/tessera" test stdlib examples --device cuda
     for tool in memcheck racecheck; do

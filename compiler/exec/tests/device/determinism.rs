@@ -7,7 +7,7 @@
 
 // Each test binary uses part of the shared module.
 #[allow(dead_code)]
-mod common;
+use crate::common;
 
 use tessera_runtime::cpu::{CpuDevice, LaunchConfig};
 use tessera_runtime::host::{TensorValue, Value};

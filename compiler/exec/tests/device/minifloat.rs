@@ -9,7 +9,7 @@
 
 // Each test binary uses part of the shared module.
 #[allow(dead_code)]
-mod common;
+use crate::common;
 
 use tessera_base::minifloat::{Format, E4M3, E5M2};
 use tessera_runtime::cpu::LaunchConfig;

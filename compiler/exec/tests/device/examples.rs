@@ -9,7 +9,7 @@
 
 // Each test binary uses part of the shared module.
 #[allow(dead_code)]
-mod common;
+use crate::common;
 
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
