@@ -39,7 +39,7 @@ impl Swizzle {
         let [.., Ext::Const(rows), Ext::Const(cols)] = dims else {
             return Err("a swizzled buffer has at least two dims, of constant sizes".into());
         };
-        if rows % 8 != 0 || cols * elem_bytes % span != 0 {
+        if !tessera_ir_tile::swizzle_fits(span, *rows, cols * elem_bytes * 8) {
             return Err(format!(
                 "a {span}-byte swizzle needs rows in multiples of 8 and rows of whole {span}-byte units; \
                  the buffer is {rows}×{cols} of {elem_bytes}-byte elements"

@@ -257,7 +257,7 @@ pub(crate) fn view(c: &mut Check) {
 fn swizzled_shape(c: &mut Check, span: i64, dims: &[tessera_ir::Dim], elem: ScalarType) {
     let fits = match dims {
         [.., rows, cols] => match (rows.as_const(), cols.as_const()) {
-            (Some(rows), Some(cols)) => rows % 8 == 0 && (cols * i64::from(elem.bits())) % (8 * span) == 0,
+            (Some(rows), Some(cols)) => shape::swizzle_fits(span, rows, cols * i64::from(elem.bits())),
             _ => false,
         },
         _ => false,

@@ -35,6 +35,13 @@ pub fn swizzle_of(ty: &Type, alloc: Option<(&Module, OpId)>) -> Option<i64> {
     alloc.and_then(|(m, op)| m.attr(op, "swizzle")).and_then(Attr::as_int)
 }
 
+/// Whether a `span`-byte swizzle fits a buffer whose last two dims are
+/// `rows` rows of `row_bits` bits: rows in multiples of 8 (the pattern
+/// repeats every 8 lines) and each row whole `span`-byte units.
+pub fn swizzle_fits(span: i64, rows: i64, row_bits: i64) -> bool {
+    span > 0 && rows % 8 == 0 && row_bits % (8 * span) == 0
+}
+
 /// The constant value of every dim of a shaped type, or the first dim that
 /// is not a constant.
 pub fn const_dims(dims: &[Dim]) -> Result<Vec<u64>, &Dim> {
