@@ -20,9 +20,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
                     shared_addr(f, &slot)
                 })
                 .collect();
-            let tid = f.tid.clone();
-            let first = f.val(format!("icmp eq i64 {tid}, 0"));
-            f.when(&first, |f| {
+            on_thread_zero(f, |f| {
                 for addr in &addrs {
                     f.line(format!(
                         "call void asm sideeffect \"mbarrier.init.shared::cta.b64 [$0], {count};\", \"r,~{{memory}}\"(i32 {addr})"
@@ -44,9 +42,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
             let bar = mbarrier(f, op, 0)?;
             let bytes = f.m().attr(op, "bytes").and_then(Attr::as_int).unwrap_or(0);
             let addr = shared_addr(f, &bar);
-            let tid = f.tid.clone();
-            let first = f.val(format!("icmp eq i64 {tid}, 0"));
-            f.when(&first, |f| {
+            on_thread_zero(f, |f| {
                 f.line(format!(
                     "call void asm sideeffect \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], {bytes};\", \"r,~{{memory}}\"(i32 {addr})"
                 ));
@@ -72,9 +68,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
                 ));
             };
             if f.m().attr(op, "elected") == Some(&Attr::Bool(true)) {
-                let tid = f.tid.clone();
-                let first = f.val(format!("icmp eq i64 {tid}, 0"));
-                f.when(&first, wait);
+                on_thread_zero(f, wait);
             } else {
                 wait(f);
             }
@@ -136,9 +130,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
                     (shared_addr(f, &at), c)
                 })
                 .collect();
-            let tid = f.tid.clone();
-            let first = f.val(format!("icmp eq i64 {tid}, 0"));
-            f.when(&first, |f| {
+            on_thread_zero(f, |f| {
                 for (dst_addr, col) in &boxes {
                     f.line(format!(
                         "call void asm sideeffect \"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{$2, $3}}], [$4];\", \"r,l,r,r,r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, i32 {col}, i32 {row}, i32 {bar_addr})"
@@ -162,6 +154,14 @@ fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
 fn slot_ptr(f: &mut FnEmitter, ring: &str, i: &str) -> String {
     let sp = f.info().shared_ptr();
     f.val(format!("getelementptr i64, {sp} {ring}, i64 {i}"))
+}
+
+/// Runs `body` in thread 0 alone: the thread that initializes the
+/// mbarriers and issues the TMA loads.
+fn on_thread_zero(f: &mut FnEmitter, body: impl FnOnce(&mut FnEmitter)) {
+    let tid = f.tid.clone();
+    let first = f.val(format!("icmp eq i64 {tid}, 0"));
+    f.when(&first, body);
 }
 
 /// The 32-bit shared-window address of a shared pointer.
