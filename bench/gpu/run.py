@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGET = "sm_90a"
 FAMILIES = ("gemm", "gemm_fp8", "attention", "softmax", "layernorm")
 RTOL = {"bf16": 2e-2, "f32": 1e-4}
-ITEM_BYTES = {"bf16": 2, "f32": 4}
+ITEM_BYTES = {"f8e4m3": 1, "bf16": 2, "f32": 4}
 LAYERNORM_EPS = 1e-5  # stdlib/nn.tsr's
 
 
@@ -80,24 +80,24 @@ class Case:
 
 
 def gemm(m, n, k):
-    # Rows of whole 16-byte units let sm_90a load both operands through TMA.
-    entry = "matmul_bf16_aligned" if k % 8 == 0 and n % 8 == 0 else "matmul_bf16"
-    return Case(
-        "gemm", "stdlib/linalg.tsr", entry, f"{m}x{n}x{k} (MxNxK)",
-        (Tensor("A", (m, k), "bf16"), Tensor("B", (k, n), "bf16")),
-        Tensor("C", (m, n), "f32"),
-        rtol=RTOL["f32"], flops=2 * m * n * k,
-    )
+    return gemm_case("gemm", "matmul_bf16", "bf16", m, n, k)
 
 
 def gemm_fp8(m, n, k):
-    # E4M3 operands, f32 results; the anchor is cuBLASLt's fp8 GEMM
-    # (torch._scaled_mm, unit scales, bf16 out). Rows of whole 16-byte
-    # units let sm_90a load both operands through TMA.
-    entry = "matmul_fp8_aligned" if k % 16 == 0 and n % 16 == 0 else "matmul_fp8"
+    # The anchor is cuBLASLt's fp8 GEMM (torch._scaled_mm, unit scales,
+    # bf16 out).
+    return gemm_case("gemm_fp8", "matmul_fp8", "f8e4m3", m, n, k)
+
+
+def gemm_case(family, entry, dtype, m, n, k):
+    # `entry`(A, B) -> f32 C; rows of whole 16-byte units let sm_90a load
+    # both operands through TMA, in the `_aligned` variant.
+    unit = 16 // ITEM_BYTES[dtype]
+    if k % unit == 0 and n % unit == 0:
+        entry += "_aligned"
     return Case(
-        "gemm_fp8", "stdlib/linalg.tsr", entry, f"{m}x{n}x{k} (MxNxK)",
-        (Tensor("A", (m, k), "f8e4m3"), Tensor("B", (k, n), "f8e4m3")),
+        family, "stdlib/linalg.tsr", entry, f"{m}x{n}x{k} (MxNxK)",
+        (Tensor("A", (m, k), dtype), Tensor("B", (k, n), dtype)),
         Tensor("C", (m, n), "f32"),
         rtol=RTOL["f32"], flops=2 * m * n * k,
     )
