@@ -23,6 +23,7 @@ mod cpu;
 mod estimate;
 mod flow;
 mod gate;
+pub mod locals;
 mod lower;
 mod multiple;
 mod nvptx;

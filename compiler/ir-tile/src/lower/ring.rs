@@ -40,6 +40,7 @@ use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType
 
 use super::{binary, cmp, konst, Completion, Lowering};
 use crate::check::enclosed_by;
+use crate::locals::accumulates_in_place;
 use crate::nvptx::mbarrier_type;
 use crate::pipeline::{region_args, stages};
 use crate::target::Family;
@@ -207,21 +208,16 @@ impl Lowering {
             let mut e = Builder::before(&mut l, end);
             if lag == 0 {
                 // This thread is done with the slot.
-                let mbar = ring_slot(&mut e, empty, slot);
-                e.op("nvptx.mbarrier_arrive").operand(mbar).build();
+                hand_back(&mut e, empty, g, ctx.stages);
             } else {
                 // The wgmma has waited for all but its own group: the
                 // previous iteration's slot is free.
                 let after_first = cmp(&mut e, "gt", k, lb);
                 let later = if_then(&mut e, after_first);
                 let mut p = Builder::at_end(&mut e, later);
-                let s_v = ctx.stages;
-                let last = binary(&mut p, "add", g, s_v);
                 let one = konst(&mut p, Attr::Int(1), Type::INDEX);
-                let last = binary(&mut p, "sub", last, one);
-                let last = binary(&mut p, "rem", last, s_v);
-                let mbar = ring_slot(&mut p, empty, last);
-                p.op("nvptx.mbarrier_arrive").operand(mbar).build();
+                let previous = binary(&mut p, "sub", g, one);
+                hand_back(&mut p, empty, previous, ctx.stages);
                 p.op("tile.yield").build();
             }
         }
@@ -245,9 +241,7 @@ impl Lowering {
                 let then = if_then(&mut b, ran);
                 let mut t = Builder::at_end(&mut b, then);
                 let last = binary(&mut t, "sub", total, one);
-                let last = binary(&mut t, "rem", last, s_v);
-                let mbar = ring_slot(&mut t, empty, last);
-                t.op("nvptx.mbarrier_arrive").operand(mbar).build();
+                hand_back(&mut t, empty, last, s_v);
                 t.op("tile.yield").build();
             }
             if let Some(local) = earlier {
@@ -397,11 +391,10 @@ fn steps(b: &mut Builder, [from, to, step]: [ValueId; 3], lb: ValueId, g0: Value
     (body, k, g)
 }
 
-/// The one `tile.mma` of the use block `use_block`, when all the use does
-/// with it is accumulate into a local: its accumulator a `tile.load_tile`
-/// of a `tile.local`, its result used only by a `tile.store_tile` back
-/// into that local. Nothing then reads the product until the next
-/// iteration's product, which takes it in the same registers.
+/// The one `tile.mma` of the use block `use_block`, when it accumulates
+/// in place into a whole-tile local ([`accumulates_in_place`]): nothing
+/// then reads the product until the next iteration's product, which takes
+/// it in the same registers.
 fn accumulating_product(m: &Module, use_block: BlockId) -> Option<OpId> {
     let products: Vec<OpId> = m
         .block_ops(use_block)
@@ -409,20 +402,18 @@ fn accumulating_product(m: &Module, use_block: BlockId) -> Option<OpId> {
         .copied()
         .filter(|&o| m.op(o).name == "tile.mma")
         .collect();
-    let &[product] = products.as_slice() else {
-        return None;
-    };
-    let acc = *m.operands(product).get(2)?;
-    let load = m.defining_op(acc).filter(|&d| m.op(d).name == "tile.load_tile")?;
-    let local = *m.operands(load).first()?;
-    m.defining_op(local).filter(|&d| m.op(d).name == "tile.local")?;
-    let result = *m.results(product).first()?;
-    let users = m.users(result);
-    let stored_back = users.len() == 1 && {
-        let (user, index) = users[0];
-        m.op(user).name == "tile.store_tile" && index == 0 && m.operands(user).get(1) == Some(&local)
-    };
-    stored_back.then_some(product)
+    match products.as_slice() {
+        &[product] if accumulates_in_place(m, product) => Some(product),
+        _ => None,
+    }
+}
+
+/// Every thread arrives on the `empty` mbarrier of step `g`'s slot: it is
+/// done with that slot.
+fn hand_back(b: &mut Builder, empty: ValueId, g: ValueId, stages: ValueId) {
+    let slot = binary(b, "rem", g, stages);
+    let mbar = ring_slot(b, empty, slot);
+    b.op("nvptx.mbarrier_arrive").operand(mbar).build();
 }
 
 /// The mbarrier of `slot` in the mbarrier ring `ring`.
