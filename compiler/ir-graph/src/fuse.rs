@@ -460,6 +460,8 @@ struct Config {
     grid: Vec<GridDim>,
     stages: i64,
     knobs: BTreeMap<String, Attr>,
+    /// A matmul on a target whose K loop may get a producer warpgroup.
+    specialize: bool,
 }
 
 /// `size` made to respect the constraints on `dim`: kept when it divides
@@ -541,6 +543,7 @@ fn schedule(
             grid: vec![GridDim::ceil_div(&num_elements(&out), threads)],
             stages: 1,
             knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+            specialize: false,
         });
     };
     let tiled = tiled_dims(m, anchor);
@@ -610,6 +613,7 @@ fn schedule(
             grid,
             stages,
             knobs,
+            specialize: target.warp_specialize,
         });
     }
     if group.pattern == "attention" {
@@ -652,6 +656,7 @@ fn schedule(
                 grid: vec![GridDim::ceil_div(&num_elements(&kept), threads)],
                 stages: 1,
                 knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+                specialize: false,
             });
         }
         num_elements(&kept)
@@ -685,6 +690,7 @@ fn schedule(
             ),
             ("threads".to_string(), Attr::ints([128, 256])),
         ]),
+        specialize: false,
     })
 }
 
@@ -781,6 +787,7 @@ fn attention_config(
             ("BM".to_string(), knob(&[64, 128], tile[0], dim(0), constraints)),
             ("BN".to_string(), knob(&[64, 128], tile[1], dim(1), constraints)),
         ]),
+        specialize: false,
     })
 }
 
@@ -830,8 +837,11 @@ fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
         b.op("schedule.yield").operand(yielded).loc(loc.clone()).build();
     });
     let grid = Attr::Array(config.grid.iter().map(GridDim::to_attr).collect());
-    let kernel = b
-        .op("schedule.kernel")
+    let mut kernel = b.op("schedule.kernel");
+    if config.specialize {
+        kernel = kernel.attr("warp_specialize", Attr::Bool(true));
+    }
+    let kernel = kernel
         .operands(&externals)
         .region(region)
         .attr("name", name)

@@ -31,6 +31,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("grid", AttrKind::Array),
             AttrDef::required("stages", AttrKind::Int),
             AttrDef::optional("knobs", AttrKind::Dict),
+            AttrDef::optional("warp_specialize", AttrKind::Bool),
         ],
         pure: true,
         ..OpDef::DEFAULT

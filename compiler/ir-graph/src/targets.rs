@@ -15,6 +15,9 @@ pub struct Target {
     pub matmul_stages: i64,
     /// Threads per block of a matmul kernel.
     pub matmul_threads: i64,
+    /// Whether a matmul kernel asks for a producer warpgroup of its own
+    /// (`warp_specialize`, `spec/ir-schedule.md`).
+    pub warp_specialize: bool,
 }
 
 pub const TARGETS: [Target; 5] = [
@@ -23,30 +26,35 @@ pub const TARGETS: [Target; 5] = [
         shared_limit: Some(227 * 1024),
         matmul_stages: 4,
         matmul_threads: 256,
+        warp_specialize: true,
     },
     Target {
         name: "sm_80",
         shared_limit: Some(163 * 1024),
         matmul_stages: 3,
         matmul_threads: 256,
+        warp_specialize: false,
     },
     Target {
         name: "gfx942",
         shared_limit: Some(64 * 1024),
         matmul_stages: 2,
         matmul_threads: 256,
+        warp_specialize: false,
     },
     Target {
         name: "gfx90a",
         shared_limit: Some(64 * 1024),
         matmul_stages: 2,
         matmul_threads: 256,
+        warp_specialize: false,
     },
     Target {
         name: "cpu",
         shared_limit: None,
         matmul_stages: 2,
         matmul_threads: 64,
+        warp_specialize: false,
     },
 ];
 

@@ -29,6 +29,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("cost", AttrKind::Dict),
             AttrDef::optional("threads", AttrKind::Int),
             AttrDef::optional("max_registers", AttrKind::Int),
+            AttrDef::optional("warp_specialize", AttrKind::Bool),
             AttrDef::optional("layer", AttrKind::Str),
         ],
         regions: 1,

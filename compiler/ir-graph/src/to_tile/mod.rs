@@ -122,6 +122,8 @@ pub(crate) struct Kernel {
     pub block: Vec<i64>,
     pub grid: Option<Vec<GridDim>>,
     pub stages: i64,
+    /// The schedule asks for a producer warpgroup (`warp_specialize`).
+    pub specialize: bool,
     pub args: Vec<Type>,
     pub nodes: Vec<Node>,
     pub root: Src,
@@ -175,6 +177,7 @@ impl Kernel {
                 .and_then(Attr::as_array)
                 .and_then(|g| g.iter().map(GridDim::from_attr).collect()),
             stages: m.attr(op, "stages").and_then(Attr::as_int).unwrap_or(1),
+            specialize: m.attr(op, "warp_specialize").and_then(Attr::as_bool) == Some(true),
             args: m.block_args(block).iter().map(|&a| m.value_type(a).clone()).collect(),
             nodes,
             root,
@@ -436,6 +439,9 @@ fn lower_kernel(
     m.move_op_before(kfn, func);
     m.set_attr(kfn, "kind", Attr::str("kernel"));
     m.set_attr(kfn, "block", Attr::ints(k.block.iter().copied()));
+    if k.specialize {
+        m.set_attr(kfn, "warp_specialize", Attr::Bool(true));
+    }
     m.set_attr(
         kfn,
         "dims",
