@@ -7,7 +7,8 @@
 //! * In those builds, `ptxas -v` reports no spills, and no performance loss
 //!   (a serialized wgmma pipeline), in any example or
 //!   library kernel on sm_80 and sm_90a; the gemm uses `mma.sync` on sm_80
-//!   and `wgmma` on sm_90a.
+//!   and `wgmma` on sm_90a; a warp-specialized kernel's `setmaxnreg` counts
+//!   fit in the registers ptxas gave its block.
 //! * Building twice gives the same bytes.
 //! * The manifest lists on each parameter the constraints on its dims, for
 //!   the kernels (which inherit them from their operator) and the host
@@ -131,6 +132,39 @@ fn no_spills(rel: &str, target: &str, json: &serde_json::Value, failures: &mut V
                 "{rel} for {target}: kernel {name} spills {spill:?} bytes with {regs:?} registers"
             ));
         }
+        if let Some(split) = kernel["warp_specialize"].as_array() {
+            fits_register_pool(rel, target, kernel, split, failures);
+        }
+    }
+}
+
+/// A warp-specialized kernel's `setmaxnreg` counts fit in the registers
+/// its block starts with (ptxas's count for each of its threads): the
+/// consumers' `setmaxnreg.inc` would otherwise wait forever.
+fn fits_register_pool(
+    rel: &str,
+    target: &str,
+    kernel: &serde_json::Value,
+    split: &[serde_json::Value],
+    failures: &mut Vec<String>,
+) {
+    let threads: u64 = kernel["block"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.as_u64())
+        .product();
+    let (regs, producer, consumer) = (
+        kernel["registers"].as_u64().unwrap_or(0),
+        split.first().and_then(|r| r.as_u64()).unwrap_or(0),
+        split.get(1).and_then(|r| r.as_u64()).unwrap_or(0),
+    );
+    let wanted = 128 * producer + threads.saturating_sub(128) * consumer;
+    if wanted > threads * regs {
+        failures.push(format!(
+            "{rel} for {target}: kernel {} starts with {threads} × {regs} registers, but its warpgroups ask for {wanted}",
+            kernel["name"]
+        ));
     }
 }
 

@@ -265,9 +265,14 @@ pub(crate) struct FnEmitter<'e, 'm> {
     indices: HashMap<String, (Vec<i64>, Vec<String>)>,
     /// Dim symbol → its `i64` value.
     dims: HashMap<String, String>,
+    /// The threads the tile ops at hand are spread over: the block's, or
+    /// one side's of an `nvptx.warp_specialize`.
     pub threads: i64,
-    /// Linear thread id in the block (`i64`).
+    /// This thread's index among them (`i64`).
     pub tid: String,
+    /// The named barrier (`bar.sync id, count`) of those threads, when
+    /// they are not the whole block.
+    pub group_barrier: Option<(i64, i64)>,
     loops: Vec<LoopLabels>,
     /// Shared memory: bytes placed so far by allocations, and the most any
     /// staging op needs beyond them.
@@ -307,7 +312,8 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             .unwrap_or(128)
             .max(1);
         let layouts = match me.info.abi {
-            Abi::Nvptx => layout::plan(m, func, threads),
+            // The tiles of a specialized kernel are its consumers'.
+            Abi::Nvptx => layout::plan(m, func, threads - crate::hopper::producer_threads(m, func)),
             // Tests run fragment layouts on the CPU (`mma::layout::tests`).
             #[cfg(test)]
             Abi::Cpu => layout::plan_from_attributes(m, func, threads),
@@ -326,6 +332,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             dims: HashMap::new(),
             threads,
             tid: String::new(),
+            group_barrier: None,
             loops: Vec::new(),
             shared_static: 0,
             shared_planned: planned_shared(m, func),
@@ -617,20 +624,22 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         }
     }
 
-    /// A barrier for the whole block (memory writes before it are visible
-    /// after it, shared and global).
+    /// A barrier for the threads at hand, the whole block's or a named one
+    /// ([`FnEmitter::group_barrier`]): memory writes before it are visible
+    /// after it, shared and global.
     pub fn barrier(&mut self) {
         self.needs_sync = true;
-        match self.info().abi {
-            Abi::Nvptx => {
+        match (self.info().abi, self.group_barrier) {
+            (Abi::Nvptx, Some((id, count))) => self.named_barrier(id, count),
+            (Abi::Nvptx, None) => {
                 self.intrinsic("void", "llvm.nvvm.barrier0", &[]);
             }
-            Abi::Amdgpu => {
+            (Abi::Amdgpu, _) => {
                 self.line("fence syncscope(\"workgroup\") release");
                 self.intrinsic("void", "llvm.amdgcn.s.barrier", &[]);
                 self.line("fence syncscope(\"workgroup\") acquire");
             }
-            Abi::Cpu => {
+            (Abi::Cpu, _) => {
                 self.declare("declare void @tessera_cpu_barrier(ptr)");
                 let ctx = self.ctx.clone();
                 self.line(format!("call void @tessera_cpu_barrier(ptr {ctx})"));
@@ -1452,7 +1461,17 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         Ok(())
     }
 
-    fn region(&mut self, op: OpId, index: usize) -> Result<(), CodegenError> {
+    /// `bar.sync id, count`: the barrier `id` of `count` threads.
+    pub fn named_barrier(&mut self, id: i64, count: i64) {
+        self.needs_sync = true;
+        self.intrinsic(
+            "void",
+            "llvm.nvvm.barrier.sync.cnt",
+            &[("i32", id.to_string()), ("i32", count.to_string())],
+        );
+    }
+
+    pub(crate) fn region(&mut self, op: OpId, index: usize) -> Result<(), CodegenError> {
         let r = self.m().regions(op)[index];
         let b = self.m().region_block(r);
         self.block(b)
@@ -1470,6 +1489,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
             "tile.for" => self.for_op(op),
             "tile.if" => self.if_op(op),
+            "nvptx.warp_specialize" => crate::hopper::warp_specialize(self, op),
             "tile.while" => self.while_op(op),
             "tile.break" | "tile.continue" => {
                 let Some(l) = self.loops.last() else {
@@ -1726,6 +1746,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 .attr(self.func, COST_ATTR)
                 .and_then(KernelCost::from_attr)
                 .map(CostInfo::from),
+            warp_specialize: m
+                .walk_op(self.func)
+                .into_iter()
+                .find(|&o| m.op(o).name == "nvptx.warp_specialize")
+                .and_then(|o| {
+                    let regs = |key| m.attr(o, key).and_then(Attr::as_int);
+                    Some([regs("producer_registers")?, regs("consumer_registers")?])
+                }),
         }
     }
 

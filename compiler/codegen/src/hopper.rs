@@ -3,7 +3,7 @@
 //! (`CUtensorMap`) of each global operand is a hidden kernel parameter the
 //! launcher encodes (listed in the manifest as `tma`).
 
-use tessera_ir::{Attr, OpId};
+use tessera_ir::{Attr, Module, OpId};
 
 use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
 use crate::{CodegenError, TmaDescriptor};
@@ -148,6 +148,72 @@ fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
         Val::Mbarrier(at) => Ok(at),
         _ => Err(f.err(op, "expected an mbarrier")),
     }
+}
+
+/// The threads of kernel `func`'s producer warpgroup: 128 when it has an
+/// `nvptx.warp_specialize`, else none.
+pub(crate) fn producer_threads(m: &Module, func: OpId) -> i64 {
+    let specialized = m
+        .walk_op(func)
+        .into_iter()
+        .any(|o| m.op(o).name == "nvptx.warp_specialize");
+    if specialized {
+        PRODUCER
+    } else {
+        0
+    }
+}
+
+/// The threads of a producer: warpgroup 0.
+const PRODUCER: i64 = 128;
+
+/// `nvptx.warp_specialize`: warpgroup 0 gives registers back and its
+/// thread 0 runs the producer region; the other warpgroups take the
+/// registers and run the consumer region as a block of their own, numbered
+/// from 0, with named barrier 1 for theirs. The other producer threads end.
+pub(crate) fn warp_specialize(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
+    let registers = |f: &FnEmitter, key: &str| f.m().attr(op, key).and_then(Attr::as_int);
+    let (Some(give), Some(take)) = (registers(f, "producer_registers"), registers(f, "consumer_registers")) else {
+        return Err(f.err(
+            op,
+            "`nvptx.warp_specialize` needs `producer_registers` and `consumer_registers`",
+        ));
+    };
+    let saved = (f.tid.clone(), f.threads, f.group_barrier);
+    let (tid, threads) = (saved.0.clone(), saved.1);
+    let producing = f.val(format!("icmp ult i64 {tid}, {PRODUCER}"));
+    let (producer, issuer, consumers, done) = (
+        f.label("producer"),
+        f.label("issuer"),
+        f.label("consumers"),
+        f.label("specialized"),
+    );
+    f.cond_br(&producing, &producer, &consumers);
+
+    f.start_block(&producer);
+    f.line(format!(
+        "call void asm sideeffect \"setmaxnreg.dec.sync.aligned.u32 {give};\", \"~{{memory}}\"()"
+    ));
+    let first = f.val(format!("icmp eq i64 {tid}, 0"));
+    f.cond_br(&first, &issuer, &done);
+    f.start_block(&issuer);
+    (f.tid, f.threads, f.group_barrier) = ("0".to_string(), 1, None);
+    f.region(op, 0)?;
+    f.br(&done);
+
+    f.start_block(&consumers);
+    f.line(format!(
+        "call void asm sideeffect \"setmaxnreg.inc.sync.aligned.u32 {take};\", \"~{{memory}}\"()"
+    ));
+    let count = threads - PRODUCER;
+    f.tid = f.val(format!("sub nuw nsw i64 {tid}, {PRODUCER}"));
+    (f.threads, f.group_barrier) = (count, Some((1, count)));
+    f.region(op, 1)?;
+    f.br(&done);
+
+    f.start_block(&done);
+    (f.tid, f.threads, f.group_barrier) = saved;
+    Ok(())
 }
 
 /// The mbarrier `i` (an `i64` value) of the ring at `ring`.

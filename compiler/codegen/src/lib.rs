@@ -197,6 +197,12 @@ pub struct KernelInfo {
     /// FLOPs and bytes per launch, for the profiler.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostInfo>,
+    /// The registers per thread the producer warpgroup keeps and the
+    /// consumers take (`setmaxnreg`), when the kernel is warp-specialized:
+    /// together they must fit in what the block starts with, `registers`
+    /// for each of its threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warp_specialize: Option<[i64; 2]>,
 }
 
 /// A host launch recorded in the manifest (the runtime interprets host

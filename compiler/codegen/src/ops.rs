@@ -41,7 +41,14 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         "tile.load_tile" | "nvptx.ldmatrix" => load_tile(f, op),
         "tile.store_tile" => store_tile(f, op),
         "tile.alloc_shared" | "nvptx.alloc_shared" | "amdgpu.alloc_lds" | "cpu.alloc_shared" => alloc_shared(f, op),
-        "tile.barrier" | "nvptx.bar_sync" | "amdgpu.s_barrier" | "cpu.barrier" => {
+        "nvptx.bar_sync" => {
+            match (attr_int(f, op, "id").unwrap_or(0), attr_int(f, op, "count")) {
+                (0, None) => f.barrier(),
+                (id, count) => f.named_barrier(id, count.unwrap_or(f.threads)),
+            }
+            Ok(())
+        }
+        "tile.barrier" | "amdgpu.s_barrier" | "cpu.barrier" => {
             f.barrier();
             Ok(())
         }
@@ -121,14 +128,6 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             let pending = attr_int(f, op, "pending").unwrap_or(0);
             f.line(format!(
                 "call void asm sideeffect \"wgmma.wait_group.sync.aligned {pending};\", \"~{{memory}}\"()"
-            ));
-            Ok(())
-        }
-        "nvptx.setmaxnreg" => {
-            let regs = attr_int(f, op, "regs").unwrap_or(232);
-            let verb = if regs >= 128 { "inc" } else { "dec" };
-            f.line(format!(
-                "call void asm sideeffect \"setmaxnreg.{verb}.sync.aligned.u32 {regs};\", \"~{{memory}}\"()"
             ));
             Ok(())
         }

@@ -59,6 +59,7 @@ use crate::target::{Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};
 use crate::tile::TARGET_DEPENDENT;
 
 mod ring;
+mod specialize;
 
 /// The `lower-tile-to-target` pass.
 pub struct LowerTileToTarget;
@@ -99,9 +100,13 @@ impl Pass for LowerTileToTarget {
                 .collect());
         }
         let mut errors = Vec::new();
+        let mut specialized = HashSet::new();
         for func in m.functions() {
-            lower_function(m, func, target, &mut errors);
+            if lower_function(m, func, target, &mut errors) {
+                specialized.insert(m.func_name(func).unwrap_or_default().to_string());
+            }
         }
+        relaunch(m, &specialized);
         if !errors.is_empty() {
             return Err(errors
                 .iter()
@@ -154,9 +159,15 @@ struct Lowering {
     /// Shared bytes the kernel may still allocate (its budget, the target's
     /// limit), for the buffers the lowering adds.
     shared_left: u64,
+    /// The pipeline that gets a producer warpgroup (`lower/specialize.rs`):
+    /// the kernel's threads are then its consumers, and its barriers are
+    /// theirs alone.
+    specialized: Option<OpId>,
 }
 
-fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<VerifyError>) {
+/// Lowers function `func`; true when the kernel got a producer warpgroup
+/// (and so a larger block).
+fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<VerifyError>) -> bool {
     let ops = m.walk_op(func);
     let block_attr = m.attr(func, "block").and_then(Attr::as_ints).unwrap_or_default();
     let mut block = [1i64; 3];
@@ -183,6 +194,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
                 .map_or(target.max_shared_bytes(), |b| b.min(target.max_shared_bytes()));
             limit.saturating_sub(shared_total(&shared_allocations(m, &ops)))
         },
+        specialized: None,
     };
     let copies: Vec<OpId> = ops
         .iter()
@@ -233,6 +245,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
             l.generic_written.insert(pipeline::root_memref(m, v));
         }
     }
+    l.specialized = specialize::candidate(m, func, &l, &pipelines, &copies);
     for &op in &pipelines {
         if let Err(e) = l.expand_pipeline(m, func, op) {
             errors.push(*e);
@@ -258,6 +271,28 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
         kernel_config(m, func, &l, errors);
     }
     m.set_attr(func, LAYER_ATTR, Attr::str(TARGET_LAYER));
+    l.specialized.is_some()
+}
+
+/// Gives the launches of the kernels in `specialized` the block their
+/// producer warpgroup grew.
+fn relaunch(m: &mut Module, specialized: &HashSet<String>) {
+    if specialized.is_empty() {
+        return;
+    }
+    for op in m.walk() {
+        if m.op(op).name != "tile.launch" {
+            continue;
+        }
+        let callee = m.attr(op, "callee").and_then(Attr::as_symbol).map(str::to_string);
+        let block = callee
+            .filter(|c| specialized.contains(c))
+            .and_then(|c| m.function(&c))
+            .and_then(|k| m.attr(k, "block").cloned());
+        if let Some(block) = block {
+            m.set_attr(op, "block", block);
+        }
+    }
 }
 
 fn stage(m: &Module, op: OpId) -> i64 {
@@ -357,6 +392,13 @@ fn kernel_config(m: &mut Module, func: OpId, l: &Lowering, errors: &mut Vec<Veri
     };
     let allocs = shared_allocations(m, &m.walk_op(func));
     let shared = shared_total(&allocs);
+    let threads = if l.specialized.is_some() {
+        let threads = threads + specialize::PRODUCER_THREADS;
+        m.set_attr(func, "block", Attr::ints([threads, 1, 1]));
+        threads
+    } else {
+        threads
+    };
     m.set_attr(func, "threads", Attr::Int(threads));
     m.set_attr(
         func,
@@ -590,12 +632,47 @@ impl Lowering {
         linear
     }
 
+    /// A barrier of the block's threads; in a kernel with a producer
+    /// warpgroup, of its consumers (named barrier 1: the producer never
+    /// arrives at one).
     fn barrier(&self, b: &mut Builder) {
-        match self.family {
-            Family::Nvptx => b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build(),
-            Family::Amdgpu => b.op("amdgpu.s_barrier").build(),
-            Family::Cpu => b.op("cpu.barrier").build(),
+        match (self.family, self.specialized.and(self.threads)) {
+            (Family::Nvptx, Some(consumers)) => b
+                .op("nvptx.bar_sync")
+                .attr("id", Attr::Int(1))
+                .attr("count", Attr::Int(consumers))
+                .build(),
+            (Family::Nvptx, None) => b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build(),
+            (Family::Amdgpu, _) => b.op("amdgpu.s_barrier").build(),
+            (Family::Cpu, _) => b.op("cpu.barrier").build(),
         };
+    }
+
+    /// `tile` stored into a new shared buffer of its shape, for a `wgmma`
+    /// (which reads B from shared memory): a barrier before the store (threads
+    /// still reading the buffer from an earlier iteration are done), the proxy
+    /// fence (the async proxy reads what generic stores wrote) and a barrier
+    /// after it.
+    fn stage_in_shared(&self, b: &mut Builder, tile: ValueId) -> ValueId {
+        let Type::Tensor { dims, elem } = b.value_type(tile).clone() else {
+            return tile;
+        };
+        let buffer = b
+            .op("nvptx.alloc_shared")
+            .attr("align", Attr::Int(128))
+            .result(Type::memref(dims.clone(), elem, MemSpace::Shared))
+            .build_value();
+        let zero = konst(b, Attr::Int(0), Type::INDEX);
+        let offsets = vec![zero; dims.len()];
+        self.barrier(b);
+        b.op("tile.store_tile")
+            .operand(tile)
+            .operand(buffer)
+            .operands(&offsets)
+            .build();
+        b.op("nvptx.fence_proxy_async").build();
+        self.barrier(b);
+        buffer
     }
 
     fn async_copy(
@@ -691,7 +768,7 @@ impl Lowering {
                 let pending = self.pending.get(&op).copied().unwrap_or(0);
                 b.op("nvptx.cp_async_wait").attr("pending", Attr::Int(pending)).build();
                 if !next_needs_barrier {
-                    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+                    self.barrier(b);
                 }
             }
             (Family::Amdgpu, _) if next_waits => {}
@@ -756,7 +833,7 @@ impl Lowering {
                         && bytes <= self.shared_left
                 }) {
                     self.shared_left -= bytes;
-                    bv = stage_in_shared(b, bv);
+                    bv = self.stage_in_shared(b, bv);
                     b_ty = b.value_type(bv).clone();
                 }
                 if self.target == Target::Sm90a
@@ -772,7 +849,7 @@ impl Lowering {
                         let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
                         if written(a) || written(bv) {
                             b.op("nvptx.fence_proxy_async").build();
-                            b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
+                            self.barrier(b);
                         }
                         let mut w = b.op("nvptx.wgmma").operands(&[a, bv, acc]);
                         w = w.attr("instr", Attr::ints([64, n, k_step]));
@@ -1003,33 +1080,6 @@ impl Lowering {
             }
         }
     }
-}
-
-/// `tile` stored into a new shared buffer of its shape, for a `wgmma`
-/// (which reads B from shared memory): a barrier before the store (threads
-/// still reading the buffer from an earlier iteration are done), the proxy
-/// fence (the async proxy reads what generic stores wrote) and a barrier
-/// after it.
-fn stage_in_shared(b: &mut Builder, tile: ValueId) -> ValueId {
-    let Type::Tensor { dims, elem } = b.value_type(tile).clone() else {
-        return tile;
-    };
-    let buffer = b
-        .op("nvptx.alloc_shared")
-        .attr("align", Attr::Int(128))
-        .result(Type::memref(dims.clone(), elem, MemSpace::Shared))
-        .build_value();
-    let zero = konst(b, Attr::Int(0), Type::INDEX);
-    let offsets = vec![zero; dims.len()];
-    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
-    b.op("tile.store_tile")
-        .operand(tile)
-        .operand(buffer)
-        .operands(&offsets)
-        .build();
-    b.op("nvptx.fence_proxy_async").build();
-    b.op("nvptx.bar_sync").attr("id", Attr::Int(0)).build();
-    buffer
 }
 
 fn sreg(b: &mut Builder, reg: &str) -> ValueId {

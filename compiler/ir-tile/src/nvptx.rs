@@ -42,7 +42,7 @@ pub const SM90A_ONLY: &[&str] = &[
     "nvptx.mbarrier_arrive",
     "nvptx.mbarrier_try_wait",
     "nvptx.fence_proxy_async",
-    "nvptx.setmaxnreg",
+    "nvptx.warp_specialize",
 ];
 
 const OPS: &[OpDef] = &[
@@ -211,11 +211,36 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
-        name: "nvptx.setmaxnreg",
-        doc: "`setmaxnreg`: changes the registers per thread of the warpgroup to `regs` (sm_90a)",
-        attrs: &[AttrDef::required("regs", AttrKind::Int)],
+        name: "nvptx.warp_specialize",
+        doc: "splits the kernel's block: warpgroup 0 lowers its registers to `producer_registers` (`setmaxnreg.dec`) and one of its threads runs the producer region; the other warpgroups raise theirs to `consumer_registers` (`setmaxnreg.inc`) and run the consumer region, numbered from 0 (sm_90a)",
+        regions: 2,
+        attrs: &[
+            AttrDef::required("producer_registers", AttrKind::Int),
+            AttrDef::required("consumer_registers", AttrKind::Int),
+        ],
         ..OpDef::DEFAULT
     },
+];
+
+/// The ops the producer of an `nvptx.warp_specialize` may hold: scalar
+/// arithmetic, control flow, views, mbarriers and TMA loads, nothing that
+/// needs the block's threads (it runs on one).
+const PRODUCER_OPS: &[&str] = &[
+    "tile.const",
+    "tile.binary",
+    "tile.cmp",
+    "tile.cast",
+    "tile.select",
+    "tile.for",
+    "tile.if",
+    "tile.yield",
+    "tile.view",
+    "nvptx.sreg",
+    "nvptx.mbarrier_slot",
+    "nvptx.mbarrier_try_wait",
+    "nvptx.mbarrier_arrive_expect_tx",
+    "nvptx.mbarrier_arrive",
+    "nvptx.tma_load",
 ];
 
 impl Dialect for NvptxDialect {
@@ -330,14 +355,85 @@ fn verify(c: &mut Check, name: &str, target: Option<Target>) {
                 ));
             }
         }
-        "nvptx.setmaxnreg" => {
-            if let Some(regs) = c.int("regs") {
-                if !(24..=256).contains(&regs) || regs % 8 != 0 {
-                    c.fail(format!("`setmaxnreg` takes a multiple of 8 from 24 to 256, not {regs}"));
+        "nvptx.warp_specialize" => warp_specialize(c),
+        _ => {}
+    }
+}
+
+/// Warpgroup 0 produces and the others consume (`spec/ir-target.md`,
+/// "Warp specialization"): the op is the kernel body's last before its
+/// return; the registers are `setmaxnreg` counts the warpgroups fit in the
+/// register file with; the producer holds [`PRODUCER_OPS`] only; no region
+/// reads raw thread indices; and the consumers' barriers count them alone.
+fn warp_specialize(c: &mut Check) {
+    let m = c.m;
+    let func = m.parent_op(c.op).filter(|&f| rules::func_kind(m, f) == Some("kernel"));
+    let next = m.parent_block(c.op).and_then(|b| {
+        let ops = m.block_ops(b);
+        ops.iter()
+            .position(|&o| o == c.op)
+            .and_then(|i| ops.get(i + 1))
+            .copied()
+    });
+    let returns = |n: OpId| matches!(m.op(n).name.as_str(), "func.return" | "tile.return");
+    if func.is_none() || !next.is_some_and(returns) {
+        c.fail("`nvptx.warp_specialize` is a kernel body's last op, just before its return");
+    }
+    let mut registers = [0; 2];
+    for (slot, key) in registers.iter_mut().zip(["producer_registers", "consumer_registers"]) {
+        if let Some(regs) = c.int(key) {
+            if !(24..=256).contains(&regs) || regs % 8 != 0 {
+                c.fail(format!(
+                    "`{key}` is a `setmaxnreg` count, a multiple of 8 from 24 to 256, not {regs}"
+                ));
+            }
+            *slot = regs;
+        }
+    }
+    let config = |key: &str| func.and_then(|f| m.attr(f, key)).and_then(Attr::as_int);
+    let consumers = config("threads").map(|t| t - 128);
+    if let Some(consumers) = consumers {
+        let [producer, consumer] = registers;
+        // `setmaxnreg.inc` waits for registers the block's pool has.
+        let pool = (consumers + 128) * config("max_registers").unwrap_or(255);
+        if consumers < 128 || consumers % 128 != 0 {
+            c.fail(format!(
+                "a specialized kernel has one producer warpgroup and whole consumer warpgroups: {} threads are not 128 + a multiple of 128",
+                consumers + 128
+            ));
+        } else if 128 * producer + consumers * consumer > pool {
+            c.fail(format!(
+                "128 producer threads of {producer} registers and {consumers} consumers of {consumer} need more than the {pool} registers the block starts with (`threads` × `max_registers`)"
+            ));
+        }
+    }
+    for (r, role) in ["producer", "consumer"].into_iter().enumerate() {
+        c.region_ends_with(r, &["tile.yield"], "`tile.yield`");
+        let Some(&region) = m.regions(c.op).get(r) else {
+            continue;
+        };
+        for inner in m.walk_block(m.region_block(region)) {
+            let name = m.op(inner).name.as_str();
+            let reg = m.attr(inner, "reg").and_then(Attr::as_str).unwrap_or_default();
+            if name == "nvptx.sreg" && (reg.starts_with("tid.") || reg.starts_with("ntid.")) {
+                c.fail(format!(
+                    "the {role} reads `%{reg}`: in a specialized kernel the block's thread indices are not the region's"
+                ));
+            } else if r == 0 && !PRODUCER_OPS.contains(&name) {
+                c.fail(format!(
+                    "`{name}` in the producer of `nvptx.warp_specialize`, which runs on one thread: it holds scalar arithmetic, control flow, views, mbarriers and TMA loads"
+                ));
+            } else if r == 1 && name == "nvptx.bar_sync" {
+                let id = m.attr(inner, "id").and_then(Attr::as_int).unwrap_or(0);
+                let count = m.attr(inner, "count").and_then(Attr::as_int);
+                if id == 0 || count != consumers {
+                    c.fail(format!(
+                        "a barrier of the consumers waits for them alone: `bar.sync` with an id from 1 and `count = {}`",
+                        consumers.map_or("the consumer threads".to_string(), |n| n.to_string())
+                    ));
                 }
             }
         }
-        _ => {}
     }
 }
 

@@ -492,7 +492,13 @@ fn verify(c: &mut Check, name: &str) {
         "tile.pipeline" => crate::pipeline::verify(c),
         "tile.if" => if_(c),
         "tile.while" => while_(c),
-        "tile.yield" => c.parent_is(&["tile.for", "tile.pipeline", "tile.if", "tile.while"]),
+        "tile.yield" => c.parent_is(&[
+            "tile.for",
+            "tile.pipeline",
+            "tile.if",
+            "tile.while",
+            "nvptx.warp_specialize",
+        ]),
         "tile.condition" => {
             c.parent_is(&["tile.while"]);
             c.operand_is(0, &Type::I1);

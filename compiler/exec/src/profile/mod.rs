@@ -233,6 +233,7 @@ mod tests {
             spill_bytes: None,
             ptxas_notes: vec![],
             cost,
+            warp_specialize: None,
         }
     }
 

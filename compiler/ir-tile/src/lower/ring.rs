@@ -23,6 +23,10 @@
 //! block's threads) after its use, and the thread that issues the TMA
 //! loads waits for the slot's `empty` phase before refilling it.
 //!
+//! With a producer warpgroup (`lower/specialize.rs`) the loop here has no
+//! fills and no prologue: it waits, uses and hands back, and the
+//! producer's own loop fills every slot.
+//!
 //! `slot(g) = g mod S`. `g0` is 0, or, for a pipeline with TMA loads
 //! inside a loop, the number of iterations its earlier runs made (kept in
 //! a `tile.local`), so that every slot's mbarrier phases keep alternating
@@ -38,6 +42,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
 
+use super::specialize::await_empty;
 use super::{binary, cmp, konst, Completion, Lowering};
 use crate::check::enclosed_by;
 use crate::locals::accumulates_in_place;
@@ -145,55 +150,70 @@ impl Lowering {
             rings: &rings,
             stages: s_v,
             empty: handshake,
+            outer: HashMap::new(),
         };
+        // With a producer warpgroup, the fills are its loop alone.
+        let specialized = self.specialized == Some(op) && handshake.is_some();
         let (use_k, use_slot) = region_args(&b, op, 1);
         let use_block = b.region_block(b.regions(op)[1]);
         let uses = b.block_ops(use_block).to_vec();
-        let ahead = konst(&mut b, Attr::Int(s - 1 - lag), Type::INDEX);
-        let lead = binary(&mut b, "mul", ahead, step);
-        let start = if handshake.is_some() {
-            // The prologue, a loop of its own: the fills that run ahead of
-            // the first use, so that the main loop's use is unconditional.
-            let end = binary(&mut b, "add", lb, lead);
-            let (body, k, g) = steps(&mut b, [lb, end, step], lb, g0);
-            let mut p = Builder::at_end(&mut b, body);
-            self.guarded_fill(&mut p, &ctx, k, ub, g)?;
-            p.op("tile.yield").build();
-            lb
-        } else {
-            binary(&mut b, "sub", lb, lead)
+        // How far the fills run ahead of the uses, in steps and in `k`.
+        let run_ahead = (!specialized).then(|| {
+            let ahead = konst(&mut b, Attr::Int(s - 1 - lag), Type::INDEX);
+            (ahead, binary(&mut b, "mul", ahead, step))
+        });
+        let start = match (run_ahead, handshake) {
+            (None, _) => lb,
+            (Some((_, lead)), Some(_)) => {
+                // The prologue, a loop of its own: the fills that run ahead
+                // of the first use, so that the main loop's use is
+                // unconditional.
+                let end = binary(&mut b, "add", lb, lead);
+                let (body, k, g) = steps(&mut b, [lb, end, step], lb, g0);
+                let mut p = Builder::at_end(&mut b, body);
+                self.guarded_fill(&mut p, &ctx, k, ub, g)?;
+                p.op("tile.yield").build();
+                lb
+            }
+            (Some((_, lead)), None) => binary(&mut b, "sub", lb, lead),
         };
         let (body, k, g) = steps(&mut b, [start, ub, step], lb, g0);
         let mut l = Builder::at_end(&mut b, body);
         let slot = binary(&mut l, "rem", g, s_v);
-        let use_into = if s == 1 {
-            self.fill(&mut l, &ctx, k, slot)?;
-            self.commit(&mut l, &ctx);
-            self.wait_slot(&mut l, &ctx, slot, g, 1);
-            self.barrier(&mut l);
-            body
-        } else if handshake.is_some() {
-            self.wait_slot(&mut l, &ctx, slot, g, s);
-            let next_k = binary(&mut l, "add", k, lead);
-            let next_g = binary(&mut l, "add", g, ahead);
-            self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
-            body
-        } else {
-            // The first S - 1 iterations (k below lb) only fill.
-            let using = cmp(&mut l, "ge", k, lb);
-            let wait = if_then(&mut l, using);
-            {
-                let mut w = Builder::at_end(&mut l, wait);
-                self.wait_slot(&mut w, &ctx, slot, g, s);
-                self.barrier(&mut w);
-                w.op("tile.yield").build();
+        let use_into = match (handshake, run_ahead) {
+            _ if s == 1 => {
+                self.fill(&mut l, &ctx, k, slot)?;
+                self.commit(&mut l, &ctx);
+                self.wait_slot(&mut l, &ctx, slot, g, 1);
+                self.barrier(&mut l);
+                body
             }
-            let next_k = binary(&mut l, "add", k, lead);
-            let next_g = binary(&mut l, "add", g, ahead);
-            self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
-            let then = if_then(&mut l, using);
-            l.op("tile.yield").build();
-            then
+            (None, Some((ahead, lead))) => {
+                // The first S - 1 iterations (k below lb) only fill.
+                let using = cmp(&mut l, "ge", k, lb);
+                let wait = if_then(&mut l, using);
+                {
+                    let mut w = Builder::at_end(&mut l, wait);
+                    self.wait_slot(&mut w, &ctx, slot, g, s);
+                    self.barrier(&mut w);
+                    w.op("tile.yield").build();
+                }
+                let next_k = binary(&mut l, "add", k, lead);
+                let next_g = binary(&mut l, "add", g, ahead);
+                self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
+                let then = if_then(&mut l, using);
+                l.op("tile.yield").build();
+                then
+            }
+            (_, run_ahead) => {
+                self.wait_slot(&mut l, &ctx, slot, g, s);
+                if let Some((ahead, lead)) = run_ahead {
+                    let next_k = binary(&mut l, "add", k, lead);
+                    let next_g = binary(&mut l, "add", g, ahead);
+                    self.guarded_fill(&mut l, &ctx, next_k, ub, next_g)?;
+                }
+                body
+            }
         };
         for &inner in &uses {
             l.move_op_to_end(inner, use_into);
@@ -249,6 +269,10 @@ impl Lowering {
             }
         }
         self.barrier(&mut b);
+        drop(b);
+        if specialized {
+            self.specialize(m, func, &ctx, [lb, ub, step], s)?;
+        }
         m.erase_op(op);
         Ok(())
     }
@@ -267,21 +291,7 @@ impl Lowering {
         let then = if_then(b, inside);
         {
             let mut t = Builder::at_end(b, then);
-            if let Some(empty) = ctx.empty {
-                // Fill `n = g / S` of the slot waits for use `n - 1` to be
-                // handed back: the phase of parity `(n + 1) mod 2`, which
-                // a fresh mbarrier counts as complete.
-                let round = binary(&mut t, "floordiv", g, ctx.stages);
-                let one = konst(&mut t, Attr::Int(1), Type::INDEX);
-                let round = binary(&mut t, "add", round, one);
-                let two = konst(&mut t, Attr::Int(2), Type::INDEX);
-                let parity = binary(&mut t, "rem", round, two);
-                let mbar = ring_slot(&mut t, empty, slot);
-                t.op("nvptx.mbarrier_try_wait")
-                    .operands(&[mbar, parity])
-                    .attr("elected", Attr::Bool(true))
-                    .build();
-            }
+            await_empty(&mut t, ctx, g, slot);
             self.fill(&mut t, ctx, k, slot)?;
             t.op("tile.yield").build();
         }
@@ -298,8 +308,9 @@ impl Lowering {
     }
 
     /// The fill's ops for iteration `k` into `slot`, its copies lowered.
-    fn fill(&self, b: &mut Builder, ctx: &Fill, k: ValueId, slot: ValueId) -> Result<(), Box<VerifyError>> {
-        let mut map: HashMap<ValueId, ValueId> = HashMap::from([(ctx.args.0, k), (ctx.args.1, slot)]);
+    pub(super) fn fill(&self, b: &mut Builder, ctx: &Fill, k: ValueId, slot: ValueId) -> Result<(), Box<VerifyError>> {
+        let mut map = ctx.outer.clone();
+        map.extend([(ctx.args.0, k), (ctx.args.1, slot)]);
         let mut copy = 0;
         for &op in ctx.ops {
             let module: &Module = b;
@@ -351,24 +362,28 @@ impl Lowering {
 }
 
 /// What every copy of a pipeline's fill needs.
-struct Fill<'a> {
+#[derive(Clone)]
+pub(super) struct Fill<'a> {
     /// The fill's ops, without its `tile.yield`.
-    ops: &'a [OpId],
+    pub ops: &'a [OpId],
     /// Its `%k` and `%slot`.
-    args: (ValueId, ValueId),
+    pub args: (ValueId, ValueId),
     /// Per copy, in order: the ring of mbarriers a TMA load completes on,
     /// or `None` for a `cp.async` (in the iteration's commit group).
-    rings: &'a [Option<ValueId>],
+    pub rings: &'a [Option<ValueId>],
     /// `S`, as an index.
-    stages: ValueId,
+    pub stages: ValueId,
     /// The ring of `empty` mbarriers through which uses hand slots back,
     /// when every copy is a TMA load.
-    empty: Option<ValueId>,
+    pub empty: Option<ValueId>,
+    /// The values the fill reads in place of the originals: a producer's
+    /// own copies of its scalars (`lower/specialize.rs`).
+    pub outer: HashMap<ValueId, ValueId>,
 }
 
 /// A `tile.if` on `cond` without an else; returns its then block, for the
 /// caller to fill and end with `tile.yield`.
-fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
+pub(super) fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
     let then = b.new_region(&[]);
     let other = b.new_region(&[]);
     let (then_block, other_block) = (b.region_block(then), b.region_block(other));
@@ -379,7 +394,12 @@ fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
 
 /// A `tile.for` over `[from, to, step]`; gives its body, its `k` and the
 /// step's `g = g0 + (k - lb) / step`, computed at the body's start.
-fn steps(b: &mut Builder, [from, to, step]: [ValueId; 3], lb: ValueId, g0: ValueId) -> (BlockId, ValueId, ValueId) {
+pub(super) fn steps(
+    b: &mut Builder,
+    [from, to, step]: [ValueId; 3],
+    lb: ValueId,
+    g0: ValueId,
+) -> (BlockId, ValueId, ValueId) {
     let region = b.new_region(&[Type::INDEX]);
     let body = b.region_block(region);
     let k = b.block_args(body)[0];
@@ -417,7 +437,7 @@ fn hand_back(b: &mut Builder, empty: ValueId, g: ValueId, stages: ValueId) {
 }
 
 /// The mbarrier of `slot` in the mbarrier ring `ring`.
-fn ring_slot(b: &mut Builder, ring: ValueId, slot: ValueId) -> ValueId {
+pub(super) fn ring_slot(b: &mut Builder, ring: ValueId, slot: ValueId) -> ValueId {
     b.op("nvptx.mbarrier_slot")
         .operands(&[ring, slot])
         .result(mbarrier_type())
