@@ -22,7 +22,9 @@
 #        synccheck and initcheck;
 #     3. the stdlib's and examples' @test functions (`tessera test`), and
 #        stdlib/linalg.tsr's (the GEMMs: TMA into swizzled rings, wgmma
-#        reading them in place) under memcheck and racecheck;
+#        reading them in place, a producer warpgroup for the aligned ones)
+#        under memcheck, racecheck and synccheck (the consumers' named
+#        barrier);
 #     4. the examples with a main(), and the swizzled shared-buffer test,
 #        on the CPU and the GPU, their printed results compared;
 #   and writes the log and a table of what passed to $OUT (else
@@ -143,7 +145,7 @@ run() {
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" examples:: --test-threads=1
     done
     check "tessera test stdlib examples" "${runner[@]}" "$bin/tessera" test stdlib examples --device cuda
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
         check "stdlib/linalg.tsr tests under compute-sanitizer $tool" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/tessera" test stdlib/linalg.tsr --device cuda
     done
