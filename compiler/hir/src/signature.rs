@@ -87,9 +87,13 @@ pub(crate) const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics",
 pub type SearchSpace = Vec<(String, Vec<i64>)>;
 
 /// The knobs `@autotune` may turn: the tile of matmul and attention
-/// kernels (`BM`, `BN`, `BK`), the matmul's pipeline stages and the warps
-/// per block of both.
-pub const AUTOTUNE_KNOBS: [&str; 5] = ["BM", "BN", "BK", "stages", "warps"];
+/// kernels (`BM`, `BN`, `BK`), the matmul's pipeline stages, the warps
+/// per block of both, and whether a matmul kernel asks for a producer
+/// warpgroup (`producers`, 0 or 1).
+pub const AUTOTUNE_KNOBS: [&str; 6] = ["BM", "BN", "BK", "stages", "warps", "producers"];
+
+/// The one knob whose candidates are counts from 0: `producers`, 0 or 1.
+pub const PRODUCERS_KNOB: &str = "producers";
 
 pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
     let mut lowering = Lowering { db, diags: Vec::new() };
@@ -252,11 +256,14 @@ impl Lowering<'_> {
                 );
                 continue;
             }
+            let counts = name.name == PRODUCERS_KNOB;
             let values: Option<Vec<i64>> = match &arg.value.kind {
                 ExprKind::List(items) if !items.is_empty() => items
                     .iter()
                     .map(|e| match e.kind {
-                        ExprKind::Int(v) => i64::try_from(v).ok().filter(|&v| v > 0),
+                        ExprKind::Int(v) => i64::try_from(v)
+                            .ok()
+                            .filter(|&v| if counts { v == 0 || v == 1 } else { v > 0 }),
                         _ => None,
                     })
                     .collect(),
@@ -264,6 +271,11 @@ impl Lowering<'_> {
             };
             match values {
                 Some(values) => knobs.push((name.name.clone(), values)),
+                None if counts => self.diags.push(
+                    Diagnostic::error(Code::E0204, "the candidates of `producers` are 0 and 1")
+                        .with_primary(relative(arg.value.span, 0), "not a list of 0s and 1s")
+                        .with_help("write `producers=[0, 1]`: without and with a producer warpgroup"),
+                ),
                 None => self.diags.push(
                     Diagnostic::error(
                         Code::E0204,

@@ -498,13 +498,19 @@ fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divis
     Attr::ints(list)
 }
 
+/// The knob of a matmul's producer warpgroups: 0 or 1.
+const PRODUCERS: &str = "producers";
+
 /// The knob values a tuner chose for the function (its `autotune.config`
 /// attribute: `{BM = 128, stages = 3}`), by knob name.
 fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
     match m.attr(func, "autotune.config") {
         Some(Attr::Dict(d)) => d
             .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_int().filter(|&v| v > 0)?)))
+            .filter_map(|(k, v)| {
+                let counts = k == PRODUCERS;
+                Some((k.clone(), v.as_int().filter(|&v| v > 0 || (counts && v == 0))?))
+            })
             .collect(),
         _ => BTreeMap::new(),
     }
@@ -601,19 +607,22 @@ fn schedule(
             GridDim::ceil_div(&batch, 1),
         ];
         let stage_list: Vec<i64> = (2..=target.matmul_stages).collect();
-        let knobs = BTreeMap::from([
+        let mut knobs = BTreeMap::from([
             ("BM".to_string(), knob(&[64, 128, 256], tile[0], dim(0), constraints)),
             ("BN".to_string(), knob(&[64, 128, 256], tile[1], dim(1), constraints)),
             ("BK".to_string(), knob(&[32, 64, 128], tile[2], dim(2), constraints)),
             ("stages".to_string(), knob(&stage_list, stages, None, constraints)),
         ]);
+        if target.warp_specialize {
+            knobs.insert(PRODUCERS.to_string(), Attr::ints([0, 1]));
+        }
         return Ok(Config {
             tile: tile.to_vec(),
             block: tuned_threads(target, tuned),
             grid,
             stages,
             knobs,
-            specialize: target.warp_specialize,
+            specialize: target.warp_specialize && tuned.get(PRODUCERS) != Some(&0),
         });
     }
     if group.pattern == "attention" {
