@@ -273,6 +273,9 @@ pub(crate) struct FnEmitter<'e, 'm> {
     /// The named barrier (`bar.sync id, count`) of those threads, when
     /// they are not the whole block.
     pub group_barrier: Option<(i64, i64)>,
+    /// The producer's and the consumers' registers of the kernel's
+    /// `nvptx.warp_specialize`, when it has one.
+    split: Option<[i64; 2]>,
     loops: Vec<LoopLabels>,
     /// Shared memory: bytes placed so far by allocations, and the most any
     /// staging op needs beyond them.
@@ -311,9 +314,11 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             .map(|b| b.iter().product::<i64>())
             .unwrap_or(128)
             .max(1);
+        let split = crate::hopper::register_split(m, func);
         let layouts = match me.info.abi {
             // The tiles of a specialized kernel are its consumers'.
-            Abi::Nvptx => layout::plan(m, func, threads - crate::hopper::producer_threads(m, func)),
+            Abi::Nvptx if split.is_some() => layout::plan(m, func, threads - tessera_ir_tile::PRODUCER_THREADS),
+            Abi::Nvptx => layout::plan(m, func, threads),
             // Tests run fragment layouts on the CPU (`mma::layout::tests`).
             #[cfg(test)]
             Abi::Cpu => layout::plan_from_attributes(m, func, threads),
@@ -333,6 +338,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             threads,
             tid: String::new(),
             group_barrier: None,
+            split,
             loops: Vec::new(),
             shared_static: 0,
             shared_planned: planned_shared(m, func),
@@ -1746,14 +1752,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 .attr(self.func, COST_ATTR)
                 .and_then(KernelCost::from_attr)
                 .map(CostInfo::from),
-            warp_specialize: m
-                .walk_op(self.func)
-                .into_iter()
-                .find(|&o| m.op(o).name == "nvptx.warp_specialize")
-                .and_then(|o| {
-                    let regs = |key| m.attr(o, key).and_then(Attr::as_int);
-                    Some([regs("producer_registers")?, regs("consumer_registers")?])
-                }),
+            warp_specialize: self.split,
         }
     }
 

@@ -4,6 +4,7 @@
 //! launcher encodes (listed in the manifest as `tma`).
 
 use tessera_ir::{Attr, Module, OpId};
+use tessera_ir_tile::PRODUCER_THREADS as PRODUCER;
 
 use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
 use crate::{CodegenError, TmaDescriptor};
@@ -150,22 +151,16 @@ fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
     }
 }
 
-/// The threads of kernel `func`'s producer warpgroup: 128 when it has an
-/// `nvptx.warp_specialize`, else none.
-pub(crate) fn producer_threads(m: &Module, func: OpId) -> i64 {
-    let specialized = m
+/// The registers per thread kernel `func`'s `nvptx.warp_specialize` gives
+/// its producer and its consumers, when it has one.
+pub(crate) fn register_split(m: &Module, func: OpId) -> Option<[i64; 2]> {
+    let op = m
         .walk_op(func)
         .into_iter()
-        .any(|o| m.op(o).name == "nvptx.warp_specialize");
-    if specialized {
-        PRODUCER
-    } else {
-        0
-    }
+        .find(|&o| m.op(o).name == "nvptx.warp_specialize")?;
+    let regs = |key| m.attr(op, key).and_then(Attr::as_int);
+    Some([regs("producer_registers")?, regs("consumer_registers")?])
 }
-
-/// The threads of a producer: warpgroup 0.
-const PRODUCER: i64 = 128;
 
 /// `nvptx.warp_specialize`: warpgroup 0 gives registers back and its
 /// thread 0 runs the producer region; the other warpgroups take the

@@ -393,7 +393,7 @@ fn kernel_config(m: &mut Module, func: OpId, l: &Lowering, errors: &mut Vec<Veri
     let allocs = shared_allocations(m, &m.walk_op(func));
     let shared = shared_total(&allocs);
     let threads = if l.specialized.is_some() {
-        let threads = threads + specialize::PRODUCER_THREADS;
+        let threads = threads + crate::nvptx::PRODUCER_THREADS;
         m.set_attr(func, "block", Attr::ints([threads, 1, 1]));
         threads
     } else {

@@ -222,6 +222,10 @@ const OPS: &[OpDef] = &[
     },
 ];
 
+/// The threads of the producer of an `nvptx.warp_specialize`: warpgroup 0
+/// (`setmaxnreg` acts on whole warpgroups); the rest of the block consumes.
+pub const PRODUCER_THREADS: i64 = 128;
+
 /// The ops the producer of an `nvptx.warp_specialize` may hold: scalar
 /// arithmetic, control flow, views, mbarriers and TMA loads, nothing that
 /// needs the block's threads (it runs on one).
@@ -391,17 +395,17 @@ fn warp_specialize(c: &mut Check) {
         }
     }
     let config = |key: &str| func.and_then(|f| m.attr(f, key)).and_then(Attr::as_int);
-    let consumers = config("threads").map(|t| t - 128);
+    let consumers = config("threads").map(|t| t - PRODUCER_THREADS);
     if let Some(consumers) = consumers {
         let [producer, consumer] = registers;
         // `setmaxnreg.inc` waits for registers the block's pool has.
-        let pool = (consumers + 128) * config("max_registers").unwrap_or(255);
-        if consumers < 128 || consumers % 128 != 0 {
+        let pool = (consumers + PRODUCER_THREADS) * config("max_registers").unwrap_or(255);
+        if consumers < PRODUCER_THREADS || consumers % PRODUCER_THREADS != 0 {
             c.fail(format!(
                 "a specialized kernel has one producer warpgroup and whole consumer warpgroups: {} threads are not 128 + a multiple of 128",
-                consumers + 128
+                consumers + PRODUCER_THREADS
             ));
-        } else if 128 * producer + consumers * consumer > pool {
+        } else if PRODUCER_THREADS * producer + consumers * consumer > pool {
             c.fail(format!(
                 "128 producer threads of {producer} registers and {consumers} consumers of {consumer} need more than the {pool} registers the block starts with (`threads` × `max_registers`)"
             ));

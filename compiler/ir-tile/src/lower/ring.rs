@@ -42,7 +42,6 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
 
-use super::specialize::await_empty;
 use super::{binary, cmp, konst, Completion, Lowering};
 use crate::check::enclosed_by;
 use crate::locals::accumulates_in_place;
@@ -153,7 +152,7 @@ impl Lowering {
             outer: HashMap::new(),
         };
         // With a producer warpgroup, the fills are its loop alone.
-        let specialized = self.specialized == Some(op) && handshake.is_some();
+        let specialized = self.specialized == Some(op);
         let (use_k, use_slot) = region_args(&b, op, 1);
         let use_block = b.region_block(b.regions(op)[1]);
         let uses = b.block_ops(use_block).to_vec();
@@ -436,8 +435,25 @@ fn hand_back(b: &mut Builder, empty: ValueId, g: ValueId, stages: ValueId) {
     b.op("nvptx.mbarrier_arrive").operand(mbar).build();
 }
 
+/// Fill `n = g / S` of a slot waits for use `n - 1` to be handed back: the
+/// `empty` phase of parity `(n + 1) mod 2`, which a fresh mbarrier counts
+/// as complete. Only the thread that issues the loads waits.
+pub(super) fn await_empty(b: &mut Builder, ctx: &Fill, g: ValueId, slot: ValueId) {
+    let Some(empty) = ctx.empty else { return };
+    let round = binary(b, "floordiv", g, ctx.stages);
+    let one = konst(b, Attr::Int(1), Type::INDEX);
+    let round = binary(b, "add", round, one);
+    let two = konst(b, Attr::Int(2), Type::INDEX);
+    let parity = binary(b, "rem", round, two);
+    let mbar = ring_slot(b, empty, slot);
+    b.op("nvptx.mbarrier_try_wait")
+        .operands(&[mbar, parity])
+        .attr("elected", Attr::Bool(true))
+        .build();
+}
+
 /// The mbarrier of `slot` in the mbarrier ring `ring`.
-pub(super) fn ring_slot(b: &mut Builder, ring: ValueId, slot: ValueId) -> ValueId {
+fn ring_slot(b: &mut Builder, ring: ValueId, slot: ValueId) -> ValueId {
     b.op("nvptx.mbarrier_slot")
         .operands(&[ring, slot])
         .result(mbarrier_type())

@@ -26,13 +26,11 @@ use std::collections::{HashMap, HashSet};
 
 use tessera_ir::{Attr, BlockId, Builder, Module, OpId, Type, ValueId, VerifyError};
 
-use super::ring::{ring_slot, steps, Fill};
+use super::ring::{await_empty, steps, Fill};
 use super::{binary, konst, Lowering};
+use crate::nvptx::PRODUCER_THREADS;
 use crate::target::Target;
 
-/// Threads of the producer: one warpgroup (`setmaxnreg` acts on whole
-/// warpgroups), of which one thread issues the loads.
-pub(crate) const PRODUCER_THREADS: i64 = 128;
 /// Registers per thread the producer warpgroup keeps.
 pub(crate) const PRODUCER_REGISTERS: i64 = 40;
 /// Registers per thread for `consumers` consumer threads: what the block
@@ -83,7 +81,8 @@ const FILL_OPS: &[&str] = &[
 /// in its body, whose copies (all the kernel's) are TMA loads into two
 /// stages or more; its fill only loads; the scalars its fill and bounds read can be recomputed
 /// by the producer; the body returns at its end only; and nothing reads
-/// the thread's raw index (the consumers' indices start at 0 again).
+/// the thread's raw index (the consumers' indices start at 0 again). Such
+/// a pipeline hands its slots back through an `empty` ring (`ring.rs`).
 pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId], copies: &[OpId]) -> Option<OpId> {
     if m.attr(func, "warp_specialize").and_then(Attr::as_bool) != Some(true) || l.target != Target::Sm90a {
         return None;
@@ -141,6 +140,15 @@ impl Lowering {
         bounds: [ValueId; 3],
         stages: i64,
     ) -> Result<(), Box<VerifyError>> {
+        if ctx.empty.is_none() {
+            // `candidate` asks what the `empty` ring needs; without it the
+            // producer could refill a slot still in use.
+            return Err(Box::new(VerifyError::at_op(
+                m,
+                func,
+                "a producer warpgroup needs its pipeline's slots handed back through an `empty` mbarrier ring",
+            )));
+        }
         let entry = m.entry_block(func).expect("a function has a body");
         let body = m.block_ops(entry).to_vec();
         let ret = *body.last().expect("`candidate` found the return");
@@ -201,23 +209,6 @@ impl Lowering {
         Builder::at_end(&mut b, consumer_block).op("tile.yield").build();
         Ok(())
     }
-}
-
-/// Fill `n = g / S` of a slot waits for use `n - 1` to be handed back: the
-/// `empty` phase of parity `(n + 1) mod 2`, which a fresh mbarrier counts
-/// as complete. Only the thread that issues the loads waits.
-pub(super) fn await_empty(b: &mut Builder, ctx: &Fill, g: ValueId, slot: ValueId) {
-    let Some(empty) = ctx.empty else { return };
-    let round = binary(b, "floordiv", g, ctx.stages);
-    let one = konst(b, Attr::Int(1), Type::INDEX);
-    let round = binary(b, "add", round, one);
-    let two = konst(b, Attr::Int(2), Type::INDEX);
-    let parity = binary(b, "rem", round, two);
-    let mbar = ring_slot(b, empty, slot);
-    b.op("nvptx.mbarrier_try_wait")
-        .operands(&[mbar, parity])
-        .attr("elected", Attr::Bool(true))
-        .build();
 }
 
 /// Whether `op` is inside `ancestor`'s regions.
