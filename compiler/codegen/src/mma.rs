@@ -63,7 +63,9 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
         Val::Tile(t) => staged_bytes(t),
         _ => 0,
     };
-    let (m, n, k) = match (a.dims.as_slice(), b.dims.last()) {
+    let transposed = transposed_b(f.m(), op);
+    let b_n = if transposed { b.dims.first() } else { b.dims.last() };
+    let (m, n, k) = match (a.dims.as_slice(), b_n) {
         ([m, k], Some(n)) => (m.clone(), n.clone(), k.clone()),
         _ => return Err(f.err(op, "matrix products take 2-D operands")),
     };
@@ -98,6 +100,12 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
         }
         _ => Engine::Scalar,
     };
+    if transposed && engine != Engine::Wgmma {
+        return Err(f.err(
+            op,
+            "a `wgmma` with `transpose_b` needs whole warpgroups and a shape the instruction tiles",
+        ));
+    }
     let (mm, nn, kk) = (consts.0.unwrap_or(0), consts.1.unwrap_or(0), consts.2.unwrap_or(0));
     // MFMA whose staging does not fit in LDS falls back to scalar FMAs.
     let fits =
@@ -129,6 +137,24 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
     };
     let a_val = f.operand(op, 0)?;
     let b_val = f.operand(op, 1)?;
+    let transposed = transposed_b(f.m(), op);
+    if let Some(pa) = register_a(frag, &a_val, k) {
+        let d = if in_place {
+            c.clone()
+        } else {
+            f.new_tile(dims, ScalarType::F32, op)?
+        };
+        if let (Some(cs), Some(ds)) = (Slots::of(&c), Slots::of(&d)) {
+            let b = view_of(f, op, &b_val, 0)?;
+            let (b, _) = wgmma_b(f, &b, [n, k], transposed, 0).ok_or_else(|| untaken(f, op))?;
+            if cs.array != ds.array {
+                cs.copy_to(f, &ds);
+            }
+            wgmma_register_a(f, frag, pa, &b, &ds, k);
+            f.set(op, Val::Tile(d));
+            return Ok(());
+        }
+    }
     let a_bytes = match &a_val {
         Val::Tile(t) => staged_bytes(t),
         _ => 0,
@@ -157,7 +183,8 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
             match frag {
                 Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
                 Frag::Wgmma { .. } => {
-                    let (a, b, _) = wgmma_smem(f, &a, &b, [m, n, k], used).ok_or_else(|| untaken(f, op))?;
+                    let (a, b, _) =
+                        wgmma_smem(f, &a, &b, [m, n, k], transposed, used).ok_or_else(|| untaken(f, op))?;
                     // A group left running must not read a copy the next
                     // product overwrites, nor write registers something
                     // copies before the next product.
@@ -175,6 +202,12 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
     }
     f.set(op, Val::Tile(d));
     Ok(())
+}
+
+/// Whether the product `op` multiplies by the transpose of its B (an
+/// `NxK` shared buffer that `wgmma` reads K-major).
+pub(crate) fn transposed_b(m: &tessera_ir::Module, op: OpId) -> bool {
+    m.attr(op, "transpose_b").is_some()
 }
 
 /// Whether `ldmatrix` can read fragments of a 16-bit view: in shared
@@ -337,13 +370,90 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slo
             let block = f.val(format!("add i64 {first}, {p}"));
             let row = f.val(format!("mul i64 {block}, 64"));
             let da = a.descriptor(f, &row, ks);
-            steps.push((p as usize, da, db.clone()));
+            steps.push((p as usize, AOperand::Shared(da), db.clone()));
         }
     }
     let acc = wgmma_group(f, n, ops, b.mn_major(), pending, &acc, &steps);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
+}
+
+/// The 16-bit A of a `wgmma` with accumulator `frag`, when it is held in
+/// registers in the fragments of a `wgmma` accumulator of the same rows
+/// and warpgroups, `k` columns wide: then it is already in the layout of
+/// wgmma's register A (PTX ISA 9.7.15.5.1.1.1; CuTe's `ALayout_64x16` is
+/// `CLayout_64x16`), as FlashAttention-3 feeds its probabilities to `p·v`.
+fn register_a(frag: Frag, a: &Val, k: i64) -> Option<(String, Frag, ScalarType)> {
+    let (Frag::Wgmma { rows, groups, .. }, Val::Tile(t)) = (frag, a) else {
+        return None;
+    };
+    let want = Frag::Wgmma { rows, cols: k, groups };
+    match (&t.storage, t.layout) {
+        (Storage::Private { array, .. }, Layout::Frag(have))
+            if have == want && matches!(t.elem, ScalarType::BF16 | ScalarType::F16) =>
+        {
+            Some((array.clone(), have, t.elem))
+        }
+        _ => None,
+    }
+}
+
+/// The four 32-bit registers of A for K step `ks` (16 columns) of a
+/// thread's 64-row block `p`, from the accumulator-layout tile `frag`
+/// (`ALayout_64x16` over columns `16ks…16ks+15`): its atoms `2ks` and
+/// `2ks + 1` (columns `+0…7`, `+8…15`), rows `g` and `g + 8` of each, two
+/// adjacent columns to a register, the lower column in the low half.
+fn a_register_slots(frag: Frag, p: i64, ks: i64) -> [[i64; 2]; 4] {
+    let slot = |q: i64, r: i64| [frag.slot(p, q, r), frag.slot(p, q, r + 1)];
+    [slot(2 * ks, 0), slot(2 * ks, 2), slot(2 * ks + 1, 0), slot(2 * ks + 1, 2)]
+}
+
+/// `d += a · b` with `wgmma.mma_async` reading A from registers (the
+/// 16-bit tile `a` in the fragment layout [`register_a`] accepts) and B
+/// from shared memory; the group is waited for before A's registers are
+/// free (`wait_group 0`).
+fn wgmma_register_a(f: &mut FnEmitter, frag: Frag, (array, a_frag, elem): (String, Frag, ScalarType), b: &Smem, d: &Slots, k: i64) {
+    let Frag::Wgmma { cols: n, .. } = frag else {
+        return;
+    };
+    let (blocks, _) = frag.atoms();
+    let t = llvm_ty(elem);
+    let per_thread = a_frag.per_thread();
+    let element = |f: &mut FnEmitter, i: i64| {
+        let at = f.val(format!("getelementptr [{per_thread} x {t}], ptr {array}, i64 0, i64 {i}"));
+        f.val(format!("load {t}, ptr {at}"))
+    };
+    let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
+    let acc: Vec<String> = cells
+        .iter()
+        .map(|cell| f.val(format!("load float, ptr {cell}")))
+        .collect();
+    let mut steps = Vec::new();
+    for ks in 0..k / b.ops.k {
+        let db = b.descriptor(f, "0", ks);
+        for p in 0..blocks {
+            let regs = a_register_slots(a_frag, p, ks).map(|[lo, hi]| {
+                let (lo, hi) = (element(f, lo), element(f, hi));
+                let v = f.val(format!("insertelement <2 x {t}> poison, {t} {lo}, i64 0"));
+                let v = f.val(format!("insertelement <2 x {t}> {v}, {t} {hi}, i64 1"));
+                f.val(format!("bitcast <2 x {t}> {v} to i32"))
+            });
+            steps.push((p as usize, AOperand::Registers(regs), db.clone()));
+        }
+    }
+    let acc = wgmma_group(f, n, &b.ops, b.mn_major(), 0, &acc, &steps);
+    for (cell, v) in cells.iter().zip(&acc) {
+        f.line(format!("store float {v}, ptr {cell}"));
+    }
+}
+
+/// Where one `wgmma` instruction reads A.
+enum AOperand {
+    /// A shared-memory descriptor.
+    Shared(String),
+    /// Four 32-bit registers of 16-bit pairs ([`a_register_slots`]).
+    Registers([String; 4]),
 }
 
 /// The operand types of a `wgmma` with f32 accumulators, when it has them.
@@ -402,45 +512,51 @@ fn wgmma_group(
     b_mn_major: bool,
     pending: i64,
     acc: &[String],
-    steps: &[(usize, String, String)],
+    steps: &[(usize, AOperand, String)],
 ) -> Vec<String> {
     let regs = (n / 2) as usize;
     let total = acc.len();
-    // Each distinct descriptor is one operand, after the accumulators'
-    // outputs and tied inputs.
-    let mut descriptors: Vec<&str> = Vec::new();
-    fn operand<'d>(d: &'d str, descriptors: &mut Vec<&'d str>, first: usize) -> usize {
-        first
-            + descriptors.iter().position(|x| *x == d).unwrap_or_else(|| {
-                descriptors.push(d);
-                descriptors.len() - 1
+    // Each distinct descriptor (`i64`, "l") or A register (`i32`, "r") is
+    // one operand, after the accumulators' outputs and tied inputs.
+    let mut inputs: Vec<(&'static str, String)> = Vec::new();
+    let operand = |v: &str, ty: &'static str, inputs: &mut Vec<(&'static str, String)>| {
+        2 * total
+            + inputs.iter().position(|(_, x)| x == v).unwrap_or_else(|| {
+                inputs.push((ty, v.to_string()));
+                inputs.len() - 1
             })
-    }
-    let (k, types) = (ops.k, &ops.types);
-    let transposes = match (ops.transposes, b_mn_major) {
-        (true, mn) => format!(", 0, {}", u8::from(mn)),
-        (false, _) => String::new(),
     };
+    let (k, types) = (ops.k, &ops.types);
     let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
-    for (p, da, db) in steps {
+    for (p, a, db) in steps {
         let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
-        let (oa, ob) = (
-            operand(da, &mut descriptors, 2 * total),
-            operand(db, &mut descriptors, 2 * total),
-        );
+        // The transpose immediates: A's only when A is in shared memory.
+        let (a_text, imm_a) = match a {
+            AOperand::Shared(da) => (format!("${}", operand(da, "i64", &mut inputs)), ", 0"),
+            AOperand::Registers(r) => {
+                let names: Vec<String> = r.iter().map(|v| format!("${}", operand(v, "i32", &mut inputs))).collect();
+                (format!("{{{}}}", names.join(", ")), "")
+            }
+        };
+        let ob = operand(db, "i64", &mut inputs);
+        let transposes = if ops.transposes {
+            format!("{imm_a}, {}", u8::from(b_mn_major))
+        } else {
+            String::new()
+        };
         asm += &format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, ${oa}, ${ob}, p, 1, 1{transposes}; ",
+            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, {a_text}, ${ob}, p, 1, 1{transposes}; ",
             outs.join(", ")
         );
     }
     asm += &format!("wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned {pending}; }}");
     let mut constraints: Vec<String> = (0..total).map(|_| "=f".to_string()).collect();
     constraints.extend((0..total).map(|j| j.to_string()));
-    constraints.extend(descriptors.iter().map(|_| "l".to_string()));
+    constraints.extend(inputs.iter().map(|(ty, _)| if *ty == "i64" { "l" } else { "r" }.to_string()));
     constraints.push("~{memory}".into());
     let ret = format!("{{ {} }}", vec!["float"; total].join(", "));
     let mut args: Vec<String> = acc.iter().map(|v| format!("float {v}")).collect();
-    args.extend(descriptors.iter().map(|d| format!("i64 {d}")));
+    args.extend(inputs.iter().map(|(ty, v)| format!("{ty} {v}")));
     let r = f.val(format!(
         "call {ret} asm sideeffect \"{asm}\", \"{}\"({})",
         constraints.join(","),
@@ -585,7 +701,8 @@ fn tensor_cores(
 ) -> Result<(), CodegenError> {
     // wgmma reads operands through descriptors.
     let (smem, used) = if engine == Engine::Wgmma {
-        let (a2, b2, bytes) = wgmma_smem(f, a, b, [m, n, k], used).ok_or_else(|| untaken(f, op))?;
+        let (a2, b2, bytes) =
+            wgmma_smem(f, a, b, [m, n, k], transposed_b(f.m(), op), used).ok_or_else(|| untaken(f, op))?;
         (Some((a2, b2)), bytes)
     } else {
         (None, used)
@@ -844,7 +961,14 @@ fn descriptor_fields(layout: SmemLayout, ops: &WgmmaOperands, ks: i64) -> (i64, 
 /// writes through it, and the lowering puts `fence_proxy_async` and a
 /// barrier before a product of a buffer threads write. `None` when wgmma
 /// does not take the operands' types.
-fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: i64) -> Option<(Smem, Smem, i64)> {
+fn wgmma_smem(
+    f: &mut FnEmitter,
+    a: &View,
+    b: &View,
+    [m, n, k]: [i64; 3],
+    b_transposed: bool,
+    used: i64,
+) -> Option<(Smem, Smem, i64)> {
     use SmemLayout::Swizzled;
     let ops = wgmma_operands(a.elem, b.elem)?;
     let sp = f.info().shared_ptr();
@@ -852,9 +976,7 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: 
     let a_in_place = swizzled(a)
         .filter(|_| m % 64 == 0)
         .map(|s| Swizzled { s, k_major: true });
-    let b_in_place = swizzled(b)
-        .filter(|_| ops.transposes && n % 64 == 0)
-        .map(|s| Swizzled { s, k_major: false });
+    let b_in_place = b_in_place(f, b, n, b_transposed, &ops);
     if let (Some(la), Some(lb)) = (a_in_place, b_in_place) {
         let smem = |v: &View, layout| Smem {
             base: v.base.clone(),
@@ -864,7 +986,8 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: 
         return Some((smem(a, la), smem(b, lb), used));
     }
     let copy_a = a_in_place.is_none();
-    let (a2, b2, bytes) = core_matrix_copies(f, a, b, [m, n, k], [copy_a, b_in_place.is_none()], used);
+    let which = [copy_a, b_in_place.is_none()];
+    let (a2, b2, bytes) = core_matrix_copies(f, a, b, [m, n, k], which, b_transposed, used);
     let cores = k / ops.row;
     let smem = |v: View, layout: Option<SmemLayout>| Smem {
         base: v.base,
@@ -872,6 +995,42 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: 
         layout: layout.unwrap_or(SmemLayout::Cores { cores }),
     };
     Some((smem(a2, a_in_place), smem(b2, b_in_place), bytes))
+}
+
+/// How `wgmma` reads B (k×n, or n×k when `transposed`) where it is: a
+/// 128-byte-swizzled shared buffer, K-major when transposed (as A is),
+/// else N-major, which needs the transpose immediate (16-bit elements) and
+/// whole 64-element panels.
+fn b_in_place(f: &FnEmitter, b: &View, n: i64, transposed: bool, ops: &WgmmaOperands) -> Option<SmemLayout> {
+    let swizzle = b.swizzle.filter(|s| s.span == 128 && b.ptr_ty == f.info().shared_ptr())?;
+    let fits = if transposed { n % 8 == 0 } else { ops.transposes && n % 64 == 0 };
+    fits.then_some(SmemLayout::Swizzled {
+        s: swizzle,
+        k_major: transposed,
+    })
+}
+
+/// B alone as `wgmma` reads it (A in registers): in place where
+/// [`b_in_place`] allows, else copied into the core-matrix layout at
+/// `used` bytes of the staging area; gives the staging bytes used.
+fn wgmma_b(f: &mut FnEmitter, b: &View, [n, k]: [i64; 2], transposed: bool, used: i64) -> Option<(Smem, i64)> {
+    let ops = wgmma_operands(b.elem, b.elem)?;
+    if let Some(layout) = b_in_place(f, b, n, transposed, &ops) {
+        let smem = Smem {
+            base: b.base.clone(),
+            ops,
+            layout,
+        };
+        return Some((smem, used));
+    }
+    let (_, copy, bytes) = core_matrix_copies(f, b, b, [0, n, k], [false, true], transposed, used);
+    let cores = k / ops.row;
+    let smem = Smem {
+        base: copy.base,
+        ops,
+        layout: SmemLayout::Cores { cores },
+    };
+    Some((smem, bytes))
 }
 
 /// Copies `a` (m×k) and `b` (k×n), those `which` says, into wgmma's
@@ -890,13 +1049,15 @@ fn wgmma_smem(f: &mut FnEmitter, a: &View, b: &View, [m, n, k]: [i64; 3], used: 
 /// A's rows), else one element at a time. B, whose K runs down its
 /// columns, is transposed in blocks instead: 16-bit elements with
 /// `ldmatrix.trans` ([`transpose_into_cores`]), 8-bit ones as 4-byte words
-/// gathered by byte shuffles ([`transpose_bytes_into_cores`]).
+/// gathered by byte shuffles ([`transpose_bytes_into_cores`]). A B given
+/// transposed (`b_transposed`: n×k, K along its rows) is copied as A is.
 fn core_matrix_copies(
     f: &mut FnEmitter,
     a: &View,
     b: &View,
     [m, n, k]: [i64; 3],
     which: [bool; 2],
+    b_transposed: bool,
     used: i64,
 ) -> (View, View, i64) {
     let eb = i64::from(a.elem.bits()) / 8;
@@ -912,7 +1073,7 @@ fn core_matrix_copies(
     let t = llvm_ty(a.elem);
     let vec = format!("<{e} x {t}>");
     let threads = f.threads;
-    let copies = [(a, a_off, m, false), (b, b_off, n, true)];
+    let copies = [(a, a_off, m, false), (b, b_off, n, !b_transposed)];
     for (src, off, rows, transposed) in copies.into_iter().zip(which).filter(|(_, w)| *w).map(|(c, _)| c) {
         if transposed && eb == 2 && k % 32 == 0 && rows % 8 == 0 && ldmatrix_reads(f, src) {
             transpose_into_cores(f, src, &base, off, rows, k);
@@ -1139,7 +1300,7 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &Smem, b: &Smem, p: &str, r0: &str, rows: i
         for ks in 0..k / ops.k {
             let da = a.descriptor(f, &row, ks);
             let db = b.descriptor(f, "0", ks);
-            steps.push((0, da, db));
+            steps.push((0, AOperand::Shared(da), db));
         }
         let vals: Vec<String> = accs
             .iter()
@@ -1289,10 +1450,24 @@ mod tests {
     /// `rows`×`k` (A) or `k`×`rows` (B, N-major when not `k_major`): the
     /// descriptor addresses the byte `placed(mn, kk)` says the element is at.
     fn check(layout: SmemLayout, elem: ScalarType, rows: i64, k: i64, k_major: bool, placed: impl Fn(i64, i64) -> i64) {
+        // A's instruction tiles are 64 rows; B's are all of N.
+        let tile = if k_major { 64 } else { rows };
+        check_tiles(layout, elem, rows, tile, k, k_major, placed);
+    }
+
+    /// [`check`] with instruction tiles of `tile` rows.
+    fn check_tiles(
+        layout: SmemLayout,
+        elem: ScalarType,
+        rows: i64,
+        tile: i64,
+        k: i64,
+        k_major: bool,
+        placed: impl Fn(i64, i64) -> i64,
+    ) {
         let ops = wgmma_operands(elem, elem).expect("a wgmma type");
         let eb = i64::from(elem.bits()) / 8;
-        // A's instruction tiles are 64 rows; B's are all of N.
-        let (tile, starts) = if k_major { (64, rows / 64) } else { (rows, 1) };
+        let starts = rows / tile;
         for block in 0..starts {
             for ks in 0..k / ops.k {
                 let (per_row, fixed, lbo, sbo, mode) = descriptor_fields(layout, &ops, ks);
@@ -1340,6 +1515,57 @@ mod tests {
             // B is k×n: element (n, k) of the instruction tile is row k,
             // column n of the buffer.
             check(layout, ScalarType::BF16, n, k, false, |nn, kk| s.offset(kk, nn * 2));
+        }
+    }
+
+    #[test]
+    fn a_transposed_b_read_in_place_k_major_from_its_swizzled_buffer() {
+        // Attention's k tile (N keys × D): one instruction tile of all N
+        // rows, K-major like A, from one or two 128-byte panels.
+        for (elem, n, k) in [
+            (ScalarType::BF16, 64, 128),
+            (ScalarType::BF16, 128, 64),
+            (ScalarType::F16, 8, 64),
+            (ScalarType::F8E4M3, 64, 128),
+        ] {
+            let s = swizzle(n, k, elem);
+            let eb = i64::from(elem.bits()) / 8;
+            let layout = SmemLayout::Swizzled { s, k_major: true };
+            check_tiles(layout, elem, n, n, k, true, |nn, kk| s.offset(nn, kk * eb));
+        }
+    }
+
+    /// CuTe's `ALayout_64x16` (`mma_traits_sm90_gmma.hpp`), the register
+    /// A of a 16-bit `wgmma`: thread `(t0, t1, t2)` of shape `(4, 8, 4)`,
+    /// value `(v0, v1, v2)` of shape `(2, 2, 2)`, strides `(128, 1, 16)` and
+    /// `(64, 8, 512)` into the column-major 64×16 tile.
+    fn a_layout_64x16(t: i64, v: i64) -> (i64, i64) {
+        let linear = 128 * (t % 4) + (t / 4) % 8 + 16 * (t / 32) + 64 * (v % 2) + 8 * ((v / 2) % 2) + 512 * (v / 4);
+        (linear % 64, linear / 64)
+    }
+
+    #[test]
+    fn an_accumulator_fragment_is_the_register_a_of_the_next_product() {
+        // P (rows × k, the accumulator layout of q·kᵀ) as the A of p·v:
+        // value v of register v / 2 (half v % 2) of K step ks is element
+        // ALayout_64x16(t, v) of the thread's warpgroup's 64-row block.
+        for (rows, k, groups) in [(64, 64, 1), (128, 64, 2), (128, 128, 1), (256, 32, 2)] {
+            let frag = Frag::Wgmma { rows, cols: k, groups };
+            let blocks = rows / 64 / groups;
+            for t in 0..frag.threads() {
+                for p in 0..blocks {
+                    for ks in 0..k / 16 {
+                        let regs = a_register_slots(frag, p, ks);
+                        for v in 0..8 {
+                            let slot = regs[(v / 2) as usize][(v % 2) as usize];
+                            let (r, c) = layout::coords_exact(frag, t, slot);
+                            let (ar, ac) = a_layout_64x16(t % 128, v);
+                            let block = (t / 128) * blocks + p;
+                            assert_eq!((r, c), (64 * block + ar, 16 * ks + ac), "{frag:?}: thread {t}, value {v}");
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -757,7 +757,8 @@ fn attention_config(
                 .with_note("q, k and v tiles are staged in shared memory, whose size is fixed at compile time"),
         ));
     };
-    let mut tile = tuned_tile([64, 64], tuned);
+    let threads = tuned_threads(target, tuned);
+    let mut tile = tuned_tile(target.attention_tile(threads), tuned);
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
@@ -785,7 +786,7 @@ fn attention_config(
     let one = DimExpr::constant(1);
     Ok(Config {
         tile: tile.to_vec(),
-        block: tuned_threads(target, tuned),
+        block: threads,
         grid: vec![
             GridDim::ceil_div(dim(0).unwrap_or(&one), tile[0]),
             GridDim::ceil_div(&batch, 1),

@@ -77,6 +77,17 @@ impl Target {
         }
     }
 
+    /// The default `[BM, BN]` of an attention kernel of `threads` threads:
+    /// on sm_90a one 64-row block of queries per warpgroup, so that both
+    /// products are `wgmma`s whose accumulators stay in registers (each
+    /// warpgroup owns whole 64-row blocks); 64 × 64 elsewhere.
+    pub fn attention_tile(&self, threads: i64) -> [i64; 2] {
+        match self.name {
+            "sm_90a" if threads >= 128 && threads % 128 == 0 => [64 * (threads / 128), 64],
+            _ => [64, 64],
+        }
+    }
+
     /// Whether `bytes` of shared memory fit in one block.
     pub fn fits_shared(&self, bytes: i64) -> bool {
         self.shared_limit.is_none_or(|limit| bytes <= limit)

@@ -481,10 +481,12 @@ pub(crate) fn atomic(c: &mut Check, spaces: &[MemSpace]) {
 }
 
 /// A matrix product in the target dialects, `(%a, %b, %c) -> c`: shapes
-/// as for `tile.mma`; gives `(M, N, K)` when they fit.
+/// as for `tile.mma` (b transposed, NxK, with the unit attribute
+/// `transpose_b`); gives `(M, N, K)` when they fit.
 pub(crate) fn matrix_product(c: &mut Check) -> Option<(tessera_ir::Dim, tessera_ir::Dim, tessera_ir::Dim)> {
     let (a, b, acc) = (c.operand_type(0), c.operand_type(1), c.operand_type(2));
-    match shape::mma_dims(&a, &b, &acc) {
+    let transposed = c.m.attr(c.op, "transpose_b").is_some();
+    match shape::product_dims(&a, &b, &acc, transposed) {
         Ok(dims) => {
             c.result_is(0, &acc);
             Some(dims)

@@ -277,10 +277,11 @@ impl Counter<'_> {
         let operand = |i: usize| m.operands(op).get(i).map(|&v| m.value_type(v));
         let float = operand(0).and_then(Type::elem).is_some_and(|e| e.is_float());
         if PRODUCTS.contains(&name) {
-            let (Some(a), Some(b)) = (operand(0).and_then(Type::dims), operand(1).and_then(Type::dims)) else {
+            // The accumulator's columns (a transposed B has them as rows).
+            let (Some(a), Some(c)) = (operand(0).and_then(Type::dims), operand(2).and_then(Type::dims)) else {
                 return;
             };
-            if let ([rows, inner], [_, cols]) = (a, b) {
+            if let ([rows, inner], [_, cols]) = (a, c) {
                 self.per_block
                     .add(loops, DimExpr::constant(2).mul(rows).mul(cols).mul(inner));
             }

@@ -163,6 +163,9 @@ struct Lowering {
     /// the kernel's threads are then its consumers, and its barriers are
     /// theirs alone.
     specialized: Option<OpId>,
+    /// Ops whose only user a rewrite replaced (the load and transpose of a
+    /// B that `wgmma` reads in shared memory): erased once unused.
+    dead: Vec<OpId>,
 }
 
 /// Lowers function `func`; true when the kernel got a producer warpgroup
@@ -195,6 +198,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
             limit.saturating_sub(shared_total(&shared_allocations(m, &ops)))
         },
         specialized: None,
+        dead: Vec::new(),
     };
     let copies: Vec<OpId> = ops
         .iter()
@@ -260,6 +264,11 @@ fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<V
             errors.push(*e);
         }
     }
+    for &op in &l.dead {
+        if !m.is_erased(op) && m.results(op).iter().all(|&r| m.users(r).is_empty()) {
+            m.erase_op(op);
+        }
+    }
     for op in m.walk_op(func) {
         for operand in &mut m.op_mut(op).operands {
             if let Some(&to) = l.rename.get(operand) {
@@ -293,6 +302,60 @@ fn relaunch(m: &mut Module, specialized: &HashSet<String>) {
             m.set_attr(op, "block", block);
         }
     }
+}
+
+/// The shared buffer `v` is the transpose of, when `v` is
+/// `tile.transpose(tile.load_tile(buffer, 0, 0))` of a whole 2-D shared
+/// buffer, used by the product `product` alone, and nothing between the
+/// load and the product (in one block) writes memory: the product can read
+/// the buffer where the load did. Gives the buffer, and the transpose and
+/// the load (dead once the product reads the buffer).
+fn transposed_in_shared(m: &Module, product: OpId, v: ValueId) -> Option<(ValueId, [OpId; 2])> {
+    let transpose = m.defining_op(v).filter(|&t| {
+        m.op(t).name == "tile.transpose" && m.attr(t, "perm").and_then(Attr::as_ints) == Some(vec![1, 0])
+    })?;
+    let tile = m.operands(transpose)[0];
+    let load = m.defining_op(tile).filter(|&l| m.op(l).name == "tile.load_tile")?;
+    let operands = m.operands(load);
+    let buffer = operands[0];
+    let zero = |&o: &ValueId| {
+        m.defining_op(o)
+            .is_some_and(|d| m.op(d).name == "tile.const" && m.attr(d, "value").and_then(Attr::as_int) == Some(0))
+    };
+    let whole = m.value_type(buffer).dims().is_some_and(|d| d.len() == 2) && m.value_type(buffer).dims() == m.value_type(tile).dims();
+    let only = |v: ValueId, user: OpId| m.users(v).iter().all(|&(u, _)| u == user);
+    if !shape::is_memref_in(m.value_type(buffer), MemSpace::Shared)
+        || !whole
+        || !operands[1..].iter().all(zero)
+        || !only(tile, transpose)
+        || !only(v, product)
+    {
+        return None;
+    }
+    let block = m.parent_block(load)?;
+    let ops = m.block_ops(block);
+    let from = ops.iter().position(|&o| o == load)?;
+    let to = ops.iter().position(|&o| o == product)?;
+    let reads_only = ops.get(from + 1..to)?.iter().all(|&o| {
+        matches!(
+            m.op(o).name.as_str(),
+            "tile.const"
+                | "tile.binary"
+                | "tile.unary"
+                | "tile.cmp"
+                | "tile.cast"
+                | "tile.select"
+                | "tile.iota"
+                | "tile.broadcast"
+                | "tile.transpose"
+                | "tile.view"
+                | "tile.load"
+                | "tile.load_tile"
+                | "nvptx.ldmatrix"
+                | "nvptx.sreg"
+        )
+    });
+    reads_only.then_some((buffer, [transpose, load]))
 }
 
 fn stage(m: &Module, op: OpId) -> i64 {
@@ -561,7 +624,7 @@ impl Lowering {
             "mma" => Some(Lowering::mma(
                 self,
                 &mut b,
-                self.lagged.contains(&op),
+                op,
                 &operands,
                 &data.attrs,
                 result_ty.clone().expect("mma has a result"),
@@ -783,7 +846,7 @@ impl Lowering {
     fn mma(
         &mut self,
         b: &mut Builder,
-        lagged: bool,
+        op: OpId,
         operands: &[ValueId],
         attrs: &std::collections::BTreeMap<String, Attr>,
         result: Type,
@@ -804,6 +867,7 @@ impl Lowering {
         let fits = |instr: [i64; 3]| dims.as_ref().is_some_and(|(m, n, k)| divisible(&[m, n, k], &instr));
         let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
         let fp8 = elem.is_fp8();
+        let lagged = self.lagged.contains(&op);
         match self.family {
             Family::Cpu => b
                 .op("cpu.mma")
@@ -821,6 +885,33 @@ impl Lowering {
                 let k_step = if fp8 { 32 } else { 16 };
                 let wgmma_n = (1..=32).rev().map(|i| i * 8).find(|n| ndim > 0 && ndim % n == 0);
                 let wgmma_acc = acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16;
+                let whole_groups = self.threads.is_some_and(|t| t > 0 && t % 128 == 0);
+                let transposed = transposed_in_shared(b, op, bv).filter(|_| {
+                    self.target == Target::Sm90a
+                        && (fp16 || fp8)
+                        && wgmma_acc
+                        && whole_groups
+                        && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
+                });
+                if let Some((buffer, dead)) = transposed {
+                    if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
+                        let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
+                        if written(a) || written(buffer) {
+                            b.op("nvptx.fence_proxy_async").build();
+                            self.barrier(b);
+                        }
+                        self.dead.extend(dead);
+                        let mut w = b
+                            .op("nvptx.wgmma")
+                            .operands(&[a, buffer, acc])
+                            .attr("instr", Attr::ints([64, n, k_step]))
+                            .flag("transpose_b");
+                        if lagged {
+                            w = w.attr("pending", Attr::Int(1));
+                        }
+                        return w.result(result).build_value();
+                    }
+                }
                 let b_bytes = buffer_bytes(&b_ty, 0)
                     .ok()
                     .filter(|_| matches!(b_ty, Type::Tensor { .. }));

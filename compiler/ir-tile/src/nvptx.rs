@@ -145,12 +145,13 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "nvptx.wgmma",
-        doc: "`wgmma.mma_async` of shape `instr = [64, N, K]` per warpgroup, B (and A unless in registers) in shared memory; it returns with at most `pending` (default 0) of its warpgroup's wgmma groups still running, its own among them (sm_90a)",
+        doc: "`wgmma.mma_async` of shape `instr = [64, N, K]` per warpgroup, B (and A unless in registers) in shared memory, B given as `NxK` (`%a · %bᵀ + %c`) with `transpose_b`; it returns with at most `pending` (default 0) of its warpgroup's wgmma groups still running, its own among them (sm_90a)",
         operands: Arity::Exact(3),
         results: Arity::Exact(1),
         attrs: &[
             AttrDef::required("instr", AttrKind::Array),
             AttrDef::optional("pending", AttrKind::Int),
+            AttrDef::optional("transpose_b", AttrKind::Unit),
         ],
         ..OpDef::DEFAULT
     },

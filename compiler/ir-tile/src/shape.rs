@@ -126,22 +126,26 @@ fn matrix(ty: &Type) -> Option<(&Dim, &Dim, ScalarType)> {
 /// The dims `(M, N, K)` of `a · b + c` with `a: MxK`, `b: KxN`, `c: MxN`,
 /// compared as polynomials; `Err` says what does not fit.
 pub fn mma_dims(a: &Type, b: &Type, c: &Type) -> Result<(Dim, Dim, Dim), String> {
+    product_dims(a, b, c, false)
+}
+
+/// [`mma_dims`] of `a · bᵀ + c` (`b: NxK`) when `transpose_b`.
+pub fn product_dims(a: &Type, b: &Type, c: &Type, transpose_b: bool) -> Result<(Dim, Dim, Dim), String> {
     let (Some((m, k)), Some((k2, n)), Some((cm, cn))) = (
         matrix(a).map(|(m, k, _)| (m, k)),
-        matrix(b).map(|(k, n, _)| (k, n)),
+        matrix(b).map(|(r, c, _)| if transpose_b { (c, r) } else { (r, c) }),
         matrix(c).map(|(m, n, _)| (m, n)),
     ) else {
         return Err(format!(
             "the operands of a matrix product are rank-2 tiles or memrefs, not `{a}`, `{b}`, `{c}`"
         ));
     };
+    let b = if transpose_b { format!("`{b}`ᵀ") } else { format!("`{b}`") };
     if k != k2 {
-        return Err(format!("`{a}` · `{b}`: the inner dims differ ({k} vs {k2})"));
+        return Err(format!("`{a}` · {b}: the inner dims differ ({k} vs {k2})"));
     }
     if m != cm || n != cn {
-        return Err(format!(
-            "`{a}` · `{b}` is {m}x{n}, but the accumulator `{c}` is {cm}x{cn}"
-        ));
+        return Err(format!("`{a}` · {b} is {m}x{n}, but the accumulator `{c}` is {cm}x{cn}"));
     }
     Ok((m.clone(), n.clone(), k.clone()))
 }

@@ -272,7 +272,10 @@ pub(crate) fn frag_of(m: &Module, op: OpId, threads: i64) -> Option<Frag> {
         return None;
     }
     let (mm, kk) = const_2d(a_ty)?;
-    let (kb, nn) = const_2d(b_ty)?;
+    let (kb, nn) = match const_2d(b_ty)? {
+        (nn, kb) if super::transposed_b(m, op) => (kb, nn),
+        dims => dims,
+    };
     let k_step = wgmma.map_or(16, |o| o.k);
     if kb != kk || const_2d(m.value_type(result))? != (mm, nn) || kk % k_step != 0 {
         return None;
@@ -398,6 +401,12 @@ pub(crate) fn plan_from_attributes(m: &Module, func: OpId, threads: i64) -> Hash
         }
     }
     out
+}
+
+/// Row and column of slot `i` of thread `t` of `frag`, in integers.
+#[cfg(test)]
+pub(crate) fn coords_exact(frag: Frag, t: i64, i: i64) -> (i64, i64) {
+    frag.coords(&mut Exact, &t, &i)
 }
 
 /// Union-find over values.
