@@ -746,6 +746,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             {
                 layout
             }
+            Layout::Rows(frag)
+                if frag.threads() == self.threads
+                    && dims.len() == 2
+                    && dims[0].as_const() == Some(frag.rows())
+                    && dims[1].as_const() == Some(1) =>
+            {
+                layout
+            }
             _ => Layout::Blocked,
         };
         let exts = dims
@@ -758,6 +766,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             Some(n) => {
                 let per_thread = match layout {
                     Layout::Frag(frag) => frag.per_thread(),
+                    Layout::Rows(frag) => frag.row_slots(),
                     Layout::Blocked => (n + self.threads - 1) / self.threads,
                 };
                 let array = self.alloca(&format!("[{} x {}]", per_thread.max(1), llvm_ty(elem)));
@@ -782,6 +791,31 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     /// Runs `body(pos)` for every element of `tile` this thread holds.
     pub fn for_own(&mut self, tile: &Tile, mut body: impl FnMut(&mut Self, &Pos)) {
         let shape: Option<Vec<i64>> = tile.dims.iter().map(Ext::as_const).collect();
+        if let Layout::Rows(frag) = tile.layout {
+            // A column: row slot `j` is the row of the fragment's slot
+            // `slot_of_row(j)`, a constant offset from the thread's first.
+            let tid = self.tid.clone();
+            let (row0, _) = frag.coords(self, &tid, &"0".to_string());
+            for j in 0..frag.row_slots() {
+                let (dr, _) = frag.coords(&mut layout::Exact, &0, &frag.slot_of_row(j));
+                let row = match dr {
+                    0 => row0.clone(),
+                    _ => self.val(format!("add nuw nsw i64 {row0}, {dr}")),
+                };
+                if let Some(shape) = shape.clone() {
+                    self.indices
+                        .insert(row.clone(), (shape, vec![row.clone(), "0".to_string()]));
+                }
+                body(
+                    self,
+                    &Pos {
+                        e: row,
+                        i: j.to_string(),
+                    },
+                );
+            }
+            return;
+        }
         if let Layout::Frag(frag) = tile.layout {
             let tid = self.tid.clone();
             // Straight-line, each slot at a constant offset from the thread's
@@ -1819,12 +1853,14 @@ pub(crate) mod tests {
     use super::*;
 
     /// The CPU context of `spec/runtime.md`; `block` points at the test's
-    /// barrier.
+    /// barrier, and `lanes` (which kernels do not read) at one word per
+    /// thread for shuffles.
     #[repr(C)]
     struct Ctx {
         ids: [[u32; 3]; 4],
         shared: *mut u8,
         block: *const std::sync::Barrier,
+        lanes: *const Vec<std::sync::atomic::AtomicU32>,
     }
 
     extern "C" fn barrier(ctx: *mut Ctx) {
@@ -1833,12 +1869,42 @@ pub(crate) mod tests {
         unsafe { (*(*ctx).block).wait() };
     }
 
+    /// `shfl.sync` over the whole block in step (every thread of the test's
+    /// kernels calls it at the same point): each thread publishes `value`,
+    /// then reads its source lane's within its warp of 32.
+    extern "C" fn shfl(ctx: *mut Ctx, value: u32, lane: u32, mode: u32, width: u32) -> u32 {
+        use std::sync::atomic::Ordering;
+        // SAFETY: as for `barrier`; `lanes` outlives the threads too.
+        let (ctx, lanes) = unsafe { (&*ctx, &*(*ctx).lanes) };
+        let t = ctx.ids[0][0];
+        lanes[t as usize].store(value, Ordering::SeqCst);
+        // SAFETY: as above.
+        unsafe { (*ctx.block).wait() };
+        let (segment, me) = (t & !(width - 1), t & (width - 1));
+        let source = match mode {
+            1 => me.checked_sub(lane).unwrap_or(me),
+            2 => Some(me + lane).filter(|&s| s < width).unwrap_or(me),
+            3 => (me ^ lane) & (width - 1),
+            _ => lane & (width - 1),
+        };
+        let got = lanes[(segment + source) as usize].load(Ordering::SeqCst);
+        // SAFETY: as above.
+        unsafe { (*ctx.block).wait() };
+        got
+    }
+
     /// Runs kernel `k` of the CPU Target IR `text` on one block of
     /// `threads` threads (one OS thread each), its memref parameters bound
     /// to `buffers`.
     pub(crate) fn run(text: &str, threads: u32, buffers: &mut [Vec<f32>]) {
         let module = tessera_ir::parse(text).expect("the IR parses");
-        let symbols = [("tessera_cpu_barrier", barrier as extern "C" fn(*mut Ctx) as usize)];
+        let symbols = [
+            ("tessera_cpu_barrier", barrier as extern "C" fn(*mut Ctx) as usize),
+            (
+                "tessera_cpu_shfl",
+                shfl as extern "C" fn(*mut Ctx, u32, u32, u32, u32) -> u32 as usize,
+            ),
+        ];
         let cpu = crate::CpuModule::new(&module, &crate::Options::default(), &symbols).expect("the kernel compiles");
         let shared_bytes = cpu.manifest.kernels[0].shared_bytes as usize;
         let entry = cpu.entry("k").expect("the kernel is there");
@@ -1851,6 +1917,8 @@ pub(crate) mod tests {
         let args: Vec<usize> = pointers.iter_mut().map(|p| p as *mut *mut f32 as usize).collect();
         let gate = std::sync::Barrier::new(threads as usize);
         let (gate, shared_at) = (&gate as *const std::sync::Barrier as usize, shared as usize);
+        let lanes: Vec<std::sync::atomic::AtomicU32> = (0..threads).map(|_| 0.into()).collect();
+        let lanes_at = &lanes as *const Vec<std::sync::atomic::AtomicU32> as usize;
         std::thread::scope(|s| {
             for t in 0..threads {
                 let mut args = args.clone();
@@ -1859,6 +1927,7 @@ pub(crate) mod tests {
                         ids: [[t, 0, 0], [0, 0, 0], [threads, 1, 1], [1, 1, 1]],
                         shared: shared_at as *mut u8,
                         block: gate as *const std::sync::Barrier,
+                        lanes: lanes_at as *const Vec<std::sync::atomic::AtomicU32>,
                     };
                     kernel(args.as_mut_ptr() as *mut *mut f32, &mut ctx);
                 });

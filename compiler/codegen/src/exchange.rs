@@ -1,10 +1,13 @@
 //! Tile ops that move elements between threads: each reads its operand
 //! through a [`View`] (the tile staged row-major in shared memory, or its
-//! global scratch) between barriers.
+//! global scratch) between barriers — except a row reduction of a
+//! fragment tile into its rows' column and a broadcast of that column back
+//! ([`Layout::Rows`]), which stay in registers.
 
 use tessera_ir::{Attr, DimExpr, OpId, ScalarType, Type};
 
-use crate::emit::{elem_bytes, llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
+use crate::emit::{elem_bytes, llvm_ty, Ext, FnEmitter, Pos, Storage, Tile, Val};
+use crate::mma::layout::{Frag, Layout};
 use crate::swizzle::Swizzle;
 use crate::CodegenError;
 
@@ -166,6 +169,17 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
             f.for_own(&out, |f, pos| f.store_slot(&out, pos, &v));
         }
         Val::Tile(src) => {
+            if let Some(frag) = column_into_fragments(&src, &out) {
+                // Each slot takes its row's value, which the thread holds.
+                for i in 0..frag.per_thread() {
+                    let from = slot_pos(frag.row_slot(i));
+                    let v = f.load_slot(&src, &from);
+                    let v = f.convert(&v, src.elem, out.elem);
+                    f.store_slot(&out, &slot_pos(i), &v);
+                }
+                f.set(op, Val::Tile(out));
+                return Ok(());
+            }
             let view = stage(f, &src, 0);
             let (odims, sdims) = (out.dims.clone(), src.dims.clone());
             let lead = odims.len().saturating_sub(sdims.len());
@@ -191,6 +205,68 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
     }
     f.set(op, Val::Tile(out));
     Ok(())
+}
+
+/// The fragments `out` is in, when `src` is the column of their rows
+/// ([`Layout::Rows`]) and `out` its broadcast along the rows.
+fn column_into_fragments(src: &Tile, out: &Tile) -> Option<Frag> {
+    match (src.layout, out.layout) {
+        (Layout::Rows(rows), Layout::Frag(frag)) if frag.row_layout() == Some(rows) && out.dims.len() == 2 => {
+            Some(frag)
+        }
+        _ => None,
+    }
+}
+
+/// The position of slot `i` of a thread-private tile (whose slots are
+/// addressed by `i` alone).
+fn slot_pos(i: i64) -> Pos {
+    Pos {
+        e: String::new(),
+        i: i.to_string(),
+    }
+}
+
+/// `src` (fragments) reduced along its rows into `out` (their rows'
+/// column), in registers: each thread combines its slots of a row in
+/// column order, then the 4 lanes of the row's quad combine theirs (XOR
+/// 1, then 2), so all four hold the row's result. The order is not the
+/// pairwise tree's, so reductions of `order = "tree"` do not take it; the
+/// values are 32-bit.
+fn reduce_rows_in_registers(
+    f: &mut FnEmitter,
+    src: &Tile,
+    out: &Tile,
+    acc: ScalarType,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) -> bool {
+    let frag = match (src.layout, out.layout) {
+        (Layout::Frag(frag), Layout::Rows(rows)) if frag.row_layout() == Some(rows) => frag,
+        _ => return false,
+    };
+    if acc.bits() != 32 || !matches!(src.storage, Storage::Private { .. }) {
+        return false;
+    }
+    let t = llvm_ty(acc);
+    for j in 0..frag.row_slots() {
+        let mut v: Option<String> = None;
+        for i in (0..frag.per_thread()).filter(|&i| frag.row_slot(i) == j) {
+            let x = f.load_slot(src, &slot_pos(i));
+            let x = f.convert(&x, src.elem, acc);
+            v = Some(match v {
+                Some(p) => combine(f, &p, &x),
+                None => x,
+            });
+        }
+        let Some(mut v) = v else { return false };
+        for lanes in [1, 2] {
+            let other = crate::ops::xor_lanes(f, &v, t, lanes);
+            v = combine(f, &v, &other);
+        }
+        let v = f.convert(&v, acc, out.elem);
+        f.store_slot(out, &slot_pos(j), &v);
+    }
+    true
 }
 
 /// Combines `count` values `read(j)` in a fixed pairwise tree (constant
@@ -496,10 +572,18 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         .and_then(Attr::as_type)
         .and_then(Type::elem)
         .unwrap_or(src.elem);
+    let combine = combiner(&kind, acc);
+    let any_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
+    if any_order && rank == 2 && axis == 1 && matches!(ty, Type::Tensor { .. }) {
+        let out = result_tile(f, op)?;
+        if reduce_rows_in_registers(f, &src, &out, acc, &combine) {
+            f.set(op, Val::Tile(out));
+            return Ok(());
+        }
+    }
     let view = stage(f, &src, 0);
     let sdims = src.dims.clone();
     let len = sdims[axis].clone();
-    let combine = combiner(&kind, acc);
     let rows = match &ty {
         Type::Tensor { dims, .. } => dims.iter().map(DimExpr::as_const).product::<Option<i64>>(),
         _ => Some(1),

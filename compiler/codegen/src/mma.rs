@@ -183,8 +183,7 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
             match frag {
                 Frag::MmaSync { .. } => mma_sync_in_registers(f, frag, &a, &b, &ds, k),
                 Frag::Wgmma { .. } => {
-                    let (a, b, _) =
-                        wgmma_smem(f, &a, &b, [m, n, k], transposed, used).ok_or_else(|| untaken(f, op))?;
+                    let (a, b, _) = wgmma_smem(f, &a, &b, [m, n, k], transposed, used).ok_or_else(|| untaken(f, op))?;
                     // A group left running must not read a copy the next
                     // product overwrites, nor write registers something
                     // copies before the next product.
@@ -406,14 +405,26 @@ fn register_a(frag: Frag, a: &Val, k: i64) -> Option<(String, Frag, ScalarType)>
 /// adjacent columns to a register, the lower column in the low half.
 fn a_register_slots(frag: Frag, p: i64, ks: i64) -> [[i64; 2]; 4] {
     let slot = |q: i64, r: i64| [frag.slot(p, q, r), frag.slot(p, q, r + 1)];
-    [slot(2 * ks, 0), slot(2 * ks, 2), slot(2 * ks + 1, 0), slot(2 * ks + 1, 2)]
+    [
+        slot(2 * ks, 0),
+        slot(2 * ks, 2),
+        slot(2 * ks + 1, 0),
+        slot(2 * ks + 1, 2),
+    ]
 }
 
 /// `d += a · b` with `wgmma.mma_async` reading A from registers (the
 /// 16-bit tile `a` in the fragment layout [`register_a`] accepts) and B
 /// from shared memory; the group is waited for before A's registers are
 /// free (`wait_group 0`).
-fn wgmma_register_a(f: &mut FnEmitter, frag: Frag, (array, a_frag, elem): (String, Frag, ScalarType), b: &Smem, d: &Slots, k: i64) {
+fn wgmma_register_a(
+    f: &mut FnEmitter,
+    frag: Frag,
+    (array, a_frag, elem): (String, Frag, ScalarType),
+    b: &Smem,
+    d: &Slots,
+    k: i64,
+) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
@@ -421,7 +432,9 @@ fn wgmma_register_a(f: &mut FnEmitter, frag: Frag, (array, a_frag, elem): (Strin
     let t = llvm_ty(elem);
     let per_thread = a_frag.per_thread();
     let element = |f: &mut FnEmitter, i: i64| {
-        let at = f.val(format!("getelementptr [{per_thread} x {t}], ptr {array}, i64 0, i64 {i}"));
+        let at = f.val(format!(
+            "getelementptr [{per_thread} x {t}], ptr {array}, i64 0, i64 {i}"
+        ));
         f.val(format!("load {t}, ptr {at}"))
     };
     let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
@@ -534,7 +547,10 @@ fn wgmma_group(
         let (a_text, imm_a) = match a {
             AOperand::Shared(da) => (format!("${}", operand(da, "i64", &mut inputs)), ", 0"),
             AOperand::Registers(r) => {
-                let names: Vec<String> = r.iter().map(|v| format!("${}", operand(v, "i32", &mut inputs))).collect();
+                let names: Vec<String> = r
+                    .iter()
+                    .map(|v| format!("${}", operand(v, "i32", &mut inputs)))
+                    .collect();
                 (format!("{{{}}}", names.join(", ")), "")
             }
         };
@@ -552,7 +568,11 @@ fn wgmma_group(
     asm += &format!("wgmma.commit_group.sync.aligned; wgmma.wait_group.sync.aligned {pending}; }}");
     let mut constraints: Vec<String> = (0..total).map(|_| "=f".to_string()).collect();
     constraints.extend((0..total).map(|j| j.to_string()));
-    constraints.extend(inputs.iter().map(|(ty, _)| if *ty == "i64" { "l" } else { "r" }.to_string()));
+    constraints.extend(
+        inputs
+            .iter()
+            .map(|(ty, _)| if *ty == "i64" { "l" } else { "r" }.to_string()),
+    );
     constraints.push("~{memory}".into());
     let ret = format!("{{ {} }}", vec!["float"; total].join(", "));
     let mut args: Vec<String> = acc.iter().map(|v| format!("float {v}")).collect();
@@ -1002,8 +1022,14 @@ fn wgmma_smem(
 /// else N-major, which needs the transpose immediate (16-bit elements) and
 /// whole 64-element panels.
 fn b_in_place(f: &FnEmitter, b: &View, n: i64, transposed: bool, ops: &WgmmaOperands) -> Option<SmemLayout> {
-    let swizzle = b.swizzle.filter(|s| s.span == 128 && b.ptr_ty == f.info().shared_ptr())?;
-    let fits = if transposed { n % 8 == 0 } else { ops.transposes && n % 64 == 0 };
+    let swizzle = b
+        .swizzle
+        .filter(|s| s.span == 128 && b.ptr_ty == f.info().shared_ptr())?;
+    let fits = if transposed {
+        n % 8 == 0
+    } else {
+        ops.transposes && n % 64 == 0
+    };
     fits.then_some(SmemLayout::Swizzled {
         s: swizzle,
         k_major: transposed,
@@ -1561,7 +1587,11 @@ mod tests {
                             let (r, c) = layout::coords_exact(frag, t, slot);
                             let (ar, ac) = a_layout_64x16(t % 128, v);
                             let block = (t / 128) * blocks + p;
-                            assert_eq!((r, c), (64 * block + ar, 16 * ks + ac), "{frag:?}: thread {t}, value {v}");
+                            assert_eq!(
+                                (r, c),
+                                (64 * block + ar, 16 * ks + ac),
+                                "{frag:?}: thread {t}, value {v}"
+                            );
                         }
                     }
                 }

@@ -618,10 +618,11 @@ fn shuffle(f: &mut FnEmitter, op: OpId, name: &str) -> R {
     } else {
         vec![as_int]
     };
-    let mut moved = Vec::new();
-    for w in words {
-        moved.push(shuffle_word(f, op, &w, &lane, mode, width)?);
-    }
+    let mask = attr_int(f, op, "mask").unwrap_or(0xFFFF_FFFF) as u32 as i32;
+    let moved: Vec<String> = words
+        .iter()
+        .map(|w| shuffle_word(f, mask, w, &lane, mode, width))
+        .collect();
     let joined = if bits == 64 {
         let lo = f.val(format!("zext i32 {} to i64", moved[0]));
         let hi = f.val(format!("zext i32 {} to i64", moved[1]));
@@ -638,14 +639,15 @@ fn shuffle(f: &mut FnEmitter, op: OpId, name: &str) -> R {
     Ok(())
 }
 
-fn shuffle_word(
-    f: &mut FnEmitter,
-    op: OpId,
-    w: &str,
-    lane: &str,
-    mode: &str,
-    width: i64,
-) -> Result<String, CodegenError> {
+/// The 32-bit value `v` (of type `ty`) of the lane whose index is this
+/// lane's XOR `lanes`, every lane of the warp taking part.
+pub(crate) fn xor_lanes(f: &mut FnEmitter, v: &str, ty: &str, lanes: i64) -> String {
+    let w = f.val(format!("bitcast {ty} {v} to i32"));
+    let moved = shuffle_word(f, -1, &w, &lanes.to_string(), "xor", i64::from(f.info().warp).min(32));
+    f.val(format!("bitcast i32 {moved} to {ty}"))
+}
+
+fn shuffle_word(f: &mut FnEmitter, mask: i32, w: &str, lane: &str, mode: &str, width: i64) -> String {
     f.needs_sync = true;
     match f.info().abi {
         Abi::Nvptx => {
@@ -657,8 +659,7 @@ fn shuffle_word(
             };
             let clamp = if ptx_mode == "up" { 0 } else { 0x1f };
             let c = ((32 - width.clamp(1, 32)) << 8) | clamp;
-            let mask = attr_int(f, op, "mask").unwrap_or(0xFFFF_FFFF) as u32 as i32;
-            Ok(f.intrinsic(
+            f.intrinsic(
                 "i32",
                 &format!("llvm.nvvm.shfl.sync.{ptx_mode}.i32"),
                 &[
@@ -667,7 +668,7 @@ fn shuffle_word(
                     ("i32", lane.into()),
                     ("i32", c.to_string()),
                 ],
-            ))
+            )
         }
         Abi::Amdgpu => {
             // ds_bpermute reads from lane address/4; compute the source lane
@@ -702,7 +703,7 @@ fn shuffle_word(
                 }
             };
             let addr = f.val(format!("shl i32 {src}, 2"));
-            Ok(f.intrinsic("i32", "llvm.amdgcn.ds.bpermute", &[("i32", addr), ("i32", w.into())]))
+            f.intrinsic("i32", "llvm.amdgcn.ds.bpermute", &[("i32", addr), ("i32", w.into())])
         }
         Abi::Cpu => {
             let code = match mode {
@@ -713,9 +714,9 @@ fn shuffle_word(
             };
             f.declare("declare i32 @tessera_cpu_shfl(ptr, i32, i32, i32, i32)");
             let ctx = f.ctx.clone();
-            Ok(f.val(format!(
+            f.val(format!(
                 "call i32 @tessera_cpu_shfl(ptr {ctx}, i32 {w}, i32 {lane}, i32 {code}, i32 {width})"
-            )))
+            ))
         }
     }
 }

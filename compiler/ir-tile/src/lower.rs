@@ -322,7 +322,8 @@ fn transposed_in_shared(m: &Module, product: OpId, v: ValueId) -> Option<(ValueI
         m.defining_op(o)
             .is_some_and(|d| m.op(d).name == "tile.const" && m.attr(d, "value").and_then(Attr::as_int) == Some(0))
     };
-    let whole = m.value_type(buffer).dims().is_some_and(|d| d.len() == 2) && m.value_type(buffer).dims() == m.value_type(tile).dims();
+    let whole = m.value_type(buffer).dims().is_some_and(|d| d.len() == 2)
+        && m.value_type(buffer).dims() == m.value_type(tile).dims();
     let only = |v: ValueId, user: OpId| m.users(v).iter().all(|&(u, _)| u == user);
     if !shape::is_memref_in(m.value_type(buffer), MemSpace::Shared)
         || !whole

@@ -140,12 +140,18 @@ pub fn product_dims(a: &Type, b: &Type, c: &Type, transpose_b: bool) -> Result<(
             "the operands of a matrix product are rank-2 tiles or memrefs, not `{a}`, `{b}`, `{c}`"
         ));
     };
-    let b = if transpose_b { format!("`{b}`ᵀ") } else { format!("`{b}`") };
+    let b = if transpose_b {
+        format!("`{b}`ᵀ")
+    } else {
+        format!("`{b}`")
+    };
     if k != k2 {
         return Err(format!("`{a}` · {b}: the inner dims differ ({k} vs {k2})"));
     }
     if m != cm || n != cn {
-        return Err(format!("`{a}` · {b} is {m}x{n}, but the accumulator `{c}` is {cm}x{cn}"));
+        return Err(format!(
+            "`{a}` · {b} is {m}x{n}, but the accumulator `{c}` is {cm}x{cn}"
+        ));
     }
     Ok((m.clone(), n.clone(), k.clone()))
 }

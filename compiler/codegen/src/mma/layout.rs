@@ -41,6 +41,12 @@ pub(crate) enum Layout {
     Blocked,
     /// The accumulator fragments of a tensor-core engine.
     Frag(Frag),
+    /// A `[rows, 1]` column of per-row values (a row reduction of, or a
+    /// column broadcast into, fragment tiles): each thread holds the rows
+    /// its slots of the fragments lie in, the 4 lanes of a quad the same
+    /// ones. The fragment is [`Frag::row_layout`]'s, one atom wide, so
+    /// that fragments of any width over the same rows share it.
+    Rows(Frag),
 }
 
 /// A 2-D f32 accumulator tile spread over the block as tensor-core
@@ -163,6 +169,44 @@ impl Frag {
             } => (rows / 16 / warps_m, cols / 8 / warps_n),
             Frag::Wgmma { rows, cols, groups } => (rows / 64 / groups, cols / 8),
         }
+    }
+
+    /// The same rows over the same threads, one atom wide, when every row
+    /// is held by the 4 lanes of one quad (a warp's atoms span the whole
+    /// width): the distribution of [`Layout::Rows`].
+    pub fn row_layout(self) -> Option<Frag> {
+        match self {
+            Frag::Wgmma { rows, groups, .. } => Some(Frag::Wgmma { rows, cols: 8, groups }),
+            Frag::MmaSync {
+                rows,
+                warps_m,
+                warps_n: 1,
+                ..
+            } => Some(Frag::MmaSync {
+                rows,
+                cols: 8,
+                warps_m,
+                warps_n: 1,
+            }),
+            Frag::MmaSync { .. } => None,
+        }
+    }
+
+    /// The rows a thread holds: rows `g` and `g + 8` of each of its atom
+    /// rows.
+    pub fn row_slots(self) -> i64 {
+        2 * self.atoms().0
+    }
+
+    /// The row slot (see [`Frag::row_slots`]) of slot `i`.
+    pub fn row_slot(self, i: i64) -> i64 {
+        let p = i / 4 / self.atoms().1;
+        2 * p + i % 4 / 2
+    }
+
+    /// A slot of the row that row slot `j` is.
+    pub fn slot_of_row(self, j: i64) -> i64 {
+        self.slot(j / 2, 0, 2 * (j % 2))
     }
 
     /// The slot of element `r` (0‥4) of a thread's atom `(p, q)`.
@@ -365,12 +409,96 @@ pub(crate) fn plan(m: &Module, func: OpId, threads: i64) -> HashMap<ValueId, Lay
             }
         }
     }
+    let rows = row_columns(m, func, &mut classes, &chosen);
+    let members: Vec<ValueId> = classes.parent.keys().copied().collect();
     members
         .into_iter()
         .filter_map(|v| {
             let root = classes.find(v);
-            chosen.get(&root).map(|&frag| (v, Layout::Frag(frag)))
+            chosen
+                .get(&root)
+                .map(|&frag| (v, Layout::Frag(frag)))
+                .or_else(|| rows.get(&root).map(|&frag| (v, Layout::Rows(frag))))
         })
+        .collect()
+}
+
+/// The classes that are columns of per-row values of fragment tiles
+/// ([`Layout::Rows`]): the `[rows, 1]` result of a row reduction
+/// (`axis = 1`, not `order = "tree"`) of a fragment tile, the `[rows, 1]`
+/// operand of a broadcast into one, and what elementwise ops and
+/// whole-tile locals join to them. A class keeps it when every source
+/// agrees on the rows' distribution, every member is `[rows, 1]`, and its
+/// values go only to ops that read each element as a value (elementwise
+/// ops, broadcasts, reductions, loads and stores): a thread holds a row
+/// as its 3 quad neighbours do, so an op that counts the elements a
+/// thread holds (an atomic) would see each 4 times.
+fn row_columns(
+    m: &Module,
+    func: OpId,
+    classes: &mut Classes,
+    chosen: &HashMap<ValueId, Frag>,
+) -> HashMap<ValueId, Frag> {
+    let mut found: HashMap<ValueId, Option<Frag>> = HashMap::new();
+    let mut users: HashMap<ValueId, Vec<OpId>> = HashMap::new();
+    let column = |v: ValueId| const_2d(m.value_type(v)).filter(|&(_, c)| c == 1).map(|(r, _)| r);
+    for op in m.walk_op(func) {
+        let operands = m.operands(op);
+        for &v in operands {
+            users.entry(v).or_default().push(op);
+        }
+        let Some(&result) = m.results(op).first() else { continue };
+        let (from, column_value) = match m.op(op).name.as_str() {
+            "tile.reduce"
+                if m.attr(op, "order").and_then(Attr::as_str) != Some("tree")
+                    && matches!(m.attr(op, "axis").and_then(Attr::as_int), Some(1 | -1)) =>
+            {
+                (operands[0], result)
+            }
+            "tile.broadcast" if operands.first().is_some_and(|&v| const_2d(m.value_type(v)).is_some()) => {
+                (result, operands[0])
+            }
+            _ => continue,
+        };
+        let frag = chosen.get(&classes.find(from)).and_then(|f| f.row_layout());
+        if let (Some(frag), Some(rows)) = (frag, column(column_value)) {
+            let root = classes.find(column_value);
+            if rows == frag.rows() && !chosen.contains_key(&root) {
+                let entry = found.entry(root).or_insert(Some(frag));
+                if *entry != Some(frag) {
+                    *entry = None;
+                }
+            }
+        }
+    }
+    const READS: [&str; 9] = [
+        "tile.binary",
+        "tile.unary",
+        "tile.cmp",
+        "tile.cast",
+        "tile.select",
+        "tile.broadcast",
+        "tile.reduce",
+        "tile.load_tile",
+        "tile.store_tile",
+    ];
+    let members: Vec<ValueId> = classes.parent.keys().copied().collect();
+    for v in members {
+        let root = classes.find(v);
+        let Some(Some(frag)) = found.get(&root).copied() else {
+            continue;
+        };
+        let fits = column(v) == Some(frag.rows());
+        let reads = users
+            .get(&v)
+            .is_none_or(|ops| ops.iter().all(|&u| READS.contains(&m.op(u).name.as_str())));
+        if !fits || !reads {
+            found.insert(root, None);
+        }
+    }
+    found
+        .into_iter()
+        .filter_map(|(root, frag)| frag.map(|f| (root, f)))
         .collect()
 }
 
@@ -388,16 +516,21 @@ pub(crate) fn plan_from_attributes(m: &Module, func: OpId, threads: i64) -> Hash
         let Some((rows, cols)) = const_2d(m.value_type(v)) else {
             continue;
         };
-        let frag = match kind {
-            "wgmma" => Some(Frag::Wgmma {
-                rows,
-                cols,
-                groups: threads / 128,
-            }),
-            _ => mma_sync_frag(rows, cols, threads, None),
+        let wgmma = |cols| Frag::Wgmma {
+            rows,
+            cols,
+            groups: threads / 128,
         };
-        if let Some(frag) = frag {
-            out.insert(v, Layout::Frag(frag));
+        let layout = match kind {
+            "wgmma" => Some(Layout::Frag(wgmma(cols))),
+            "wgmma_rows" => wgmma(8).row_layout().map(Layout::Rows),
+            "mma_rows" => mma_sync_frag(rows, 8, threads, Some([threads / 32, 1]))
+                .and_then(Frag::row_layout)
+                .map(Layout::Rows),
+            _ => mma_sync_frag(rows, cols, threads, None).map(Layout::Frag),
+        };
+        if let Some(layout) = layout {
+            out.insert(v, layout);
         }
     }
     out
@@ -659,6 +792,114 @@ mod tests {
                 buffers[5][e]
             );
         }
+    }
+
+    /// The online softmax's row statistics in registers: a row max and a
+    /// row sum of fragment tiles into columns of per-row values (quad
+    /// shuffles), a whole-tile local holding such a column, and broadcasts
+    /// of columns back into fragments of two widths; `wgmma` and
+    /// `mma.sync` (one warp column) fragments. Every thread of a quad holds
+    /// its rows: the stored columns are each row's statistic exactly.
+    #[test]
+    fn row_statistics_stay_in_registers() {
+        for (frag, rows_kind, threads) in [("wgmma", "wgmma_rows", 128), ("mma", "mma_rows", 64)] {
+            let text = format!(
+                r#"module @m attributes {{layer = "target", target = "cpu"}} {{
+  func.func @k(%x: memref<64x32xf32, global>, %o: memref<64x32xf32, global>, %mx: memref<64x1xf32, global>, %sm: memref<64x1xf32, global>, %w: memref<64x16xf32, global>) -> () attributes {{block = [{threads}], kind = "kernel", layer = "target"}} {{
+    %z = tile.const() : () -> index
+    %tx = tile.load_tile(%x, %z, %z) {{test.layout = "{frag}"}} : (memref<64x32xf32, global>, index, index) -> tensor<64x32xf32>
+    %m = tile.reduce(%tx) {{axis = 1, kind = "max", order = "any", test.layout = "{rows_kind}"}} : (tensor<64x32xf32>) -> tensor<64x1xf32>
+    %keep = tile.local() {{test.layout = "{rows_kind}"}} : () -> memref<64x1xf32, local>
+    tile.store_tile(%m, %keep, %z, %z) : (tensor<64x1xf32>, memref<64x1xf32, local>, index, index) -> ()
+    %mb = tile.broadcast(%m) {{test.layout = "{frag}"}} : (tensor<64x1xf32>) -> tensor<64x32xf32>
+    %d = tile.binary(%tx, %mb) {{fn = "sub", test.layout = "{frag}"}} : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %e = tile.unary(%d) {{fn = "exp", test.layout = "{frag}"}} : (tensor<64x32xf32>) -> tensor<64x32xf32>
+    %s = tile.reduce(%e) {{axis = 1, kind = "sum", order = "any", test.layout = "{rows_kind}"}} : (tensor<64x32xf32>) -> tensor<64x1xf32>
+    %sb = tile.broadcast(%s) {{test.layout = "{frag}"}} : (tensor<64x1xf32>) -> tensor<64x32xf32>
+    %p = tile.binary(%e, %sb) {{fn = "div", test.layout = "{frag}"}} : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    tile.store_tile(%p, %o, %z, %z) : (tensor<64x32xf32>, memref<64x32xf32, global>, index, index) -> ()
+    %back = tile.load_tile(%keep, %z, %z) {{test.layout = "{rows_kind}"}} : (memref<64x1xf32, local>, index, index) -> tensor<64x1xf32>
+    tile.store_tile(%back, %mx, %z, %z) : (tensor<64x1xf32>, memref<64x1xf32, global>, index, index) -> ()
+    tile.store_tile(%s, %sm, %z, %z) : (tensor<64x1xf32>, memref<64x1xf32, global>, index, index) -> ()
+    %narrow = tile.broadcast(%back) {{test.layout = "{frag}"}} : (tensor<64x1xf32>) -> tensor<64x16xf32>
+    tile.store_tile(%narrow, %w, %z, %z) : (tensor<64x16xf32>, memref<64x16xf32, global>, index, index) -> ()
+    tile.return() : () -> ()
+  }}
+}}
+"#
+            );
+            let x: Vec<f32> = (0..64 * 32).map(|e| ((e * 37 % 101) as f32 - 50.0) / 16.0).collect();
+            let mut buffers = vec![
+                x.clone(),
+                vec![f32::NAN; 64 * 32],
+                vec![f32::NAN; 64],
+                vec![f32::NAN; 64],
+                vec![f32::NAN; 64 * 16],
+            ];
+            crate::emit::tests::run(&text, threads, &mut buffers);
+            for r in 0..64 {
+                let row: Vec<f64> = x[r * 32..r * 32 + 32].iter().map(|&v| f64::from(v)).collect();
+                let max = row.iter().copied().fold(f64::MIN, f64::max);
+                let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+                assert_eq!(f64::from(buffers[2][r]), max, "{frag}: max of row {r}");
+                assert!(
+                    (f64::from(buffers[3][r]) - sum).abs() <= 1e-5 * sum,
+                    "{frag}: sum of row {r}"
+                );
+                for c in 0..32 {
+                    let want = (row[c] - max).exp() / sum;
+                    let got = f64::from(buffers[1][r * 32 + c]);
+                    assert!(
+                        (got - want).abs() <= 1e-6,
+                        "{frag}: softmax ({r}, {c}): {got} vs {want}"
+                    );
+                }
+                for c in 0..16 {
+                    assert_eq!(f64::from(buffers[4][r * 16 + c]), max, "{frag}: broadcast ({r}, {c})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_slots_name_the_rows_of_their_slots() {
+        for frag in [
+            Frag::Wgmma {
+                rows: 128,
+                cols: 64,
+                groups: 2,
+            },
+            Frag::MmaSync {
+                rows: 64,
+                cols: 32,
+                warps_m: 2,
+                warps_n: 1,
+            },
+        ] {
+            let rows = frag.row_layout().expect("rows in quads");
+            for t in 0..frag.threads() {
+                for i in 0..frag.per_thread() {
+                    let (row, _) = coords(frag, t, i);
+                    let (column_row, _) = coords(rows, t, rows.slot_of_row(frag.row_slot(i)));
+                    assert_eq!(row, column_row, "{frag:?}: thread {t}, slot {i}");
+                }
+                // The 4 lanes of a quad hold the same rows.
+                let quad = t - t % 4;
+                for j in 0..rows.row_slots() {
+                    assert_eq!(
+                        coords(rows, t, rows.slot_of_row(j)).0,
+                        coords(rows, quad, rows.slot_of_row(j)).0
+                    );
+                }
+            }
+        }
+        let split = Frag::MmaSync {
+            rows: 64,
+            cols: 64,
+            warps_m: 2,
+            warps_n: 2,
+        };
+        assert_eq!(split.row_layout(), None, "two warps share each row");
     }
 
     #[test]
