@@ -623,21 +623,9 @@ pub(crate) fn read_in_place(m: &tessera_ir::Module, op: OpId) -> bool {
             product
                 && to.is_some_and(|to| {
                     to > from
-                        && ops[from + 1..to].iter().all(|&between| {
-                            matches!(
-                                m.op(between).name.as_str(),
-                                "tile.const"
-                                    | "tile.binary"
-                                    | "tile.unary"
-                                    | "tile.cmp"
-                                    | "tile.cast"
-                                    | "tile.select"
-                                    | "tile.load"
-                                    | "tile.load_tile"
-                                    | "nvptx.ldmatrix"
-                                    | "nvptx.sreg"
-                            )
-                        })
+                        && ops[from + 1..to]
+                            .iter()
+                            .all(|&between| tessera_ir_tile::WRITES_NO_MEMORY.contains(&m.op(between).name.as_str()))
                 })
         })
 }
@@ -1519,17 +1507,23 @@ mod tests {
     }
 
     #[test]
-    fn a_read_in_place_from_its_swizzled_buffer() {
-        // One panel (K = 64 bf16, 128 fp8) and two (K = 128 bf16).
-        for (elem, rows, k) in [
-            (ScalarType::BF16, 128, 64),
-            (ScalarType::F16, 64, 128),
-            (ScalarType::F8E4M3, 128, 128),
+    fn k_major_operands_read_in_place_from_their_swizzled_buffers() {
+        // A (instruction tiles of 64 rows) from one panel (K = 64 bf16,
+        // 128 fp8) or two (K = 128 bf16); a transposed B, attention's k
+        // tile of N keys × D, as one instruction tile of all N rows.
+        for (elem, rows, tile, k) in [
+            (ScalarType::BF16, 128, 64, 64),
+            (ScalarType::F16, 64, 64, 128),
+            (ScalarType::F8E4M3, 128, 64, 128),
+            (ScalarType::BF16, 64, 64, 128),
+            (ScalarType::BF16, 128, 128, 64),
+            (ScalarType::F16, 8, 8, 64),
+            (ScalarType::F8E4M3, 64, 64, 128),
         ] {
             let s = swizzle(rows, k, elem);
             let eb = i64::from(elem.bits()) / 8;
             let layout = SmemLayout::Swizzled { s, k_major: true };
-            check(layout, elem, rows, k, true, |r, c| s.offset(r, c * eb));
+            check_tiles(layout, elem, rows, tile, k, true, |r, c| s.offset(r, c * eb));
         }
     }
 
@@ -1541,23 +1535,6 @@ mod tests {
             // B is k×n: element (n, k) of the instruction tile is row k,
             // column n of the buffer.
             check(layout, ScalarType::BF16, n, k, false, |nn, kk| s.offset(kk, nn * 2));
-        }
-    }
-
-    #[test]
-    fn a_transposed_b_read_in_place_k_major_from_its_swizzled_buffer() {
-        // Attention's k tile (N keys × D): one instruction tile of all N
-        // rows, K-major like A, from one or two 128-byte panels.
-        for (elem, n, k) in [
-            (ScalarType::BF16, 64, 128),
-            (ScalarType::BF16, 128, 64),
-            (ScalarType::F16, 8, 64),
-            (ScalarType::F8E4M3, 64, 128),
-        ] {
-            let s = swizzle(n, k, elem);
-            let eb = i64::from(elem.bits()) / 8;
-            let layout = SmemLayout::Swizzled { s, k_major: true };
-            check_tiles(layout, elem, n, n, k, true, |nn, kk| s.offset(nn, kk * eb));
         }
     }
 

@@ -56,7 +56,7 @@ use crate::pipeline;
 use crate::rules::{func_kind, shared_allocations, shared_total};
 use crate::shape::{self, buffer_bytes, divisible, pad_of, row_bytes};
 use crate::target::{Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};
-use crate::tile::TARGET_DEPENDENT;
+use crate::tile::{TARGET_DEPENDENT, WRITES_NO_MEMORY};
 
 mod ring;
 mod specialize;
@@ -337,25 +337,10 @@ fn transposed_in_shared(m: &Module, product: OpId, v: ValueId) -> Option<(ValueI
     let ops = m.block_ops(block);
     let from = ops.iter().position(|&o| o == load)?;
     let to = ops.iter().position(|&o| o == product)?;
-    let reads_only = ops.get(from + 1..to)?.iter().all(|&o| {
-        matches!(
-            m.op(o).name.as_str(),
-            "tile.const"
-                | "tile.binary"
-                | "tile.unary"
-                | "tile.cmp"
-                | "tile.cast"
-                | "tile.select"
-                | "tile.iota"
-                | "tile.broadcast"
-                | "tile.transpose"
-                | "tile.view"
-                | "tile.load"
-                | "tile.load_tile"
-                | "nvptx.ldmatrix"
-                | "nvptx.sreg"
-        )
-    });
+    let reads_only = ops
+        .get(from + 1..to)?
+        .iter()
+        .all(|&o| WRITES_NO_MEMORY.contains(&m.op(o).name.as_str()));
     reads_only.then_some((buffer, [transpose, load]))
 }
 

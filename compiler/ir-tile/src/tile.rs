@@ -375,6 +375,26 @@ const OPS: &[OpDef] = &[
     },
 ];
 
+/// Tile- and Target-IR ops that write no memory a kernel allocated (they
+/// compute values, or read memory): between a load of a shared buffer and
+/// a product, they let the product read the buffer where the load did.
+pub const WRITES_NO_MEMORY: &[&str] = &[
+    "tile.const",
+    "tile.binary",
+    "tile.unary",
+    "tile.cmp",
+    "tile.cast",
+    "tile.select",
+    "tile.iota",
+    "tile.broadcast",
+    "tile.transpose",
+    "tile.view",
+    "tile.load",
+    "tile.load_tile",
+    "nvptx.ldmatrix",
+    "nvptx.sreg",
+];
+
 /// The `tile` ops that depend on the target and that `lower-tile-to-target`
 /// replaces; they must not be left at the Target layer.
 pub const TARGET_DEPENDENT: &[&str] = &[
