@@ -357,11 +357,6 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slo
     let tid = f.tid.clone();
     let group = f.val(format!("udiv i64 {tid}, 128"));
     let first = f.val(format!("mul i64 {group}, {blocks}"));
-    let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
-    let acc: Vec<String> = cells
-        .iter()
-        .map(|cell| f.val(format!("load float, ptr {cell}")))
-        .collect();
     let mut steps = Vec::new();
     for ks in 0..k / ops.k {
         let db = b.descriptor(f, "0", ks);
@@ -372,7 +367,20 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slo
             steps.push((p as usize, AOperand::Shared(da), db.clone()));
         }
     }
-    let acc = wgmma_group(f, n, ops, b.mn_major(), pending, &acc, &steps);
+    update_slots(f, d, |f, acc| {
+        wgmma_group(f, n, ops, b.mn_major(), pending, acc, &steps)
+    });
+}
+
+/// Runs `group` on the values of `d`'s slots and stores what it gives back
+/// into them.
+fn update_slots(f: &mut FnEmitter, d: &Slots, group: impl FnOnce(&mut FnEmitter, &[String]) -> Vec<String>) {
+    let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
+    let acc: Vec<String> = cells
+        .iter()
+        .map(|cell| f.val(format!("load float, ptr {cell}")))
+        .collect();
+    let acc = group(f, &acc);
     for (cell, v) in cells.iter().zip(&acc) {
         f.line(format!("store float {v}, ptr {cell}"));
     }
@@ -437,11 +445,6 @@ fn wgmma_register_a(
         ));
         f.val(format!("load {t}, ptr {at}"))
     };
-    let cells: Vec<String> = (0..d.count).map(|i| d.at(f, i)).collect();
-    let acc: Vec<String> = cells
-        .iter()
-        .map(|cell| f.val(format!("load float, ptr {cell}")))
-        .collect();
     let mut steps = Vec::new();
     for ks in 0..k / b.ops.k {
         let db = b.descriptor(f, "0", ks);
@@ -455,10 +458,7 @@ fn wgmma_register_a(
             steps.push((p as usize, AOperand::Registers(regs), db.clone()));
         }
     }
-    let acc = wgmma_group(f, n, &b.ops, b.mn_major(), 0, &acc, &steps);
-    for (cell, v) in cells.iter().zip(&acc) {
-        f.line(format!("store float {v}, ptr {cell}"));
-    }
+    update_slots(f, d, |f, acc| wgmma_group(f, n, &b.ops, b.mn_major(), 0, acc, &steps));
 }
 
 /// Where one `wgmma` instruction reads A.
