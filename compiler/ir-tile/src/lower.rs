@@ -22,7 +22,9 @@
 //!   consecutive waits); the CPU copies synchronously, so its waits
 //!   disappear.
 //! - `tile.mma` becomes `wgmma` (sm_90a: B in shared memory, M a multiple
-//!   of 64; a bf16/f16 B tile of constant shape is first stored into a
+//!   of 64; a B that is the transpose of a whole shared buffer just loaded
+//!   is that buffer, read K-major with `transpose_b`; a bf16/f16 B tile of
+//!   constant shape is first stored into a
 //!   shared buffer of its own when the kernel's budget and the target have
 //!   room, between barriers, with the proxy fence), `mma.sync` (f16/bf16 `[16, 8, 16]`, i8 `[16, 8, 32]`, fp8
 //!   `[16, 8, 32]` on sm_90a; shared operands loaded with `ldmatrix`) or
