@@ -227,38 +227,49 @@ fn slot_pos(i: i64) -> Pos {
     }
 }
 
-/// `src` (fragments) reduced along its rows into `out` (their rows'
+/// The fragments of `src` when `op` reduces them along their rows into
+/// the column of those rows ([`Layout::Rows`], as the plan gives `op`'s
+/// result): a reduction [`reduce_rows_in_registers`] computes, of 32-bit
+/// values whose order is free (not `order = "tree"`, whose pairwise tree
+/// is the same on every target).
+fn rows_reduced_in_registers(f: &FnEmitter, op: OpId, src: &Tile, axis: usize, acc: ScalarType) -> Option<Frag> {
+    let free_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
+    match (src.layout, f.planned_layout(op), &src.storage) {
+        (Layout::Frag(frag), Layout::Rows(rows), Storage::Private { .. })
+            if frag.row_layout() == Some(rows) && free_order && axis == 1 && acc.bits() == 32 =>
+        {
+            Some(frag)
+        }
+        _ => None,
+    }
+}
+
+/// `src` (in `frag`) reduced along its rows into `out` (their rows'
 /// column), in registers: each thread combines its slots of a row in
 /// column order, then the 4 lanes of the row's quad combine theirs (XOR
-/// 1, then 2), so all four hold the row's result. The order is not the
-/// pairwise tree's, so reductions of `order = "tree"` do not take it; the
-/// values are 32-bit.
+/// 1, then 2), so all four hold the row's result.
 fn reduce_rows_in_registers(
     f: &mut FnEmitter,
+    frag: Frag,
     src: &Tile,
     out: &Tile,
     acc: ScalarType,
     combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
-) -> bool {
-    let frag = match (src.layout, out.layout) {
-        (Layout::Frag(frag), Layout::Rows(rows)) if frag.row_layout() == Some(rows) => frag,
-        _ => return false,
-    };
-    if acc.bits() != 32 || !matches!(src.storage, Storage::Private { .. }) {
-        return false;
-    }
+) {
     let t = llvm_ty(acc);
     for j in 0..frag.row_slots() {
-        let mut v: Option<String> = None;
-        for i in (0..frag.per_thread()).filter(|&i| frag.row_slot(i) == j) {
-            let x = f.load_slot(src, &slot_pos(i));
-            let x = f.convert(&x, src.elem, acc);
-            v = Some(match v {
-                Some(p) => combine(f, &p, &x),
-                None => x,
-            });
-        }
-        let Some(mut v) = v else { return false };
+        let own: Vec<String> = (0..frag.per_thread())
+            .filter(|&i| frag.row_slot(i) == j)
+            .map(|i| {
+                let x = f.load_slot(src, &slot_pos(i));
+                f.convert(&x, src.elem, acc)
+            })
+            .collect();
+        // Every row slot has slots: each atom row holds rows g and g + 8.
+        let Some((first, rest)) = own.split_first() else {
+            continue;
+        };
+        let mut v = rest.iter().fold(first.clone(), |p, x| combine(f, &p, x));
         for lanes in [1, 2] {
             let other = crate::ops::xor_lanes(f, &v, t, lanes);
             v = combine(f, &v, &other);
@@ -266,7 +277,6 @@ fn reduce_rows_in_registers(
         let v = f.convert(&v, acc, out.elem);
         f.store_slot(out, &slot_pos(j), &v);
     }
-    true
 }
 
 /// Combines `count` values `read(j)` in a fixed pairwise tree (constant
@@ -573,10 +583,10 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         .and_then(Type::elem)
         .unwrap_or(src.elem);
     let combine = combiner(&kind, acc);
-    let any_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
-    if any_order && rank == 2 && axis == 1 && matches!(ty, Type::Tensor { .. }) {
+    if let Some(frag) = rows_reduced_in_registers(f, op, &src, axis, acc) {
         let out = result_tile(f, op)?;
-        if reduce_rows_in_registers(f, &src, &out, acc, &combine) {
+        if Some(out.layout) == frag.row_layout().map(Layout::Rows) {
+            reduce_rows_in_registers(f, frag, &src, &out, acc, &combine);
             f.set(op, Val::Tile(out));
             return Ok(());
         }

@@ -977,74 +977,60 @@ fn wgmma_smem(
     b_transposed: bool,
     used: i64,
 ) -> Option<(Smem, Smem, i64)> {
+    let (a, b, used) = wgmma_operands_smem(f, Some(a), b, [m, n, k], b_transposed, used)?;
+    Some((a?, b, used))
+}
+
+/// B alone as `wgmma` reads it (A in registers), as [`wgmma_smem`] gives
+/// it.
+fn wgmma_b(f: &mut FnEmitter, b: &View, [n, k]: [i64; 2], transposed: bool, used: i64) -> Option<(Smem, i64)> {
+    let (_, b, used) = wgmma_operands_smem(f, None, b, [0, n, k], transposed, used)?;
+    Some((b, used))
+}
+
+/// [`wgmma_smem`] of B and, when given, A (B, n×k when `b_transposed`,
+/// read K-major as A is).
+fn wgmma_operands_smem(
+    f: &mut FnEmitter,
+    a: Option<&View>,
+    b: &View,
+    [m, n, k]: [i64; 3],
+    b_transposed: bool,
+    used: i64,
+) -> Option<(Option<Smem>, Smem, i64)> {
     use SmemLayout::Swizzled;
-    let ops = wgmma_operands(a.elem, b.elem)?;
-    let sp = f.info().shared_ptr();
-    let swizzled = |v: &View| v.swizzle.filter(|s| s.span == 128 && v.ptr_ty == sp);
-    let a_in_place = swizzled(a)
+    let ops = wgmma_operands(a.map_or(b.elem, |a| a.elem), b.elem)?;
+    let swizzled = |v: &View| v.swizzle.filter(|s| s.span == 128 && v.ptr_ty == f.info().shared_ptr());
+    let a_in_place = a
+        .and_then(swizzled)
         .filter(|_| m % 64 == 0)
         .map(|s| Swizzled { s, k_major: true });
-    let b_in_place = b_in_place(f, b, n, b_transposed, &ops);
-    if let (Some(la), Some(lb)) = (a_in_place, b_in_place) {
-        let smem = |v: &View, layout| Smem {
-            base: v.base.clone(),
-            ops: ops.clone(),
-            layout,
-        };
-        return Some((smem(a, la), smem(b, lb), used));
-    }
-    let copy_a = a_in_place.is_none();
-    let which = [copy_a, b_in_place.is_none()];
-    let (a2, b2, bytes) = core_matrix_copies(f, a, b, [m, n, k], which, b_transposed, used);
+    // An N-major B needs the transpose immediate (16-bit elements) and
+    // whole 64-element panels.
+    let b_fits = if b_transposed {
+        n % 8 == 0
+    } else {
+        ops.transposes && n % 64 == 0
+    };
+    let b_in_place = swizzled(b).filter(|_| b_fits).map(|s| Swizzled {
+        s,
+        k_major: b_transposed,
+    });
+    let which = [a.is_some() && a_in_place.is_none(), b_in_place.is_none()];
+    let (a2, b2, bytes) = match which {
+        [false, false] => (a.cloned(), b.clone(), used),
+        _ => {
+            let (a2, b2, bytes) = core_matrix_copies(f, a.unwrap_or(b), b, [m, n, k], which, b_transposed, used);
+            (a.map(|_| a2), b2, bytes)
+        }
+    };
     let cores = k / ops.row;
     let smem = |v: View, layout: Option<SmemLayout>| Smem {
         base: v.base,
         ops: ops.clone(),
         layout: layout.unwrap_or(SmemLayout::Cores { cores }),
     };
-    Some((smem(a2, a_in_place), smem(b2, b_in_place), bytes))
-}
-
-/// How `wgmma` reads B (k×n, or n×k when `transposed`) where it is: a
-/// 128-byte-swizzled shared buffer, K-major when transposed (as A is),
-/// else N-major, which needs the transpose immediate (16-bit elements) and
-/// whole 64-element panels.
-fn b_in_place(f: &FnEmitter, b: &View, n: i64, transposed: bool, ops: &WgmmaOperands) -> Option<SmemLayout> {
-    let swizzle = b
-        .swizzle
-        .filter(|s| s.span == 128 && b.ptr_ty == f.info().shared_ptr())?;
-    let fits = if transposed {
-        n % 8 == 0
-    } else {
-        ops.transposes && n % 64 == 0
-    };
-    fits.then_some(SmemLayout::Swizzled {
-        s: swizzle,
-        k_major: transposed,
-    })
-}
-
-/// B alone as `wgmma` reads it (A in registers): in place where
-/// [`b_in_place`] allows, else copied into the core-matrix layout at
-/// `used` bytes of the staging area; gives the staging bytes used.
-fn wgmma_b(f: &mut FnEmitter, b: &View, [n, k]: [i64; 2], transposed: bool, used: i64) -> Option<(Smem, i64)> {
-    let ops = wgmma_operands(b.elem, b.elem)?;
-    if let Some(layout) = b_in_place(f, b, n, transposed, &ops) {
-        let smem = Smem {
-            base: b.base.clone(),
-            ops,
-            layout,
-        };
-        return Some((smem, used));
-    }
-    let (_, copy, bytes) = core_matrix_copies(f, b, b, [0, n, k], [false, true], transposed, used);
-    let cores = k / ops.row;
-    let smem = Smem {
-        base: copy.base,
-        ops,
-        layout: SmemLayout::Cores { cores },
-    };
-    Some((smem, bytes))
+    Some((a2.map(|a2| smem(a2, a_in_place)), smem(b2, b_in_place), bytes))
 }
 
 /// Copies `a` (m×k) and `b` (k×n), those `which` says, into wgmma's

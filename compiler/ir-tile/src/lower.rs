@@ -871,72 +871,34 @@ impl Lowering {
                 .build_value(),
             Family::Nvptx => {
                 let k_step = if fp8 { 32 } else { 16 };
-                let wgmma_n = (1..=32).rev().map(|i| i * 8).find(|n| ndim > 0 && ndim % n == 0);
                 let wgmma_acc = acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16;
+                // The instruction's N, when wgmma takes these operand types.
+                let wgmma_n = (1..=32)
+                    .rev()
+                    .map(|i| i * 8)
+                    .find(|n| ndim > 0 && ndim % n == 0)
+                    .filter(|&n| self.target == Target::Sm90a && wgmma_acc && fits([64, n, k_step]));
+                let a_readable = matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared);
                 let whole_groups = self.threads.is_some_and(|t| t > 0 && t % 128 == 0);
-                let transposed = transposed_in_shared(b, op, bv).filter(|_| {
-                    self.target == Target::Sm90a
-                        && (fp16 || fp8)
-                        && wgmma_acc
-                        && whole_groups
-                        && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
-                });
-                if let Some((buffer, dead)) = transposed {
-                    if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
-                        let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
-                        if written(a) || written(buffer) {
-                            b.op("nvptx.fence_proxy_async").build();
-                            self.barrier(b);
-                        }
+                if let Some(n) = wgmma_n.filter(|_| (fp16 || fp8) && a_readable && whole_groups) {
+                    if let Some((buffer, dead)) = transposed_in_shared(b, op, bv) {
                         self.dead.extend(dead);
-                        let mut w = b
-                            .op("nvptx.wgmma")
-                            .operands(&[a, buffer, acc])
-                            .attr("instr", Attr::ints([64, n, k_step]))
-                            .flag("transpose_b");
-                        if lagged {
-                            w = w.attr("pending", Attr::Int(1));
-                        }
-                        return w.result(result).build_value();
+                        return self.wgmma(b, [a, buffer, acc], [64, n, k_step], lagged, true, result);
                     }
                 }
                 let b_bytes = buffer_bytes(&b_ty, 0)
                     .ok()
                     .filter(|_| matches!(b_ty, Type::Tensor { .. }));
                 if let Some(bytes) = b_bytes.filter(|&bytes| {
-                    self.target == Target::Sm90a
-                        && fp16
-                        && wgmma_acc
-                        && matches!(a_ty, Type::Tensor { .. })
-                        && wgmma_n.is_some_and(|n| fits([64, n, k_step]))
-                        && bytes <= self.shared_left
+                    fp16 && matches!(a_ty, Type::Tensor { .. }) && wgmma_n.is_some() && bytes <= self.shared_left
                 }) {
                     self.shared_left -= bytes;
                     bv = self.stage_in_shared(b, bv);
                     b_ty = b.value_type(bv).clone();
                 }
-                if self.target == Target::Sm90a
-                    && (fp16 || fp8)
-                    && wgmma_acc
-                    && shape::is_memref_in(&b_ty, MemSpace::Shared)
-                    && (matches!(a_ty, Type::Tensor { .. }) || shape::is_memref_in(&a_ty, MemSpace::Shared))
-                {
-                    if let Some(n) = wgmma_n.filter(|&n| fits([64, n, k_step])) {
-                        // What threads wrote reaches wgmma's async proxy:
-                        // each thread fences its own writes, then the
-                        // barrier publishes them all.
-                        let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
-                        if written(a) || written(bv) {
-                            b.op("nvptx.fence_proxy_async").build();
-                            self.barrier(b);
-                        }
-                        let mut w = b.op("nvptx.wgmma").operands(&[a, bv, acc]);
-                        w = w.attr("instr", Attr::ints([64, n, k_step]));
-                        if lagged {
-                            w = w.attr("pending", Attr::Int(1));
-                        }
-                        return w.result(result).build_value();
-                    }
+                let b_shared = shape::is_memref_in(&b_ty, MemSpace::Shared);
+                if let Some(n) = wgmma_n.filter(|_| (fp16 || fp8) && a_readable && b_shared) {
+                    return self.wgmma(b, [a, bv, acc], [64, n, k_step], lagged, false, result);
                 }
                 let instr = match elem {
                     _ if fp16
@@ -984,6 +946,37 @@ impl Lowering {
                 }
             }
         }
+    }
+
+    /// `nvptx.wgmma` of `operands` (`transpose_b`: B given N×K), its group
+    /// left running (`pending = 1`) when `lagged`. What threads wrote
+    /// reaches wgmma's async proxy first: each thread fences its own
+    /// writes, then the barrier publishes them all.
+    fn wgmma(
+        &self,
+        b: &mut Builder,
+        [a, bv, acc]: [ValueId; 3],
+        instr: [i64; 3],
+        lagged: bool,
+        transpose_b: bool,
+        result: Type,
+    ) -> ValueId {
+        let written = |v| self.generic_written.contains(&pipeline::root_memref(b, v));
+        if written(a) || written(bv) {
+            b.op("nvptx.fence_proxy_async").build();
+            self.barrier(b);
+        }
+        let mut w = b
+            .op("nvptx.wgmma")
+            .operands(&[a, bv, acc])
+            .attr("instr", Attr::ints(instr));
+        if transpose_b {
+            w = w.flag("transpose_b");
+        }
+        if lagged {
+            w = w.attr("pending", Attr::Int(1));
+        }
+        w.result(result).build_value()
     }
 
     /// A product operand in registers: a tile as it is; a shared buffer
