@@ -4,7 +4,7 @@
 //! launcher encodes (listed in the manifest as `tma`).
 
 use tessera_ir::{Attr, Module, OpId};
-use tessera_ir_tile::PRODUCER_THREADS as PRODUCER;
+use tessera_ir_tile::{PRODUCER_THREADS as PRODUCER, TENSOR_MAP_RANK};
 
 use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
 use crate::{CodegenError, TmaDescriptor};
@@ -75,73 +75,96 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
             }
             Ok(())
         }
-        "nvptx.tma_load" => {
-            let dst = f.buffer(op, 0)?;
-            let src_value = f.m().operands(op)[1];
-            let tessera_ir::ValueDef::BlockArg { index, .. } = f.m().value_def(src_value) else {
-                return Err(f.err(op, "a TMA source must be a kernel parameter"));
-            };
-            let param = index as usize;
-            let box_dims: Vec<i64> = dst
-                .dims
-                .iter()
-                .map(|d| match d {
-                    Ext::Const(c) => *c,
-                    Ext::Dyn(_) => 0,
-                })
-                .collect();
-            if box_dims.len() != 2 || box_dims.iter().any(|&d| d <= 0 || d > 256) || dst.pad != 0 {
-                return Err(f.err(
-                    op,
-                    "a TMA load moves a 2-D tile of at most 256×256 elements into an unpadded buffer",
-                ));
-            }
-            let eb = elem_bytes(dst.elem);
-            if box_dims[1] * eb % 16 != 0 {
-                return Err(f.err(op, "a TMA tile's rows must be multiples of 16 bytes"));
-            }
-            // A swizzled buffer takes one box per panel: the hardware
-            // swizzles a box whose rows are one span wide.
-            let (swizzle, panels) = match dst.swizzle {
-                Some(s) => (s.span, s.row_bytes / s.span),
-                None => (0, 1),
-            };
-            let panel_cols = box_dims[1] / panels;
-            let desc = f.add_tma(TmaDescriptor {
-                param,
-                elem: dst.elem.name().to_string(),
-                box_dims: vec![box_dims[0], panel_cols],
-                swizzle,
-            });
-            let row = f.index(op, 2)?;
-            let col = f.index(op, 3)?;
-            let bar = mbarrier(f, op, 4)?;
-            let bar_addr = shared_addr(f, &bar);
-            let row = f.val(format!("trunc i64 {row} to i32"));
-            let col = f.val(format!("trunc i64 {col} to i32"));
-            let sp = f.info().shared_ptr();
-            let boxes: Vec<(String, String)> = (0..panels)
-                .map(|p| {
-                    let at = f.val(format!(
-                        "getelementptr i8, {sp} {}, i64 {}",
-                        dst.base,
-                        p * box_dims[0] * panel_cols * eb
-                    ));
-                    let c = f.val(format!("add i32 {col}, {}", p * panel_cols));
-                    (shared_addr(f, &at), c)
-                })
-                .collect();
-            on_thread_zero(f, |f| {
-                for (dst_addr, col) in &boxes {
-                    f.line(format!(
-                        "call void asm sideeffect \"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{$2, $3}}], [$4];\", \"r,l,r,r,r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, i32 {col}, i32 {row}, i32 {bar_addr})"
-                    ));
-                }
-            });
-            Ok(())
-        }
+        "nvptx.tma_load" => tma_load(f, op),
         other => Err(f.err(op, format!("unknown sm_90a op `{other}`"))),
     }
+}
+
+/// `nvptx.tma_load(%dst, %param, %coord…, %mbar)`: an elected thread
+/// loads the box at the coordinates (outer first; the last two the tile's
+/// row and column) of parameter `%param` into `%dst`, one box per
+/// swizzle panel, through the tensor map the launcher encodes for it.
+fn tma_load(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
+    let dst = f.buffer(op, 0)?;
+    let operands = f.m().operands(op).to_vec();
+    let tessera_ir::ValueDef::BlockArg { index, .. } = f.m().value_def(operands[1]) else {
+        return Err(f.err(op, "a TMA source must be a kernel parameter"));
+    };
+    let param = index as usize;
+    let rank = operands.len() - 3;
+    let box_dims: Vec<i64> = dst
+        .dims
+        .iter()
+        .map(|d| match d {
+            Ext::Const(c) => *c,
+            Ext::Dyn(_) => 0,
+        })
+        .collect();
+    if box_dims.len() != 2 || box_dims.iter().any(|&d| d <= 0 || d > 256) || dst.pad != 0 {
+        return Err(f.err(
+            op,
+            "a TMA load moves a 2-D tile of at most 256×256 elements into an unpadded buffer",
+        ));
+    }
+    if !(2..=TENSOR_MAP_RANK).contains(&rank) {
+        return Err(f.err(op, format!("a tensor map has 2 to {TENSOR_MAP_RANK} dims, not {rank}")));
+    }
+    let eb = elem_bytes(dst.elem);
+    if box_dims[1] * eb % 16 != 0 {
+        return Err(f.err(op, "a TMA tile's rows must be multiples of 16 bytes"));
+    }
+    // A swizzled buffer takes one box per panel: the hardware swizzles a
+    // box whose rows are one span wide.
+    let (swizzle, panels) = match dst.swizzle {
+        Some(s) => (s.span, s.row_bytes / s.span),
+        None => (0, 1),
+    };
+    let panel_cols = box_dims[1] / panels;
+    let mut map_box = vec![1; rank - 2];
+    map_box.extend([box_dims[0], panel_cols]);
+    let desc = f.add_tma(TmaDescriptor {
+        param,
+        elem: dst.elem.name().to_string(),
+        box_dims: map_box,
+        swizzle,
+    });
+    // The coordinates innermost first, as the instruction takes them.
+    let mut coords = Vec::with_capacity(rank);
+    for i in (2..2 + rank).rev() {
+        let c = f.index(op, i)?;
+        coords.push(f.val(format!("trunc i64 {c} to i32")));
+    }
+    let bar = mbarrier(f, op, rank + 2)?;
+    let bar_addr = shared_addr(f, &bar);
+    let sp = f.info().shared_ptr();
+    let boxes: Vec<(String, String)> = (0..panels)
+        .map(|p| {
+            let at = f.val(format!(
+                "getelementptr i8, {sp} {}, i64 {}",
+                dst.base,
+                p * box_dims[0] * panel_cols * eb
+            ));
+            let col = f.val(format!("add i32 {}, {}", coords[0], p * panel_cols));
+            (shared_addr(f, &at), col)
+        })
+        .collect();
+    let places: Vec<String> = (0..rank).map(|i| format!("${}", i + 2)).collect();
+    let places = places.join(", ");
+    let constraints = "r,".repeat(rank);
+    let mbar_place = rank + 2;
+    on_thread_zero(f, |f| {
+        for (dst_addr, col) in &boxes {
+            let args: Vec<String> = std::iter::once(col)
+                .chain(&coords[1..])
+                .map(|c| format!("i32 {c}"))
+                .collect();
+            f.line(format!(
+                "call void asm sideeffect \"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{{places}}}], [${mbar_place}];\", \"r,l,{constraints}r,~{{memory}}\"(i32 {dst_addr}, i64 {desc}, {}, i32 {bar_addr})",
+                args.join(", ")
+            ));
+        }
+    });
+    Ok(())
 }
 
 fn mbarrier(f: &FnEmitter, op: OpId, i: usize) -> Result<String, CodegenError> {
@@ -229,4 +252,49 @@ fn on_thread_zero(f: &mut FnEmitter, body: impl FnOnce(&mut FnEmitter)) {
 fn shared_addr(f: &mut FnEmitter, at: &str) -> String {
     let sp = f.info().shared_ptr();
     f.val(format!("ptrtoint {sp} {at} to i32"))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A load of the tile at row `%r`, column `%c` of head (`%b`, `%h`) of
+    /// a `[2, 3, 100, 64]` tensor, into a buffer of two 64-byte panels.
+    const SLICE_LOAD: &str = r#"
+module @m attributes {layer = "target", target = "sm_90a"} {
+  func.func @k(%x: memref<2x3x100x64xbf16, global>, %b: index, %h: index, %r: index, %c: index) -> () attributes {kind = "kernel", block = [128, 1, 1], threads = 128, shared_bytes = 8208} {
+    %mbar = nvptx.mbarrier_init() {count = 1} : () -> !nvptx.mbarrier
+    %s = nvptx.alloc_shared() {align = 128, swizzle = 64} : () -> memref<64x64xbf16, shared, swizzle=64>
+    nvptx.tma_load(%s, %x, %b, %h, %r, %c, %mbar) : (memref<64x64xbf16, shared, swizzle=64>, memref<2x3x100x64xbf16, global>, index, index, index, index, !nvptx.mbarrier) -> ()
+    tile.return() : () -> ()
+  }
+}
+"#;
+
+    #[test]
+    fn a_slice_load_gives_the_view_indices_as_outer_coordinates_innermost_first() {
+        let module = tessera_ir::parse(SLICE_LOAD).expect("the IR parses");
+        let (text, manifest) = crate::emit_llvm_ir(&module, &crate::Options::default()).expect("it compiles");
+        let tma = &manifest.kernels[0].tma;
+        assert_eq!(tma.len(), 1);
+        assert_eq!(
+            (tma[0].param, tma[0].box_dims.as_slice(), tma[0].swizzle),
+            (0, &[1, 1, 64, 32][..], 64)
+        );
+        // The value each line defines, by the text after its `=`.
+        let defined = |rhs: &str| -> String {
+            let line = text
+                .lines()
+                .find(|l| l.trim_end().ends_with(&format!("= {rhs}")))
+                .expect(rhs);
+            line.trim().split(' ').next().unwrap().to_string()
+        };
+        let [b, h, r, c] = ["%p1", "%p2", "%p3", "%p4"].map(|p| defined(&format!("trunc i64 {p} to i32")));
+        let loads: Vec<&str> = text.lines().filter(|l| l.contains("cp.async.bulk.tensor.4d")).collect();
+        assert_eq!(loads.len(), 2, "one box per 32-column panel");
+        for (panel, load) in loads.iter().enumerate() {
+            let col = defined(&format!("add i32 {c}, {}", 32 * panel));
+            assert!(load.contains("[$1, {$2, $3, $4, $5}], [$6];"), "{load}");
+            let coords = format!("i64 %tma0, i32 {col}, i32 {r}, i32 {h}, i32 {b}, i32 ");
+            assert!(load.contains(&coords), "expected `{coords}` in {load}");
+        }
+    }
 }

@@ -128,7 +128,8 @@ pub struct TmaDescriptor {
     /// The parameter holding the global tensor.
     pub param: usize,
     pub elem: String,
-    /// Box (tile) dims, rows then columns.
+    /// Box (tile) dims, one per dim of the parameter, outer first: 1 for
+    /// each dim a `tile.view` fixes, then rows and columns.
     pub box_dims: Vec<i64>,
     /// 0: no swizzle.
     pub swizzle: i64,

@@ -380,6 +380,13 @@ fn tile_of(c: &mut Check, tile: &Type, mem: &Type) {
 /// A tile copy from global to shared memory: `(%dst, %src, %off...)`
 /// followed by `trailing` other operands. Gives the destination's type.
 pub(crate) fn tile_copy(c: &mut Check, trailing: usize) -> Option<Type> {
+    tile_copy_of(c, trailing, false)
+}
+
+/// As [`tile_copy`]; with `leading`, `%src` may have more dims than
+/// `%dst`, its leading offsets selecting the slice the tile is copied
+/// from (a TMA load of a `tile.view`).
+pub(crate) fn tile_copy_of(c: &mut Check, trailing: usize, leading: bool) -> Option<Type> {
     let dst = c.memref(0, "destination", &[MemSpace::Shared])?;
     let src = c.memref(1, "source", &[MemSpace::Global])?;
     let r = rank(&src);
@@ -398,9 +405,19 @@ pub(crate) fn tile_copy(c: &mut Check, trailing: usize) -> Option<Type> {
             return None;
         }
     }
-    if dst.elem() != src.elem() || rank(&dst) != r {
+    let ranks_fit = if leading {
+        (1..=r).contains(&rank(&dst))
+    } else {
+        rank(&dst) == r
+    };
+    if dst.elem() != src.elem() || !ranks_fit {
+        let ranks = if leading {
+            "at most the rank of its source"
+        } else {
+            "rank"
+        };
         c.fail(format!(
-            "`{}` copies between memrefs of the same element type and rank, not `{src}` into `{dst}`",
+            "`{}` copies between memrefs of the same element type and {ranks}, not `{src}` into `{dst}`",
             c.name
         ));
         return None;

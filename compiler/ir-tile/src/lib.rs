@@ -40,7 +40,7 @@ pub use cpu::CpuDialect;
 pub use estimate::{estimate_registers, EstimateResources};
 pub use lower::LowerTileToTarget;
 pub use multiple::Multiples;
-pub use nvptx::{mbarrier_type, NvptxDialect, PRODUCER_THREADS};
+pub use nvptx::{mbarrier_type, NvptxDialect, PRODUCER_THREADS, TENSOR_MAP_RANK};
 pub use rules::{shared_allocations, shared_total};
 pub use shape::{pad_of, swizzle_fits, swizzle_of};
 pub use target::{func_at_target_layer, is_target_layer, Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};

@@ -10,8 +10,9 @@
 //!   flow analysis as the verifier's; 0 where paths disagree on the order),
 //!   and a `bar.sync`, because each thread waits only for its own chunks
 //!   (consecutive waits share the barrier).
-//! - On sm_90a, a copy from a kernel parameter whose row strides the
-//!   constraints prove multiples of 16 bytes, into an unpadded buffer with
+//! - On sm_90a, a copy from a kernel parameter of at most five dims, or a
+//!   `tile.view` of one (the views' indices become the load's leading
+//!   coordinates), whose row strides the constraints prove multiples of 16 bytes, into an unpadded buffer with
 //!   rows of a multiple of 16 bytes, becomes a TMA load: one mbarrier per
 //!   stage, initialized at the kernel's entry, and a phase bit per stage in
 //!   a `tile.local` slot that each wait flips. The other copies use
@@ -47,13 +48,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_ir::{
-    Attr, Builder, Dim, MemSpace, Module, OpId, Pass, PassContext, ScalarType, Type, ValueId, VerifyError,
+    Attr, Builder, Dim, MemSpace, Module, OpId, Pass, PassContext, ScalarType, Type, ValueDef, ValueId, VerifyError,
 };
 
 use crate::estimate::block_threads;
 use crate::flow::{self, Transfer};
 use crate::multiple::Multiples;
-use crate::nvptx::mbarrier_type;
+use crate::nvptx::{mbarrier_type, TENSOR_MAP_RANK};
 use crate::pipeline;
 use crate::rules::{func_kind, shared_allocations, shared_total};
 use crate::shape::{self, buffer_bytes, divisible, pad_of, row_bytes};
@@ -372,17 +373,40 @@ fn tma_copies(m: &Module, known: &Multiples<'_>, copies: &[OpId]) -> HashSet<OpI
         .collect()
 }
 
-/// Whether a copy can be a TMA load: from a kernel parameter (a tensor
-/// map describes a parameter, not a `tile.view` of one) whose row strides
-/// the function's constraints prove multiples of 16 bytes (a tensor map
-/// needs them so), into an unpadded `tile.alloc_shared` buffer of constant
-/// dims whose rows are a multiple of 16 bytes, or into a slot of such a
-/// ring (a pipeline's) whose size keeps every slot 128-byte aligned.
+/// The kernel parameter a global memref `src` reads and the indices that
+/// select `src` in it: `src` itself, or `tile.view`s of it, each fixing
+/// leading dims (outer views' indices first). A tensor map describes the
+/// whole parameter; the indices become the load's leading coordinates.
+fn tensor_source(m: &Module, src: ValueId) -> Option<(ValueId, Vec<ValueId>)> {
+    let Some(view) = m.defining_op(src) else {
+        return matches!(m.value_def(src), ValueDef::BlockArg { .. }).then(|| (src, Vec::new()));
+    };
+    let (&base, indices) = m.operands(view).split_first()?;
+    if m.op(view).name != "tile.view" || !shape::is_memref_in(m.value_type(base), MemSpace::Global) {
+        return None;
+    }
+    let (param, mut leading) = tensor_source(m, base)?;
+    leading.extend_from_slice(indices);
+    Some((param, leading))
+}
+
+/// Whether a copy can be a TMA load: of a 2-D tile (the loads codegen
+/// emits), from a kernel parameter of at most five dims, or a `tile.view` of one (its indices are the load's leading
+/// coordinates), whose row strides the function's constraints prove
+/// multiples of 16 bytes (a tensor map needs them so), into an unpadded
+/// `tile.alloc_shared` buffer of constant dims whose rows are a multiple
+/// of 16 bytes, or into a slot of such a ring (a pipeline's) whose size
+/// keeps every slot 128-byte aligned.
 fn tma_fits(m: &Module, known: &Multiples<'_>, copy: OpId) -> bool {
     let (Some(&dst), Some(&src)) = (m.operands(copy).first(), m.operands(copy).get(1)) else {
         return false;
     };
-    if m.defining_op(src).is_some() || !known.strides_aligned(m.value_type(src), 16) {
+    let Some((param, _)) = tensor_source(m, src) else {
+        return false;
+    };
+    let param_ty = m.value_type(param);
+    let two_d = m.value_type(dst).dims().is_some_and(|d| d.len() == 2);
+    if !two_d || param_ty.dims().is_none_or(|d| d.len() > TENSOR_MAP_RANK) || !known.strides_aligned(param_ty, 16) {
         return false;
     }
     let root = pipeline::root_memref(m, dst);
@@ -758,7 +782,21 @@ impl Lowering {
                     .operand(mbar)
                     .attr("bytes", Attr::Int(bytes as i64))
                     .build();
-                b.op("nvptx.tma_load").operands(operands).operand(mbar).build();
+                let (dst, src, offsets) = (operands[0], operands[1], &operands[2..]);
+                let Some((param, leading)) = tensor_source(b, src) else {
+                    return Err(Box::new(VerifyError::at_op(
+                        b,
+                        op,
+                        "a TMA load reads a kernel parameter or a `tile.view` of one",
+                    )));
+                };
+                b.op("nvptx.tma_load")
+                    .operand(dst)
+                    .operand(param)
+                    .operands(&leading)
+                    .operands(offsets)
+                    .operand(mbar)
+                    .build();
             }
             (Family::Nvptx, done) => {
                 let row = row_bytes(&dst_ty).unwrap_or(0);

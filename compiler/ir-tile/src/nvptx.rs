@@ -227,6 +227,9 @@ const OPS: &[OpDef] = &[
 /// (`setmaxnreg` acts on whole warpgroups); the rest of the block consumes.
 pub const PRODUCER_THREADS: i64 = 128;
 
+/// The most dims a TMA tensor map describes (`cuTensorMapEncodeTiled`).
+pub const TENSOR_MAP_RANK: usize = 5;
+
 /// The ops the producer of an `nvptx.warp_specialize` may hold: scalar
 /// arithmetic, control flow, views, mbarriers and TMA loads, nothing that
 /// needs the block's threads (it runs on one).
@@ -622,7 +625,32 @@ fn source_strides_aligned(c: &mut Check) {
 fn tma_load(c: &mut Check) {
     let last = c.operand_count() - 1;
     c.operand_is(last, &mbarrier_type());
-    let Some(dst) = check::tile_copy(c, 1) else { return };
+    let Some(dst) = check::tile_copy_of(c, 1, true) else {
+        return;
+    };
+    let src = c.operand_type(1);
+    let ranks = (dst.dims().map_or(0, <[_]>::len), src.dims().map_or(0, <[_]>::len));
+    if ranks.0 != 2 || ranks.1 > TENSOR_MAP_RANK {
+        c.fail(format!(
+            "a TMA load moves a 2-D tile out of a tensor of 2 to {TENSOR_MAP_RANK} dims, not `{dst}` out of `{src}`"
+        ));
+        return;
+    }
+    let Some(func) = c.m.enclosing_function(c.op) else {
+        return;
+    };
+    let src_value = c.m.operands(c.op)[1];
+    if !c
+        .m
+        .entry_block(func)
+        .is_some_and(|entry| c.m.block_args(entry).contains(&src_value))
+    {
+        c.fail(format!(
+            "a tensor map describes a kernel parameter: the source `{src}` of `{}` is not one",
+            c.name
+        ));
+        return;
+    }
     source_strides_aligned(c);
     // The destination is an allocation, or a slot of one (a view fixing
     // its leading dims), which starts a whole number of slots into it.

@@ -270,19 +270,20 @@ impl CudaDevice {
             _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
         };
         let dims = map.global_dims();
-        let strides = [map.row_stride_bytes()];
-        let box_dims = map.box_dims();
-        let element_strides = [1u32, 1];
+        let strides = map.global_strides();
+        let box_dims = map.global_box();
+        let element_strides = vec![1u32; dims.len()];
+        let rank = u32::try_from(dims.len()).map_err(|_| RunError::launch("a tensor map of too many dims"))?;
         let mut out = sys::CUtensorMap { opaque: [0; 16] };
         self.ctx.bind_to_thread().map_err(driver("encode a TMA tensor map"))?;
-        // SAFETY: every pointer is to a live array of the length the rank
-        // (2) asks for (strides: rank - 1), `out` is a writable
+        // SAFETY: every pointer is to a live array of the length `rank`
+        // asks for (strides: rank - 1), `out` is a writable
         // `CUtensorMap`, and TiledMap::new checked the driver's rules.
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut out,
                 data_type,
-                2,
+                rank,
                 map.address as *mut c_void,
                 dims.as_ptr(),
                 strides.as_ptr(),
