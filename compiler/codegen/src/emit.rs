@@ -1644,12 +1644,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         }
         let name = format!("%tma{}", self.tma.len());
         // The launcher copied the map into global memory: before the
-        // first TMA load reads it, the thread that issues them (linear
-        // index 0; every thread with tid.x = 0 fences) orders that write
-        // before the tensor-map proxy's reads.
+        // first TMA load reads it, each thread that issues them orders
+        // that write before the tensor-map proxy's reads. An issuing
+        // thread is thread 0 of the block or of a warp-specialized
+        // kernel's consumers (linear index 128): every thread whose tid.x
+        // is a multiple of 128 fences.
         let _ = writeln!(
             self.allocas,
-            "  call void asm sideeffect \"{{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; setp.eq.u32 p, t, 0; @p fence.proxy.tensormap::generic.acquire.sys [$0], 128; }}\", \"l,~{{memory}}\"(i64 {name})"
+            "  call void asm sideeffect \"{{ .reg .pred p; .reg .b32 t; mov.u32 t, %tid.x; and.b32 t, t, 127; setp.eq.u32 p, t, 0; @p fence.proxy.tensormap::generic.acquire.sys [$0], 128; }}\", \"l,~{{memory}}\"(i64 {name})"
         );
         self.tma.push(d);
         self.hidden.push(name.clone());

@@ -607,22 +607,19 @@ fn schedule(
             GridDim::ceil_div(&batch, 1),
         ];
         let stage_list: Vec<i64> = (2..=target.matmul_stages).collect();
-        let mut knobs = BTreeMap::from([
+        let knobs = BTreeMap::from([
             ("BM".to_string(), knob(&[64, 128, 256], tile[0], dim(0), constraints)),
             ("BN".to_string(), knob(&[64, 128, 256], tile[1], dim(1), constraints)),
             ("BK".to_string(), knob(&[32, 64, 128], tile[2], dim(2), constraints)),
             ("stages".to_string(), knob(&stage_list, stages, None, constraints)),
         ]);
-        if target.warp_specialize {
-            knobs.insert(PRODUCERS.to_string(), Attr::ints([0, 1]));
-        }
         return Ok(Config {
             tile: tile.to_vec(),
             block: tuned_threads(target, tuned),
             grid,
             stages,
-            knobs,
-            specialize: target.warp_specialize && tuned.get(PRODUCERS) != Some(&0),
+            knobs: producer_knob(&target, knobs),
+            specialize: specializes(&target, tuned),
         });
     }
     if group.pattern == "attention" {
@@ -793,12 +790,30 @@ fn attention_config(
             GridDim::Const(1),
         ],
         stages,
-        knobs: BTreeMap::from([
-            ("BM".to_string(), knob(&[64, 128], tile[0], dim(0), constraints)),
-            ("BN".to_string(), knob(&[64, 128], tile[1], dim(1), constraints)),
-        ]),
-        specialize: false,
+        knobs: producer_knob(
+            &target,
+            BTreeMap::from([
+                ("BM".to_string(), knob(&[64, 128], tile[0], dim(0), constraints)),
+                ("BN".to_string(), knob(&[64, 128], tile[1], dim(1), constraints)),
+            ]),
+        ),
+        specialize: specializes(&target, tuned),
     })
+}
+
+/// `knobs` with `producers = [0, 1]` where the target has producer
+/// warpgroups: the tuner measures the kernel with and without one.
+fn producer_knob(target: &Target, mut knobs: BTreeMap<String, Attr>) -> BTreeMap<String, Attr> {
+    if target.warp_specialize {
+        knobs.insert(PRODUCERS.to_string(), Attr::ints([0, 1]));
+    }
+    knobs
+}
+
+/// Whether a pipelined kernel asks for a producer warpgroup: where the
+/// target has them, unless the tuned configuration says `producers = 0`.
+fn specializes(target: &Target, tuned: &BTreeMap<String, i64>) -> bool {
+    target.warp_specialize && tuned.get(PRODUCERS) != Some(&0)
 }
 
 /// Replaces the group's ops by one `schedule.kernel` at the root's place.

@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tessera_ir::{Attr, BlockId, Builder, Module, OpId, Type, ValueId, VerifyError};
+use tessera_ir::{Attr, BlockId, Builder, MemSpace, Module, OpId, Type, ValueId, VerifyError};
 
 use super::ring::{await_empty, steps, Fill};
 use super::{binary, konst, Lowering};
@@ -78,8 +78,9 @@ const FILL_OPS: &[&str] = &[
 
 /// The pipeline of kernel `func` that gets a producer warpgroup, if any:
 /// the kernel asks for one, targets sm_90a, and has one pipeline, directly
-/// in its body, whose copies (all the kernel's) are TMA loads into two
-/// stages or more; its fill only loads; the scalars its fill and bounds read can be recomputed
+/// in its body, whose copies are TMA loads into two stages or more (the
+/// kernel's other copies are TMA loads into other buffers, which the
+/// consumers issue and wait for); its fill only loads; the scalars its fill and bounds read can be recomputed
 /// by the producer; the body returns at its end only; and nothing reads
 /// the thread's raw index (the consumers' indices start at 0 again). Such
 /// a pipeline hands its slots back through an `empty` ring (`ring.rs`).
@@ -99,14 +100,19 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
         matches!(m.op(o).name.as_str(), "tile.thread_id" | "tile.block_dim") || (is_return(o) && Some(o) != last)
     });
     let returns_last = last.is_some_and(is_return);
+    // Copies outside the pipeline (attention's q tile) stay with the
+    // consumers, on mbarriers of their own: into buffers the producer
+    // never refills.
+    let (filled, outside): (Vec<OpId>, Vec<OpId>) = copies.iter().partition(|&&c| inside(m, c, pipeline));
+    let ring = |c: OpId| crate::pipeline::root_memref(m, m.operands(c)[0]);
+    let rings: HashSet<ValueId> = filled.iter().map(|&c| ring(c)).collect();
     if m.parent_block(pipeline) != Some(entry)
         || !returns_last
         || unsplittable
         || crate::pipeline::stages(m, pipeline) < 2
-        || copies.is_empty()
-        || copies
-            .iter()
-            .any(|c| !l.tma_copies.contains(c) || !inside(m, *c, pipeline))
+        || filled.is_empty()
+        || copies.iter().any(|c| !l.tma_copies.contains(c))
+        || outside.iter().any(|&c| rings.contains(&ring(c)))
     {
         return None;
     }
@@ -249,8 +255,9 @@ fn free_values(m: &Module, ops: &[OpId], args: &[ValueId]) -> Vec<ValueId> {
 }
 
 /// Whether the producer can have `v`: a parameter, a shared buffer of the
-/// entry, or a scalar the [`RECOMPUTED`] ops of the entry compute from
-/// such values.
+/// entry, a scalar the [`RECOMPUTED`] ops of the entry compute from such
+/// values, or a `tile.view` of a global memref at such indices (a TMA
+/// load's source, whose indices become its coordinates).
 fn available(m: &Module, entry: BlockId, v: ValueId, seen: &mut HashSet<ValueId>) -> bool {
     if !seen.insert(v) {
         return true;
@@ -265,8 +272,9 @@ fn available(m: &Module, entry: BlockId, v: ValueId, seen: &mut HashSet<ValueId>
     if name == "tile.alloc_shared" {
         return true;
     }
-    RECOMPUTED.contains(&name)
-        && matches!(m.value_type(v), Type::Scalar(_))
+    let recomputed = (RECOMPUTED.contains(&name) && matches!(m.value_type(v), Type::Scalar(_)))
+        || (name == "tile.view" && crate::shape::is_memref_in(m.value_type(v), MemSpace::Global));
+    recomputed
         && m.operands(def)
             .to_vec()
             .into_iter()
