@@ -484,68 +484,69 @@ fn flash_attention() {
 }
 
 /// The standard library's fused attention (`stdlib/nn.tsr`), causal or
-/// not, on a fresh batch of heads whose query and key counts are not
-/// multiples of the 64-row tiles, against softmax(q·kᵀ/8)·v in float64.
+/// not, head dims 64 and 128, on a fresh batch of heads (more than one
+/// batch and head, so that the head's indices are told apart) whose query
+/// and key counts are not multiples of the tiles, against
+/// softmax(q·kᵀ/√d)·v in float64.
 #[test]
 fn stdlib_attention() {
     let mut rng = Rng::fresh();
     let seed = rng.0;
     let (device, mut loaded) = program("stdlib", "nn");
-    let (b, h) = (1 + rng.below(2) as usize, 1 + rng.below(3) as usize);
+    let (b, h) = (2 + rng.below(2) as usize, 2 + rng.below(2) as usize);
     let (s, t) = (1 + rng.below(200) as usize, 1 + rng.below(200) as usize);
-    let (q, qv) = bf16_tensor(&mut rng, &[b, h, s, 64], 0.5);
-    let (k, kv) = bf16_tensor(&mut rng, &[b, h, t, 64], 0.5);
-    let (v, vv) = bf16_tensor(&mut rng, &[b, h, t, 64], 1.0);
     let dims = [
         ("B".to_string(), b as i64),
         ("H".to_string(), h as i64),
         ("S".to_string(), s as i64),
         ("T".to_string(), t as i64),
     ];
-    for causal in [false, true] {
-        let function = if causal {
-            "causal_attention_d64"
-        } else {
-            "attention_d64"
-        };
-        let args = [q.clone(), k.clone(), v.clone()].map(Value::Tensor);
-        let call = Call {
-            function,
-            args: &args,
-            dims: &dims,
-        };
-        let Value::Tensor(o) = loaded.call(&device, &call).unwrap() else {
-            panic!("{function} returns a tensor")
-        };
-        assert_eq!(o.shape(), vec![b, h, s, 64]);
-        let mut want = vec![0.0; b * h * s * 64];
-        let mut bound = vec![0.0; b * h * s * 64];
-        for bh in 0..b * h {
-            let (qb, kb, vb) = (&qv[bh * s * 64..], &kv[bh * t * 64..], &vv[bh * t * 64..]);
-            for i in 0..s {
-                // Query i is position i + t - s: it sees keys up to there.
-                let seen = if causal {
-                    (i + t + 1).saturating_sub(s).min(t)
-                } else {
-                    t
-                };
-                let scores: Vec<f64> = (0..seen)
-                    .map(|j| (0..64).map(|c| qb[i * 64 + c] * kb[j * 64 + c]).sum::<f64>() / 8.0)
-                    .collect();
-                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
-                let sum: f64 = e.iter().sum();
-                for c in 0..64 {
-                    let at = (bh * s + i) * 64 + c;
-                    let acc: f64 = e.iter().enumerate().map(|(j, w)| w / sum * vb[j * 64 + c]).sum();
-                    let abs: f64 = e.iter().enumerate().map(|(j, w)| w / sum * vb[j * 64 + c].abs()).sum();
-                    want[at] = acc;
-                    // bf16 probabilities in the second product, a bf16 output.
-                    bound[at] = 2.0f64.powi(-7) * abs + 2.0f64.powi(-8) * acc.abs() + 1e-6;
+    for d in [64, 128] {
+        let (q, qv) = bf16_tensor(&mut rng, &[b, h, s, d], 0.5);
+        let (k, kv) = bf16_tensor(&mut rng, &[b, h, t, d], 0.5);
+        let (v, vv) = bf16_tensor(&mut rng, &[b, h, t, d], 1.0);
+        for causal in [false, true] {
+            let function = format!("{}attention_d{d}", if causal { "causal_" } else { "" });
+            let args = [q.clone(), k.clone(), v.clone()].map(Value::Tensor);
+            let call = Call {
+                function: &function,
+                args: &args,
+                dims: &dims,
+            };
+            let Value::Tensor(o) = loaded.call(&device, &call).unwrap() else {
+                panic!("{function} returns a tensor")
+            };
+            assert_eq!(o.shape(), vec![b, h, s, d]);
+            let mut want = vec![0.0; b * h * s * d];
+            let mut bound = vec![0.0; b * h * s * d];
+            let scale = 1.0 / (d as f64).sqrt();
+            for bh in 0..b * h {
+                let (qb, kb, vb) = (&qv[bh * s * d..], &kv[bh * t * d..], &vv[bh * t * d..]);
+                for i in 0..s {
+                    // Query i is position i + t - s: it sees keys up to there.
+                    let seen = if causal {
+                        (i + t + 1).saturating_sub(s).min(t)
+                    } else {
+                        t
+                    };
+                    let scores: Vec<f64> = (0..seen)
+                        .map(|j| (0..d).map(|c| qb[i * d + c] * kb[j * d + c]).sum::<f64>() * scale)
+                        .collect();
+                    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+                    let sum: f64 = e.iter().sum();
+                    for c in 0..d {
+                        let at = (bh * s + i) * d + c;
+                        let acc: f64 = e.iter().enumerate().map(|(j, w)| w / sum * vb[j * d + c]).sum();
+                        let abs: f64 = e.iter().enumerate().map(|(j, w)| w / sum * vb[j * d + c].abs()).sum();
+                        want[at] = acc;
+                        // bf16 probabilities in the second product, a bf16 output.
+                        bound[at] = 2.0f64.powi(-7) * abs + 2.0f64.powi(-8) * acc.abs() + 1e-6;
+                    }
                 }
             }
+            check(&function, seed, &values(&device, &o), &want, &bound);
         }
-        check(function, seed, &values(&device, &o), &want, &bound);
     }
 }
 
