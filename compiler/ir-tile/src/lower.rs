@@ -10,12 +10,13 @@
 //!   flow analysis as the verifier's; 0 where paths disagree on the order),
 //!   and a `bar.sync`, because each thread waits only for its own chunks
 //!   (consecutive waits share the barrier).
-//! - On sm_90a, a copy from a kernel parameter of at most five dims, or a
-//!   `tile.view` of one (the views' indices become the load's leading
-//!   coordinates), whose row strides the constraints prove multiples of 16 bytes, into an unpadded buffer with
-//!   rows of a multiple of 16 bytes, becomes a TMA load: one mbarrier per
-//!   stage, initialized at the kernel's entry, and a phase bit per stage in
-//!   a `tile.local` slot that each wait flips. The other copies use
+//! - On sm_90a, a copy of a 2-D tile from a kernel parameter of at most
+//!   five dims, or from a `tile.view` of one (the views' indices become the
+//!   load's leading coordinates), whose row strides the constraints prove
+//!   multiples of 16 bytes, into an unpadded buffer with rows of a
+//!   multiple of 16 bytes, becomes a TMA load: one mbarrier per stage,
+//!   initialized at the kernel's entry, and a phase bit per stage in a
+//!   `tile.local` slot that each wait flips. The other copies use
 //!   `cp.async` as on sm_80 (TMA writes a dense box), in the same kernel. A
 //!   stage outside pipelines is one or the other for all its copies; in a
 //!   pipeline's fill each copy has a stage of its own.
@@ -391,12 +392,13 @@ fn tensor_source(m: &Module, src: ValueId) -> Option<(ValueId, Vec<ValueId>)> {
 }
 
 /// Whether a copy can be a TMA load: of a 2-D tile (the loads codegen
-/// emits), from a kernel parameter of at most five dims, or a `tile.view` of one (its indices are the load's leading
-/// coordinates), whose row strides the function's constraints prove
-/// multiples of 16 bytes (a tensor map needs them so), into an unpadded
-/// `tile.alloc_shared` buffer of constant dims whose rows are a multiple
-/// of 16 bytes, or into a slot of such a ring (a pipeline's) whose size
-/// keeps every slot 128-byte aligned.
+/// emits), from a kernel parameter of at most five dims or a `tile.view`
+/// of one (its indices are the load's leading coordinates), whose row
+/// strides the function's constraints prove multiples of 16 bytes (a
+/// tensor map needs them so), into an unpadded `tile.alloc_shared` buffer
+/// of constant dims whose rows are a multiple of 16 bytes, or into a slot
+/// of such a ring (a pipeline's) whose size keeps every slot 128-byte
+/// aligned.
 fn tma_fits(m: &Module, known: &Multiples<'_>, copy: OpId) -> bool {
     let (Some(&dst), Some(&src)) = (m.operands(copy).first(), m.operands(copy).get(1)) else {
         return false;

@@ -80,10 +80,11 @@ const FILL_OPS: &[&str] = &[
 /// the kernel asks for one, targets sm_90a, and has one pipeline, directly
 /// in its body, whose copies are TMA loads into two stages or more (the
 /// kernel's other copies are TMA loads into other buffers, which the
-/// consumers issue and wait for); its fill only loads; the scalars its fill and bounds read can be recomputed
-/// by the producer; the body returns at its end only; and nothing reads
-/// the thread's raw index (the consumers' indices start at 0 again). Such
-/// a pipeline hands its slots back through an `empty` ring (`ring.rs`).
+/// consumers issue and wait for); its fill only loads; the values its
+/// fill and bounds read can be recomputed by the producer; the body
+/// returns at its end only; and nothing reads the thread's raw index (the
+/// consumers' indices start at 0 again). Such a pipeline hands its slots
+/// back through an `empty` ring (`ring.rs`).
 pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId], copies: &[OpId]) -> Option<OpId> {
     if m.attr(func, "warp_specialize").and_then(Attr::as_bool) != Some(true) || l.target != Target::Sm90a {
         return None;
