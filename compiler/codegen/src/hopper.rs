@@ -6,7 +6,7 @@
 use tessera_ir::{Attr, Module, OpId};
 use tessera_ir_tile::{PRODUCER_THREADS as PRODUCER, TENSOR_MAP_RANK};
 
-use crate::emit::{elem_bytes, Ext, FnEmitter, Val};
+use crate::emit::{elem_bytes, FnEmitter, Val};
 use crate::{CodegenError, TmaDescriptor};
 
 pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), CodegenError> {
@@ -92,14 +92,7 @@ fn tma_load(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     };
     let param = index as usize;
     let rank = operands.len() - 3;
-    let box_dims: Vec<i64> = dst
-        .dims
-        .iter()
-        .map(|d| match d {
-            Ext::Const(c) => *c,
-            Ext::Dyn(_) => 0,
-        })
-        .collect();
+    let box_dims: Vec<i64> = dst.dims.iter().map(|d| d.as_const().unwrap_or(0)).collect();
     if box_dims.len() != 2 || box_dims.iter().any(|&d| d <= 0 || d > 256) || dst.pad != 0 {
         return Err(f.err(
             op,
@@ -129,11 +122,11 @@ fn tma_load(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         swizzle,
     });
     // The coordinates innermost first, as the instruction takes them.
-    let mut coords = Vec::with_capacity(rank);
-    for i in (2..2 + rank).rev() {
-        let c = f.index(op, i)?;
-        coords.push(f.val(format!("trunc i64 {c} to i32")));
-    }
+    let coords: Vec<String> = crate::ops::indices(f, op, 2, rank)?
+        .iter()
+        .rev()
+        .map(|c| f.val(format!("trunc i64 {c} to i32")))
+        .collect();
     let bar = mbarrier(f, op, rank + 2)?;
     let bar_addr = shared_addr(f, &bar);
     let sp = f.info().shared_ptr();

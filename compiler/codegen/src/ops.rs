@@ -333,7 +333,7 @@ fn local(f: &mut FnEmitter, op: OpId) -> R {
     Ok(())
 }
 
-fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) -> Result<Vec<String>, CodegenError> {
+pub(crate) fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) -> Result<Vec<String>, CodegenError> {
     (from..from + count).map(|i| f.index(op, i)).collect()
 }
 

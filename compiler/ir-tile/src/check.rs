@@ -208,7 +208,7 @@ pub(crate) fn enclosed_by(m: &Module, op: OpId, ops: &[&str]) -> bool {
     false
 }
 
-fn rank(ty: &Type) -> usize {
+pub(crate) fn rank(ty: &Type) -> usize {
     ty.dims().map_or(0, <[_]>::len)
 }
 

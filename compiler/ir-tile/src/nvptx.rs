@@ -629,8 +629,7 @@ fn tma_load(c: &mut Check) {
         return;
     };
     let src = c.operand_type(1);
-    let ranks = (dst.dims().map_or(0, <[_]>::len), src.dims().map_or(0, <[_]>::len));
-    if ranks.0 != 2 || ranks.1 > TENSOR_MAP_RANK {
+    if check::rank(&dst) != 2 || check::rank(&src) > TENSOR_MAP_RANK {
         c.fail(format!(
             "a TMA load moves a 2-D tile out of a tensor of 2 to {TENSOR_MAP_RANK} dims, not `{dst}` out of `{src}`"
         ));
