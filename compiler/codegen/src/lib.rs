@@ -146,13 +146,16 @@ pub struct CostInfo {
     pub flops: Option<FlopsInfo>,
 }
 
-/// FLOPs of a launch: `blocks × (Σ per_block + threads × Σ per_thread)`,
-/// each sum a list of terms, each term the product of its factors (grid
-/// entries: `128`, `2*D*H`, `cdiv(K, 128)`).
+/// FLOPs of a launch: `blocks × (Σ per_block + threads × Σ per_thread) +
+/// Σ per_launch`, each sum a list of terms, each term the product of its
+/// factors (grid entries: `128`, `2*D*H`, `cdiv(K, 128)`).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct FlopsInfo {
     pub per_block: Vec<Vec<String>>,
     pub per_thread: Vec<Vec<String>>,
+    /// What a persistent grid's walk over its tiles holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_launch: Vec<Vec<String>>,
 }
 
 impl From<KernelCost> for CostInfo {
@@ -162,6 +165,7 @@ impl From<KernelCost> for CostInfo {
             flops: cost.flops.map(|f| FlopsInfo {
                 per_block: f.per_block,
                 per_thread: f.per_thread,
+                per_launch: f.per_launch,
             }),
         }
     }

@@ -303,7 +303,7 @@ impl Loaded {
             }
             let mut grid = [1u32; 3];
             for (slot, g) in grid.iter_mut().zip(&l.grid) {
-                let v = expr::grid(g, dims)?;
+                let v = expr::grid(g, dims, || device.multiprocessors())?;
                 *slot = u32::try_from(v)
                     .map_err(|_| RunError::launch(format!("the grid entry `{g}` of `{}` is {v}", l.kernel)))?;
             }

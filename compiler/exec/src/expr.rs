@@ -14,15 +14,45 @@ pub fn dim(text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
     value(&d, text, dims)
 }
 
-/// The number of blocks of a grid entry (`1`, `S`, `cdiv(S, 64)`).
-pub fn grid(text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
-    match GridDim::from_attr(&Attr::str(text)).ok_or_else(|| unreadable(text))? {
-        GridDim::Const(c) => Ok(c),
-        GridDim::Dim(d) => value(&d, text, dims),
-        GridDim::CeilDiv(d, tile) => {
-            let v = value(&d, text, dims)?;
-            Ok(v.div_euclid(tile) + i64::from(v.rem_euclid(tile) != 0))
+/// The number of blocks of a grid entry (`1`, `S`, `cdiv(S, 64)`); a
+/// persistent entry (`persistent(cdiv(M, 128), cdiv(N, 256))`) is as many
+/// as `multiprocessors` gives, but no more than its work items.
+pub fn grid(
+    text: &str,
+    dims: &[(String, i64)],
+    multiprocessors: impl FnOnce() -> Result<i64, RunError>,
+) -> Result<i64, RunError> {
+    let entry = GridDim::from_attr(&Attr::str(text)).ok_or_else(|| unreadable(text))?;
+    match entry {
+        GridDim::Persistent(work) => {
+            let mut items = 1i64;
+            for w in &work {
+                items = items
+                    .checked_mul(blocks(w, text, dims)?)
+                    .ok_or_else(|| RunError::value(format!("the grid entry `{text}` overflows")))?;
+            }
+            Ok(items.min(multiprocessors()?))
         }
+        other => blocks(&other, text, dims),
+    }
+}
+
+/// A factor of a cost term (`128`, `2*D*H`, `cdiv(K, 128)`): a grid entry
+/// of a form other than persistent.
+pub fn factor(text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
+    grid(text, dims, || Err(unreadable(text)))
+}
+
+/// The number of blocks of an entry of a form other than persistent.
+fn blocks(entry: &GridDim, text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
+    match entry {
+        GridDim::Const(c) => Ok(*c),
+        GridDim::Dim(d) => value(d, text, dims),
+        GridDim::CeilDiv(d, tile) => {
+            let v = value(d, text, dims)?;
+            Ok(v.div_euclid(*tile) + i64::from(v.rem_euclid(*tile) != 0))
+        }
+        GridDim::Persistent(_) => Err(unreadable(text)),
     }
 }
 
@@ -46,7 +76,14 @@ fn value(d: &DimExpr, text: &str, dims: &[(String, i64)]) -> Result<i64, RunErro
 
 #[cfg(test)]
 mod tests {
+    use tessera_runtime::RunError;
+
     use super::{dim, grid};
+
+    /// A device of 132 multiprocessors.
+    fn sms() -> Result<i64, RunError> {
+        Ok(132)
+    }
 
     fn dims() -> Vec<(String, i64)> {
         vec![("S".into(), 1000), ("M".into(), 256), ("Dh".into(), 64)]
@@ -55,14 +92,26 @@ mod tests {
     #[test]
     fn evaluates_what_manifests_contain() {
         let d = dims();
-        assert_eq!(grid("cdiv(S, 64)", &d).unwrap(), 16);
-        assert_eq!(grid("cdiv(M, 128)", &d).unwrap(), 2);
-        assert_eq!(grid("S", &d).unwrap(), 1000);
-        assert_eq!(grid("1", &d).unwrap(), 1);
+        assert_eq!(grid("cdiv(S, 64)", &d, sms).unwrap(), 16);
+        assert_eq!(grid("cdiv(M, 128)", &d, sms).unwrap(), 2);
+        assert_eq!(grid("S", &d, sms).unwrap(), 1000);
+        assert_eq!(grid("1", &d, sms).unwrap(), 1);
         assert_eq!(dim("4*M*Dh+512", &d).unwrap(), 4 * 256 * 64 + 512);
         assert_eq!(dim("M-2*Dh", &d).unwrap(), 128);
         assert_eq!(dim("Dh*M", &d).unwrap(), 64 * 256);
         assert_eq!(dim("128", &d).unwrap(), 128);
+        // 16 × 2 × 64 work items on 132 multiprocessors; 16 × 2 on 132.
+        assert_eq!(grid("persistent(cdiv(S, 64), cdiv(M, 128), Dh)", &d, sms).unwrap(), 132);
+        assert_eq!(grid("persistent(cdiv(S, 64), cdiv(M, 128), 1)", &d, sms).unwrap(), 32);
+    }
+
+    #[test]
+    fn a_persistent_grid_needs_the_multiprocessor_count() {
+        let d = dims();
+        let none = || Err(RunError::launch("no count"));
+        assert_eq!(grid("persistent(S)", &d, none).unwrap_err().message, "no count");
+        // Other entries never ask.
+        assert_eq!(grid("S", &d, none).unwrap(), 1000);
     }
 
     #[test]
@@ -77,8 +126,10 @@ mod tests {
             "S S",
             "9999999999999999999",
             "M*M*M*M*M*M*M*M",
+            "persistent(M*M*M*M, M*M*M*M)",
+            "persistent(N)",
         ] {
-            let e = dim(bad, &d).and_then(|_| grid(bad, &d)).unwrap_err();
+            let e = dim(bad, &d).and_then(|_| grid(bad, &d, sms)).unwrap_err();
             assert!(e.message.contains(bad), "{bad}: {}", e.message);
         }
     }

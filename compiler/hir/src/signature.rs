@@ -88,12 +88,19 @@ pub type SearchSpace = Vec<(String, Vec<i64>)>;
 
 /// The knobs `@autotune` may turn: the tile of matmul and attention
 /// kernels (`BM`, `BN`, `BK`), the matmul's pipeline stages, the warps
-/// per block of both, and whether a matmul kernel asks for a producer
-/// warpgroup (`producers`, 0 or 1).
-pub const AUTOTUNE_KNOBS: [&str; 6] = ["BM", "BN", "BK", "stages", "warps", "producers"];
+/// per block of both, whether a kernel asks for a producer warpgroup
+/// (`producers`, 0 or 1) and whether a matmul walks its tiles on a
+/// persistent grid (`persistent`, 0 or 1).
+pub const AUTOTUNE_KNOBS: [&str; 7] = ["BM", "BN", "BK", "stages", "warps", "producers", "persistent"];
 
-/// The one knob whose candidates are counts from 0: `producers`, 0 or 1.
-pub const PRODUCERS_KNOB: &str = "producers";
+/// The knobs whose candidates are 0 and 1, and what the two mean.
+pub const SWITCH_KNOBS: [(&str, &str); 2] = [
+    ("producers", "without and with a producer warpgroup"),
+    (
+        "persistent",
+        "a block per tile, and a persistent grid whose blocks walk the tiles",
+    ),
+];
 
 pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
     let mut lowering = Lowering { db, diags: Vec::new() };
@@ -256,14 +263,16 @@ impl Lowering<'_> {
                 );
                 continue;
             }
-            let counts = name.name == PRODUCERS_KNOB;
+            let switch = SWITCH_KNOBS.iter().find(|(k, _)| *k == name.name);
             let values: Option<Vec<i64>> = match &arg.value.kind {
                 ExprKind::List(items) if !items.is_empty() => items
                     .iter()
                     .map(|e| match e.kind {
-                        ExprKind::Int(v) => i64::try_from(v)
-                            .ok()
-                            .filter(|&v| if counts { v == 0 || v == 1 } else { v > 0 }),
+                        ExprKind::Int(v) => {
+                            i64::try_from(v)
+                                .ok()
+                                .filter(|&v| if switch.is_some() { v == 0 || v == 1 } else { v > 0 })
+                        }
                         _ => None,
                     })
                     .collect(),
@@ -271,19 +280,21 @@ impl Lowering<'_> {
             };
             match values {
                 Some(values) => knobs.push((name.name.clone(), values)),
-                None if counts => self.diags.push(
-                    Diagnostic::error(Code::E0204, "the candidates of `producers` are 0 and 1")
-                        .with_primary(relative(arg.value.span, 0), "not a list of 0s and 1s")
-                        .with_help("write `producers=[0, 1]`: without and with a producer warpgroup"),
-                ),
-                None => self.diags.push(
-                    Diagnostic::error(
-                        Code::E0204,
-                        format!("the candidates of `{}` must be a list of positive integers", name.name),
-                    )
-                    .with_primary(relative(arg.value.span, 0), "not a list of positive integers")
-                    .with_help(format!("write `{}=[64, 128]`", name.name)),
-                ),
+                None => match switch {
+                    Some((knob, meaning)) => self.diags.push(
+                        Diagnostic::error(Code::E0204, format!("the candidates of `{knob}` are 0 and 1"))
+                            .with_primary(relative(arg.value.span, 0), "not a list of 0s and 1s")
+                            .with_help(format!("write `{knob}=[0, 1]`: {meaning}")),
+                    ),
+                    None => self.diags.push(
+                        Diagnostic::error(
+                            Code::E0204,
+                            format!("the candidates of `{}` must be a list of positive integers", name.name),
+                        )
+                        .with_primary(relative(arg.value.span, 0), "not a list of positive integers")
+                        .with_help(format!("write `{}=[64, 128]`", name.name)),
+                    ),
+                },
             }
         }
         knobs

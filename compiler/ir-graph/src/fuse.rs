@@ -501,6 +501,9 @@ fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divis
 /// The knob of a matmul's producer warpgroups: 0 or 1.
 const PRODUCERS: &str = "producers";
 
+/// The knob of a matmul's persistent grid: 0 (a block per tile) or 1.
+const PERSISTENT: &str = "persistent";
+
 /// The knob values a tuner chose for the function (its `autotune.config`
 /// attribute: `{BM = 128, stages = 3}`), by knob name.
 fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
@@ -508,8 +511,8 @@ fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
         Some(Attr::Dict(d)) => d
             .iter()
             .filter_map(|(k, v)| {
-                let counts = k == PRODUCERS;
-                Some((k.clone(), v.as_int().filter(|&v| v > 0 || (counts && v == 0))?))
+                let switch = k == PRODUCERS || k == PERSISTENT;
+                Some((k.clone(), v.as_int().filter(|&v| v > 0 || (switch && v == 0))?))
             })
             .collect(),
         _ => BTreeMap::new(),
@@ -601,25 +604,36 @@ fn schedule(
         }
         let batch = num_elements(&out[..out.len().saturating_sub(2)]);
         let dim = |i: usize| tiled.iter().find(|t| t.index == i).map(|t| &t.dim);
-        let grid = vec![
+        let tiles = vec![
             GridDim::ceil_div(dim(0).unwrap_or(&DimExpr::constant(1)), tile[0]),
             GridDim::ceil_div(dim(1).unwrap_or(&DimExpr::constant(1)), tile[1]),
             GridDim::ceil_div(&batch, 1),
         ];
+        let specialize = specializes(&target, tuned);
+        let loads_whole_rows = operand_rows(m, anchor)
+            .iter()
+            .all(|(row, elem)| row_units_of_16_bytes(row, *elem, constraints));
+        let grid = match persists(&target, tuned, specialize && loads_whole_rows) {
+            true => vec![GridDim::Persistent(tiles)],
+            false => tiles,
+        };
         let stage_list: Vec<i64> = (2..=target.matmul_stages).collect();
-        let knobs = BTreeMap::from([
+        let mut knobs = BTreeMap::from([
             ("BM".to_string(), knob(&[64, 128, 256], tile[0], dim(0), constraints)),
             ("BN".to_string(), knob(&[64, 128, 256], tile[1], dim(1), constraints)),
             ("BK".to_string(), knob(&[32, 64, 128], tile[2], dim(2), constraints)),
             ("stages".to_string(), knob(&stage_list, stages, None, constraints)),
         ]);
+        if target.persistent.is_some() {
+            knobs.insert(PERSISTENT.to_string(), Attr::ints([0, 1]));
+        }
         return Ok(Config {
             tile: tile.to_vec(),
             block: tuned_threads(target, tuned),
             grid,
             stages,
             knobs: producer_knob(&target, knobs),
-            specialize: specializes(&target, tuned),
+            specialize,
         });
     }
     if group.pattern == "attention" {
@@ -808,6 +822,49 @@ fn producer_knob(target: &Target, mut knobs: BTreeMap<String, Attr>) -> BTreeMap
         knobs.insert(PRODUCERS.to_string(), Attr::ints([0, 1]));
     }
     knobs
+}
+
+/// Whether a matmul walks its tiles on a persistent grid: where the target
+/// has them, as the tuned configuration's `persistent` says, else by the
+/// target's default for a kernel that `produces`: one that asks for a
+/// producer warpgroup and whose operands TMA can load, so that the
+/// producer loads the next tile's operands while the consumers store this
+/// one's. Without a producer a block cannot overlap its tiles, and the
+/// walk's registers are a cost for nothing.
+fn persists(target: &Target, tuned: &BTreeMap<String, i64>, produces: bool) -> bool {
+    match (target.persistent, tuned.get(PERSISTENT)) {
+        (None, _) => false,
+        (Some(_), Some(&chosen)) => chosen != 0,
+        (Some(default), None) => default && produces,
+    }
+}
+
+/// The row extent and element type of each operand matmul `anchor` copies
+/// tiles of: A's, and B's or, for a transposed B, its source's.
+fn operand_rows(m: &Module, anchor: OpId) -> Vec<(DimExpr, ScalarType)> {
+    m.operands(anchor)
+        .iter()
+        .take(2)
+        .map(|&v| match m.defining_op(v) {
+            Some(t) if m.op(t).name == "graph.transpose" => m.operands(t)[0],
+            _ => v,
+        })
+        .filter_map(|v| {
+            let ty = m.value_type(v);
+            Some((ty.dims()?.last()?.clone(), ty.elem()?))
+        })
+        .collect()
+}
+
+/// Whether a row of `extent` elements of `elem` is a whole number of
+/// 16-byte units, as the constraints or a constant extent say (a TMA
+/// tensor map's strides are multiples of 16 bytes).
+fn row_units_of_16_bytes(extent: &DimExpr, elem: ScalarType, constraints: &[Divisible]) -> bool {
+    let multiple = match extent.as_const() {
+        Some(n) => n,
+        None => modulus_of(constraints, extent).map_or(1, |c| c.modulus),
+    };
+    (multiple * i64::from(elem.bits())) % 128 == 0
 }
 
 /// Whether a pipelined kernel asks for a producer warpgroup: where the

@@ -506,10 +506,40 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
         ));
     }
     if let Some(grid) = m.attr(op, "grid") {
-        let ok = grid
+        let entries: Option<Vec<GridDim>> = grid
             .as_array()
-            .is_some_and(|g| (1..=3).contains(&g.len()) && g.iter().all(|d| GridDim::from_attr(d).is_some()));
-        if !ok {
+            .filter(|g| (1..=3).contains(&g.len()))
+            .and_then(|g| g.iter().map(GridDim::from_attr).collect());
+        let persistent = entries
+            .as_ref()
+            .is_some_and(|g| g.iter().any(|d| matches!(d, GridDim::Persistent(_))));
+        if persistent && entries.as_ref().is_some_and(|g| g.len() > 1) {
+            errors.push(
+                err(
+                    m,
+                    op,
+                    format!("the persistent `grid` of kernel \"{name}\" has more than one entry: {grid}"),
+                    "bad grid",
+                )
+                .with_note("a persistent grid is one entry, `[\"persistent(work, …)\"]`: its blocks walk all the work"),
+            );
+        } else if persistent
+            && !m
+                .attr(op, "pattern")
+                .and_then(Attr::as_str)
+                .is_some_and(|p| p.starts_with("matmul"))
+        {
+            errors.push(
+                err(
+                    m,
+                    op,
+                    format!("kernel \"{name}\" has a persistent grid, which only matmul kernels walk"),
+                    "bad grid",
+                )
+                .with_note("other kernels compute one tile per block"),
+            );
+        }
+        if entries.is_none() {
             errors.push(
                 err(
                     m,
@@ -517,7 +547,7 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
                     format!("`grid` of kernel \"{name}\" must be 1 to 3 block counts, not {grid}"),
                     "bad grid",
                 )
-                .with_note("a block count is a positive integer, a dim (\"B*H\") or \"cdiv(dim, tile)\""),
+                .with_note("a block count is a positive integer, a dim (\"B*H\"), \"cdiv(dim, tile)\" or \"persistent(count, …)\""),
             );
         }
     }

@@ -197,6 +197,12 @@ pub enum GridDim {
     Dim(DimExpr),
     /// `cdiv(dim, tile)`: ⌈dim / tile⌉ blocks.
     CeilDiv(DimExpr, i64),
+    /// `persistent(w1, w2, …)`: a persistent grid, one block per
+    /// multiprocessor of the device but no more blocks than work items,
+    /// the product of the entries `w1, w2, …` (each of another form). Its
+    /// blocks walk the work items themselves (`spec/ir-schedule.md`,
+    /// "Persistent grids").
+    Persistent(Vec<GridDim>),
 }
 
 impl GridDim {
@@ -214,15 +220,38 @@ impl GridDim {
             GridDim::Const(c) => Attr::Int(*c),
             GridDim::Dim(d) => Attr::Str(d.to_string()),
             GridDim::CeilDiv(d, t) => Attr::Str(format!("cdiv({d}, {t})")),
+            GridDim::Persistent(work) => Attr::Str(format!(
+                "persistent({})",
+                work.iter().map(GridDim::text).collect::<Vec<_>>().join(", ")
+            )),
         }
     }
 
-    /// Reads a grid entry: a positive integer, `E` or `cdiv(E, T)`.
+    /// The entry as the text of a string attribute (`128`, `cdiv(M, 64)`).
+    fn text(&self) -> String {
+        match self.to_attr() {
+            Attr::Str(s) => s,
+            other => other.to_string(),
+        }
+    }
+
+    /// Reads a grid entry: a positive integer, `E`, `cdiv(E, T)` or
+    /// `persistent(W, …)` of entries of the other forms.
     pub fn from_attr(attr: &Attr) -> Option<GridDim> {
         match attr {
             Attr::Int(c) if *c > 0 => Some(GridDim::Const(*c)),
             Attr::Str(s) => {
-                if let Some(inner) = s.strip_prefix("cdiv(").and_then(|r| r.strip_suffix(')')) {
+                if let Some(inner) = s.strip_prefix("persistent(").and_then(|r| r.strip_suffix(')')) {
+                    let work: Vec<GridDim> = split_top_level(inner)
+                        .into_iter()
+                        .map(|w| match w.trim().parse::<i64>() {
+                            Ok(c) => GridDim::from_attr(&Attr::Int(c)),
+                            Err(_) => GridDim::from_attr(&Attr::str(w.trim())),
+                        })
+                        .collect::<Option<_>>()?;
+                    let nested = work.iter().any(|w| matches!(w, GridDim::Persistent(_)));
+                    (!work.is_empty() && !nested).then_some(GridDim::Persistent(work))
+                } else if let Some(inner) = s.strip_prefix("cdiv(").and_then(|r| r.strip_suffix(')')) {
                     let (dim, tile) = inner.rsplit_once(',')?;
                     let tile: i64 = tile.trim().parse().ok()?;
                     (tile > 0).then_some(GridDim::CeilDiv(DimExpr::parse(dim)?, tile))
@@ -233,6 +262,25 @@ impl GridDim {
             _ => None,
         }
     }
+}
+
+/// `text` split at the commas outside parentheses.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
 }
 
 /// Which layer a module is in: its `layer` attribute, `graph` when absent.
@@ -357,8 +405,30 @@ mod tests {
             GridDim::Const(4),
             GridDim::Dim(DimExpr::parse("B*H").unwrap()),
             GridDim::CeilDiv(DimExpr::parse("M").unwrap(), 128),
+            GridDim::Persistent(vec![
+                GridDim::CeilDiv(DimExpr::parse("M").unwrap(), 128),
+                GridDim::CeilDiv(DimExpr::parse("N").unwrap(), 256),
+                GridDim::Dim(DimExpr::parse("B*H").unwrap()),
+                GridDim::Const(2),
+            ]),
         ] {
             assert_eq!(GridDim::from_attr(&g.to_attr()), Some(g));
+        }
+        assert_eq!(
+            GridDim::Persistent(vec![
+                GridDim::CeilDiv(DimExpr::parse("M").unwrap(), 128),
+                GridDim::Const(1)
+            ])
+            .to_attr(),
+            Attr::str("persistent(cdiv(M, 128), 1)")
+        );
+        for bad in [
+            "persistent()",
+            "persistent(persistent(M))",
+            "persistent(M, cdiv(N, 0))",
+            "persistent(0)",
+        ] {
+            assert_eq!(GridDim::from_attr(&Attr::str(bad)), None, "{bad}");
         }
         assert_eq!(GridDim::ceil_div(&DimExpr::constant(300), 128), GridDim::Const(3));
         assert_eq!(GridDim::from_attr(&Attr::Int(0)), None);

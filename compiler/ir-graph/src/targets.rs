@@ -18,6 +18,11 @@ pub struct Target {
     /// Whether a matmul kernel asks for a producer warpgroup of its own
     /// (`warp_specialize`, `spec/ir-schedule.md`).
     pub warp_specialize: bool,
+    /// Whether a matmul kernel may walk its tiles on a persistent grid
+    /// (`spec/ir-schedule.md`, "Persistent grids"), and whether it does by
+    /// default; `None` where the runtime cannot size one (HIP has no
+    /// portable multiprocessor count).
+    pub persistent: Option<bool>,
 }
 
 pub const TARGETS: [Target; 5] = [
@@ -27,6 +32,7 @@ pub const TARGETS: [Target; 5] = [
         matmul_stages: 4,
         matmul_threads: 256,
         warp_specialize: true,
+        persistent: Some(true),
     },
     Target {
         name: "sm_80",
@@ -34,6 +40,7 @@ pub const TARGETS: [Target; 5] = [
         matmul_stages: 3,
         matmul_threads: 256,
         warp_specialize: false,
+        persistent: Some(false),
     },
     Target {
         name: "gfx942",
@@ -41,6 +48,7 @@ pub const TARGETS: [Target; 5] = [
         matmul_stages: 2,
         matmul_threads: 256,
         warp_specialize: false,
+        persistent: None,
     },
     Target {
         name: "gfx90a",
@@ -48,6 +56,7 @@ pub const TARGETS: [Target; 5] = [
         matmul_stages: 2,
         matmul_threads: 256,
         warp_specialize: false,
+        persistent: None,
     },
     Target {
         name: "cpu",
@@ -55,6 +64,7 @@ pub const TARGETS: [Target; 5] = [
         matmul_stages: 2,
         matmul_threads: 64,
         warp_specialize: false,
+        persistent: Some(false),
     },
 ];
 

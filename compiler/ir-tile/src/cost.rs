@@ -23,13 +23,20 @@
 //!   and `tile.warp_id` count as 0 (the first thread's trip count, the
 //!   largest of a grid-stride loop). A loop whose trip count cannot be read
 //!   so (a bound loaded from memory, a non-constant step) leaves the
-//!   kernel's FLOPs unknown.
+//!   kernel's FLOPs unknown;
+//! - a walk of the launch's blocks over `ub` work items (`tile.for` from
+//!   `tile.block_id` by `tile.grid_dim` of the same dim: a persistent
+//!   grid's loop over its tiles) runs `ub` times in all, however many
+//!   blocks share it: what it holds counts per launch, `ub` times. Its `ub`
+//!   is read as a product of polynomials and of `⌈x / c⌉`s, written
+//!   `(x + c − 1) floordiv c`.
 //!
-//! A launch does `blocks × (per_block + threads × per_thread)` FLOPs. Each
-//! sum is a list of terms; a term is a list of factors whose product it is,
-//! each factor in the grid-entry form of `tile.launch` (`128`, `2*D*H`,
-//! `cdiv(K, 128)`), so the polynomial dims and the rounded-up trip counts
-//! are both read back by the runtime's one dim evaluator.
+//! A launch does `blocks × (per_block + threads × per_thread) + per_launch`
+//! FLOPs. Each sum is a list of terms; a term is a list of factors whose
+//! product it is, each factor in the grid-entry form of `tile.launch`
+//! (`128`, `2*D*H`, `cdiv(K, 128)`), so the polynomial dims and the
+//! rounded-up trip counts are both read back by the runtime's one dim
+//! evaluator.
 //!
 //! Bytes follow a compulsory-traffic model: every global memref parameter
 //! once (elements × element bytes), and once more when the kernel writes it
@@ -94,16 +101,22 @@ pub struct KernelCost {
 pub struct Flops {
     pub per_block: Vec<Vec<String>>,
     pub per_thread: Vec<Vec<String>>,
+    /// What the walks of the launch's blocks over their work hold.
+    pub per_launch: Vec<Vec<String>>,
 }
 
 impl KernelCost {
     /// The `cost` attribute: `{bytes = "…", flops_per_block = [[…]],
-    /// flops_per_thread = [[…]]}`, without the FLOPs when they are unknown.
+    /// flops_per_thread = [[…]]}`, and `flops_per_launch = [[…]]` when
+    /// there are such terms; without the FLOPs when they are unknown.
     pub fn to_attr(&self) -> Attr {
         let mut dict = BTreeMap::from([("bytes".to_string(), Attr::str(&self.bytes))]);
         if let Some(f) = &self.flops {
             dict.insert("flops_per_block".into(), terms_attr(&f.per_block));
             dict.insert("flops_per_thread".into(), terms_attr(&f.per_thread));
+            if !f.per_launch.is_empty() {
+                dict.insert("flops_per_launch".into(), terms_attr(&f.per_launch));
+            }
         }
         Attr::Dict(dict)
     }
@@ -113,16 +126,24 @@ impl KernelCost {
         let dict = attr.as_dict()?;
         if dict
             .keys()
-            .any(|k| !["bytes", "flops_per_block", "flops_per_thread"].contains(&k.as_str()))
+            .any(|k| !["bytes", "flops_per_block", "flops_per_thread", "flops_per_launch"].contains(&k.as_str()))
         {
             return None;
         }
         let bytes = dict.get("bytes")?.as_str()?.to_string();
-        let flops = match (dict.get("flops_per_block"), dict.get("flops_per_thread")) {
-            (None, None) => None,
-            (Some(b), Some(t)) => Some(Flops {
+        let flops = match (
+            dict.get("flops_per_block"),
+            dict.get("flops_per_thread"),
+            dict.get("flops_per_launch"),
+        ) {
+            (None, None, None) => None,
+            (Some(b), Some(t), launch) => Some(Flops {
                 per_block: read_terms(b)?,
                 per_thread: read_terms(t)?,
+                per_launch: match launch {
+                    Some(l) => read_terms(l)?,
+                    None => Vec::new(),
+                },
             }),
             _ => return None,
         };
@@ -182,11 +203,13 @@ pub fn estimate_cost(m: &Module, func: OpId) -> KernelCost {
         block: m.attr(func, "block").and_then(Attr::as_ints),
         per_block: Sums::default(),
         per_thread: Sums::default(),
+        per_launch: Sums::default(),
     };
     let flops = match m.entry_block(func) {
         Some(entry) => counter.block(entry, &Loops::default()).ok().map(|()| Flops {
             per_block: counter.per_block.terms(),
             per_thread: counter.per_thread.terms(),
+            per_launch: counter.per_launch.terms(),
         }),
         None => Some(Flops::default()),
     };
@@ -201,11 +224,13 @@ fn elements(shape: &[DimExpr]) -> DimExpr {
 }
 
 /// The loops around an op: the product of the constant trip counts, and
-/// the others as grid entries.
+/// the others as grid entries; whether one of them is a walk of the
+/// launch's blocks (what it holds then counts per launch).
 #[derive(Clone)]
 struct Loops {
     constant: DimExpr,
     symbolic: Vec<String>,
+    walked: bool,
 }
 
 impl Default for Loops {
@@ -213,6 +238,7 @@ impl Default for Loops {
         Loops {
             constant: DimExpr::constant(1),
             symbolic: Vec::new(),
+            walked: false,
         }
     }
 }
@@ -251,6 +277,7 @@ struct Counter<'m> {
     block: Option<Vec<i64>>,
     per_block: Sums,
     per_thread: Sums,
+    per_launch: Sums,
 }
 
 impl Counter<'_> {
@@ -282,8 +309,7 @@ impl Counter<'_> {
                 return;
             };
             if let ([rows, inner], [_, cols]) = (a, c) {
-                self.per_block
-                    .add(loops, DimExpr::constant(2).mul(rows).mul(cols).mul(inner));
+                self.per_block(loops, DimExpr::constant(2).mul(rows).mul(cols).mul(inner));
             }
             return;
         }
@@ -297,16 +323,39 @@ impl Counter<'_> {
             return;
         }
         match counted {
-            Some(Type::Tensor { dims, .. }) => self
-                .per_block
-                .add(loops, elements(dims).mul(&DimExpr::constant(per_element))),
+            Some(Type::Tensor { dims, .. }) => {
+                self.per_block(loops, elements(dims).mul(&DimExpr::constant(per_element)))
+            }
+            Some(Type::Scalar(_)) if loops.walked => {
+                let threads = self.block.as_ref().map_or(1, |b| b.iter().product());
+                self.per_launch.add(loops, DimExpr::constant(per_element * threads));
+            }
             Some(Type::Scalar(_)) => self.per_thread.add(loops, DimExpr::constant(per_element)),
             _ => {}
         }
     }
 
+    /// Adds `count` FLOPs of a block's tiles inside `loops`: per launch in
+    /// a walk of the blocks, else per block.
+    fn per_block(&mut self, loops: &Loops, count: DimExpr) {
+        match loops.walked {
+            true => self.per_launch.add(loops, count),
+            false => self.per_block.add(loops, count),
+        }
+    }
+
     /// The loops inside `tile.for` or `tile.pipeline` op `op`.
     fn trips(&self, op: OpId, outer: &Loops) -> Result<Loops, Unknown> {
+        if let Some(work) = self.walk(op) {
+            if outer.walked {
+                return Err(Unknown);
+            }
+            let mut loops = outer.clone();
+            loops.symbolic.extend(work);
+            loops.symbolic.sort();
+            loops.walked = true;
+            return Ok(loops);
+        }
         let bound = |i: usize| self.m.operands(op).get(i).and_then(|&v| self.value(v, 0));
         let (Some(lb), Some(ub), Some(step)) = (bound(0), bound(1), bound(2)) else {
             return Err(Unknown);
@@ -324,6 +373,52 @@ impl Counter<'_> {
         }
         loops.symbolic.sort();
         Ok(loops)
+    }
+
+    /// The factors of the work items of `op` when it is a walk of the
+    /// launch's blocks: a `tile.for` from `tile.block_id` by
+    /// `tile.grid_dim` of the same dim, up to a product the model reads.
+    fn walk(&self, op: OpId) -> Option<Vec<String>> {
+        let m = self.m;
+        let &[lb, ub, step] = m.operands(op) else { return None };
+        let dim_of = |v: ValueId, name: &str| {
+            m.defining_op(v)
+                .filter(|&d| m.op(d).name == name)
+                .and_then(|d| m.attr(d, "dim").and_then(Attr::as_int))
+        };
+        let walks = m.op(op).name == "tile.for"
+            && dim_of(lb, "tile.block_id").is_some()
+            && dim_of(lb, "tile.block_id") == dim_of(step, "tile.grid_dim");
+        walks.then(|| self.factors(ub, 0)).flatten()
+    }
+
+    /// `v` as a product of grid entries: polynomials over the dims, and
+    /// `cdiv(x, c)` for `(x + c − 1) floordiv c`.
+    fn factors(&self, v: ValueId, depth: usize) -> Option<Vec<String>> {
+        const MAX_DEPTH: usize = 64;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if let Some(p) = self.value(v, depth) {
+            return Some(vec![p.to_string()]);
+        }
+        let m = self.m;
+        let op = m.defining_op(v).filter(|&o| m.op(o).name == "tile.binary")?;
+        let &[x, y] = m.operands(op) else { return None };
+        match m.attr(op, "fn").and_then(Attr::as_str)? {
+            "mul" => {
+                let mut f = self.factors(x, depth + 1)?;
+                f.extend(self.factors(y, depth + 1)?);
+                Some(f)
+            }
+            "floordiv" => {
+                let c = self.value(y, depth + 1)?.as_const().filter(|&c| c > 0)?;
+                let rounded = self.value(x, depth + 1)?;
+                let extent = rounded.sub(&DimExpr::constant(c - 1));
+                Some(vec![format!("cdiv({extent}, {c})")])
+            }
+            _ => None,
+        }
     }
 
     /// `v` as a polynomial over the dims, where the model reads it so.

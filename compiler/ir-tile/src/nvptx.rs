@@ -427,9 +427,9 @@ fn warp_specialize(c: &mut Check) {
                 c.fail(format!(
                     "the {role} reads `%{reg}`: in a specialized kernel the block's thread indices are not the region's"
                 ));
-            } else if r == 0 && !PRODUCER_OPS.contains(&name) {
+            } else if r == 0 && !PRODUCER_OPS.contains(&name) && !scalar_local_access(m, inner) {
                 c.fail(format!(
-                    "`{name}` in the producer of `nvptx.warp_specialize`, which runs on one thread: it holds scalar arithmetic, control flow, views, mbarriers and TMA loads"
+                    "`{name}` in the producer of `nvptx.warp_specialize`, which runs on one thread: it holds scalar arithmetic, control flow, views, loads and stores of scalar locals, mbarriers and TMA loads"
                 ));
             } else if r == 1 && name == "nvptx.bar_sync" {
                 let id = m.attr(inner, "id").and_then(Attr::as_int).unwrap_or(0);
@@ -443,6 +443,20 @@ fn warp_specialize(c: &mut Check) {
             }
         }
     }
+}
+
+/// Whether `op` is a `tile.load` or `tile.store` of a scalar `tile.local`
+/// (a count the producer keeps across its loops; a local is each thread's
+/// own).
+fn scalar_local_access(m: &Module, op: OpId) -> bool {
+    let memref = match m.op(op).name.as_str() {
+        "tile.load" => m.operands(op).first(),
+        "tile.store" => m.operands(op).get(1),
+        _ => None,
+    };
+    memref.is_some_and(
+        |&v| matches!(m.value_type(v), Type::MemRef { dims, space: MemSpace::Local, .. } if dims.is_empty()),
+    )
 }
 
 fn cp_async(c: &mut Check) {

@@ -437,7 +437,7 @@ fn kernel_signature(m: &Module, func: OpId, errors: &mut VerifyErrors) {
         errors.push(
             VerifyError::at_op(m, func, format!("malformed `cost` on kernel {name}: {cost}"))
                 .with_label("the profiler cannot read this cost")
-                .with_note("`estimate-cost` writes it: `{bytes = \"…\", flops_per_block = [[…]], flops_per_thread = [[…]]}`, the FLOPs both or neither"),
+                .with_note("`estimate-cost` writes it: `{bytes = \"…\", flops_per_block = [[…]], flops_per_thread = [[…]]}`, the FLOPs both or neither, and `flops_per_launch = [[…]]` only with them"),
         );
     }
     match m.attr(func, "block") {

@@ -48,6 +48,7 @@ fn the_model_counts_products_elementwise_ops_and_loops() {
                 flops: Some(Flops {
                     per_block: terms(&[&["4096"], &["262144", "cdiv(K, 32)"]]),
                     per_thread: vec![],
+                    per_launch: vec![],
                 }),
             },
         ),
@@ -58,6 +59,7 @@ fn the_model_counts_products_elementwise_ops_and_loops() {
                 flops: Some(Flops {
                     per_block: vec![],
                     per_thread: terms(&[&["4"], &["3", "M"], &["1", "cdiv(N, 256)"]]),
+                    per_launch: vec![],
                 }),
             },
         ),
@@ -65,6 +67,27 @@ fn the_model_counts_products_elementwise_ops_and_loops() {
             "unknown",
             KernelCost {
                 bytes: "8*N".into(),
+                flops: None,
+            },
+        ),
+        (
+            "walk",
+            KernelCost {
+                bytes: "2*K*M+8*M*N".into(),
+                flops: Some(Flops {
+                    per_block: vec![],
+                    per_thread: vec![],
+                    per_launch: terms(&[
+                        &["524288", "B", "cdiv(K, 64)", "cdiv(M, 64)", "cdiv(N, 64)"],
+                        &["4224", "B", "cdiv(M, 64)", "cdiv(N, 64)"],
+                    ]),
+                }),
+            },
+        ),
+        (
+            "twice",
+            KernelCost {
+                bytes: "0".into(),
                 flops: None,
             },
         ),
@@ -80,14 +103,14 @@ fn the_model_counts_products_elementwise_ops_and_loops() {
 fn malformed_costs_do_not_read() {
     let m = parse(
         r#"module {
-  func.func @k() -> () attributes {a = {bytes = 4}, b = {bytes = "4", flops_per_thread = []}, c = {bytes = "4", flops_per_block = [["1"]], flops_per_thread = [[1]]}, d = ["4"]} {
+  func.func @k() -> () attributes {a = {bytes = 4}, b = {bytes = "4", flops_per_thread = []}, c = {bytes = "4", flops_per_block = [["1"]], flops_per_thread = [[1]]}, d = ["4"], e = {bytes = "4", flops_per_launch = [["1"]]}} {
     func.return() : () -> ()
   }
 }"#,
     )
     .unwrap();
     let func = m.functions()[0];
-    for key in ["a", "b", "c", "d"] {
+    for key in ["a", "b", "c", "d", "e"] {
         let attr: &Attr = m.attr(func, key).unwrap();
         assert_eq!(KernelCost::from_attr(attr), None, "{key}: {attr}");
     }

@@ -147,6 +147,19 @@ impl CudaDevice {
         Some((self.ctx.attribute(MAJOR).ok()?, self.ctx.attribute(MINOR).ok()?))
     }
 
+    /// The number of streaming multiprocessors (132 on an H100 SXM).
+    pub fn multiprocessors(&self) -> Result<i64, RunError> {
+        let attribute = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+        match self.ctx.attribute(attribute) {
+            Ok(n) if n > 0 => Ok(i64::from(n)),
+            Ok(n) => Err(RunError::launch(format!("{} reports {n} multiprocessors", self.name()))),
+            Err(e) => Err(RunError::launch(format!(
+                "cannot ask {} how many multiprocessors it has: {e}",
+                self.name()
+            ))),
+        }
+    }
+
     /// Ok where the device has memory of `kind`, else E1001.
     pub(crate) fn supports(&self, kind: MemoryKind) -> Result<(), RunError> {
         let attribute = match kind {

@@ -375,6 +375,22 @@ impl Device {
         }
     }
 
+    /// The blocks a persistent grid launches (`persistent(…)` grid entries,
+    /// one block per multiprocessor): the CPU device's worker threads, a
+    /// CUDA device's streaming multiprocessors. HIP's attribute numbers
+    /// differ between ROCm releases, so a HIP device does not say, and no
+    /// AMD target schedules persistent grids.
+    pub fn multiprocessors(&self) -> Result<i64, RunError> {
+        match self {
+            Device::Cpu(d) => Ok(i64::try_from(d.workers()).unwrap_or(i64::MAX)),
+            Device::Cuda(d) => d.multiprocessors(),
+            Device::Hip(d) => Err(RunError::launch(format!(
+                "{} cannot size a persistent grid: the HIP runtime has no portable multiprocessor count",
+                d.name()
+            ))),
+        }
+    }
+
     /// Whether buffers are host memory (no copies are needed).
     pub fn is_host(&self) -> bool {
         matches!(self, Device::Cpu(_))

@@ -170,7 +170,8 @@ impl Executor for Profiler<'_> {
 }
 
 /// The cost model's FLOPs and bytes for a launch of `info` with `config`
-/// over `dims`: `blocks × (Σ per_block + threads × Σ per_thread)` FLOPs;
+/// over `dims`: `blocks × (Σ per_block + threads × Σ per_thread) +
+/// Σ per_launch` FLOPs;
 /// None where the manifest has no cost for it.
 pub fn launch_cost(
     info: &KernelInfo,
@@ -186,10 +187,12 @@ pub fn launch_cost(
         Some(f) => {
             let per_block = sum_of_products(&f.per_block, dims)?;
             let per_thread = sum_of_products(&f.per_thread, dims)?;
+            let per_launch = sum_of_products(&f.per_launch, dims)?;
             Some(
                 config
                     .blocks()
-                    .saturating_mul(per_block.saturating_add(config.threads_per_block().saturating_mul(per_thread))),
+                    .saturating_mul(per_block.saturating_add(config.threads_per_block().saturating_mul(per_thread)))
+                    .saturating_add(per_launch),
             )
         }
     };
@@ -204,7 +207,7 @@ fn sum_of_products(terms: &[Vec<String>], dims: &[(String, i64)]) -> Result<u64,
     for term in terms {
         let mut product = 1u64;
         for factor in term {
-            let value = u64::try_from(expr::grid(factor, dims)?).unwrap_or(0);
+            let value = u64::try_from(expr::factor(factor, dims)?).unwrap_or(0);
             product = product.saturating_mul(value);
         }
         sum = sum.saturating_add(product);
@@ -249,6 +252,7 @@ mod tests {
             flops: Some(FlopsInfo {
                 per_block: terms(&[&["4194304", "cdiv(K, 128)"]]),
                 per_thread: vec![],
+                per_launch: vec![],
             }),
         }));
         let (m, n, k) = (256i64, 384i64, 512i64);
@@ -264,12 +268,33 @@ mod tests {
     }
 
     #[test]
+    fn a_persistent_walk_counts_its_tiles_whatever_the_grid() {
+        // 128x256 tiles, K in steps of 64, walked by however many blocks.
+        let info = kernel(Some(CostInfo {
+            bytes: "2*K*M+2*K*N+8*M*N".into(),
+            flops: Some(FlopsInfo {
+                per_block: vec![],
+                per_thread: vec![],
+                per_launch: terms(&[&["4194304", "cdiv(K, 64)", "cdiv(M, 128)", "cdiv(N, 256)"]]),
+            }),
+        }));
+        let (m, n, k) = (1024i64, 2048i64, 512i64);
+        let dims = vec![("M".into(), m), ("N".into(), n), ("K".into(), k)];
+        for blocks in [1, 7, 132] {
+            let config = LaunchConfig::linear(blocks, 384);
+            let (flops, _) = launch_cost(&info, &config, &dims).unwrap();
+            assert_eq!(flops, Some((2 * m * n * k) as u64), "{blocks} blocks");
+        }
+    }
+
+    #[test]
     fn per_thread_flops_follow_the_launch_and_loops_that_do_not_run_count_nothing() {
         let info = kernel(Some(CostInfo {
             bytes: "16*N".into(),
             flops: Some(FlopsInfo {
                 per_block: terms(&[&["10", "cdiv(N-64, 32)"]]),
                 per_thread: terms(&[&["2"]]),
+                per_launch: vec![],
             }),
         }));
         let config = LaunchConfig::linear(4, 256);

@@ -11,6 +11,11 @@
 #[allow(dead_code)]
 use crate::common;
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tessera_driver::tune::Tuning;
+use tessera_driver::Layer;
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
@@ -52,15 +57,26 @@ fn example(name: &str) -> (Device, tessera_exec::Loaded) {
 /// `DIR/NAME.tsr` of the repository, built for the test device and loaded.
 fn program(dir: &str, name: &str) -> (Device, tessera_exec::Loaded) {
     let path = common::repo().join(dir).join(format!("{name}.tsr"));
+    let (device, loaded, _) = program_tuned(&path, name, None);
+    (device, loaded)
+}
+
+/// The program at `path`, built for the test device with the knob values
+/// of `tuning` (else the tuning cache's) and loaded; also gives the Target
+/// IR's text.
+fn program_tuned(path: &Path, name: &str, tuning: Option<&Tuning>) -> (Device, tessera_exec::Loaded, String) {
     let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
     let device = common::device();
-    let built = match tessera_exec::build(&mut sources, tessera_exec::target_for(&device)) {
-        Ok(b) => b,
-        Err(d) => panic!("{name} does not build: {d:?}"),
+    let target = tessera_exec::target_for(&device);
+    let built = match tuning {
+        Some(tuning) => tessera_exec::build_tuned(&mut sources, target, tuning),
+        None => tessera_exec::build(&mut sources, target),
     };
+    let built = built.unwrap_or_else(|d| panic!("{name} does not build: {d:?}"));
     let image = tessera_exec::image(&device, &built.layers, 2).unwrap_or_else(|d| panic!("{d:?}"));
     let loaded = tessera_exec::Loaded::new(&device, image).unwrap();
-    (device, loaded)
+    let target_ir = built.layers.text(Layer::Target).unwrap_or_default().to_string();
+    (device, loaded, target_ir)
 }
 
 /// A f32 tensor of random values and the values it holds.
@@ -547,6 +563,94 @@ fn stdlib_attention() {
             }
             check(&function, seed, &values(&device, &o), &want, &bound);
         }
+    }
+}
+
+/// Matmuls on a persistent grid (`persistent = 1`), one of a single
+/// product and one of a batch: as many blocks as the device has
+/// multiprocessors (the CPU's worker threads), each walking several output
+/// tiles, of one batch entry or of several, the edge tiles ragged; every
+/// element against float64.
+#[test]
+fn persistent_matmul() {
+    const PROGRAM: &str = "\
+@autotune(persistent=[0, 1])
+@numerics(Training)
+def matmul(A: bf16[M, K], B: bf16[K, N]) -> f32[M, N] where K % 8 == 0, N % 8 == 0:
+    return op.matmul(A, B, accumulate=f32)
+
+@autotune(persistent=[0, 1])
+@numerics(Training)
+def batched(A: bf16[G, M, K], B: bf16[G, K, N]) -> f32[G, M, N]:
+    return op.matmul(A, B, accumulate=f32)
+";
+    let dir = std::env::temp_dir().join(format!("tessera-persistent-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("persistent.tsr");
+    std::fs::write(&path, PROGRAM).unwrap();
+    let on = BTreeMap::from([("persistent".to_string(), 1)]);
+    let tuning = Tuning::from([("matmul".to_string(), on.clone()), ("batched".to_string(), on)]);
+    let (device, mut loaded, target_ir) = program_tuned(&path, "persistent", Some(&tuning));
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    for (function, batched) in [("matmul", false), ("batched", true)] {
+        let launch = target_ir
+            .lines()
+            .find(|l| l.contains("tile.launch") && l.contains(&format!("@{function}_k0")))
+            .unwrap_or_else(|| panic!("no launch of {function}"));
+        assert!(launch.contains("grid = [\"persistent("), "{launch}");
+        let g = if batched { 1 + rng.below(3) as usize } else { 1 };
+        // At least two tiles per block: on the CPU (64×64 tiles, a block
+        // per worker thread) from 100 rows and 96 columns; on a GPU (tiles
+        // of up to 128×256) from three tiles per multiprocessor. Dims are
+        // not multiples of a tile; `matmul` asks for N % 8 == 0, `batched`
+        // takes any N.
+        let (rows, cols) = if device.is_host() {
+            (100, 96)
+        } else {
+            let side = (3.0 * device.multiprocessors().unwrap() as f64).sqrt().ceil() as usize;
+            (128 * side, 256 * side)
+        };
+        let m = rows + rng.below(300) as usize;
+        let n = cols + 8 * rng.below(38) as usize + if batched { rng.below(8) as usize } else { 0 };
+        let k = 8 * (1 + rng.below(24) as usize);
+        let (shape_a, shape_b) = if batched {
+            (vec![g, m, k], vec![g, k, n])
+        } else {
+            (vec![m, k], vec![k, n])
+        };
+        let (a, av) = bf16_tensor(&mut rng, &shape_a, 1.0);
+        let (b, bv) = bf16_tensor(&mut rng, &shape_b, 1.0);
+        let mut dims = vec![
+            ("M".to_string(), m as i64),
+            ("K".to_string(), k as i64),
+            ("N".to_string(), n as i64),
+        ];
+        if batched {
+            dims.push(("G".to_string(), g as i64));
+        }
+        let args = [Value::Tensor(a), Value::Tensor(b)];
+        let call = Call {
+            function,
+            args: &args,
+            dims: &dims,
+        };
+        let Value::Tensor(c) = loaded.call(&device, &call).unwrap() else {
+            panic!("{function} returns a tensor")
+        };
+        let (mut want, mut bound) = (Vec::new(), Vec::new());
+        for i in 0..g {
+            let (w, abs) = matmul_ref(
+                &av[i * m * k..(i + 1) * m * k],
+                &bv[i * k * n..(i + 1) * k * n],
+                m,
+                k,
+                n,
+            );
+            want.extend(w);
+            bound.extend(abs.iter().map(|s| 1e-5 * s + 1e-30));
+        }
+        check(function, seed, &values(&device, &c), &want, &bound);
     }
 }
 

@@ -42,6 +42,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
 
+use super::specialize::Producing;
 use super::{binary, cmp, konst, Completion, Lowering};
 use crate::check::enclosed_by;
 use crate::locals::accumulates_in_place;
@@ -245,13 +246,9 @@ impl Lowering {
         b.replace_all_uses(use_slot, slot);
 
         if earlier.is_some() || lag > 0 {
-            let span = binary(&mut b, "sub", ub, lb);
             let zero = konst(&mut b, Attr::Int(0), Type::INDEX);
-            let span = binary(&mut b, "max", span, zero);
             let one = konst(&mut b, Attr::Int(1), Type::INDEX);
-            let round = binary(&mut b, "sub", step, one);
-            let span = binary(&mut b, "add", span, round);
-            let trips = binary(&mut b, "floordiv", span, step);
+            let trips = trips(&mut b, [lb, ub, step], zero, one);
             let total = binary(&mut b, "add", g0, trips);
             if let (Some(empty), true) = (handshake, lag > 0) {
                 // The last group completes, and its slot is handed back.
@@ -270,7 +267,8 @@ impl Lowering {
         self.barrier(&mut b);
         drop(b);
         if specialized {
-            self.specialize(m, func, &ctx, [lb, ub, step], s)?;
+            let walk = m.parent_op(op).filter(|&p| m.op(p).name == "tile.for");
+            self.specialize(m, func, &ctx, [lb, ub, step], s, Producing { walk, earlier })?;
         }
         m.erase_op(op);
         Ok(())
@@ -389,6 +387,16 @@ pub(super) fn if_then(b: &mut Builder, cond: ValueId) -> BlockId {
     b.op("tile.if").operand(cond).region(then).region(other).build();
     Builder::at_end(b, other_block).op("tile.yield").build();
     then_block
+}
+
+/// The trips of a loop over `[lb, ub, step]`: `⌈max(ub − lb, 0) / step⌉`;
+/// `zero` and `one` are those index constants.
+pub(super) fn trips(b: &mut Builder, [lb, ub, step]: [ValueId; 3], zero: ValueId, one: ValueId) -> ValueId {
+    let span = binary(b, "sub", ub, lb);
+    let span = binary(b, "max", span, zero);
+    let round = binary(b, "sub", step, one);
+    let span = binary(b, "add", span, round);
+    binary(b, "floordiv", span, step)
 }
 
 /// A `tile.for` over `[from, to, step]`; gives its body, its `k` and the

@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 
 use tessera_ir::{Attr, BlockId, Builder, MemSpace, Module, OpId, Type, ValueId, VerifyError};
 
-use super::ring::{await_empty, steps, Fill};
+use super::ring::{await_empty, steps, trips, Fill};
 use super::{binary, konst, Lowering};
 use crate::nvptx::PRODUCER_THREADS;
 use crate::target::Target;
@@ -95,6 +95,17 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
     }
     let &[pipeline] = pipelines else { return None };
     let entry = m.entry_block(func)?;
+    // The pipeline is in the body, or in a loop of the body over the
+    // kernel's tiles (a persistent grid's walk), which the producer
+    // walks too.
+    let walk = match m.parent_op(pipeline) {
+        Some(w) if m.op(w).name == "tile.for" && m.parent_block(w) == Some(entry) => Some(w),
+        _ => None,
+    };
+    let home = match walk {
+        Some(w) => m.region_block(m.regions(w)[0]),
+        None => entry,
+    };
     let last = m.block_ops(entry).last().copied();
     let is_return = |o: OpId| matches!(m.op(o).name.as_str(), "func.return" | "tile.return");
     let unsplittable = m.walk_op(func).into_iter().any(|o| {
@@ -107,7 +118,7 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
     let (filled, outside): (Vec<OpId>, Vec<OpId>) = copies.iter().partition(|&&c| inside(m, c, pipeline));
     let ring = |c: OpId| crate::pipeline::root_memref(m, m.operands(c)[0]);
     let rings: HashSet<ValueId> = filled.iter().map(|&c| ring(c)).collect();
-    if m.parent_block(pipeline) != Some(entry)
+    if m.parent_block(pipeline) != Some(home)
         || !returns_last
         || unsplittable
         || crate::pipeline::stages(m, pipeline) < 2
@@ -126,11 +137,32 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
         return None;
     }
     let mut seen = HashSet::new();
+    let scope = Scope { entry, home };
     let recomputable = free_values(m, m.block_ops(fill), m.block_args(fill))
         .into_iter()
         .chain(m.operands(pipeline).iter().copied())
-        .all(|v| available(m, entry, v, &mut seen));
+        .chain(walk.iter().flat_map(|&w| m.operands(w).to_vec()))
+        .all(|v| available(m, scope, v, &mut seen));
     recomputable.then_some(pipeline)
+}
+
+/// Where the values a producer recomputes may come from: the kernel's
+/// entry block, and the body of the walk around the pipeline (the entry
+/// itself when there is none).
+#[derive(Clone, Copy)]
+struct Scope {
+    entry: BlockId,
+    home: BlockId,
+}
+
+/// What the producer's loop needs beyond the pipeline's fill: the walk
+/// around the pipeline, if any (its loop over the tiles, which the
+/// producer repeats), and the `tile.local` that counts the pipeline's
+/// earlier iterations, if any (`ring.rs`), which the producer keeps for
+/// itself: a local is each thread's own.
+pub(super) struct Producing {
+    pub walk: Option<OpId>,
+    pub earlier: Option<ValueId>,
 }
 
 impl Lowering {
@@ -146,6 +178,7 @@ impl Lowering {
         ctx: &Fill,
         bounds: [ValueId; 3],
         stages: i64,
+        around: Producing,
     ) -> Result<(), Box<VerifyError>> {
         if ctx.empty.is_none() {
             // `candidate` asks what the `empty` ring needs; without it the
@@ -175,25 +208,26 @@ impl Lowering {
 
         let mut p = Builder::at_end(&mut b, producer_block);
         let mut outer = HashMap::new();
-        let (k_arg, slot_arg) = ctx.args;
-        for v in free_values(&p, ctx.ops, &[k_arg, slot_arg]).into_iter().chain(bounds) {
-            recompute(&mut p, v, &mut outer);
+        match around.walk {
+            Some(walk) => {
+                // The producer walks the consumers' tiles in their order.
+                let walk_bounds = p.operands(walk).to_vec();
+                for &v in &walk_bounds {
+                    recompute(&mut p, v, &mut outer);
+                }
+                let mapped: Vec<ValueId> = walk_bounds.iter().map(|v| *outer.get(v).unwrap_or(v)).collect();
+                let region = p.new_region(&[Type::INDEX]);
+                let body = p.region_block(region);
+                let tile = p.block_args(body)[0];
+                p.op("tile.for").operands(&mapped).region(region).build();
+                let walked = p.region_block(p.regions(walk)[0]);
+                outer.insert(p.block_args(walked)[0], tile);
+                let mut w = Builder::at_end(&mut p, body);
+                self.produce(&mut w, ctx, bounds, stages, outer, around.earlier)?;
+                w.op("tile.yield").build();
+            }
+            None => self.produce(&mut p, ctx, bounds, stages, outer, around.earlier)?,
         }
-        let [lb, ub, step] = bounds.map(|v| *outer.get(&v).unwrap_or(&v));
-        let zero = konst(&mut p, Attr::Int(0), Type::INDEX);
-        let s_v = konst(&mut p, Attr::Int(stages), Type::INDEX);
-        let producing = Fill {
-            stages: s_v,
-            outer,
-            ..ctx.clone()
-        };
-        let (loop_body, k, g) = steps(&mut p, [lb, ub, step], lb, zero);
-        let mut l = Builder::at_end(&mut p, loop_body);
-        let slot = binary(&mut l, "rem", g, s_v);
-        await_empty(&mut l, &producing, g, slot);
-        self.fill(&mut l, &producing, k, slot)?;
-        l.op("tile.yield").build();
-        drop(l);
         p.op("tile.yield").build();
         drop(p);
 
@@ -214,6 +248,52 @@ impl Lowering {
             b.move_op_to_end(op, consumer_block);
         }
         Builder::at_end(&mut b, consumer_block).op("tile.yield").build();
+        Ok(())
+    }
+
+    /// The producer's loop over one run of the pipeline: it recomputes the
+    /// values the fill and `bounds` read (`outer` maps those it has
+    /// already), then for each step waits for the slot's `empty` phase and
+    /// fills it. With `earlier`, the steps count on from the runs before,
+    /// as the consumers' do.
+    fn produce(
+        &self,
+        b: &mut Builder,
+        ctx: &Fill,
+        bounds: [ValueId; 3],
+        stages: i64,
+        mut outer: HashMap<ValueId, ValueId>,
+        earlier: Option<ValueId>,
+    ) -> Result<(), Box<VerifyError>> {
+        let (k_arg, slot_arg) = ctx.args;
+        for v in free_values(b, ctx.ops, &[k_arg, slot_arg]).into_iter().chain(bounds) {
+            recompute(b, v, &mut outer);
+        }
+        let [lb, ub, step] = bounds.map(|v| *outer.get(&v).unwrap_or(&v));
+        let g0 = match earlier {
+            Some(local) => b.op("tile.load").operand(local).result(Type::INDEX).build_value(),
+            None => konst(b, Attr::Int(0), Type::INDEX),
+        };
+        let s_v = konst(b, Attr::Int(stages), Type::INDEX);
+        let producing = Fill {
+            stages: s_v,
+            outer,
+            ..ctx.clone()
+        };
+        let (loop_body, k, g) = steps(b, [lb, ub, step], lb, g0);
+        let mut l = Builder::at_end(b, loop_body);
+        let slot = binary(&mut l, "rem", g, s_v);
+        await_empty(&mut l, &producing, g, slot);
+        self.fill(&mut l, &producing, k, slot)?;
+        l.op("tile.yield").build();
+        drop(l);
+        if let Some(local) = earlier {
+            let zero = konst(b, Attr::Int(0), Type::INDEX);
+            let one = konst(b, Attr::Int(1), Type::INDEX);
+            let trips = trips(b, [lb, ub, step], zero, one);
+            let total = binary(b, "add", g0, trips);
+            b.op("tile.store").operands(&[total, local]).build();
+        }
         Ok(())
     }
 }
@@ -255,18 +335,20 @@ fn free_values(m: &Module, ops: &[OpId], args: &[ValueId]) -> Vec<ValueId> {
     free
 }
 
-/// Whether the producer can have `v`: a parameter, a shared buffer of the
-/// entry, a scalar the [`RECOMPUTED`] ops of the entry compute from such
-/// values, or a `tile.view` of a global memref at such indices (a TMA
-/// load's source, whose indices become its coordinates).
-fn available(m: &Module, entry: BlockId, v: ValueId, seen: &mut HashSet<ValueId>) -> bool {
+/// Whether the producer can have `v`: a parameter, the walk's step, a
+/// shared buffer of the entry, a scalar the [`RECOMPUTED`] ops of the
+/// entry or the walk compute from such values, or a `tile.view` of a
+/// global memref at such indices (a TMA load's source, whose indices
+/// become its coordinates).
+fn available(m: &Module, scope: Scope, v: ValueId, seen: &mut HashSet<ValueId>) -> bool {
     if !seen.insert(v) {
         return true;
     }
     let Some(def) = m.defining_op(v) else {
-        return m.block_args(entry).contains(&v);
+        return m.block_args(scope.entry).contains(&v) || m.block_args(scope.home).contains(&v);
     };
-    if m.parent_block(def) != Some(entry) {
+    let block = m.parent_block(def);
+    if block != Some(scope.entry) && block != Some(scope.home) {
         return false;
     }
     let name = m.op(def).name.as_str();
@@ -279,7 +361,7 @@ fn available(m: &Module, entry: BlockId, v: ValueId, seen: &mut HashSet<ValueId>
         && m.operands(def)
             .to_vec()
             .into_iter()
-            .all(|o| available(m, entry, o, seen))
+            .all(|o| available(m, scope, o, seen))
 }
 
 /// Clones into `b` the ops that compute `v` ([`available`]), mapping
