@@ -22,9 +22,9 @@
 #        synccheck and initcheck;
 #     3. the stdlib's and examples' @test functions (`tessera test`), and
 #        stdlib/linalg.tsr's (the GEMMs: TMA into swizzled rings, wgmma
-#        reading them in place, a producer warpgroup for the aligned ones)
-#        under memcheck, racecheck and synccheck (the consumers' named
-#        barrier);
+#        reading them in place, a producer warpgroup and a persistent
+#        grid for the aligned ones) under memcheck, racecheck and synccheck
+#        (the consumers' named barrier);
 #     4. the examples with a main(), and the swizzled shared-buffer test,
 #        on the CPU and the GPU, their printed results compared;
 #   and writes the log and a table of what passed to $OUT (else
