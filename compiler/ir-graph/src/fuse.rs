@@ -610,9 +610,13 @@ fn schedule(
             GridDim::ceil_div(&batch, 1),
         ];
         let specialize = specializes(&target, tuned);
-        let loads_whole_rows = operand_rows(m, anchor)
+        let known = |d: &DimExpr| {
+            d.as_const()
+                .unwrap_or_else(|| modulus_of(constraints, d).map_or(1, |c| c.modulus))
+        };
+        let loads_whole_rows = copied_operands(m, anchor)
             .iter()
-            .all(|(row, elem)| row_units_of_16_bytes(row, *elem, constraints));
+            .all(|ty| tessera_ir_tile::strides_aligned(ty, 16, known));
         let grid = match persists(&target, tuned, specialize && loads_whole_rows) {
             true => vec![GridDim::Persistent(tiles)],
             false => tiles,
@@ -839,9 +843,10 @@ fn persists(target: &Target, tuned: &BTreeMap<String, i64>, produces: bool) -> b
     }
 }
 
-/// The row extent and element type of each operand matmul `anchor` copies
-/// tiles of: A's, and B's or, for a transposed B, its source's.
-fn operand_rows(m: &Module, anchor: OpId) -> Vec<(DimExpr, ScalarType)> {
+/// The types of the operands matmul `anchor` copies tiles of: A's, and
+/// B's or, for a transposed B, its source's (whose row strides a TMA
+/// tensor map needs aligned).
+fn copied_operands(m: &Module, anchor: OpId) -> Vec<Type> {
     m.operands(anchor)
         .iter()
         .take(2)
@@ -849,22 +854,8 @@ fn operand_rows(m: &Module, anchor: OpId) -> Vec<(DimExpr, ScalarType)> {
             Some(t) if m.op(t).name == "graph.transpose" => m.operands(t)[0],
             _ => v,
         })
-        .filter_map(|v| {
-            let ty = m.value_type(v);
-            Some((ty.dims()?.last()?.clone(), ty.elem()?))
-        })
+        .map(|v| m.value_type(v).clone())
         .collect()
-}
-
-/// Whether a row of `extent` elements of `elem` is a whole number of
-/// 16-byte units, as the constraints or a constant extent say (a TMA
-/// tensor map's strides are multiples of 16 bytes).
-fn row_units_of_16_bytes(extent: &DimExpr, elem: ScalarType, constraints: &[Divisible]) -> bool {
-    let multiple = match extent.as_const() {
-        Some(n) => n,
-        None => modulus_of(constraints, extent).map_or(1, |c| c.modulus),
-    };
-    (multiple * i64::from(elem.bits())) % 128 == 0
 }
 
 /// Whether a pipelined kernel asks for a producer warpgroup: where the

@@ -387,8 +387,7 @@ impl Counter<'_> {
                 .and_then(|d| m.attr(d, "dim").and_then(Attr::as_int))
         };
         let walks = m.op(op).name == "tile.for"
-            && dim_of(lb, "tile.block_id").is_some()
-            && dim_of(lb, "tile.block_id") == dim_of(step, "tile.grid_dim");
+            && matches!((dim_of(lb, "tile.block_id"), dim_of(step, "tile.grid_dim")), (Some(x), Some(y)) if x == y);
         walks.then(|| self.factors(ub, 0)).flatten()
     }
 

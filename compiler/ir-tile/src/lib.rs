@@ -39,7 +39,7 @@ pub use cost::{EstimateCost, Flops, KernelCost, COST_ATTR};
 pub use cpu::CpuDialect;
 pub use estimate::{estimate_registers, EstimateResources};
 pub use lower::LowerTileToTarget;
-pub use multiple::Multiples;
+pub use multiple::{strides_aligned, Multiples};
 pub use nvptx::{mbarrier_type, NvptxDialect, PRODUCER_THREADS, TENSOR_MAP_RANK};
 pub use rules::{shared_allocations, shared_total};
 pub use shape::{pad_of, swizzle_fits, swizzle_of};

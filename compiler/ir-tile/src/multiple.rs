@@ -13,6 +13,25 @@ use std::collections::HashMap;
 use tessera_base::gcd;
 use tessera_ir::{Attr, DimExpr, Module, OpId, ShapeConstraint, Type, ValueDef, ValueId};
 
+/// Whether every row stride of a row-major buffer of type `ty` is a
+/// multiple of `bytes`, `multiple(d)` being what dim `d` is known to be a
+/// multiple of: each stride is a multiple of the innermost one, the row's
+/// length (the rule of a TMA tensor map's strides, which `fuse` also asks
+/// before it gives a matmul a persistent grid).
+pub fn strides_aligned(ty: &Type, bytes: i64, multiple: impl Fn(&DimExpr) -> i64) -> bool {
+    let (Some(dims), Some(elem)) = (ty.dims(), ty.elem()) else {
+        return false;
+    };
+    match dims.split_last() {
+        Some((row, outer)) if !outer.is_empty() => {
+            let bits = i64::from(elem.bits());
+            let row_bits = multiple(row).checked_mul(bits).unwrap_or(bits);
+            row_bits % (8 * bytes) == 0
+        }
+        _ => true,
+    }
+}
+
 /// How deep a value's definition is followed (chains of index arithmetic
 /// are short; a bound keeps a malformed module from recursing far).
 const DEPTH: u32 = 64;
@@ -65,20 +84,9 @@ impl<'m> Multiples<'m> {
     }
 
     /// Whether every row stride of a row-major buffer of type `ty` is known
-    /// to be a multiple of `bytes` (each is a multiple of the innermost
-    /// one, the row's length).
+    /// to be a multiple of `bytes` ([`strides_aligned`] with these facts).
     pub fn strides_aligned(&self, ty: &Type, bytes: i64) -> bool {
-        let (Some(dims), Some(elem)) = (ty.dims(), ty.elem()) else {
-            return false;
-        };
-        match dims.split_last() {
-            Some((row, outer)) if !outer.is_empty() => {
-                let bits = i64::from(elem.bits());
-                let row_bits = self.dim(row).checked_mul(bits).unwrap_or(bits);
-                row_bits % (8 * bytes) == 0
-            }
-            _ => true,
-        }
+        strides_aligned(ty, bytes, |d| self.dim(d))
     }
 
     /// What the `index` value `v` is a multiple of.

@@ -42,7 +42,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, Dim, MemSpace, Module, OpId, ScalarType, Type, ValueId, VerifyError};
 
-use super::specialize::Producing;
+use super::specialize::{walk_of, Producing};
 use super::{binary, cmp, konst, Completion, Lowering};
 use crate::check::enclosed_by;
 use crate::locals::accumulates_in_place;
@@ -267,7 +267,7 @@ impl Lowering {
         self.barrier(&mut b);
         drop(b);
         if specialized {
-            let walk = m.parent_op(op).filter(|&p| m.op(p).name == "tile.for");
+            let walk = walk_of(m, func, op);
             self.specialize(m, func, &ctx, [lb, ub, step], s, Producing { walk, earlier })?;
         }
         m.erase_op(op);

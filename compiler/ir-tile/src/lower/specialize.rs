@@ -95,13 +95,7 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
     }
     let &[pipeline] = pipelines else { return None };
     let entry = m.entry_block(func)?;
-    // The pipeline is in the body, or in a loop of the body over the
-    // kernel's tiles (a persistent grid's walk), which the producer
-    // walks too.
-    let walk = match m.parent_op(pipeline) {
-        Some(w) if m.op(w).name == "tile.for" && m.parent_block(w) == Some(entry) => Some(w),
-        _ => None,
-    };
+    let walk = walk_of(m, func, pipeline);
     let home = match walk {
         Some(w) => m.region_block(m.regions(w)[0]),
         None => entry,
@@ -144,6 +138,15 @@ pub(super) fn candidate(m: &Module, func: OpId, l: &Lowering, pipelines: &[OpId]
         .chain(walk.iter().flat_map(|&w| m.operands(w).to_vec()))
         .all(|v| available(m, scope, v, &mut seen));
     recomputable.then_some(pipeline)
+}
+
+/// The walk around `pipeline` of kernel `func`, if any: a `tile.for` of
+/// the body over the kernel's tiles (a persistent grid's loop) directly
+/// holding it, which the producer walks too.
+pub(super) fn walk_of(m: &Module, func: OpId, pipeline: OpId) -> Option<OpId> {
+    let entry = m.entry_block(func)?;
+    m.parent_op(pipeline)
+        .filter(|&w| m.op(w).name == "tile.for" && m.parent_block(w) == Some(entry))
 }
 
 /// Where the values a producer recomputes may come from: the kernel's
