@@ -140,6 +140,7 @@ run() {
     done
     check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/device" determinism::
     check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/device" minifloat::
+    check "random draws on the GPU = the runtime's streams, bit for bit" "${runner[@]}" "$bin/device" random::
     for tool in memcheck racecheck synccheck initcheck; do
         check "examples under compute-sanitizer $tool" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" examples:: --test-threads=1
@@ -149,7 +150,7 @@ run() {
         check "stdlib/linalg.tsr tests under compute-sanitizer $tool" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/tessera" test stdlib/linalg.tsr --device cuda
     done
-    for f in examples/saxpy.tsr examples/matmul.tsr tests/ui/runtime/swizzled_shared.tsr; do
+    for f in examples/saxpy.tsr examples/matmul.tsr tests/ui/runtime/swizzled_shared.tsr tests/ui/runtime/random_streams.tsr; do
         check "$f: cpu and cuda print the same" same_output "$f"
     done
     {

@@ -144,8 +144,95 @@ pub fn normal_f64(key: [u32; 2], index: u64) -> f64 {
     box_muller(u1, u2)
 }
 
+/// `sqrt(-2 ln u1) · cos(2π u2)` with Tessera's own `ln` and `cos`, the
+/// same operations in the same order as `@tsr_box_muller` of the code
+/// generator's `rng.ll`, so that kernels and the host draw the same bits.
 fn box_muller(u1: f64, u2: f64) -> f64 {
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * log(u1)).sqrt() * cos2pi(u2)
+}
+
+/// `ln x` for a normal positive `x` (`u1` is in [2⁻⁵³, 1]): `@tsr_log_f64`
+/// of `math.ll` on that path. `x = 2^k · m` with `m` in [√½, √2), and
+/// `ln m = 2 atanh(s)`, `s = (m − 1)/(m + 1)`, by its odd series to `s²¹`.
+fn log(x: f64) -> f64 {
+    const ATANH: [u64; 11] = [
+        0x3FA8618618618618,
+        0x3FAAF286BCA1AF28,
+        0x3FAE1E1E1E1E1E1E,
+        0x3FB1111111111111,
+        0x3FB3B13B13B13B14,
+        0x3FB745D1745D1746,
+        0x3FBC71C71C71C71C,
+        0x3FC2492492492492,
+        0x3FC999999999999A,
+        0x3FD5555555555555,
+        0x3FF0000000000000,
+    ];
+    let bits = x.to_bits();
+    let e = (bits >> 52) as i64 - 1023;
+    let m0 = f64::from_bits((bits & 0x000F_FFFF_FFFF_FFFF) | 0x3FF0_0000_0000_0000);
+    let big = m0 >= f64::from_bits(0x3FF6A09E667F3BCD);
+    let m = if big { m0 * 0.5 } else { m0 };
+    let k = e + i64::from(big);
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let lm = s * horner(s2, &ATANH) * 2.0;
+    let kf = k as f64;
+    (lm + kf * f64::from_bits(0x3DEA39EF35793C76)) + kf * f64::from_bits(0x3FE62E42FEE00000)
+}
+
+/// The polynomial with `coefficients` (bit patterns, highest power first)
+/// at `z`, in Horner form: `((c0·z + c1)·z + c2)…`.
+fn horner(z: f64, coefficients: &[u64]) -> f64 {
+    let mut p = 0.0;
+    for (i, &c) in coefficients.iter().enumerate() {
+        if i > 0 {
+            p *= z;
+        }
+        p += f64::from_bits(c);
+    }
+    p
+}
+
+/// `cos(2π t)` for `t` a multiple of 2⁻⁵³ in [0, 1) (`u2`): `4t` is exact,
+/// so the quadrant `n = ⌊4t + ½⌋` and the rest `r = 4t − n` in [−½, ½]
+/// are too; with `x = r · π/2` in [−π/4, π/4], `cos(2πt)` is `cos x`,
+/// `−sin x`, `−cos x` or `sin x` for `n mod 4` = 0 … 3, each by its Taylor
+/// series (to `x¹⁷`, `x¹⁸`) in Horner form. `@tsr_cos2pi_f64` of `rng.ll`.
+fn cos2pi(t: f64) -> f64 {
+    const SIN: [u64; 8] = [
+        0x3CE952C77030AD4A,
+        0xBD6AE7F3E733B81F,
+        0x3DE6124613A86D09,
+        0xBE5AE64567F544E4,
+        0x3EC71DE3A556C734,
+        0xBF2A01A01A01A01A,
+        0x3F81111111111111,
+        0xBFC5555555555555,
+    ];
+    const COS: [u64; 9] = [
+        0xBCA6827863B97D97,
+        0x3D2AE7F3E733B81F,
+        0xBDA93974A8C07C9D,
+        0x3E21EED8EFF8D898,
+        0xBE927E4FB7789F5C,
+        0x3EFA01A01A01A01A,
+        0xBF56C16C16C16C17,
+        0x3FA5555555555555,
+        0xBFE0000000000000,
+    ];
+    let s = t * 4.0;
+    let n = (s + 0.5).floor();
+    let x = (s - n) * f64::from_bits(0x3FF921FB54442D18);
+    let z = x * x;
+    let sin = x + x * (z * horner(z, &SIN));
+    let cos = 1.0 + z * horner(z, &COS);
+    match (n as i64) & 3 {
+        0 => cos,
+        1 => -sin,
+        2 => -cos,
+        _ => sin,
+    }
 }
 
 /// The distribution a tensor is filled from.
@@ -306,6 +393,31 @@ mod tests {
         assert!((v - 1.0).abs() < 0.01, "normal variance {v}");
         let (m, v) = moments(&|i| normal_f64(key, i));
         assert!(m.abs() < se && (v - 1.0).abs() < 0.01);
+    }
+
+    /// Tessera's own `ln` and `cos(2π t)` against the platform's, on the
+    /// inputs Box–Muller gives them: within 2 and 4 units in the last place
+    /// (`cos` of `f64` near its zeros is compared absolutely).
+    #[test]
+    fn own_log_and_cosine_are_accurate() {
+        let ulp = |x: f64| f64::from_bits(x.abs().to_bits() + 1) - x.abs();
+        for i in 0..1u64 << 16 {
+            let w = philox4x32_10([i as u32, 0, 0, 0], [9, 9]);
+            for u in [
+                (bits53(w[0], w[1]) as f64 + 1.0) * TWO_M53,
+                ((w[2] >> 8) as f64 + 1.0) * TWO_M24,
+            ] {
+                let (ours, libm) = (log(u), u.ln());
+                assert!((ours - libm).abs() <= 2.0 * ulp(libm), "ln {u}: {ours} vs {libm}");
+            }
+            let t = (w[3] >> 8) as f64 * TWO_M24;
+            let (ours, libm) = (cos2pi(t), (std::f64::consts::TAU * t).cos());
+            assert!((ours - libm).abs() <= 4.0 * ulp(1.0), "cos(2π·{t}): {ours} vs {libm}");
+        }
+        assert_eq!(log(1.0), 0.0);
+        for (t, c) in [(0.0, 1.0), (0.25, 0.0), (0.5, -1.0), (0.75, 0.0)] {
+            assert_eq!(cos2pi(t), c, "the quadrant points are exact");
+        }
     }
 
     #[test]

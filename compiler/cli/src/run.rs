@@ -86,6 +86,10 @@ pub struct RunArgs {
     /// LLVM optimization level (0 to 3)
     #[arg(short = 'O', default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub(crate) opt_level: u8,
+    /// The step that keys the random streams of operator functions (a
+    /// training step: each step draws new numbers from the same seeds)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    rng_step: u64,
     /// Arguments for `main(args)`
     #[arg(last = true)]
     args: Vec<String>,
@@ -177,6 +181,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(inputs) => inputs,
         Err(code) => return code,
     };
+    p.loaded.set_rng_step(args.rng_step);
     let program = p.checked.program();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -20,6 +20,7 @@ use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
 use crate::minifloat;
 use crate::mma::layout::{self, Layout};
+use crate::rng::RngStream;
 use crate::swizzle::Swizzle;
 use crate::target::{Abi, TargetInfo};
 use crate::{CodegenError, CostInfo, KernelInfo, ParamInfo, TmaDescriptor};
@@ -204,6 +205,7 @@ pub(crate) struct ModuleEmitter<'m> {
     pub bodies: String,
     pub kernels: Vec<KernelInfo>,
     pub uses_math: bool,
+    pub uses_rng: bool,
 }
 
 impl<'m> ModuleEmitter<'m> {
@@ -215,6 +217,7 @@ impl<'m> ModuleEmitter<'m> {
             bodies: String::new(),
             kernels: Vec::new(),
             uses_math: false,
+            uses_rng: false,
         }
     }
 
@@ -250,7 +253,7 @@ struct LoopLabels {
 pub(crate) struct FnEmitter<'e, 'm> {
     pub me: &'e mut ModuleEmitter<'m>,
     func: OpId,
-    name: String,
+    pub name: String,
     /// Lines of the entry block, before the body: allocas, and the fence
     /// that makes each TMA tensor map visible to the tensor-map proxy.
     allocas: String,
@@ -293,6 +296,8 @@ pub(crate) struct FnEmitter<'e, 'm> {
     pub known: Multiples<'m>,
     hidden: Vec<String>,
     tma: Vec<TmaDescriptor>,
+    /// The random streams drawn from, one hidden key parameter each.
+    rng: Vec<RngStream>,
     terminated: bool,
     pub ctx: String,
 }
@@ -352,6 +357,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             known: Multiples::of_function(m, func),
             hidden: Vec::new(),
             tma: Vec::new(),
+            rng: Vec::new(),
             terminated: false,
             ctx: "%ctx".to_string(),
         })
@@ -1658,6 +1664,31 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         name
     }
 
+    /// The key of random stream `stream`: a hidden `i64` parameter after
+    /// the TMA descriptors (on the CPU, the argument slot after the
+    /// declared ones), one per stream.
+    pub fn rng_key(&mut self, stream: RngStream) -> String {
+        let i = match self.rng.iter().position(|r| r == &stream) {
+            Some(i) => i,
+            None => {
+                let i = self.rng.len();
+                if self.info().abi == Abi::Cpu {
+                    let slot = self.params.len() + i;
+                    let _ = writeln!(
+                        self.allocas,
+                        "  %rngslot{i} = getelementptr ptr, ptr %args, i64 {slot}\n  %rngp{i} = load ptr, ptr %rngslot{i}\n  %rngkey{i} = load i64, ptr %rngp{i}"
+                    );
+                }
+                self.rng.push(stream);
+                self.me.uses_rng = true;
+                self.me.uses_math = true;
+                self.declare("declare double @llvm.sqrt.f64(double)");
+                i
+            }
+        };
+        format!("%rngkey{i}")
+    }
+
     // ----- finishing ----------------------------------------------------
 
     fn finish(mut self) -> KernelInfo {
@@ -1687,7 +1718,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         if let Some(base) = self.scratch_base.clone() {
             let arg = match info.abi {
                 Abi::Cpu => {
-                    let slot = self.val(format!("getelementptr ptr, ptr %args, i64 {}", self.params.len()));
+                    let slot = self.val(format!(
+                        "getelementptr ptr, ptr %args, i64 {}",
+                        self.params.len() + self.rng.len()
+                    ));
                     let p = self.val(format!("load ptr, ptr {slot}"));
                     self.val(format!("load ptr, ptr {p}"))
                 }
@@ -1726,6 +1760,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
             for h in &self.hidden {
                 params.push(format!("i64 {h}"));
+            }
+            for i in 0..self.rng.len() {
+                params.push(format!("i64 %rngkey{i}"));
             }
             if self.scratch_base.is_some() {
                 params.push(format!("{} noalias %scratch", info.global_ptr()));
@@ -1780,6 +1817,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 None
             },
             tma: self.tma.clone(),
+            rng: self.rng.clone(),
             needs_sync: self.needs_sync,
             registers: None,
             spill_bytes: None,

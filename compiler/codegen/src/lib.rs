@@ -15,6 +15,7 @@ pub mod llvm;
 mod minifloat;
 mod mma;
 mod ops;
+pub mod rng;
 mod swizzle;
 mod target;
 
@@ -188,6 +189,10 @@ pub struct KernelInfo {
     pub scratch_bytes_per_block: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tma: Vec<TmaDescriptor>,
+    /// The random streams the kernel draws from: the key of each is a
+    /// hidden `i64` parameter after the TMA descriptors, in this order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rng: Vec<rng::RngStream>,
     /// Whether the kernel synchronises threads (barriers, shuffles, votes):
     /// the CPU launcher runs such blocks one OS thread per GPU thread.
     pub needs_sync: bool,
@@ -318,6 +323,7 @@ pub struct Compiled {
 }
 
 const MATH: &str = include_str!("math.ll");
+const RNG: &str = include_str!("rng.ll");
 const CPU_RUNTIME: &str = include_str!("cpu_rt.ll");
 
 /// The LLVM IR text of a Target-IR module (unoptimized), with the kernels'
@@ -350,6 +356,10 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
     text.push_str(&me.bodies);
     if me.uses_math {
         text.push_str(MATH);
+        text.push('\n');
+    }
+    if me.uses_rng {
+        text.push_str(RNG);
         text.push('\n');
     }
     if info.abi == Abi::Cpu {

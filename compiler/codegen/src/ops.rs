@@ -144,6 +144,7 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         "tile.reduce" => crate::exchange::reduce(f, op),
         "tile.softmax" => crate::exchange::softmax(f, op),
         "tile.iota" => iota(f, op),
+        "tile.rng" => crate::rng::emit(f, op),
         other => Err(f.err(
             op,
             format!("the code generator cannot lower `{other}` yet (see the Limitations of spec/codegen.md)"),

@@ -5,7 +5,8 @@
 //! the tensor's device address, scalars their value in the parameter's
 //! dtype, the trailing dim parameters the dims the call binds, and a kernel
 //! that needs global scratch gets a buffer of `scratch_bytes_per_block` ×
-//! blocks. Shared memory and the block shape come from the manifest too. An
+//! blocks, and one that draws random numbers the key of each stream it
+//! draws from. Shared memory and the block shape come from the manifest too. An
 //! operator function runs the launches its manifest entry lists, over
 //! result buffers it allocates and scratch buffers between its kernels.
 
@@ -18,6 +19,7 @@ use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleI
 use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
 use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
 use tessera_runtime::minifloat::{E4M3, E5M2};
+use tessera_runtime::rng::{stream_key, StreamId};
 use tessera_runtime::{DType, Device, RunError, Tensor};
 
 use crate::expr;
@@ -28,6 +30,8 @@ pub struct Loaded {
     module: Module,
     /// The JIT that owns the CPU kernels' code (kept alive with them).
     _jit: Option<CpuModule>,
+    /// The step that keys the random streams of its kernels.
+    rng_step: u64,
 }
 
 /// What a device runs: compiled machine code for it.
@@ -74,7 +78,15 @@ impl Loaded {
             manifest,
             module,
             _jit: jit,
+            rng_step: 0,
         })
+    }
+
+    /// Sets the step the keys of random streams are derived from (0 until
+    /// set; spec/runtime.md, Random numbers): successive steps of a program
+    /// draw different numbers from the same seeds.
+    pub fn set_rng_step(&mut self, step: u64) {
+        self.rng_step = step;
     }
 
     pub(crate) fn kernel_info(&self, name: &str) -> Result<&KernelInfo, RunError> {
@@ -104,14 +116,15 @@ impl Loaded {
         args: &[Value],
         dims: &[(String, i64)],
     ) -> Result<(), RunError> {
-        let bound = self.bind(device, name, config, args, dims)?;
+        let bound = self.bind(device, name, config, args, dims, &[])?;
         fire(device, bound, None)
     }
 
     /// Launches as [`Loaded::launch_kernel`] does, with device events
     /// recorded just before and after the kernel (on the CPU, which runs
     /// it synchronously, the host's monotonic clock): argument copies and
-    /// scratch allocation are not in its time.
+    /// scratch allocation are not in its time. `mesh` is the coordinates
+    /// of the rank that launches (none on one device).
     pub(crate) fn launch_timed(
         &self,
         device: &Device,
@@ -119,8 +132,9 @@ impl Loaded {
         config: LaunchConfig,
         args: &[Value],
         dims: &[(String, i64)],
+        mesh: &[u32],
     ) -> Result<Timed, RunError> {
-        let bound = self.bind(device, name, config, args, dims)?;
+        let bound = self.bind(device, name, config, args, dims, mesh)?;
         let config = bound.config;
         let mut events = [device.event()?, device.event()?];
         let started = Instant::now();
@@ -134,7 +148,7 @@ impl Loaded {
     }
 
     /// Binds the arguments of a launch of `name` (see
-    /// [`Loaded::launch_kernel`]).
+    /// [`Loaded::launch_kernel`]) by the rank at mesh coordinates `mesh`.
     fn bind(
         &self,
         device: &Device,
@@ -142,6 +156,7 @@ impl Loaded {
         config: LaunchConfig,
         args: &[Value],
         dims: &[(String, i64)],
+        mesh: &[u32],
     ) -> Result<Bound, RunError> {
         let info = self.kernel_info(name)?;
         let block: Vec<i64> = config.block.iter().map(|&b| i64::from(b)).collect();
@@ -186,6 +201,17 @@ impl Loaded {
             let mut buffer = device.tensor_map(&map)?;
             kargs.push_address(buffer.address());
             tensor_maps.push(buffer);
+        }
+        // The keys of the random streams, after the TMA maps.
+        for s in &info.rng {
+            let key = stream_key(&StreamId {
+                function: &s.function,
+                stream: &s.stream,
+                mesh,
+                step: self.rng_step,
+                seed: s.seed as u64,
+            });
+            kargs.push_i64((u64::from(key[0]) | (u64::from(key[1]) << 32)) as i64);
         }
         let mut config = config;
         config.shared_bytes = usize::try_from(info.shared_bytes).map_err(|_| {
@@ -247,8 +273,9 @@ impl Loaded {
         args: &[Vec<Value>],
         dims: &[(String, i64)],
     ) -> Result<Vec<Value>, RunError> {
-        self.ranks_with(device, function, args, dims, &mut |kernel, config, a| {
-            self.launch_kernel(device, kernel, config, a, dims)
+        self.ranks_with(device, function, args, dims, &mut |kernel, config, a, mesh| {
+            let bound = self.bind(device, kernel, config, a, dims, mesh)?;
+            fire(device, bound, None)
         })
     }
 
@@ -316,7 +343,8 @@ impl Loaded {
                 block,
                 shared_bytes: 0,
             };
-            for rank_values in &values {
+            for (rank, rank_values) in values.iter().enumerate() {
+                let coordinates = mesh_coordinates(host, rank);
                 let args = l
                     .args
                     .iter()
@@ -329,7 +357,7 @@ impl Loaded {
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                launch(&l.kernel, config, &args)?;
+                launch(&l.kernel, config, &args, &coordinates)?;
             }
         }
         for c in host
@@ -422,6 +450,22 @@ fn mesh_ranks(host: &HostInfo) -> Result<usize, RunError> {
         .ok_or_else(|| RunError::launch(format!("the mesh of `{}` is too large", host.name)))
 }
 
+/// The coordinates of `rank` in the mesh of `host`'s collectives, row-major
+/// (none without collectives).
+fn mesh_coordinates(host: &HostInfo, rank: usize) -> Vec<u32> {
+    let Some(c) = host.collectives.first() else {
+        return Vec::new();
+    };
+    let mut rest = rank;
+    let mut coordinates = vec![0u32; c.mesh_shape.len()];
+    for (slot, &extent) in coordinates.iter_mut().zip(&c.mesh_shape).rev() {
+        let extent = usize::try_from(extent).unwrap_or(1).max(1);
+        *slot = (rest % extent) as u32;
+        rest /= extent;
+    }
+    coordinates
+}
+
 /// Runs collective `c` of `host` over the ranks' `values`: the ranks that
 /// differ only in their coordinate along `c.axis` (all ranks when it has
 /// none) reduce their `src` into every one's `dst`.
@@ -469,15 +513,16 @@ impl Executor for Loaded {
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = &*self;
-        loaded.call_with(device, call, &mut |kernel, config, args| {
-            loaded.launch_kernel(device, kernel, config, args, call.dims)
+        loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
+            let bound = loaded.bind(device, kernel, config, args, call.dims, mesh)?;
+            fire(device, bound, None)
         })
     }
 }
 
 /// How [`Loaded::call_with`] launches a kernel: its name, the launch
-/// configuration and the arguments.
-pub(crate) type LaunchWith<'f> = dyn FnMut(&str, LaunchConfig, &[Value]) -> Result<(), RunError> + 'f;
+/// configuration, the arguments and the mesh coordinates of the rank.
+pub(crate) type LaunchWith<'f> = dyn FnMut(&str, LaunchConfig, &[Value], &[u32]) -> Result<(), RunError> + 'f;
 
 /// A launch whose arguments are bound.
 struct Bound {

@@ -239,7 +239,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.transpose", "(x, dims = None)", "Swaps two dimensions (the last two by default).", Transpose),
     op("op.reshape", "(x, shape)", "The same elements with new dims.", Reshape),
     op("op.concat", "(tensors, axis = 0)", "Concatenates along `axis`.", Concat),
-    op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
+    op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p` and scales the others by `1 / (1 - p)`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
     op("op.flash_attention", "(q, k, v, causal = False, accumulate = None)", "Fused attention.", SameAsFirst).accumulates(),
     op("op.scatter_add", "(target, index, values)", "Adds `values` at `index`; colliding indices add in unspecified order.", SameAsFirst)
         .effects(&[Memory]).det(Det::Nondeterministic("sort the indices and use `op.segment_sum`, which adds in a fixed order")),

@@ -214,10 +214,7 @@ impl Lowering<'_> {
             }
             "deterministic" => {
                 let seed = args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == "seed"));
-                sig.deterministic = Some(seed.and_then(|a| match a.value.kind {
-                    ExprKind::Int(v) => i64::try_from(v).ok(),
-                    _ => None,
-                }));
+                sig.deterministic = Some(seed.and_then(|a| int(&a.value)));
             }
             "numerics" => {
                 sig.numerics = args.first().map(|a| crate::pretty::expr(&a.value));

@@ -188,13 +188,14 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "graph.rng",
-        doc: "random numbers of the result's type (effect `random`)",
+        doc: "random numbers of the result's type (effect `random`): `uniform` in [0, 1), `normal`, or a `dropout` mask of probability `p` (0 or 1/(1 - p))",
         operands: Arity::Exact(1),
         results: Arity::Exact(2),
         attrs: &[
             req("dist", AttrKind::Str),
             opt("seed", AttrKind::Int),
             opt("stream", AttrKind::Str),
+            opt("p", AttrKind::Float),
         ],
         ..OpDef::DEFAULT
     },
@@ -1177,7 +1178,19 @@ impl Verifier<'_, '_> {
         if !self.tokens() {
             return;
         }
-        self.one_of("dist", &["uniform", "normal"]);
+        self.one_of("dist", &["uniform", "normal", "dropout"]);
+        let dropout = self.str_attr("dist") == Some("dropout");
+        match self.m.attr(self.op, "p").and_then(Attr::as_float) {
+            Some(p) if dropout && !(0.0..1.0).contains(&p) => {
+                self.error(format!("a dropout probability is in [0, 1), not {p}"), "p out of range")
+            }
+            None if dropout => self.error("a dropout draw needs its probability `p`".into(), "no `p`"),
+            Some(_) if !dropout => self.error(
+                "only a dropout draw takes a probability `p`".into(),
+                "`p` of a uniform or normal draw",
+            ),
+            _ => {}
+        }
         let value = self.m.result(self.op, 0);
         let Some((_, elem)) = self.shaped(value, "result") else {
             return;

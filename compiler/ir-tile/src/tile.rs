@@ -268,13 +268,15 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.rng",
-        doc: "counter-based random numbers (Philox-4x32-10) of distribution `dist` from the bound stream `stream`",
+        doc: "counter-based random numbers (Philox-4x32-10) of distribution `dist` from the bound stream `stream` of function `function`, at the counter `%index`",
         operands: Arity::VARIADIC,
         results: Arity::Exact(1),
         attrs: &[
             AttrDef::required("dist", AttrKind::Str),
             AttrDef::optional("stream", AttrKind::Str),
             AttrDef::optional("seed", AttrKind::Int),
+            AttrDef::optional("function", AttrKind::Str),
+            AttrDef::optional("p", AttrKind::Float),
         ],
         pure: true,
         ..OpDef::DEFAULT
@@ -428,7 +430,7 @@ const REDUCE_KINDS: &[&str] = &["sum", "max", "min", "prod"];
 const REDUCE_ORDERS: &[&str] = &["tree", "any"];
 pub(crate) const SHUFFLE_MODES: &[&str] = &["down", "up", "xor", "idx"];
 pub(crate) const VOTE_MODES: &[&str] = &["any", "all", "ballot"];
-const RNG_DISTS: &[&str] = &["uniform", "normal"];
+const RNG_DISTS: &[&str] = &["uniform", "normal", "dropout"];
 
 impl Dialect for TileDialect {
     fn name(&self) -> &str {
@@ -820,7 +822,16 @@ fn reduce(c: &mut Check) {
 }
 
 fn rng(c: &mut Check) {
-    c.one_of("dist", RNG_DISTS);
+    let dist = c.one_of("dist", RNG_DISTS);
+    let p = c.attr("p").and_then(Attr::as_float);
+    match (dist.as_deref(), p) {
+        (Some("dropout"), Some(p)) if !(0.0..1.0).contains(&p) => {
+            c.fail(format!("a dropout probability is in [0, 1), not {p}"));
+        }
+        (Some("dropout"), None) => c.fail("a dropout draw needs its probability `p`"),
+        (Some("uniform" | "normal"), Some(_)) => c.fail("only a dropout draw takes a probability `p`"),
+        _ => {}
+    }
     for i in 0..c.operand_count() {
         let ty = c.operand_type(i);
         if !matches!(ty, Type::Scalar(s) if !s.is_float() && s != ScalarType::I1) {

@@ -619,11 +619,79 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.token = Some(results[1]);
                 Some(results[0])
             }
+            "rng.uniform" | "rng.normal" => {
+                let ty = self.result_type(e)?;
+                let dist = if path == "rng.uniform" { "uniform" } else { "normal" };
+                self.draw(e, args, dist, None, ty)
+            }
+            "op.dropout" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let p = match arg(args, 1, "p").map(|p| (p, literal_attr(p))) {
+                    Some((_, Some(Attr::Float(p)))) => p,
+                    Some((_, Some(Attr::Int(p)))) => p as f64,
+                    Some((p, _)) => {
+                        self.cx
+                            .unsupported(p.span, "a dropout probability that is not a number literal");
+                        return None;
+                    }
+                    None => {
+                        self.cx.unsupported(e.span, "a call without its `p` argument");
+                        return None;
+                    }
+                };
+                let ty = self.result_type(e)?;
+                let mask = self.draw(e, args, "dropout", Some(p), ty.clone())?;
+                Some(self.elementwise("mul", &[x, mask], ty))
+            }
             _ => {
                 self.cx
                     .unsupported(e.span, format!("`{path}` in an operator-level function"));
                 None
             }
         }
+    }
+
+    /// A `graph.rng` of `ty` in the token chain: its stream is the call's
+    /// `stream=rng.stream("name")` (directly or through a local), its seed
+    /// the function's `@deterministic(seed=…)`.
+    fn draw(&mut self, e: &'a Expr, args: &'a [Arg], dist: &str, p: Option<f64>, ty: Type) -> Option<ValueId> {
+        let Some(token) = self.token else {
+            self.cx
+                .unsupported(e.span, "random numbers in a function without the random effect");
+            return None;
+        };
+        let mut op = self.b.op("graph.rng").operand(token).attr("dist", dist);
+        if let Some(stream) = keyword(args, "stream") {
+            let stream = match &stream.kind {
+                ExprKind::Name(n) => self.meta.get(n).copied().unwrap_or(stream),
+                _ => stream,
+            };
+            match &stream.kind {
+                ExprKind::None => {}
+                ExprKind::Call { args: named, .. } => match arg(named, 0, "name").and_then(literal_attr) {
+                    Some(Attr::Str(name)) => op = op.attr("stream", Attr::Str(name)),
+                    _ => {
+                        self.cx
+                            .unsupported(stream.span, "a stream whose name is not a string literal");
+                        return None;
+                    }
+                },
+                _ => {
+                    self.cx
+                        .unsupported(stream.span, "a stream other than `rng.stream(\"name\")`");
+                    return None;
+                }
+            }
+        }
+        if let Some(Some(seed)) = self.cx.sig.deterministic {
+            op = op.attr("seed", Attr::Int(seed));
+        }
+        if let Some(p) = p {
+            op = op.attr("p", Attr::Float(p));
+        }
+        let results = op.results([ty, Type::Token]).build();
+        let results = self.b.results(results).to_vec();
+        self.token = Some(results[1]);
+        Some(results[0])
     }
 }

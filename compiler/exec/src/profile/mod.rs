@@ -129,10 +129,16 @@ impl<'l> Profiler<'l> {
         at.saturating_duration_since(self.origin).as_secs_f64() * 1e6
     }
 
-    fn timed(&mut self, device: &Device, launch: &Launch<'_>, caller: Option<&str>) -> Result<(), RunError> {
+    fn timed(
+        &mut self,
+        device: &Device,
+        launch: &Launch<'_>,
+        caller: Option<&str>,
+        mesh: &[u32],
+    ) -> Result<(), RunError> {
         let loaded = self.loaded;
         let info = loaded.kernel_info(launch.kernel)?;
-        let timed = loaded.launch_timed(device, launch.kernel, launch.config, launch.args, launch.dims)?;
+        let timed = loaded.launch_timed(device, launch.kernel, launch.config, launch.args, launch.dims, mesh)?;
         let (flops, bytes) = launch_cost(info, &timed.config, launch.dims)?;
         self.profile.launches.push(LaunchRecord {
             kernel: launch.kernel.to_string(),
@@ -152,19 +158,19 @@ impl<'l> Profiler<'l> {
 
 impl Executor for Profiler<'_> {
     fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
-        self.timed(device, launch, None)
+        self.timed(device, launch, None, &[])
     }
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = self.loaded;
-        loaded.call_with(device, call, &mut |kernel, config, args| {
+        loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
             let launch = Launch {
                 kernel,
                 config,
                 args,
                 dims: call.dims,
             };
-            self.timed(device, &launch, Some(call.function))
+            self.timed(device, &launch, Some(call.function), mesh)
         })
     }
 }
@@ -231,6 +237,7 @@ mod tests {
             shared_bytes: 0,
             scratch_bytes_per_block: None,
             tma: vec![],
+            rng: vec![],
             needs_sync: false,
             registers: None,
             spill_bytes: None,

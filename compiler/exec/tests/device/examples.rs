@@ -22,17 +22,17 @@ use tessera_runtime::host::{Call, Executor, TensorValue, Value};
 use tessera_runtime::{DType, Device, Tensor};
 
 /// SplitMix64, seeded from the clock so every run draws fresh inputs.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn fresh() -> Rng {
+    pub(crate) fn fresh() -> Rng {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         Rng(nanos ^ u64::from(std::process::id()).rotate_left(32))
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -45,7 +45,7 @@ impl Rng {
         (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }

@@ -9,3 +9,4 @@ mod common;
 mod determinism;
 mod examples;
 mod minifloat;
+mod random;

@@ -357,6 +357,8 @@ fn lower_rng(
         .unwrap_or_else(|| Attr::str(default_stream.as_str()));
     let dist = m.attr(op, "dist").cloned().unwrap_or_else(|| Attr::str("uniform"));
     let seed = m.attr(op, "seed").cloned();
+    let p = m.attr(op, "p").cloned();
+    let function = m.func_name(func).unwrap_or_default().to_string();
     let loc = m.op(op).loc.clone();
     let mut dim_names = BTreeSet::new();
     symbols(std::slice::from_ref(&out), &mut dim_names);
@@ -388,7 +390,13 @@ fn lower_rng(
         constraints: Vec::new(),
         target: Target::by_name("cpu").expect("a known target"),
     };
-    let draw = pointwise::Draw { dist, stream, seed };
+    let draw = pointwise::Draw {
+        function,
+        dist,
+        stream,
+        seed,
+        p,
+    };
     let outcome = pointwise::rng(&g, &mut b, &result, threads, &draw);
     b.op("func.return").build();
     if let Err(what) = outcome {

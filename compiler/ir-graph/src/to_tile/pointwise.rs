@@ -204,15 +204,19 @@ fn concat(
     Ok(())
 }
 
-/// What a random draw takes from its `graph.rng`.
+/// What a random draw takes from its `graph.rng`, and the function that
+/// draws (the function id of the stream's key).
 pub(crate) struct Draw {
+    pub function: String,
     pub dist: Attr,
     pub stream: Attr,
     pub seed: Option<Attr>,
+    pub p: Option<Attr>,
 }
 
 /// Fills the output with random numbers: one thread per element, the
-/// element's linear index as the Philox counter.
+/// element's linear index as the Philox counter, drawn in the output's
+/// element type.
 pub(crate) fn rng(g: &Gen, b: &mut Builder<'_>, ty: &Type, threads: i64, draw: &Draw) -> Result<i64> {
     let out_dims = ty.dims().map(<[_]>::to_vec).unwrap_or_default();
     let elem = ty.elem().ok_or("random numbers without an element type")?;
@@ -235,12 +239,14 @@ pub(crate) fn rng(g: &Gen, b: &mut Builder<'_>, ty: &Type, threads: i64, draw: &
             .op("tile.rng")
             .operand(linear)
             .attr("dist", draw.dist.clone())
-            .attr("stream", draw.stream.clone());
-        if let Some(seed) = &draw.seed {
-            op = op.attr("seed", seed.clone());
+            .attr("stream", draw.stream.clone())
+            .attr("function", draw.function.as_str());
+        for (name, value) in [("seed", &draw.seed), ("p", &draw.p)] {
+            if let Some(value) = value {
+                op = op.attr(name, value.clone());
+            }
         }
-        let value = op.result(Type::F32).build_value();
-        let value = cast_to(&mut l, value, elem);
+        let value = op.result(Type::Scalar(elem)).build_value();
         let coords = g.unflatten(&mut l, linear, &out_dims)?;
         l.op("tile.store").operands(&[value, g.out]).operands(&coords).build();
         end(&mut l);
