@@ -35,7 +35,7 @@ fn narrow_uniform_bits(s: ScalarType) -> Option<u32> {
 /// The keep threshold of a dropout of probability `p` on the 24-bit
 /// uniform integer `w0 >> 8`: an element is kept when that integer is at
 /// least `ceil(p · 2^24)`, i.e. when its uniform `f32` value is `>= p`.
-pub fn dropout_threshold(p: f64) -> u32 {
+fn dropout_threshold(p: f64) -> u32 {
     (p * f64::from(1u32 << 24)).ceil() as u32
 }
 
