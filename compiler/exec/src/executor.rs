@@ -116,7 +116,21 @@ impl Loaded {
         args: &[Value],
         dims: &[(String, i64)],
     ) -> Result<(), RunError> {
-        let bound = self.bind(device, name, config, args, dims, &[])?;
+        self.launch_by_rank(device, name, config, args, dims, &[])
+    }
+
+    /// Launches as [`Loaded::launch_kernel`] does, by the rank at mesh
+    /// coordinates `mesh` (the keys of random streams take them).
+    fn launch_by_rank(
+        &self,
+        device: &Device,
+        name: &str,
+        config: LaunchConfig,
+        args: &[Value],
+        dims: &[(String, i64)],
+        mesh: &[u32],
+    ) -> Result<(), RunError> {
+        let bound = self.bind(device, name, config, args, dims, mesh)?;
         fire(device, bound, None)
     }
 
@@ -274,8 +288,7 @@ impl Loaded {
         dims: &[(String, i64)],
     ) -> Result<Vec<Value>, RunError> {
         self.ranks_with(device, function, args, dims, &mut |kernel, config, a, mesh| {
-            let bound = self.bind(device, kernel, config, a, dims, mesh)?;
-            fire(device, bound, None)
+            self.launch_by_rank(device, kernel, config, a, dims, mesh)
         })
     }
 
@@ -324,6 +337,7 @@ impl Loaded {
             }
             values.push(rank_values);
         }
+        let coordinates: Vec<Vec<u32>> = (0..ranks).map(|r| mesh_coordinates(host, r)).collect();
         for (i, l) in host.launches.iter().enumerate() {
             for c in host.collectives.iter().filter(|c| c.after_launches == i) {
                 collective(device, host, c, &values)?;
@@ -343,8 +357,7 @@ impl Loaded {
                 block,
                 shared_bytes: 0,
             };
-            for (rank, rank_values) in values.iter().enumerate() {
-                let coordinates = mesh_coordinates(host, rank);
+            for (rank_values, rank_coordinates) in values.iter().zip(&coordinates) {
                 let args = l
                     .args
                     .iter()
@@ -357,7 +370,7 @@ impl Loaded {
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                launch(&l.kernel, config, &args, &coordinates)?;
+                launch(&l.kernel, config, &args, rank_coordinates)?;
             }
         }
         for c in host
@@ -514,8 +527,7 @@ impl Executor for Loaded {
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = &*self;
         loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
-            let bound = loaded.bind(device, kernel, config, args, call.dims, mesh)?;
-            fire(device, bound, None)
+            loaded.launch_by_rank(device, kernel, config, args, call.dims, mesh)
         })
     }
 }

@@ -1178,18 +1178,10 @@ impl Verifier<'_, '_> {
         if !self.tokens() {
             return;
         }
-        self.one_of("dist", &["uniform", "normal", "dropout"]);
-        let dropout = self.str_attr("dist") == Some("dropout");
-        match self.m.attr(self.op, "p").and_then(Attr::as_float) {
-            Some(p) if dropout && !(0.0..1.0).contains(&p) => {
-                self.error(format!("a dropout probability is in [0, 1), not {p}"), "p out of range")
-            }
-            None if dropout => self.error("a dropout draw needs its probability `p`".into(), "no `p`"),
-            Some(_) if !dropout => self.error(
-                "only a dropout draw takes a probability `p`".into(),
-                "`p` of a uniform or normal draw",
-            ),
-            _ => {}
+        let dist = self.one_of("dist", tessera_ir_tile::RNG_DISTS);
+        let p = self.m.attr(self.op, "p").and_then(Attr::as_float);
+        if let Some((message, label)) = tessera_ir_tile::check_rng_probability(dist.as_deref(), p) {
+            self.error(message, label);
         }
         let value = self.m.result(self.op, 0);
         let Some((_, elem)) = self.shaped(value, "result") else {

@@ -430,7 +430,26 @@ const REDUCE_KINDS: &[&str] = &["sum", "max", "min", "prod"];
 const REDUCE_ORDERS: &[&str] = &["tree", "any"];
 pub(crate) const SHUFFLE_MODES: &[&str] = &["down", "up", "xor", "idx"];
 pub(crate) const VOTE_MODES: &[&str] = &["any", "all", "ballot"];
-const RNG_DISTS: &[&str] = &["uniform", "normal", "dropout"];
+/// The distributions of random draws (`graph.rng`, `tile.rng`).
+pub const RNG_DISTS: &[&str] = &["uniform", "normal", "dropout"];
+
+/// What is wrong with the probability `p` of a random draw of distribution
+/// `dist`, checked the same way in Graph IR and Tile IR: a dropout mask
+/// needs one in [0, 1), and only a dropout mask takes one. The message and
+/// a label for the op.
+pub fn check_rng_probability(dist: Option<&str>, p: Option<f64>) -> Option<(String, &'static str)> {
+    match (dist, p) {
+        (Some("dropout"), Some(p)) if !(0.0..1.0).contains(&p) => {
+            Some((format!("a dropout probability is in [0, 1), not {p}"), "p out of range"))
+        }
+        (Some("dropout"), None) => Some(("a dropout draw needs its probability `p`".into(), "no `p`")),
+        (Some("uniform" | "normal"), Some(_)) => Some((
+            "only a dropout draw takes a probability `p`".into(),
+            "`p` of a uniform or normal draw",
+        )),
+        _ => None,
+    }
+}
 
 impl Dialect for TileDialect {
     fn name(&self) -> &str {
@@ -823,14 +842,8 @@ fn reduce(c: &mut Check) {
 
 fn rng(c: &mut Check) {
     let dist = c.one_of("dist", RNG_DISTS);
-    let p = c.attr("p").and_then(Attr::as_float);
-    match (dist.as_deref(), p) {
-        (Some("dropout"), Some(p)) if !(0.0..1.0).contains(&p) => {
-            c.fail(format!("a dropout probability is in [0, 1), not {p}"));
-        }
-        (Some("dropout"), None) => c.fail("a dropout draw needs its probability `p`"),
-        (Some("uniform" | "normal"), Some(_)) => c.fail("only a dropout draw takes a probability `p`"),
-        _ => {}
+    if let Some((message, _)) = check_rng_probability(dist.as_deref(), c.attr("p").and_then(Attr::as_float)) {
+        c.fail(message);
     }
     for i in 0..c.operand_count() {
         let ty = c.operand_type(i);

@@ -111,6 +111,15 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     }
 }
 
+/// `e`, or the compile-time value (a mesh, a stream) of the local `e`
+/// names, from the function's `meta` values.
+fn meta_value<'a>(meta: &HashMap<String, &'a Expr>, e: &'a Expr) -> &'a Expr {
+    match &e.kind {
+        ExprKind::Name(n) => meta.get(n).copied().unwrap_or(e),
+        _ => e,
+    }
+}
+
 /// A literal as an attribute: ints, floats, strings, booleans and tuples
 /// or lists of them.
 pub(crate) fn literal_attr(e: &Expr) -> Option<Attr> {
@@ -601,10 +610,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     op = op.flag("deterministic");
                 }
                 if let Some(mesh) = keyword(args, "mesh") {
-                    let mesh = match &mesh.kind {
-                        ExprKind::Name(n) => self.meta.get(n).copied().unwrap_or(mesh),
-                        _ => mesh,
-                    };
+                    let mesh = meta_value(&self.meta, mesh);
                     if let ExprKind::Call { args: mesh_args, .. } = &mesh.kind {
                         if let Some(axes) = keyword(mesh_args, "axes").and_then(literal_attr) {
                             if let Some(shape) = mesh_shape(mesh_args, &axes) {
@@ -662,10 +668,7 @@ impl<'a> Lower<'_, 'a, '_> {
         };
         let mut op = self.b.op("graph.rng").operand(token).attr("dist", dist);
         if let Some(stream) = keyword(args, "stream") {
-            let stream = match &stream.kind {
-                ExprKind::Name(n) => self.meta.get(n).copied().unwrap_or(stream),
-                _ => stream,
-            };
+            let stream = meta_value(&self.meta, stream);
             match &stream.kind {
                 ExprKind::None => {}
                 ExprKind::Call { args: named, .. } => match arg(named, 0, "name").and_then(literal_attr) {
