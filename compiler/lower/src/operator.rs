@@ -215,6 +215,11 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     /// Values that exist only at compile time: meshes, policies, streams.
+    /// Whether `e` is a call of the builtin `path`.
+    fn is_builtin(&self, e: &Expr, path: &str) -> bool {
+        matches!(self.cx.body.calls.get(&e.span).map(|c| &c.target), Some(CallTarget::Builtin(b)) if b.path == path)
+    }
+
     fn is_meta(&self, e: &Expr) -> bool {
         !matches!(
             self.cx.ty(e),
@@ -666,25 +671,31 @@ impl<'a> Lower<'_, 'a, '_> {
                 .unsupported(e.span, "random numbers in a function without the random effect");
             return None;
         };
-        let mut op = self.b.op("graph.rng").operand(token).attr("dist", dist);
+        let mut name = None;
         if let Some(stream) = keyword(args, "stream") {
             let stream = meta_value(&self.meta, stream);
             match &stream.kind {
                 ExprKind::None => {}
-                ExprKind::Call { args: named, .. } => match arg(named, 0, "name").and_then(literal_attr) {
-                    Some(Attr::Str(name)) => op = op.attr("stream", Attr::Str(name)),
-                    _ => {
-                        self.cx
-                            .unsupported(stream.span, "a stream whose name is not a string literal");
-                        return None;
+                ExprKind::Call { args: named, .. } if self.is_builtin(stream, "rng.stream") => {
+                    match arg(named, 0, "name").and_then(literal_attr) {
+                        Some(Attr::Str(n)) => name = Some(n),
+                        _ => {
+                            self.cx
+                                .unsupported(stream.span, "a stream whose name is not a string literal");
+                            return None;
+                        }
                     }
-                },
+                }
                 _ => {
                     self.cx
                         .unsupported(stream.span, "a stream other than `rng.stream(\"name\")`");
                     return None;
                 }
             }
+        }
+        let mut op = self.b.op("graph.rng").operand(token).attr("dist", dist);
+        if let Some(name) = name {
+            op = op.attr("stream", Attr::Str(name));
         }
         if let Some(Some(seed)) = self.cx.sig.deterministic {
             op = op.attr("seed", Attr::Int(seed));
