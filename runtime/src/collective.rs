@@ -109,8 +109,11 @@ fn combiner(op: &str, dtype: DType) -> Result<Step, RunError> {
         let x = f(a.as_i64(), b.as_i64());
         Elem::Int(match dtype {
             DType::I8 => x as i8 as i64,
+            DType::I16 => x as i16 as i64,
             DType::I32 => x as i32 as i64,
             DType::U8 => x as u8 as i64,
+            DType::U16 => x as u16 as i64,
+            DType::U32 => x as u32 as i64,
             _ => x,
         })
     }))

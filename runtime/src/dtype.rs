@@ -14,13 +14,18 @@ pub enum DType {
     F32,
     F64,
     I8,
+    I16,
     I32,
     I64,
     U8,
+    U16,
+    U32,
+    /// Held as the bits of an `i64` ([`crate::tensor::Elem::Int`]); printed unsigned.
+    U64,
     Bool,
 }
 
-pub const ALL_DTYPES: [DType; 11] = [
+pub const ALL_DTYPES: [DType; 15] = [
     DType::F16,
     DType::Bf16,
     DType::Fp8E4m3,
@@ -28,9 +33,13 @@ pub const ALL_DTYPES: [DType; 11] = [
     DType::F32,
     DType::F64,
     DType::I8,
+    DType::I16,
     DType::I32,
     DType::I64,
     DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
     DType::Bool,
 ];
 
@@ -44,9 +53,13 @@ impl DType {
             DType::F32 => "f32",
             DType::F64 => "f64",
             DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
             DType::I64 => "i64",
             DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
             DType::Bool => "bool",
         }
     }
@@ -55,9 +68,9 @@ impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::Fp8E4m3 | DType::Fp8E5m2 | DType::I8 | DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::Bf16 => 2,
-            DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 => 8,
+            DType::F16 | DType::Bf16 | DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
 
@@ -88,9 +101,13 @@ impl DType {
             L::F32 => DType::F32,
             L::F64 => DType::F64,
             L::I8 => DType::I8,
+            L::I16 => DType::I16,
             L::I32 => DType::I32,
             L::I64 => DType::I64,
             L::U8 => DType::U8,
+            L::U16 => DType::U16,
+            L::U32 => DType::U32,
+            L::U64 => DType::U64,
             L::Bool => DType::Bool,
             _ => return None,
         })

@@ -51,7 +51,7 @@ pub trait Element: Pod {
 macro_rules! element {
     ($($t:ty => $d:ident),*) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
 }
-element!(f32 => F32, f64 => F64, i8 => I8, i32 => I32, i64 => I64, u8 => U8);
+element!(f32 => F32, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
 
 /// A host tensor.
 #[derive(Clone, Debug)]
@@ -182,9 +182,12 @@ impl Tensor {
             DType::F32 => Elem::Float(f32::from_le_bytes([e[0], e[1], e[2], e[3]]) as f64),
             DType::F64 => Elem::Float(f64::from_le_bytes(e.try_into().unwrap_or([0; 8]))),
             DType::I8 => Elem::Int(e[0] as i8 as i64),
+            DType::I16 => Elem::Int(i16::from_le_bytes([e[0], e[1]]) as i64),
             DType::I32 => Elem::Int(i32::from_le_bytes([e[0], e[1], e[2], e[3]]) as i64),
-            DType::I64 => Elem::Int(i64::from_le_bytes(e.try_into().unwrap_or([0; 8]))),
+            DType::I64 | DType::U64 => Elem::Int(i64::from_le_bytes(e.try_into().unwrap_or([0; 8]))),
             DType::U8 => Elem::Int(e[0] as i64),
+            DType::U16 => Elem::Int(u16::from_le_bytes([e[0], e[1]]) as i64),
+            DType::U32 => Elem::Int(u32::from_le_bytes([e[0], e[1], e[2], e[3]]) as i64),
             DType::Bool => Elem::Bool(e[0] != 0),
         }
     }
@@ -204,9 +207,12 @@ impl Tensor {
             DType::F32 => e.copy_from_slice(&(v.as_f64() as f32).to_le_bytes()),
             DType::F64 => e.copy_from_slice(&v.as_f64().to_le_bytes()),
             DType::I8 => e[0] = v.as_i64() as i8 as u8,
+            DType::I16 => e.copy_from_slice(&(v.as_i64() as i16).to_le_bytes()),
             DType::I32 => e.copy_from_slice(&(v.as_i64() as i32).to_le_bytes()),
-            DType::I64 => e.copy_from_slice(&v.as_i64().to_le_bytes()),
+            DType::I64 | DType::U64 => e.copy_from_slice(&v.as_i64().to_le_bytes()),
             DType::U8 => e[0] = v.as_i64() as u8,
+            DType::U16 => e.copy_from_slice(&(v.as_i64() as u16).to_le_bytes()),
+            DType::U32 => e.copy_from_slice(&(v.as_i64() as u32).to_le_bytes()),
             DType::Bool => e[0] = v.as_bool() as u8,
         }
     }

@@ -274,6 +274,9 @@ impl CudaDevice {
             DType::F64 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
             DType::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
             DType::I64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            DType::U32 => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            DType::I16 | DType::U16 => T::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            DType::U64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
             DType::Fp8E4m3 | DType::Fp8E5m2 | DType::I8 | DType::U8 | DType::Bool => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         };
         let swizzle = match map.swizzle {

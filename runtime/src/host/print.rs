@@ -143,8 +143,17 @@ fn element_alone(e: Elem, dtype: DType) -> String {
             let format = ElementFormat::floats(&[x], dtype);
             format.text(e).trim().to_string()
         }
-        Elem::Int(i) => i.to_string(),
+        Elem::Int(i) => int_text(i, dtype == DType::U64),
         Elem::Bool(b) => if b { "True" } else { "False" }.into(),
+    }
+}
+
+/// An integer element; a `u64`'s bits read unsigned.
+fn int_text(i: i64, unsigned: bool) -> String {
+    if unsigned {
+        (i as u64).to_string()
+    } else {
+        i.to_string()
     }
 }
 
@@ -175,6 +184,8 @@ fn shown_indices(shape: &[usize], summarize: bool) -> Vec<usize> {
 enum ElementFormat {
     Int {
         width: usize,
+        /// `u64`, whose elements are held as the bits of an `i64`.
+        unsigned: bool,
     },
     Bool,
     Float {
@@ -194,13 +205,17 @@ impl ElementFormat {
                 let values: Vec<f64> = shown.iter().map(|&i| t.get(i).as_f64()).collect();
                 ElementFormat::floats(&values, d)
             }
-            _ => ElementFormat::Int {
-                width: shown
-                    .iter()
-                    .map(|&i| t.get(i).as_i64().to_string().len())
-                    .max()
-                    .unwrap_or(1),
-            },
+            d => {
+                let unsigned = d == DType::U64;
+                ElementFormat::Int {
+                    width: shown
+                        .iter()
+                        .map(|&i| int_text(t.get(i).as_i64(), unsigned).len())
+                        .max()
+                        .unwrap_or(1),
+                    unsigned,
+                }
+            }
         }
     }
 
@@ -240,7 +255,7 @@ impl ElementFormat {
     fn text(&self, e: Elem) -> String {
         match (self, e) {
             (ElementFormat::Bool, e) => format!("{:>5}", if e.as_bool() { "True" } else { "False" }),
-            (ElementFormat::Int { width }, e) => format!("{:>width$}", e.as_i64()),
+            (ElementFormat::Int { width, unsigned }, e) => format!("{:>width$}", int_text(e.as_i64(), *unsigned)),
             (
                 ElementFormat::Float {
                     dtype,
