@@ -17,7 +17,8 @@
 #                               runs, on the GPU,
 #     1. the example references in each memory kind (device, managed,
 #        pinned), the @deterministic kernel 20 times against the CPU's
-#        bits, and the fp8 conversions against the reference bit for bit;
+#        bits, the fp8 conversions against the reference bit for bit, and
+#        the hand-written kernels of tests/kernels against theirs;
 #     2. the same references under compute-sanitizer: memcheck, racecheck,
 #        synccheck and initcheck;
 #     3. the stdlib's and examples' @test functions (`tessera test`), and
@@ -141,9 +142,12 @@ run() {
     check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/device" determinism::
     check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/device" minifloat::
     check "random draws on the GPU = the runtime's streams, bit for bit" "${runner[@]}" "$bin/device" random::
+    check "hand-written kernels (tests/kernels)" "${runner[@]}" "$bin/device" kernels:: --test-threads=1
     for tool in memcheck racecheck synccheck initcheck; do
         check "examples under compute-sanitizer $tool" \
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" examples:: --test-threads=1
+        check "hand-written kernels under compute-sanitizer $tool" \
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" kernels:: --test-threads=1
     done
     check "tessera test stdlib examples" "${runner[@]}" "$bin/tessera" test stdlib examples --device cuda
     for tool in memcheck racecheck synccheck; do

@@ -119,7 +119,7 @@ pub(crate) fn elem_bytes(s: ScalarType) -> i64 {
     }
 }
 
-fn is_unsigned(s: ScalarType) -> bool {
+pub(crate) fn is_unsigned(s: ScalarType) -> bool {
     matches!(
         s,
         ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64 | ScalarType::I1
@@ -1414,6 +1414,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 self.val(format!("select i1 {c}, {t} {a}, {t} 0"))
             }
             ("not", false) => self.val(format!("xor {t} {a}, -1")),
+            ("popcount", false) => self.intrinsic(t, &format!("llvm.ctpop.{t}"), &[(t, a.into())]),
             ("sqrt", true) => self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]),
             ("rsqrt", true) => {
                 let r = self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]);

@@ -73,9 +73,13 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             let v = f.amd_id(kind, dim);
             set_index(f, op, v)
         }
-        "amdgpu.workgroup_size" => {
+        "amdgpu.workgroup_size" | "amdgpu.num_workgroups" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let v = f.amd_size(dim);
+            let v = if name == "amdgpu.workgroup_size" {
+                f.amd_size(dim)
+            } else {
+                f.amd_groups(dim)
+            };
             set_index(f, op, v)
         }
         "cpu.thread_id" | "cpu.block_id" | "cpu.block_dim" | "cpu.grid_dim" => {
@@ -804,20 +808,37 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     };
     let (s, v) = f.scalar(op, n - 1)?;
     let v = f.convert(&v, s, b.elem);
+    let unsigned = crate::emit::is_unsigned(b.elem);
     let old = if kind == "cas" {
         let (es, e) = f.scalar(op, n - 2)?;
         let e = f.convert(&e, es, b.elem);
+        // cmpxchg compares integers: a float's bits are compared, as CUDA's
+        // atomicCAS on a float reinterpreted as an integer does.
+        let bits = format!("i{}", b.elem.bits());
+        let as_bits = |f: &mut FnEmitter, x: &str| {
+            if float {
+                f.val(format!("bitcast {t} {x} to {bits}"))
+            } else {
+                x.to_string()
+            }
+        };
+        let (e, v) = (as_bits(f, &e), as_bits(f, &v));
+        let it = if float { bits.as_str() } else { t };
+        let pair = f.val(format!("cmpxchg {pt} {at}, {it} {e}, {it} {v}{scope} seq_cst seq_cst"));
+        let old = f.val(format!("extractvalue {{ {it}, i1 }} {pair}, 0"));
         if float {
-            return Err(f.err(op, "compare-and-swap works on integers"));
+            f.val(format!("bitcast {bits} {old} to {t}"))
+        } else {
+            old
         }
-        let pair = f.val(format!("cmpxchg {pt} {at}, {t} {e}, {t} {v}{scope} seq_cst seq_cst"));
-        f.val(format!("extractvalue {{ {t}, i1 }} {pair}, 0"))
     } else {
         let rmw = match (kind.as_str(), float) {
             ("add", true) => "fadd",
             ("add", false) => "add",
             ("max", true) => "fmax",
             ("min", true) => "fmin",
+            ("max", false) if unsigned => "umax",
+            ("min", false) if unsigned => "umin",
             ("max", false) => "max",
             ("min", false) => "min",
             ("and", false) => "and",

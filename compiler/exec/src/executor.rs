@@ -185,6 +185,33 @@ impl Loaded {
                 shape(&trim(&info.block))
             )));
         }
+        let compiled = trim(&info.block);
+        let fits = if compiled.len() == 1 {
+            trim(&block).len() == 1
+        } else {
+            padded(&compiled) == block
+        };
+        if !fits {
+            return Err(RunError::launch(format!(
+                "`{name}` was compiled for blocks of {}, but the launch asks for {}",
+                shape(&compiled),
+                shape(&trim(&block))
+            ))
+            .with_note(
+                "a thread's linear index and its warp are computed for the block's shape as the kernel declares it",
+            )
+            .with_help(if compiled.len() == 1 {
+                format!(
+                    "declare the block in the kernel's header, `@kernel tile[{}]`, or launch a 1-D block",
+                    shape(&trim(&block))
+                )
+            } else {
+                format!(
+                    "launch it with `block={}`, the shape its header declares",
+                    shape(&compiled)
+                )
+            }));
+        }
         let mut kargs = KernelArgs::new();
         for p in &info.params {
             match args.get(p.index) {

@@ -64,6 +64,8 @@ pub enum Shape {
     Opaque,
     /// A numerics policy value.
     Policy,
+    /// A scalar of this dtype (`tile.vote_ballot`'s lane mask).
+    Scalar(crate::ty::DType),
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -151,6 +153,19 @@ impl Builtin {
 use Effect::*;
 use Shape::*;
 
+/// What an exchange's or compare-and-swap's nondeterminism calls for instead.
+const EXCHANGE_ALTERNATIVE: &str =
+    "which thread's value lands depends on the order of the threads; let one thread, chosen by its index, write";
+
+/// The builtins of the launch geometry, which take an optional `axis`.
+pub const GEOMETRY: [&str; 5] = [
+    "launch.thread_id",
+    "launch.local_id",
+    "launch.block_id",
+    "launch.block_dim",
+    "launch.grid_dim",
+];
+
 /// The builtin namespaces.
 pub const NAMESPACES: [&str; 14] = [
     "op", "tile", "launch", "tshared", "rng", "dist", "numerics", "effects", "tensor", "stream", "graph", "autotune",
@@ -186,14 +201,30 @@ pub static BUILTINS: &[Builtin] = &[
     op("group_tile_count", "()", "The number of tiles in a group.", Index).kernel(),
     op("group_linear_id", "()", "This group's index in the grid (the same for all tiles of a group).", Index).kernel(),
     op("tbarrier", "()", "Waits until every tile of the group arrives; shared-memory writes before it are visible after it.", Unit).kernel().block_collective(),
-    op("atomic_add", "(target, value)", "Adds `value` to `target` atomically; the order of concurrent adds is unspecified.", Unit)
+    op("atomic_add", "(target, value)", "Adds `value` to `target` atomically and gives the old value; the order of concurrent adds is unspecified.", SameAsFirst)
         .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_max", "(target, value)", "Stores the larger of `target` and `value` into `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_min", "(target, value)", "Stores the smaller of `target` and `value` into `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_and", "(target, value)", "Stores `target & value` into the integer `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_or", "(target, value)", "Stores `target | value` into the integer `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_xor", "(target, value)", "Stores `target ^ value` into the integer `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("atomic_exch", "(target, value)", "Stores `value` into `target` atomically and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
+    op("atomic_cas", "(target, expected, value)", "Stores `value` into `target` atomically if it holds `expected`, and gives the old value.", SameAsFirst)
+        .kernel().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
     op("deterministic", "(seed)", "A region (`with deterministic(seed=N):`) under the determinism contract.", Opaque),
     op("nondeterministic", "(reason)", "A region (`with nondeterministic(\"why\"):`) where the determinism contract is waived.", Opaque),
     // ---- launch
-    op("launch.thread_id", "()", "The global index of this thread.", Index).kernel().thread_dependent(),
-    op("launch.block_id", "()", "The index of this thread's block.", Index).kernel(),
-    op("launch.block_dim", "()", "Threads per block.", Index).kernel(),
+    op("launch.thread_id", "(axis = None)", "This thread's index in the grid: along `axis` (0, 1, 2 for x, y, z) `block_id(axis) * block_dim(axis) + local_id(axis)`; without `axis`, its linear index over the whole grid (x fastest).", Index).kernel().thread_dependent(),
+    op("launch.local_id", "(axis = None)", "This thread's index in its block: along `axis`, or linear without it (`tile_linear_id()`).", Index).kernel().thread_dependent(),
+    op("launch.block_id", "(axis = None)", "This thread's block's index in the grid: along `axis`, or linear without it (`group_linear_id()`).", Index).kernel(),
+    op("launch.block_dim", "(axis = None)", "Threads per block: along `axis`, or in all without it (`group_tile_count()`).", Index).kernel(),
+    op("launch.grid_dim", "(axis = None)", "Blocks in the grid: along `axis`, or in all without it.", Index).kernel(),
     op("launch.grid", "(blocks, threads)", "A launch configuration for a kernel.", Opaque).host(),
     // ---- tshared
     op("tshared.alloc", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer for the tile group.", AllocShared).kernel(),
@@ -215,8 +246,12 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.sum", "(x, axis = None, accumulate = None)", "Sum of `x`.", Reduce).kernel().accumulates().det(Det::Reduction),
     op("tile.warp_shuffle_down", "(value, offset)", "The value of the lane `offset` above this one.", SameAsFirst).kernel().thread_dependent(),
     op("tile.warp_shuffle_xor", "(value, mask)", "The value of the lane `lane ^ mask` (butterfly).", SameAsFirst).kernel().thread_dependent(),
+    op("tile.warp_shuffle_up", "(value, offset)", "The value of the lane `offset` below this one (the lanes below `offset` keep their own).", SameAsFirst).kernel().thread_dependent(),
+    op("tile.warp_shuffle", "(value, lane)", "The value of lane `lane` of the warp (a broadcast when every lane names the same one).", SameAsFirst).kernel().thread_dependent(),
     op("tile.vote_any", "(predicate)", "Whether the predicate holds on any lane of the warp.", SameAsFirst).kernel(),
     op("tile.vote_all", "(predicate)", "Whether the predicate holds on every lane of the warp.", SameAsFirst).kernel(),
+    op("tile.vote_ballot", "(predicate)", "A `u64` mask whose bit `i` is set when the predicate holds on lane `i` of the warp.", Scalar(crate::ty::DType::U64)).kernel(),
+    op("tile.popcount", "(x)", "The number of bits set in the integer `x`.", SameAsFirst).kernel(),
     op("tile.lane_id", "()", "This thread's lane within its warp.", Index).kernel().thread_dependent(),
     op("tile.warp_id", "()", "This thread's warp within its block.", Index).kernel().thread_dependent(),
     op("tile.cooperative_group", "(size)", "A cooperative group of `size` threads.", Opaque).kernel(),

@@ -26,6 +26,7 @@ pub(crate) fn check(ctx: &BodyCtx) -> DeterminismResult {
             diagnostics: Vec::new(),
             tree_reductions: Vec::new(),
         },
+        statement: None,
     };
     let region = ctx.sig.deterministic.is_some().then(|| Region {
         declared_at: decorator_span(ctx),
@@ -43,6 +44,8 @@ struct Region {
 struct Checker<'a> {
     ctx: &'a BodyCtx<'a>,
     result: DeterminismResult,
+    /// The call that is a whole expression statement, whose value is unused.
+    statement: Option<Span>,
 }
 
 impl Checker<'_> {
@@ -54,7 +57,10 @@ impl Checker<'_> {
 
     fn stmt(&mut self, stmt: &Stmt, region: Option<Region>) {
         match &stmt.kind {
-            StmtKind::Expr(e) => self.expr(e, region),
+            StmtKind::Expr(e) => {
+                self.statement = Some(e.unparen().span);
+                self.expr(e, region);
+            }
             StmtKind::Assign { targets, value } => {
                 self.expr(value, region);
                 targets.iter().for_each(|t| self.expr(t, region));
@@ -161,6 +167,7 @@ impl Checker<'_> {
             Det::Rng => unbound_rng(call, b, args),
             Det::Atomic => match atomic_float(self.ctx, args) {
                 Some(dtype) => float_atomic(call, b, &dtype),
+                None if self.statement != Some(call.span) => used_atomic(call, b),
                 None => return,
             },
             Det::Reduction => match keyword(args, "order").filter(|a| is_str(&a.value, "unordered")) {
@@ -216,14 +223,48 @@ fn unbound_rng(call: &Expr, b: &Builtin, args: &[Arg]) -> Diagnostic {
         )
 }
 
-/// E0502: an atomic that adds floating-point values.
+/// E0502: an atomic that combines floating-point values.
 fn float_atomic(call: &Expr, b: &Builtin, dtype: &str) -> Diagnostic {
-    Diagnostic::error(Code::E0502, format!("floating-point `{}` in deterministic code", b.path))
-        .with_primary(relative(call.span, 0), format!("this adds {dtype} values in whatever order the threads arrive"))
-        .with_note("floating-point addition is not associative, so the bits of the sum change from run to run")
-        .with_help(
-            "sum with `tile.reduce(..., order=\"tree\")`, accumulate in an integer, or wrap the atomic in `with nondeterministic(\"reason\"):`",
+    let (verb, note, reduce) = match b.name() {
+        "atomic_max" | "atomic_min" => (
+            "compares",
+            "which of two equal zeros or two NaNs is kept depends on the order, so the bits change from run to run",
+            format!(
+                "reduce with `tile.reduce(..., op=\"{}\", order=\"tree\")`",
+                &b.name()[7..]
+            ),
+        ),
+        _ => (
+            "adds",
+            "floating-point addition is not associative, so the bits of the sum change from run to run",
+            "sum with `tile.reduce(..., order=\"tree\")`".to_string(),
+        ),
+    };
+    Diagnostic::error(
+        Code::E0502,
+        format!("floating-point `{}` in deterministic code", b.path),
+    )
+    .with_primary(
+        relative(call.span, 0),
+        format!("this {verb} {dtype} values in whatever order the threads arrive"),
+    )
+    .with_note(note)
+    .with_help(format!(
+        "{reduce}, accumulate in an integer, or wrap the atomic in `with nondeterministic(\"reason\"):`"
+    ))
+}
+
+/// E0504: the old value an integer atomic gives, used: which value a
+/// thread sees depends on the order the threads arrive in, though the
+/// value left in memory does not.
+fn used_atomic(call: &Expr, b: &Builtin) -> Diagnostic {
+    Diagnostic::error(Code::E0504, format!("the old value of `{}` in deterministic code", b.path))
+        .with_primary(
+            relative(call.span, 0),
+            "the value this gives depends on the order the threads arrive in",
         )
+        .with_note("the value left in memory is the same on every run; the value each thread sees is not")
+        .with_help("call the atomic as a statement and read the result after a barrier, or wrap it in `with nondeterministic(\"reason\"):`")
 }
 
 /// E0503: `order="unordered"` on a reduction.

@@ -872,10 +872,12 @@ impl<'a> Infer<'a> {
             ),
             _ => {}
         }
+        self.check_builtin_args(b, args);
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
         let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));
         let first = positional.first().map(|a| a.ty.clone()).unwrap_or(Ty::Unknown);
         match b.shape {
+            Shape::Scalar(d) => Ty::Scalar(d),
             Shape::Unit => Ty::None,
             Shape::Index => Ty::Int,
             Shape::Range => Ty::Range,
@@ -930,7 +932,13 @@ impl<'a> Infer<'a> {
                         })
                     })
                     .or((b.shape == Shape::Create).then_some(DType::F32));
-                let dims: Vec<Poly> = positional
+                // `full(*shape, value)`: the last positional is the value
+                // when it is not passed by keyword.
+                let sizes = match (b.path, keyword("value")) {
+                    ("full", None) => &positional[..positional.len().saturating_sub(1)],
+                    _ => &positional[..],
+                };
+                let dims: Vec<Poly> = sizes
                     .iter()
                     .filter(|a| match &a.ty {
                         Ty::Int | Ty::Unknown => true,
@@ -946,6 +954,44 @@ impl<'a> Infer<'a> {
                 // `tile.alloc_shared()` with no dims has a rank fixed later.
                 let dims = (!dims.is_empty() || b.shape == Shape::Create).then_some(dims);
                 Ty::Tensor(TensorTy { dtype, dims, space })
+            }
+        }
+    }
+
+    /// The arguments the rules of a few builtins constrain: the launch
+    /// geometry's `axis` is 0, 1 or 2; bitwise atomics and `tile.popcount`
+    /// take integers.
+    fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) {
+        let first = args.iter().find(|a| a.name.is_none());
+        if builtins::GEOMETRY.contains(&b.path) {
+            let axis = args.iter().find(|a| a.name == Some("axis")).or(first);
+            if let Some(axis) = axis.filter(|a| !matches!(a.expr.unparen().kind, ExprKind::None)) {
+                let value = int_value(axis.expr);
+                if !value.is_some_and(|v| (0..3).contains(&v)) {
+                    let label = match value {
+                        Some(v) => format!("axis {v}"),
+                        None => "not a constant".to_string(),
+                    };
+                    self.error(
+                        Diagnostic::error(Code::E0204, format!("the `axis` of `{}` is 0, 1 or 2", b.path))
+                            .with_primary(self.at(axis.expr.span), label)
+                            .with_help("x is 0, y is 1, z is 2; leave `axis` out for the linear index"),
+                    );
+                }
+            }
+            return;
+        }
+        let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
+        if let (true, Some(first)) = (integers_only, first) {
+            if let Some(d) = first.ty.dtype().filter(|d| !d.is_int()) {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!("`{}` takes an integer, not `{}`", b.path, d.name()),
+                    )
+                    .with_primary(self.at(first.expr.span), format!("this is `{}`", d.name()))
+                    .with_help("bitwise operations work on the bits of integers"),
+                );
             }
         }
     }

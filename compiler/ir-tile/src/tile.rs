@@ -422,7 +422,7 @@ const BINARY_FNS: &[&str] = &[
 ];
 const BITWISE_FNS: &[&str] = &["and", "or", "xor", "shl", "shr"];
 const UNARY_FNS: &[&str] = &[
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not",
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount",
 ];
 const FLOAT_UNARY_FNS: &[&str] = &["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu"];
 pub(crate) const CMP_PREDS: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
@@ -610,7 +610,9 @@ fn unary(c: &mut Check) {
         Some(f) if FLOAT_UNARY_FNS.contains(&f) && !elem.is_float() => {
             c.fail(format!("`{f}` needs a float operand, not `{}`", elem.name()));
         }
-        Some("not") if elem.is_float() => c.fail(format!("`not` needs an integer operand, not `{}`", elem.name())),
+        Some(f @ ("not" | "popcount")) if elem.is_float() => {
+            c.fail(format!("`{f}` needs an integer operand, not `{}`", elem.name()))
+        }
         _ => {}
     }
 }

@@ -1003,14 +1003,97 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// `tile.lane_id` or `tile.warp_id`.
     fn id(&mut self, block: tessera_ir::BlockId, e: &Expr, name: &str) -> ValueId {
-        let attrs =
-            if name.ends_with("_id") && !name.contains("lane") && !name.contains("warp") || name.ends_with("_dim") {
-                vec![("dim", Attr::Int(0))]
-            } else {
-                vec![]
-            };
-        self.op1(block, e.span, name, &[], attrs, Type::INDEX)
+        self.op1(block, e.span, name, &[], vec![], Type::INDEX)
+    }
+
+    /// `tile.thread_id`, `block_id`, `block_dim` or `grid_dim` along `axis`.
+    fn axis_id(&mut self, block: tessera_ir::BlockId, e: &Expr, name: &str, axis: i64) -> ValueId {
+        self.op1(block, e.span, name, &[], vec![("dim", Attr::Int(axis))], Type::INDEX)
+    }
+
+    fn index_op(&mut self, block: tessera_ir::BlockId, e: &Expr, f: &str, a: ValueId, b: ValueId) -> ValueId {
+        self.op1(
+            block,
+            e.span,
+            "tile.binary",
+            &[a, b],
+            vec![("fn", Attr::str(f))],
+            Type::INDEX,
+        )
+    }
+
+    /// The linear index of `name` (`tile.thread_id` in its block,
+    /// `tile.block_id` in the grid) over `axes` axes, x fastest, with
+    /// `extent` (`tile.block_dim`, `tile.grid_dim`) the size of each.
+    fn linear(&mut self, block: tessera_ir::BlockId, e: &Expr, name: &str, extent: &str, axes: i64) -> ValueId {
+        let mut linear = self.axis_id(block, e, name, axes - 1);
+        for axis in (0..axes - 1).rev() {
+            let size = self.axis_id(block, e, extent, axis);
+            let scaled = self.index_op(block, e, "mul", linear, size);
+            let at = self.axis_id(block, e, name, axis);
+            linear = self.index_op(block, e, "add", scaled, at);
+        }
+        linear
+    }
+
+    /// The product of `extent` (`tile.block_dim`, `tile.grid_dim`) over `axes` axes.
+    fn extent(&mut self, block: tessera_ir::BlockId, e: &Expr, extent: &str, axes: i64) -> ValueId {
+        let mut total = self.axis_id(block, e, extent, 0);
+        for axis in 1..axes {
+            let size = self.axis_id(block, e, extent, axis);
+            total = self.index_op(block, e, "mul", total, size);
+        }
+        total
+    }
+
+    /// The axes of the kernel's block: those of the header's `tile[(…)]`
+    /// up to the last one above 1, else one. The executor launches a kernel
+    /// compiled for a 1-D block only with 1-D blocks, so the thread's
+    /// linear index needs no y or z term there.
+    fn block_axes(&self) -> i64 {
+        let shape = block_shape(self.cx).unwrap_or_default();
+        shape.iter().rposition(|&d| d > 1).map_or(1, |last| last as i64 + 1)
+    }
+
+    /// A launch-geometry builtin (`launch.thread_id(axis)` and the rest,
+    /// `tile_linear_id()`…): along its constant `axis` when it has one,
+    /// else linear, x fastest; the grid may have up to three axes.
+    fn geometry(&mut self, block: tessera_ir::BlockId, e: &Expr, path: &str, args: &[Arg]) -> ValueId {
+        let axis = arg(args, 0, "axis").and_then(literal_attr).and_then(|a| a.as_int());
+        let block_axes = self.block_axes();
+        match (path, axis) {
+            ("launch.thread_id", Some(axis)) => {
+                let bid = self.axis_id(block, e, "tile.block_id", axis);
+                let bdim = self.axis_id(block, e, "tile.block_dim", axis);
+                let t = self.axis_id(block, e, "tile.thread_id", axis);
+                let base = self.index_op(block, e, "mul", bid, bdim);
+                self.index_op(block, e, "add", base, t)
+            }
+            ("launch.thread_id", None) => {
+                let bid = self.linear(block, e, "tile.block_id", "tile.grid_dim", 3);
+                let threads = self.extent(block, e, "tile.block_dim", block_axes);
+                let t = self.linear(block, e, "tile.thread_id", "tile.block_dim", block_axes);
+                let base = self.index_op(block, e, "mul", bid, threads);
+                self.index_op(block, e, "add", base, t)
+            }
+            (_, Some(axis)) => {
+                let name = match path {
+                    "launch.local_id" => "tile.thread_id",
+                    "launch.block_id" => "tile.block_id",
+                    "launch.block_dim" => "tile.block_dim",
+                    _ => "tile.grid_dim",
+                };
+                self.axis_id(block, e, name, axis)
+            }
+            ("launch.local_id" | "tile_linear_id", None) => {
+                self.linear(block, e, "tile.thread_id", "tile.block_dim", block_axes)
+            }
+            ("launch.block_id" | "group_linear_id", None) => self.linear(block, e, "tile.block_id", "tile.grid_dim", 3),
+            ("launch.block_dim" | "group_tile_count", None) => self.extent(block, e, "tile.block_dim", block_axes),
+            (_, None) => self.extent(block, e, "tile.grid_dim", 3),
+        }
     }
 
     fn call(&mut self, block: tessera_ir::BlockId, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
@@ -1030,7 +1113,7 @@ impl<'a> Lower<'_, 'a, '_> {
                             None
                         }
                         "thread_rank" => {
-                            let t = self.id(block, e, "tile.thread_id");
+                            let t = self.geometry(block, e, "tile_linear_id", &[]);
                             let s = self.op1(
                                 block,
                                 e.span,
@@ -1065,6 +1148,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 return None;
             }
+            // A dtype called as a function, `f32(x)`, is a cast.
+            None if matches!(self.cx.ty(callee), Some(Ty::DTypeValue(_))) => "cast",
             None => {
                 self.cx
                     .unsupported(callee.span, "a call of something that is not a function");
@@ -1072,30 +1157,8 @@ impl<'a> Lower<'_, 'a, '_> {
             }
         };
         match path {
-            "launch.thread_id" => {
-                let t = self.id(block, e, "tile.thread_id");
-                let bid = self.id(block, e, "tile.block_id");
-                let bdim = self.id(block, e, "tile.block_dim");
-                let base = self.op1(
-                    block,
-                    e.span,
-                    "tile.binary",
-                    &[bid, bdim],
-                    vec![("fn", Attr::str("mul"))],
-                    Type::INDEX,
-                );
-                Some(self.op1(
-                    block,
-                    e.span,
-                    "tile.binary",
-                    &[base, t],
-                    vec![("fn", Attr::str("add"))],
-                    Type::INDEX,
-                ))
-            }
-            "tile_linear_id" => Some(self.id(block, e, "tile.thread_id")),
-            "group_linear_id" | "launch.block_id" => Some(self.id(block, e, "tile.block_id")),
-            "group_tile_count" | "launch.block_dim" => Some(self.id(block, e, "tile.block_dim")),
+            "launch.thread_id" | "launch.local_id" | "launch.block_id" | "launch.block_dim" | "launch.grid_dim"
+            | "tile_linear_id" | "group_linear_id" | "group_tile_count" => Some(self.geometry(block, e, path, args)),
             "tile.lane_id" => Some(self.id(block, e, "tile.lane_id")),
             "tile.warp_id" => Some(self.id(block, e, "tile.warp_id")),
             "tbarrier" | "tile.barrier" => {
@@ -1135,41 +1198,19 @@ impl<'a> Lower<'_, 'a, '_> {
                 let ty = self.result_type(e)?;
                 Some(self.op1(block, e.span, "tile.const", &[], vec![("value", Attr::Float(0.0))], ty))
             }
-            "atomic_add" | "tile.atomic_add" => {
-                let target = arg(args, 0, "target")?;
-                let ExprKind::Subscript { base, args: index_args } = &target.kind else {
-                    self.cx
-                        .unsupported(target.span, "an atomic on something other than an element");
-                    return None;
+            "atomic_add" | "tile.atomic_add" | "atomic_max" | "atomic_min" | "atomic_and" | "atomic_or"
+            | "atomic_xor" | "atomic_exch" | "atomic_cas" => self.atomic(block, e, path, args),
+            "tile.warp_shuffle_down" | "tile.warp_shuffle_xor" | "tile.warp_shuffle_up" | "tile.warp_shuffle" => {
+                let (mode, lane) = match path {
+                    "tile.warp_shuffle_down" => ("down", "offset"),
+                    "tile.warp_shuffle_up" => ("up", "offset"),
+                    "tile.warp_shuffle_xor" => ("xor", "mask"),
+                    _ => ("idx", "lane"),
                 };
-                let (mem, index, _) = self.place(block, base, index_args)?;
-                let elem_ty = Type::Scalar(self.m.value_type(mem).elem()?);
-                let v = self.arg_value(block, args, 1, "value", e)?;
-                let v = self.convert(block, v, &elem_ty);
-                let mut operands = vec![mem];
-                operands.extend(index);
-                operands.push(v);
-                Some(self.op1(
-                    block,
-                    e.span,
-                    "tile.atomic",
-                    &operands,
-                    vec![("kind", Attr::str("add"))],
-                    elem_ty,
-                ))
-            }
-            "tile.warp_shuffle_down" | "tile.warp_shuffle_xor" => {
                 let v = self.arg_value(block, args, 0, "value", e)?;
-                let delta = self.arg_value(
-                    block,
-                    args,
-                    1,
-                    if path.ends_with("down") { "offset" } else { "mask" },
-                    e,
-                )?;
+                let delta = self.arg_value(block, args, 1, lane, e)?;
                 let delta = self.convert(block, delta, &Type::I32);
                 let ty = self.m.value_type(v).clone();
-                let mode = if path.ends_with("down") { "down" } else { "xor" };
                 Some(self.op1(
                     block,
                     e.span,
@@ -1179,17 +1220,26 @@ impl<'a> Lower<'_, 'a, '_> {
                     ty,
                 ))
             }
-            "tile.vote_any" | "tile.vote_all" => {
+            "tile.vote_any" | "tile.vote_all" | "tile.vote_ballot" => {
                 let p = self.arg_value(block, args, 0, "predicate", e)?;
                 let p = self.truth(block, p);
-                let mode = if path.ends_with("any") { "any" } else { "all" };
+                let (mode, ty) = match path {
+                    "tile.vote_any" => ("any", Type::I1),
+                    "tile.vote_all" => ("all", Type::I1),
+                    _ => ("ballot", Type::Scalar(ScalarType::U64)),
+                };
+                Some(self.op1(block, e.span, "tile.vote", &[p], vec![("mode", Attr::str(mode))], ty))
+            }
+            "tile.popcount" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let ty = self.m.value_type(x).clone();
                 Some(self.op1(
                     block,
                     e.span,
-                    "tile.vote",
-                    &[p],
-                    vec![("mode", Attr::str(mode))],
-                    Type::I1,
+                    "tile.unary",
+                    &[x],
+                    vec![("fn", Attr::str("popcount"))],
+                    ty,
                 ))
             }
             "tile.dot" => {
@@ -1347,6 +1397,44 @@ impl<'a> Lower<'_, 'a, '_> {
                 None
             }
         }
+    }
+
+    /// `atomic_add(x[i], v)` and its kin: `tile.atomic` of the kind the
+    /// name says on the element, giving the old value; `atomic_cas(x[i],
+    /// expected, v)` takes the expected value before the new one.
+    fn atomic(&mut self, block: tessera_ir::BlockId, e: &'a Expr, path: &str, args: &'a [Arg]) -> Option<ValueId> {
+        let kind = path.trim_start_matches("tile.").trim_start_matches("atomic_");
+        let target = arg(args, 0, "target")?;
+        let ExprKind::Subscript { base, args: index_args } = &target.kind else {
+            self.cx
+                .unsupported(target.span, "an atomic on something other than an element");
+            return None;
+        };
+        let (mem, index, sliced) = self.place(block, base, index_args)?;
+        if sliced {
+            self.cx.unsupported(target.span, "an atomic on a slice");
+            return None;
+        }
+        let elem_ty = Type::Scalar(self.m.value_type(mem).elem()?);
+        let mut operands = vec![mem];
+        operands.extend(index);
+        let values: &[&str] = if kind == "cas" {
+            &["expected", "value"]
+        } else {
+            &["value"]
+        };
+        for (i, name) in values.iter().enumerate() {
+            let v = self.arg_value(block, args, i + 1, name, e)?;
+            operands.push(self.convert(block, v, &elem_ty));
+        }
+        Some(self.op1(
+            block,
+            e.span,
+            "tile.atomic",
+            &operands,
+            vec![("kind", Attr::str(kind))],
+            elem_ty,
+        ))
     }
 
     /// `tile.cp_async(src)` (a fresh shared buffer), `tile.cp_async(dst,

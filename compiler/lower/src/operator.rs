@@ -387,6 +387,8 @@ impl<'a> Lower<'_, 'a, '_> {
                     .build();
                 self.b.results(op).first().copied()
             }
+            // A dtype called as a function, `f32(x)`, is a cast.
+            None if matches!(self.cx.ty(callee), Some(Ty::DTypeValue(_))) => self.builtin(e, "cast", args),
             None => {
                 self.cx
                     .unsupported(callee.span, "a call of something that is not a function");

@@ -41,7 +41,7 @@ impl Rng {
     }
 
     /// Uniform in [-1, 1).
-    fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
     }
 
@@ -55,7 +55,7 @@ fn example(name: &str) -> (Device, tessera_exec::Loaded) {
 }
 
 /// `DIR/NAME.tsr` of the repository, built for the test device and loaded.
-fn program(dir: &str, name: &str) -> (Device, tessera_exec::Loaded) {
+pub(crate) fn program(dir: &str, name: &str) -> (Device, tessera_exec::Loaded) {
     let path = common::repo().join(dir).join(format!("{name}.tsr"));
     let (device, loaded, _) = program_tuned(&path, name, None);
     (device, loaded)
@@ -80,7 +80,7 @@ fn program_tuned(path: &Path, name: &str, tuning: Option<&Tuning>) -> (Device, t
 }
 
 /// A f32 tensor of random values and the values it holds.
-fn f32_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorValue, Vec<f64>) {
+pub(crate) fn f32_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorValue, Vec<f64>) {
     let n = shape.iter().product();
     let v: Vec<f32> = (0..n).map(|_| (rng.uniform() * scale) as f32).collect();
     let t = TensorValue::new(Tensor::from_slice(shape, &v).unwrap());
@@ -96,23 +96,25 @@ fn bf16_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorValue, Vec<
     (t, bits.iter().map(|&b| f64::from(bf16_to_f32(b))).collect())
 }
 
-/// An output tensor filled with NaN.
-fn poisoned(dtype: DType, shape: &[usize]) -> TensorValue {
+/// An output tensor filled with NaN, or for an integer dtype with the
+/// bytes 0xA5 (an `i32` of -1515870811).
+pub(crate) fn poisoned(dtype: DType, shape: &[usize]) -> TensorValue {
     let n: usize = shape.iter().product();
     let bytes: Vec<u8> = match dtype {
         DType::F32 => (0..n).flat_map(|_| f32::NAN.to_le_bytes()).collect(),
         DType::Bf16 => (0..n).flat_map(|_| 0x7fc0u16.to_le_bytes()).collect(),
+        d if !d.is_float() => vec![0xA5; n * d.size()],
         d => panic!("no poison for {d}"),
     };
     TensorValue::new(Tensor::from_bytes(dtype, shape, &bytes).unwrap())
 }
 
-fn values(device: &Device, t: &TensorValue) -> Vec<f64> {
+pub(crate) fn values(device: &Device, t: &TensorValue) -> Vec<f64> {
     t.host(device).unwrap().to_f64_vec()
 }
 
 /// Every `got[i]` within `bound[i]` of `want[i]` (and not NaN).
-fn check(what: &str, seed: u64, got: &[f64], want: &[f64], bound: &[f64]) {
+pub(crate) fn check(what: &str, seed: u64, got: &[f64], want: &[f64], bound: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let mut worst = (0.0f64, 0usize);
     // NaN is never within a bound.

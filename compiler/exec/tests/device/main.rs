@@ -8,5 +8,6 @@
 mod common;
 mod determinism;
 mod examples;
+mod kernels;
 mod minifloat;
 mod random;

@@ -1,0 +1,412 @@
+//! The hand-written kernels of `tests/kernels/` — shared memory and
+//! barriers, warp shuffles and votes, every kind of atomic, 2-D blocks and
+//! grids — run on the test device and checked against references computed
+//! here on fresh random inputs: float64 for float results, exact for
+//! integers. Outputs are poisoned first (NaN, or 0xA5 bytes for integers),
+//! except where a kernel accumulates into its output, which then starts
+//! from values the reference includes.
+
+use tessera_runtime::cpu::LaunchConfig;
+use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::{DType, Device, Tensor};
+
+use crate::examples::{check, f32_tensor, poisoned, program, values, Rng};
+
+/// The values of an integer tensor.
+fn ints(device: &Device, t: &TensorValue) -> Vec<i64> {
+    let host = t.host(device).unwrap();
+    (0..host.numel()).map(|i| host.get(i).as_i64()).collect()
+}
+
+fn int_tensor(values: &[i32]) -> TensorValue {
+    TensorValue::new(Tensor::from_slice(&[values.len()], values).unwrap())
+}
+
+fn launch(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+    LaunchConfig {
+        grid,
+        block,
+        shared_bytes: 0,
+    }
+}
+
+fn dims(pairs: &[(&str, usize)]) -> Vec<(String, i64)> {
+    pairs.iter().map(|&(d, v)| (d.to_string(), v as i64)).collect()
+}
+
+/// `f32` rounding error bounds of a sum: `scale` ulps of the sum of magnitudes.
+fn sum_bound(abs: f64, scale: f64) -> f64 {
+    scale * f64::from(f32::EPSILON) * abs + f64::from(f32::MIN_POSITIVE)
+}
+
+#[test]
+fn histogram_counts_and_ranks_each_value() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "histogram");
+    let n = 500 + rng.below(4000) as usize;
+    let bins = 5 + rng.below(60) as usize;
+    let xs: Vec<i32> = (0..n).map(|_| rng.below(100_000) as i32).collect();
+    let hist = int_tensor(&vec![0; bins]);
+    let order = poisoned(DType::I32, &[n]);
+    let args = [
+        Value::Tensor(int_tensor(&xs)),
+        Value::Tensor(hist.clone()),
+        Value::Tensor(order.clone()),
+    ];
+    let grid = n.div_ceil(128) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "histogram",
+            launch([grid, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n), ("B", bins)]),
+        )
+        .unwrap();
+    let (got, order) = (ints(&device, &hist), ints(&device, &order));
+    for (b, &count) in got.iter().enumerate() {
+        let members: Vec<usize> = (0..n).filter(|&i| xs[i] as usize % bins == b).collect();
+        assert_eq!(count, members.len() as i64, "bin {b} (seed {seed:#x})");
+        // The old counts the adds gave back are 0, 1, … in some order.
+        let mut ranks: Vec<i64> = members.iter().map(|&i| order[i]).collect();
+        ranks.sort_unstable();
+        assert!(
+            ranks.iter().enumerate().all(|(k, &r)| r == k as i64),
+            "bin {b} (seed {seed:#x}): the old values are {ranks:?}"
+        );
+    }
+}
+
+#[test]
+fn block_sum_reduces_through_shuffles_and_shared_memory() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "block_sum");
+    let n = 100 + rng.below(6000) as usize;
+    let groups = n.div_ceil(256);
+    let (x, xs) = f32_tensor(&mut rng, &[n], 10.0);
+    let out = poisoned(DType::F32, &[groups]);
+    let args = [Value::Tensor(x), Value::Tensor(out.clone())];
+    loaded
+        .launch_kernel(
+            &device,
+            "block_sum",
+            launch([groups as u32, 1, 1], [256, 1, 1]),
+            &args,
+            &dims(&[("N", n), ("G", groups)]),
+        )
+        .unwrap();
+    let want: Vec<f64> = xs.chunks(256).map(|c| c.iter().sum()).collect();
+    let bound: Vec<f64> = xs
+        .chunks(256)
+        .map(|c| sum_bound(c.iter().map(|x| x.abs()).sum(), 8.0))
+        .collect();
+    check("block_sum", seed, &values(&device, &out), &want, &bound);
+}
+
+#[test]
+fn block_scan_gives_prefix_sums_of_each_block() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "block_scan");
+    let n = 1 + rng.below(2000) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 4.0);
+    let y = poisoned(DType::F32, &[n]);
+    let args = [Value::Tensor(x), Value::Tensor(y.clone())];
+    let grid = n.div_ceil(128) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "block_scan",
+            launch([grid, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let mut want = Vec::with_capacity(n);
+    let mut bound = Vec::with_capacity(n);
+    for block in xs.chunks(128) {
+        let (mut sum, mut abs) = (0.0, 0.0);
+        for x in block {
+            sum += x;
+            abs += x.abs();
+            want.push(sum);
+            // Seven levels of pairwise sums.
+            bound.push(sum_bound(abs, 8.0));
+        }
+    }
+    check("block_scan", seed, &values(&device, &y), &want, &bound);
+}
+
+#[test]
+fn transpose_moves_tiles_through_shared_memory_on_a_2d_grid() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "transpose");
+    let (m, n) = (1 + rng.below(100) as usize, 1 + rng.below(100) as usize);
+    let (a, av) = f32_tensor(&mut rng, &[m, n], 100.0);
+    let b = poisoned(DType::F32, &[n, m]);
+    let args = [Value::Tensor(a), Value::Tensor(b.clone())];
+    let grid = [n.div_ceil(32) as u32, m.div_ceil(32) as u32, 1];
+    loaded
+        .launch_kernel(
+            &device,
+            "transpose",
+            launch(grid, [32, 8, 1]),
+            &args,
+            &dims(&[("M", m), ("N", n)]),
+        )
+        .unwrap();
+    let want: Vec<f64> = (0..n * m).map(|k| av[(k % m) * n + k / m]).collect();
+    check(
+        &format!("transpose {m}x{n}"),
+        seed,
+        &values(&device, &b),
+        &want,
+        &vec![0.0; n * m],
+    );
+}
+
+#[test]
+fn row_softmax_reduces_each_row_in_shared_memory() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "row_softmax");
+    let (rows, cols) = (1 + rng.below(8) as usize, 1 + rng.below(700) as usize);
+    let (x, xs) = f32_tensor(&mut rng, &[rows, cols], 8.0);
+    let y = poisoned(DType::F32, &[rows, cols]);
+    let args = [Value::Tensor(x), Value::Tensor(y.clone())];
+    loaded
+        .launch_kernel(
+            &device,
+            "row_softmax",
+            launch([rows as u32, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("R", rows), ("C", cols)]),
+        )
+        .unwrap();
+    let mut want = Vec::with_capacity(rows * cols);
+    for row in xs.chunks(cols) {
+        let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = row.iter().map(|x| (x - top).exp()).sum();
+        want.extend(row.iter().map(|x| (x - top).exp() / total));
+    }
+    // A few ulps for each exponential and the division, and the sum's
+    // rounding, which its terms share.
+    let bound: Vec<f64> = want
+        .iter()
+        .map(|w| w * 16.0 * f64::from(f32::EPSILON) + 1e-30)
+        .collect();
+    check("row_softmax", seed, &values(&device, &y), &want, &bound);
+}
+
+#[test]
+fn warp_scan_shuffles_up_and_broadcasts_the_total() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "warp_scan");
+    let n = 1 + rng.below(1000) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 4.0);
+    let (y, totals) = (poisoned(DType::F32, &[n]), poisoned(DType::F32, &[n]));
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(y.clone()),
+        Value::Tensor(totals.clone()),
+    ];
+    let grid = n.div_ceil(128) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "warp_scan",
+            launch([grid, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let (mut want, mut want_totals, mut bound, mut total_bound) = (vec![], vec![], vec![], vec![]);
+    for warp in xs.chunks(32) {
+        let (mut sum, mut abs) = (0.0, 0.0);
+        for x in warp {
+            sum += x;
+            abs += x.abs();
+            want.push(sum);
+            bound.push(sum_bound(abs, 6.0));
+        }
+        want_totals.extend(std::iter::repeat_n(sum, warp.len()));
+        total_bound.extend(std::iter::repeat_n(sum_bound(abs, 6.0), warp.len()));
+    }
+    check("warp_scan", seed, &values(&device, &y), &want, &bound);
+    check(
+        "warp_scan totals",
+        seed,
+        &values(&device, &totals),
+        &want_totals,
+        &total_bound,
+    );
+}
+
+#[test]
+fn ballot_masks_count_and_rank_the_voting_lanes() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "ballot");
+    let n = 1 + rng.below(300) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1.0);
+    let outputs = [
+        poisoned(DType::U64, &[n]),
+        poisoned(DType::I32, &[n]),
+        poisoned(DType::I32, &[n]),
+        poisoned(DType::I32, &[n]),
+    ];
+    let mut args = vec![Value::Tensor(x)];
+    args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
+    let grid = n.div_ceil(64) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "ballot",
+            launch([grid, 1, 1], [64, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let got: Vec<Vec<i64>> = outputs.iter().map(|t| ints(&device, t)).collect();
+    for i in 0..n {
+        let warp = i / 32 * 32;
+        // Lanes past the end vote with the value 0.
+        let lane_value = |j: usize| xs.get(warp + j).copied().unwrap_or(0.0);
+        let mask = (0..32).filter(|&j| lane_value(j) > 0.0).fold(0u64, |m, j| m | 1 << j);
+        let below = mask & ((1u64 << (i % 32)) - 1);
+        let flags =
+            i64::from((0..32).any(|j| lane_value(j) > 0.5)) + 2 * i64::from((0..32).all(|j| lane_value(j) > -0.5));
+        let want = [
+            mask as i64,
+            i64::from(mask.count_ones()),
+            i64::from(below.count_ones()),
+            flags,
+        ];
+        for ((name, got), want) in ["mask", "count", "rank", "any/all"].iter().zip(&got).zip(want) {
+            assert_eq!(got[i], want, "{name} of lane {i} (seed {seed:#x})");
+        }
+    }
+}
+
+#[test]
+fn integer_atomics_combine_every_value_and_compact_a_stream() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "atomics");
+    let n = 1 + rng.below(3000) as usize;
+    let xs: Vec<i32> = (0..n).map(|_| rng.below(2_000_001) as i32 - 1_000_000).collect();
+    let start = [i32::MIN, i32::MAX, -1, 0, rng.below(1 << 30) as i32];
+    let acc = int_tensor(&start);
+    let kept = poisoned(DType::I32, &[n]);
+    let count = int_tensor(&[0]);
+    let args = [
+        Value::Tensor(int_tensor(&xs)),
+        Value::Tensor(acc.clone()),
+        Value::Tensor(kept.clone()),
+        Value::Tensor(count.clone()),
+    ];
+    let grid = n.div_ceil(128) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "int_atomics",
+            launch([grid, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let want = [
+        xs.iter().copied().fold(start[0], i32::max),
+        xs.iter().copied().fold(start[1], i32::min),
+        xs.iter().fold(start[2], |a, x| a & x),
+        xs.iter().fold(start[3], |a, x| a | x),
+        xs.iter().fold(start[4], |a, x| a ^ x),
+    ];
+    let got: Vec<i64> = ints(&device, &acc);
+    for (k, name) in ["max", "min", "and", "or", "xor"].iter().enumerate() {
+        assert_eq!(got[k], i64::from(want[k]), "atomic {name} (seed {seed:#x})");
+    }
+    let mut multiples: Vec<i64> = xs.iter().filter(|&&x| x % 3 == 0).map(|&x| i64::from(x)).collect();
+    let count = ints(&device, &count)[0] as usize;
+    assert_eq!(count, multiples.len(), "compacted count (seed {seed:#x})");
+    let kept = ints(&device, &kept);
+    let mut compacted = kept[..count].to_vec();
+    compacted.sort_unstable();
+    multiples.sort_unstable();
+    assert_eq!(compacted, multiples, "compacted values (seed {seed:#x})");
+    let poison = i64::from(i32::from_le_bytes([0xA5; 4]));
+    assert!(
+        kept[count..].iter().all(|&k| k == poison),
+        "a slot past the count was written (seed {seed:#x})"
+    );
+}
+
+#[test]
+fn float_atomics_keep_the_extremes_and_multiply_by_compare_and_swap() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "atomics");
+    // From 1024 threads on, `i << 21` reaches 2^31: a signed max would differ.
+    let n = 1100 + rng.below(2000) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1000.0);
+    let hi = TensorValue::new(Tensor::from_slice(&[1], &[f32::MIN]).unwrap());
+    let lo = TensorValue::new(Tensor::from_slice(&[1], &[f32::MAX]).unwrap());
+    let last = TensorValue::new(Tensor::from_slice(&[1], &[0u32]).unwrap());
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(hi.clone()),
+        Value::Tensor(lo.clone()),
+        Value::Tensor(last.clone()),
+    ];
+    let grid = n.div_ceil(128) as u32;
+    loaded
+        .launch_kernel(
+            &device,
+            "float_atomics",
+            launch([grid, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let top = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let bottom = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    check("atomic max", seed, &values(&device, &hi), &[top], &[0.0]);
+    check("atomic min", seed, &values(&device, &lo), &[bottom], &[0.0]);
+    let top_bits = (0..n as u32).map(|i| i.wrapping_shl(21)).max().unwrap_or(0);
+    assert_eq!(
+        ints(&device, &last),
+        [i64::from(top_bits)],
+        "unsigned atomic max (seed {seed:#x})"
+    );
+
+    let m = 1 + rng.below(256) as usize;
+    let factors: Vec<f32> = (0..m).map(|_| (1.0 + 0.1 * rng.uniform()) as f32).collect();
+    let prod = TensorValue::new(Tensor::from_slice(&[1], &[1.0f32]).unwrap());
+    let args = [
+        Value::Tensor(TensorValue::new(Tensor::from_slice(&[m], &factors).unwrap())),
+        Value::Tensor(prod.clone()),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "product",
+            launch([m.div_ceil(64) as u32, 1, 1], [64, 1, 1]),
+            &args,
+            &dims(&[("N", m)]),
+        )
+        .unwrap();
+    let want: f64 = factors.iter().map(|&f| f64::from(f)).product();
+    // One rounding per factor, in whatever order the threads won.
+    let bound = want * (m as f64 + 1.0) * f64::from(f32::EPSILON);
+    check(
+        "compare-and-swap product",
+        seed,
+        &values(&device, &prod),
+        &[want],
+        &[bound],
+    );
+}
