@@ -274,8 +274,10 @@ fn function(db: &dyn Db, func: Function<'_>) -> String {
     if let Some(name) = &sig.numerics {
         lines.push(format!("numerics: {}", policy(db, Some(func.file), name)));
     }
-    if sig.kind == FnKind::Kernel {
-        lines.push("kernel: launched with `[grid=..., block=...]`".to_string());
+    match sig.kind {
+        FnKind::Kernel => lines.push("kernel: launched with `[grid=..., block=...]`".to_string()),
+        FnKind::Device => lines.push("device function: called from kernels, inlined into them".to_string()),
+        FnKind::Function => {}
     }
     match sig.deterministic {
         Some(Some(seed)) => lines.push(format!("deterministic, seed {seed}")),
@@ -369,6 +371,7 @@ pub fn builtin_label(b: &Builtin) -> String {
 fn decorator(name: &str) -> Option<String> {
     let doc = match name {
         "kernel" => "a kernel: written per tile or thread, launched from host code with `[grid=..., block=...]`; clauses such as `tile[(128,)]` and `shared(16_KiB)` configure it",
+        "device" => "a device function: kernel code called from kernels and other device functions, and inlined into them; it may use the kernel-only builtins and return a value",
         "deterministic" => "the determinism contract: bit-identical results on every run and backend (`seed=` keys the random streams)",
         "numerics" => "the numerics policy of the function: storage, compute and accumulate dtypes, rounding, saturation",
         "test" => "a test, run on the CPU by the test runner",

@@ -505,6 +505,24 @@ def k(x: f32[N]):
     smem[0] = x[0]
 ```",
 
+    E0216: "device function misused" =>
+"A `@device` function is kernel code: it is called from kernels and from
+other device functions, and the compiler inlines it there. Host code and
+operator functions cannot call it, a function cannot be both `@kernel`
+and `@device`, and a device function cannot call itself, directly or
+through others (inlining would not end).
+
+```tessera
+@device
+def square(v: f32) -> f32:
+    return v * v
+
+def main():
+    print(square(2.0))
+```
+
+Launch a kernel that calls it instead.",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges
@@ -690,6 +708,25 @@ colliding indices) is used in `@deterministic` code.
 def f(t: f32[N], i: i64[M], v: f32[M]) -> f32[N] effects(memory):
     return op.scatter_add(t, i, v)
 ```",
+
+    E0505: "deterministic code calls a device function outside the contract" =>
+"A `@device` function is inlined into the kernel that calls it, so its body
+runs under the caller's determinism contract. Deterministic code calls only
+device functions that are `@deterministic` themselves, whose bodies are
+checked against the contract.
+
+```tessera
+@device
+def bump(x: mut f32[N], v: f32):
+    atomic_add(x[0], v)
+
+@kernel
+@deterministic(seed=1)
+def k(x: mut f32[N]):
+    bump(x, 1.0)
+```
+
+Mark the device function `@deterministic`.",
 
     E0601: "barrier under thread-dependent control flow" =>
 "A barrier must be reached by every thread of the block. Under a condition

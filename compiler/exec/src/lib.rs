@@ -134,6 +134,7 @@ pub fn roles(db: &Database, file: FileId) -> impl Fn(&FnDef) -> Role + '_ {
     let source = db.source(file);
     move |def: &FnDef| match tessera_lower::role(db, source, &def.name.name) {
         FnRole::Kernel => Role::Kernel,
+        FnRole::Device => Role::Device,
         FnRole::Operator => Role::Operator,
         FnRole::Host => Role::Host,
     }

@@ -21,11 +21,10 @@ use tessera_syntax::ast::{Arg, Block, Expr, ExprKind, Stmt, StmtKind};
 use crate::body::BodyCtx;
 use crate::builtins::Shape;
 use crate::db::relative;
-use crate::signature::FnKind;
 use crate::ty::{Space, TensorTy, Ty};
 
 pub(crate) fn check(ctx: &BodyCtx) -> Vec<Diagnostic> {
-    if ctx.sig.kind != FnKind::Kernel {
+    if !ctx.sig.kind.is_device_code() {
         return Vec::new();
     }
     let mut diagnostics: Vec<Diagnostic> = shared_budget(ctx).into_iter().collect();

@@ -9,39 +9,86 @@
 //! the conditions they are assigned under. Parameters, dims and shared
 //! buffers are uniform: an element store (`smem[i] = x`) does not make the
 //! buffer thread-dependent, since its elements are read back after a barrier.
+//!
+//! A device function's barriers are its callers' too. The per-body check
+//! ([`check`]) covers the barriers a kernel or device function writes;
+//! across calls ([`check_calls`], from the file-level pass in `device.rs`),
+//! a call of a device function that waits at a barrier ([`Summary`]) is a
+//! barrier of the caller, and an argument that differs between threads must
+//! not decide whether the callee reaches one (its *governing* parameters:
+//! found by a walk that takes each parameter as a source, [`summarize`]).
 
 use std::collections::{HashMap, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_syntax::ast::{BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
+use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
 
-use crate::body::BodyCtx;
+use crate::body::{BodyCtx, CallTarget};
 use crate::builtins::{Builtin, Shape};
-use crate::db::relative;
-use crate::signature::FnKind;
+use crate::db::{self, relative, FnId};
 
+/// The barriers a kernel or device function writes itself.
 pub(crate) fn check(ctx: &BodyCtx) -> Vec<Diagnostic> {
-    if ctx.sig.kind != FnKind::Kernel {
+    if !ctx.sig.kind.is_device_code() {
         return Vec::new();
     }
-    let locals = Taint::compute(ctx);
-    let mut walker = Walker {
-        ctx,
-        locals: &locals,
-        causes: Vec::new(),
-        exits: Vec::new(),
-        reported: HashSet::new(),
-        diagnostics: Vec::new(),
-    };
-    walker.block(&ctx.def.body);
-    walker.diagnostics
+    Walker::run(ctx, Mode::Builtins).diagnostics
+}
+
+/// What a device function does with barriers, as its callers see it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// It waits at a barrier, itself or through a call.
+    pub collective: bool,
+    /// The parameters that decide whether, or how often, it reaches one.
+    pub governing: Vec<usize>,
+}
+
+/// The summary a callee has so far: `None` when it is not a device function.
+pub(crate) type Summaries<'s> = &'s dyn Fn(&CallTarget) -> Option<Summary>;
+
+/// The calls of a kernel or device function that wait at a barrier through
+/// a device function, and the arguments that decide whether they do.
+pub(crate) fn check_calls(ctx: &BodyCtx, summaries: Summaries) -> Vec<Diagnostic> {
+    Walker::run(ctx, Mode::Calls(summaries)).diagnostics
+}
+
+/// A device function's summary, given its callees' summaries so far.
+pub(crate) fn summarize(ctx: &BodyCtx, summaries: Summaries) -> Summary {
+    let walker = Walker::run(ctx, Mode::Summarize(summaries));
+    let mut governing: Vec<usize> = walker.governing.into_iter().collect();
+    governing.sort_unstable();
+    Summary {
+        collective: walker.collective,
+        governing,
+    }
+}
+
+/// What a walk looks for.
+#[derive(Clone, Copy)]
+enum Mode<'s> {
+    /// Reports block-collective builtins under thread-dependent control.
+    Builtins,
+    /// Reports calls of device functions that wait at barriers, and
+    /// thread-dependent arguments to their governing parameters.
+    Calls(Summaries<'s>),
+    /// Takes the parameters as sources and records what a caller must know.
+    Summarize(Summaries<'s>),
+}
+
+/// Where a thread-dependent value comes from.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    Builtin(&'static Builtin),
+    /// A device function's parameter (only when summarizing it).
+    Param(usize),
 }
 
 /// Where a thread-dependent local gets its value from.
 #[derive(Clone, Copy, Debug)]
 struct Source {
-    builtin: &'static Builtin,
+    origin: Origin,
     /// Assigned straight from the builtin's call (`i = tile_linear_id()`).
     direct: bool,
 }
@@ -64,18 +111,54 @@ impl Dependence {
                 let direct = ctx
                     .builtin(value.unparen().span)
                     .is_some_and(|called| called.path == b.path);
-                Source { builtin: b, direct }
+                Source {
+                    origin: Origin::Builtin(b),
+                    direct,
+                }
             }
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        match self {
+            Dependence::Local(_, source) => source.origin,
+            Dependence::Call(b) => Origin::Builtin(b),
         }
     }
 
     /// Names the value for a label: "the thread index `i`".
     fn describe(&self) -> String {
         match self {
-            Dependence::Local(name, Source { builtin, direct: true }) if builtin.shape == Shape::Index => {
+            Dependence::Local(
+                name,
+                Source {
+                    origin: Origin::Param(_),
+                    direct: true,
+                },
+            ) => format!("the parameter `{name}`"),
+            Dependence::Local(
+                name,
+                Source {
+                    origin: Origin::Param(_),
+                    ..
+                },
+            ) => format!("`{name}`"),
+            Dependence::Local(
+                name,
+                Source {
+                    origin: Origin::Builtin(builtin),
+                    direct: true,
+                },
+            ) if builtin.shape == Shape::Index => {
                 format!("the {} `{name}`", index_kind(builtin))
             }
-            Dependence::Local(name, source) => format!("`{name}`, which varies with `{}()`", source.builtin.path),
+            Dependence::Local(
+                name,
+                Source {
+                    origin: Origin::Builtin(builtin),
+                    ..
+                },
+            ) => format!("`{name}`, which varies with `{}()`", builtin.path),
             Dependence::Call(b) if b.shape == Shape::Index => format!("the {} `{}()`", index_kind(b), b.path),
             Dependence::Call(b) => format!("`{}(...)`, which differs between threads", b.path),
         }
@@ -121,10 +204,22 @@ struct Taint<'a> {
 }
 
 impl<'a> Taint<'a> {
-    fn compute(ctx: &'a BodyCtx<'a>) -> HashMap<String, Source> {
+    /// The thread-dependent locals; with `params`, a device function's
+    /// parameters count as sources.
+    fn compute(ctx: &'a BodyCtx<'a>, params: bool) -> HashMap<String, Source> {
+        let mut locals = HashMap::new();
+        if params {
+            for (i, p) in ctx.sig.params.iter().enumerate() {
+                let source = Source {
+                    origin: Origin::Param(i),
+                    direct: true,
+                };
+                locals.insert(p.name.clone(), source);
+            }
+        }
         let mut taint = Taint {
             ctx,
-            locals: HashMap::new(),
+            locals,
             assignments: HashMap::new(),
             first_round: true,
             changed: true,
@@ -278,6 +373,7 @@ struct Cause {
     span: Span,
     label: String,
     kind: CauseKind,
+    origin: Origin,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -314,9 +410,18 @@ impl ExitKind {
     }
 }
 
+/// A point every thread of the block must reach: a block-collective
+/// builtin, or a call of a device function that waits at one.
+struct Point {
+    span: Span,
+    /// `tbarrier()`, or `` `f`, which waits at a barrier, ``.
+    what: String,
+}
+
 struct Walker<'a> {
     ctx: &'a BodyCtx<'a>,
-    locals: &'a HashMap<String, Source>,
+    mode: Mode<'a>,
+    locals: HashMap<String, Source>,
     /// The thread-dependent conditions around the current point, innermost last.
     causes: Vec<Cause>,
     /// Early exits taken by some threads that still affect the current
@@ -326,16 +431,106 @@ struct Walker<'a> {
     /// Barriers already reported (loop bodies are walked twice).
     reported: HashSet<Span>,
     diagnostics: Vec<Diagnostic>,
+    /// When summarizing: whether a point was found, and the parameters
+    /// that decide whether one is reached.
+    collective: bool,
+    governing: HashSet<usize>,
 }
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    fn run(ctx: &'a BodyCtx<'a>, mode: Mode<'a>) -> Walker<'a> {
+        let locals = Taint::compute(ctx, matches!(mode, Mode::Summarize(_)));
+        let mut walker = Walker {
+            ctx,
+            mode,
+            locals,
+            causes: Vec::new(),
+            exits: Vec::new(),
+            reported: HashSet::new(),
+            diagnostics: Vec::new(),
+            collective: false,
+            governing: HashSet::new(),
+        };
+        walker.block(&ctx.def.body);
+        walker
+    }
+
     fn cause(&self, e: &Expr, kind: CauseKind, what: &str) -> Option<Cause> {
-        let dep = dependence(self.ctx, self.locals, e)?;
+        let dep = dependence(self.ctx, &self.locals, e)?;
         Some(Cause {
             span: e.span,
             label: format!("{what} depends on {}", dep.describe()),
             kind,
+            origin: dep.origin(),
         })
+    }
+
+    /// The summary of the device function a call expression calls.
+    fn callee(&self, call: Span) -> Option<Summary> {
+        let summaries = match self.mode {
+            Mode::Builtins => return None,
+            Mode::Calls(s) | Mode::Summarize(s) => s,
+        };
+        summaries(&self.ctx.calls.get(&call)?.target)
+    }
+
+    /// The barrier point at `e` for this walk's mode.
+    fn point(&self, e: &Expr) -> Option<Point> {
+        if let Some(b) = self.ctx.builtin(e.span).filter(|b| b.block_collective) {
+            return match self.mode {
+                Mode::Calls(_) => None,
+                _ => Some(Point {
+                    span: e.span,
+                    what: format!("`{}()`", b.path),
+                }),
+            };
+        }
+        if !self.callee(e.span)?.collective {
+            return None;
+        }
+        let name = match &self.ctx.calls.get(&e.span)?.target {
+            CallTarget::Function { name, .. } => name.clone(),
+            CallTarget::Builtin(b) => b.path.to_string(),
+        };
+        Some(Point {
+            span: e.span,
+            what: format!("`{name}()`, which waits at a barrier,"),
+        })
+    }
+
+    /// The arguments of a call of a device function that decide whether it
+    /// reaches a barrier: each must be the same in every thread.
+    fn governing_args(&mut self, call: &Expr, args: &[Arg]) {
+        let Some(summary) = self.callee(call.span).filter(|s| !s.governing.is_empty()) else {
+            return;
+        };
+        let Some(CallTarget::Function { file, name }) = self.ctx.calls.get(&call.span).map(|c| c.target.clone()) else {
+            return;
+        };
+        let sig = db::signature(self.ctx.db, FnId::new(self.ctx.db, file, name.clone()));
+        for &index in &summary.governing {
+            let Some(param) = sig.params.get(index) else { continue };
+            let arg = args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| n.name == param.name))
+                .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(index));
+            let Some(arg) = arg else { continue };
+            let Some(dep) = dependence(self.ctx, &self.locals, &arg.value) else {
+                continue;
+            };
+            match dep.origin() {
+                Origin::Param(i) => {
+                    self.governing.insert(i);
+                }
+                Origin::Builtin(_) if matches!(self.mode, Mode::Calls(_)) => {
+                    if self.reported.insert(arg.value.span) {
+                        self.diagnostics
+                            .push(governing_argument(&arg.value, &dep, &name, &param.name));
+                    }
+                }
+                Origin::Builtin(_) => {}
+            }
+        }
     }
 
     fn block(&mut self, block: &Block) {
@@ -435,10 +630,8 @@ impl Walker<'_> {
         if let Some(exit) = carried {
             let mut barriers = Vec::new();
             each_expr(body, &mut |e| self.collect_barriers(e, &mut barriers));
-            for (call, b) in barriers {
-                if self.reported.insert(call) {
-                    self.diagnostics.push(barrier_after_exit(call, b, &exit));
-                }
+            for point in barriers {
+                self.report(point, |p| barrier_after_exit(p, &exit), exit.cause.origin);
             }
         }
         // A loop's own `break`s and `continue`s end with it; returns last.
@@ -475,18 +668,19 @@ impl Walker<'_> {
                 self.guarded(cause, |w| w.expr(rhs));
             }
             _ => {
-                if let Some(b) = self.ctx.builtin(e.span).filter(|b| b.block_collective) {
-                    self.barrier(e.span, b);
+                if let Some(point) = self.point(e) {
+                    self.barrier(point);
+                }
+                if let ExprKind::Call { args, .. } = &e.kind {
+                    self.governing_args(e, args);
                 }
                 e.kind.for_each_child(|child| self.expr(child));
             }
         }
     }
 
-    fn collect_barriers(&self, e: &Expr, out: &mut Vec<(Span, &'static Builtin)>) {
-        if let Some(b) = self.ctx.builtin(e.span).filter(|b| b.block_collective) {
-            out.push((e.span, b));
-        }
+    fn collect_barriers(&self, e: &Expr, out: &mut Vec<Point>) {
+        out.extend(self.point(e));
         e.kind.for_each_child(|child| self.collect_barriers(child, out));
     }
 
@@ -499,23 +693,51 @@ impl Walker<'_> {
         }
     }
 
-    fn barrier(&mut self, call: Span, b: &Builtin) {
-        if self.reported.contains(&call) {
-            return;
+    fn barrier(&mut self, point: Point) {
+        self.collective = true;
+        if let Some(cause) = self.causes.last().cloned() {
+            self.report(point, |p| divergent_barrier(p, &cause), cause.origin);
+        } else if let Some(exit) = self.exits.first().cloned() {
+            self.report(point, |p| barrier_after_exit(p, &exit), exit.cause.origin);
         }
-        let diag = if let Some(cause) = self.causes.last() {
-            divergent_barrier(call, b, cause)
-        } else if let Some(exit) = self.exits.first() {
-            barrier_after_exit(call, b, exit)
-        } else {
-            return;
-        };
-        self.reported.insert(call);
-        self.diagnostics.push(diag);
+    }
+
+    /// A point some threads miss, because of a value from `origin`: an
+    /// error, or when summarizing a device function whose parameter it is,
+    /// a governing parameter its callers check.
+    fn report(&mut self, point: Point, diagnose: impl FnOnce(&Point) -> Diagnostic, origin: Origin) {
+        match (self.mode, origin) {
+            (Mode::Summarize(_), Origin::Param(i)) => {
+                self.governing.insert(i);
+            }
+            (Mode::Summarize(_), Origin::Builtin(_)) => {}
+            _ => {
+                if self.reported.insert(point.span) {
+                    self.diagnostics.push(diagnose(&point));
+                }
+            }
+        }
     }
 }
 
-fn divergent_barrier(call: Span, b: &Builtin, cause: &Cause) -> Diagnostic {
+/// E0601: an argument that differs between threads decides whether the
+/// device function it is passed to reaches a barrier.
+fn governing_argument(arg: &Expr, dep: &Dependence, callee: &str, param: &str) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0601,
+        format!("`{callee}()` waits at a barrier that not every thread of the block reaches"),
+    )
+    .with_primary(
+        relative(arg.span, 0),
+        format!("this argument depends on {}", dep.describe()),
+    )
+    .with_note(format!(
+        "`{callee}` waits at a barrier under a condition on its parameter `{param}`, so threads that pass different values reach it differently"
+    ))
+    .with_help(format!("pass `{param}` a value that is the same in every thread of the block"))
+}
+
+fn divergent_barrier(point: &Point, cause: &Cause) -> Diagnostic {
     let (primary, help) = match cause.kind {
         CauseKind::Branch => (
             "only the threads that take this branch reach this barrier",
@@ -528,15 +750,15 @@ fn divergent_barrier(call: Span, b: &Builtin, cause: &Cause) -> Diagnostic {
     };
     Diagnostic::error(
         Code::E0601,
-        format!("`{}()` is not reached by every thread of the block", b.path),
+        format!("{} is not reached by every thread of the block", point.what),
     )
-    .with_primary(relative(call, 0), primary)
+    .with_primary(relative(point.span, 0), primary)
     .with_secondary(relative(cause.span, 0), cause.label.clone())
     .with_help(help)
 }
 
-fn barrier_after_exit(call: Span, b: &Builtin, exit: &Exit) -> Diagnostic {
-    let when = if call.start < exit.span.start {
+fn barrier_after_exit(point: &Point, exit: &Exit) -> Diagnostic {
+    let when = if point.span.start < exit.span.start {
         "in an earlier iteration"
     } else {
         "above"
@@ -561,9 +783,9 @@ fn barrier_after_exit(call: Span, b: &Builtin, exit: &Exit) -> Diagnostic {
     };
     Diagnostic::error(
         Code::E0601,
-        format!("`{}()` after a thread-dependent `{}`", b.path, exit.kind.keyword()),
+        format!("{} after a thread-dependent `{}`", point.what, exit.kind.keyword()),
     )
-    .with_primary(relative(call, 0), primary)
+    .with_primary(relative(point.span, 0), primary)
     .with_secondary(relative(exit.span, 0), here)
     .with_secondary(relative(exit.cause.span, 0), exit.cause.label.clone())
     .with_help(help)

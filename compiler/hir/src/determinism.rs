@@ -11,7 +11,8 @@ use tessera_syntax::ast::{Arg, Block, Expr, ExprKind, Stmt, StmtKind};
 
 use crate::body::{BodyCtx, CallTarget};
 use crate::builtins::{Builtin, Det};
-use crate::db::relative;
+use crate::db::{self, relative, FnId, SourceFile};
+use crate::signature::FnKind;
 use crate::ty::Ty;
 
 pub(crate) struct DeterminismResult {
@@ -153,11 +154,36 @@ impl Checker<'_> {
     fn expr(&mut self, e: &Expr, region: Option<Region>) {
         let Some(region) = region else { return };
         if let ExprKind::Call { args, .. } = &e.kind {
-            if let Some(b) = self.ctx.builtin(e.span) {
-                self.call(e, b, args, region);
+            match self.ctx.calls.get(&e.span).map(|c| &c.target) {
+                Some(CallTarget::Builtin(b)) => self.call(e, b, args, region),
+                Some(CallTarget::Function { file, name }) => self.device_call(e, *file, name, region),
+                None => {}
             }
         }
         e.kind.for_each_child(|child| self.expr(child, Some(region)));
+    }
+
+    /// E0505: a device function is inlined into its caller, so deterministic
+    /// code calls only device functions under the contract themselves.
+    fn device_call(&mut self, call: &Expr, file: SourceFile, name: &str, region: Region) {
+        let sig = db::signature(self.ctx.db, FnId::new(self.ctx.db, file, name.to_string()));
+        if sig.kind != FnKind::Device || sig.deterministic.is_some() {
+            return;
+        }
+        self.result.diagnostics.push(
+            Diagnostic::error(
+                Code::E0505,
+                format!("deterministic code calls `{name}`, which is not `@deterministic`"),
+            )
+            .with_primary(relative(call.span, 0), format!("`{name}` is inlined here"))
+            .with_secondary(
+                relative(region.declared_at, 0),
+                "the determinism contract is declared here",
+            )
+            .with_help(format!(
+                "mark `{name}` `@deterministic` so that the contract is checked in its body too"
+            )),
+        );
     }
 
     fn call(&mut self, call: &Expr, b: &'static Builtin, args: &[Arg], region: Region) {

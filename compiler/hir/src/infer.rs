@@ -96,8 +96,9 @@ impl<'a> Infer<'a> {
         relative(span, 0)
     }
 
-    fn is_kernel(&self) -> bool {
-        self.sig.kind == FnKind::Kernel
+    /// Kernels and device functions: the kernel-only builtins are theirs.
+    fn in_device_code(&self) -> bool {
+        self.sig.kind.is_device_code()
     }
 
     /// An anchor index for spans inside another function.
@@ -216,7 +217,7 @@ impl<'a> Infer<'a> {
     fn ret(&mut self, stmt: &Stmt, value: Option<&Expr>) {
         let Some(value) = value else { return };
         let ty = self.expr(value);
-        if self.is_kernel() {
+        if self.sig.kind == FnKind::Kernel {
             self.error(
                 Diagnostic::error(Code::E0206, "a kernel cannot return a value")
                     .with_primary(self.at(stmt.span), "this returns a value from a kernel")
@@ -859,17 +860,24 @@ impl<'a> Infer<'a> {
                 self.check_store_target(a.expr);
             }
         }
-        match (b.context, self.is_kernel()) {
+        match (b.context, self.in_device_code()) {
             (Context::Kernel, false) => self.error(
                 Diagnostic::error(Code::E0208, format!("`{}` can only be used inside a kernel", b.path))
                     .with_primary(self.at(e.span), "this is not a `@kernel` function")
                     .with_help("move this code into a `@kernel` function and launch it"),
             ),
-            (Context::Host, true) => self.error(
-                Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside a kernel", b.path))
-                    .with_primary(self.at(e.span), "host-only operation in a kernel")
-                    .with_help("do this on the host, before or after the launch"),
-            ),
+            (Context::Host, true) => {
+                let what = if self.sig.kind == FnKind::Device {
+                    "a device function"
+                } else {
+                    "a kernel"
+                };
+                self.error(
+                    Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside {what}", b.path))
+                        .with_primary(self.at(e.span), format!("host-only operation in {what}"))
+                        .with_help("do this on the host, before or after the launch"),
+                )
+            }
             _ => {}
         }
         self.check_builtin_args(b, args);
@@ -1227,10 +1235,20 @@ impl<'a> Infer<'a> {
                 .with_primary(self.at(e.span), "called like a function")
                 .with_help(format!("launch it: `{fn_name}[grid=(blocks,), block=(threads,)](...)`")),
             ),
-            (FnKind::Function, true) => self.not_a_kernel(callee, &format!("`{fn_name}`")),
+            (FnKind::Function | FnKind::Device, true) => self.not_a_kernel(callee, &format!("`{fn_name}`")),
+            (FnKind::Device, false) if !self.in_device_code() => self.error(
+                Diagnostic::error(
+                    Code::E0216,
+                    format!("device function `{fn_name}` can only be called from device code"),
+                )
+                .with_primary(self.at(e.span), "called outside a kernel")
+                .with_help(format!(
+                    "call `{fn_name}` from a `@kernel` (or another `@device` function) and launch the kernel"
+                )),
+            ),
             _ => {}
         }
-        if sig.kind == FnKind::Kernel && self.is_kernel() {
+        if sig.kind == FnKind::Kernel && self.in_device_code() {
             self.error(
                 Diagnostic::error(
                     Code::E0208,

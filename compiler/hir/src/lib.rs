@@ -12,6 +12,7 @@ pub mod body;
 pub mod builtins;
 pub mod db;
 mod determinism;
+mod device;
 pub mod effect_check;
 pub mod effects;
 mod infer;

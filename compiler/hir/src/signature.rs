@@ -17,8 +17,18 @@ use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
 pub enum FnKind {
     /// `@kernel`: written per tile/thread, launched with brackets.
     Kernel,
+    /// `@device`: a function of kernel code, called from kernels and
+    /// other device functions (and inlined into them).
+    Device,
     /// Any other function: operator-level code and host code.
     Function,
+}
+
+impl FnKind {
+    /// Kernels and device functions: code that runs as one thread of a block.
+    pub fn is_device_code(self) -> bool {
+        matches!(self, FnKind::Kernel | FnKind::Device)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -81,7 +91,15 @@ impl Signature {
     }
 }
 
-pub(crate) const DECORATORS: [&str; 6] = ["kernel", "deterministic", "numerics", "test", "host", "autotune"];
+pub(crate) const DECORATORS: [&str; 7] = [
+    "kernel",
+    "device",
+    "deterministic",
+    "numerics",
+    "test",
+    "host",
+    "autotune",
+];
 
 /// The knobs of an `@autotune` and their candidates, in order.
 pub type SearchSpace = Vec<(String, Vec<i64>)>;
@@ -199,6 +217,14 @@ impl Lowering<'_> {
             _ => return self.unknown_decorator(head),
         };
         match name {
+            "kernel" | "device" if sig.kind != FnKind::Function => {
+                self.diags.push(
+                    Diagnostic::error(Code::E0216, "a function is `@kernel` or `@device`, not both")
+                        .with_primary(relative(head.span, 0), format!("a second kind, `@{name}`"))
+                        .with_help("a kernel is launched from the host; a device function is called from kernels"),
+                );
+            }
+            "device" => sig.kind = FnKind::Device,
             "kernel" => {
                 sig.kind = FnKind::Kernel;
                 for clause in &clauses[1..] {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use tessera_base::Span;
 use tessera_hir::body::CallTarget;
+use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind, UnaryOp};
@@ -36,6 +37,42 @@ struct Lower<'c, 'a, 'm> {
     /// The location of the statement being lowered: ops made for it
     /// without a span of their own (index constants, casts) get it.
     loc: Loc,
+    /// The axes of the kernel's block (see [`Lower::geometry`]).
+    block_axes: i64,
+    /// The device function being inlined, when this lowers one.
+    inlined: Option<Inlined>,
+    /// Device functions inlined so far into the kernel: the n-th one's
+    /// stages are offset by `n * STAGES_PER_INLINE`, so that they differ
+    /// from its caller's.
+    inlines: i64,
+}
+
+/// How deep device functions may call each other (the checker rejects
+/// recursion; this bounds what it might miss).
+const MAX_INLINE_DEPTH: usize = 64;
+
+/// The stages an inlined device function's own stage numbers are offset by.
+const STAGES_PER_INLINE: i64 = 1000;
+
+/// A device function being inlined: where its `return`s go.
+struct Inlined {
+    /// How many device functions deep it is (1 when a kernel calls it).
+    depth: usize,
+    /// Its stage numbers are offset by this.
+    stage_offset: i64,
+    /// The result's slot, when a `return` with a value is not the body's
+    /// last statement.
+    result: Option<(ValueId, Type)>,
+    /// The result, when the body's last statement returns it.
+    value: Option<ValueId>,
+    /// Set by a `return` that is not the body's last statement.
+    returned: Option<ValueId>,
+    /// The callee's loops around the point being lowered: a `return` in
+    /// one sets the flag and leaves the loop.
+    loops: usize,
+    /// The callee's dims, by name, as dims of the kernel's (the types that
+    /// inference gave the callee are in its own dims).
+    dims: HashMap<String, Dim>,
 }
 
 pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
@@ -79,12 +116,20 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         env.insert(name, Binding::Value(v));
     }
     let loc = cx.loc(cx.def.span);
+    let block_axes = block_shape(cx)
+        .unwrap_or_default()
+        .iter()
+        .rposition(|&d| d > 1)
+        .map_or(1, |last| last as i64 + 1);
     let mut l = Lower {
         cx,
         m,
         env,
         stage: 0,
         loc,
+        block_axes,
+        inlined: None,
+        inlines: 0,
     };
     let body = &l.cx.def.body;
     l.allocate_slots(entry, body);
@@ -166,6 +211,39 @@ fn cmp_pred(op: BinOp) -> Option<&'static str> {
     })
 }
 
+/// The `return` statements in `stmts`, at any depth.
+fn count_returns(stmts: &[Stmt]) -> usize {
+    stmts
+        .iter()
+        .map(|stmt| match &stmt.kind {
+            StmtKind::Return(_) => 1,
+            StmtKind::If { branches, orelse } => {
+                branches.iter().map(|b| count_returns(&b.body.stmts)).sum::<usize>()
+                    + orelse.as_ref().map_or(0, |o| count_returns(&o.stmts))
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
+                count_returns(&body.stmts)
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Whether a `return` is in `stmt`, at any depth.
+fn may_return(stmt: &Stmt) -> bool {
+    match &stmt.kind {
+        StmtKind::Return(_) => true,
+        StmtKind::If { branches, orelse } => {
+            branches.iter().any(|b| b.body.stmts.iter().any(may_return))
+                || orelse.as_ref().is_some_and(|o| o.stmts.iter().any(may_return))
+        }
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
+            body.stmts.iter().any(may_return)
+        }
+        _ => false,
+    }
+}
+
 /// Names the statements of `block` itself assign (not nested blocks).
 fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     for stmt in &block.stmts {
@@ -242,6 +320,10 @@ impl<'a> Lower<'_, 'a, '_> {
         let mut once = Vec::new();
         assigned_here(body, &mut once);
         for &(name, at) in &names {
+            if let Some(Binding::Value(param)) = self.env.get(name).cloned() {
+                self.param_slot(entry, name, param, at);
+                continue;
+            }
             let single = names.iter().filter(|(n, _)| *n == name).count() == 1 && once.iter().any(|(n, _)| *n == name);
             if self.env.contains_key(name) || single {
                 continue;
@@ -261,9 +343,271 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// The body of one of an inlined device function's loops (or a kernel's).
+    fn loop_body(&mut self, block: tessera_ir::BlockId, body: &'a Block) {
+        if let Some(i) = self.inlined.as_mut() {
+            i.loops += 1;
+        }
+        self.block(block, body);
+        if let Some(i) = self.inlined.as_mut() {
+            i.loops -= 1;
+        }
+    }
+
+    /// `return` in an inlined device function: its value is the call's
+    /// result (kept as it is when this is the body's last statement, else
+    /// stored into the result's slot); the flag says that it returned, and
+    /// inside one of its loops, the loop is left.
+    fn inline_return(&mut self, block: tessera_ir::BlockId, stmt: &'a Stmt, value: Option<&'a Expr>) {
+        let Some(inlined) = &self.inlined else { return };
+        let (result, flag, in_loop) = (inlined.result.clone(), inlined.returned, inlined.loops > 0);
+        if let Some(value) = value {
+            let Some(v) = self.expr(block, value) else { return };
+            match result {
+                Some((slot, ty)) => {
+                    let v = self.convert(block, v, &ty);
+                    self.op0(block, stmt.span, "tile.store", &[v, slot], vec![]);
+                }
+                None => {
+                    if let Some(i) = self.inlined.as_mut() {
+                        i.value = Some(v);
+                    }
+                }
+            }
+        }
+        if let Some(flag) = flag {
+            let yes = self.op1(
+                block,
+                stmt.span,
+                "tile.const",
+                &[],
+                vec![("value", Attr::Int(1))],
+                Type::I1,
+            );
+            self.op0(block, stmt.span, "tile.store", &[yes, flag], vec![]);
+        }
+        if in_loop {
+            self.op0(block, stmt.span, "tile.break", &[], vec![]);
+        }
+    }
+
+    /// A call of a device function (or of a plain function from a kernel):
+    /// its body lowered here, with its parameters bound to the arguments'
+    /// values (tensors by reference, scalars by value), its dims to the
+    /// dims of the arguments, and its `return`s giving the call's value.
+    fn inline(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &'a Expr,
+        file: SourceFile,
+        name: &str,
+        args: &'a [Arg],
+    ) -> Option<ValueId> {
+        let db = self.cx.db;
+        let depth = self.inlined.as_ref().map_or(0, |i| i.depth) + 1;
+        if depth > MAX_INLINE_DEPTH {
+            self.cx.unsupported(
+                e.span,
+                format!("a call of `{name}` nested more than {MAX_INLINE_DEPTH} device functions deep"),
+            );
+            return None;
+        }
+        let func = FnId::new(db, file, name.to_string());
+        let Some(def) = db::fn_ast(db, func).as_ref() else {
+            self.cx
+                .unsupported(e.span, format!("a call of `{name}`, whose definition is broken"));
+            return None;
+        };
+        let mut callee = FnCx::new(db, func, def, Default::default());
+        // The arguments, in the caller; then the callee's dims as the
+        // caller's, from the tensors passed for its parameters.
+        let mut env = HashMap::new();
+        let mut dims: HashMap<String, Dim> = HashMap::new();
+        let mut pending_defaults = Vec::new();
+        for (i, param) in callee.sig.params.iter().enumerate() {
+            let Some(arg) = keyword(args, &param.name).or_else(|| positional(args, i)) else {
+                pending_defaults.push(i);
+                continue;
+            };
+            let v = self.expr(block, arg)?;
+            let v = match ir_type(&param.ty, TensorAs::Memory) {
+                Some(ty @ Type::Scalar(_)) => self.convert(block, v, &ty),
+                _ => v,
+            };
+            if let (Ty::Tensor(t), Some(have)) = (&param.ty, self.m.value_type(v).dims()) {
+                for (d, arg_dim) in t.dims.iter().flatten().zip(have) {
+                    if let Some(sym) = dim_of(d).as_ref().and_then(Dim::as_sym) {
+                        dims.entry(sym.to_string()).or_insert_with(|| arg_dim.clone());
+                    }
+                }
+            }
+            env.insert(param.name.clone(), Binding::Value(v));
+        }
+        for (sym, dim) in &dims {
+            let v = self.dim_value(block, dim, e.span)?;
+            env.insert(sym.clone(), Binding::Value(v));
+        }
+        let returns = count_returns(&def.body.stmts);
+        let tail = matches!(def.body.stmts.last().map(|s| &s.kind), Some(StmtKind::Return(_)));
+        let needs_flag = returns > usize::from(tail);
+        self.inlines += 1;
+        let mut inlined = Inlined {
+            depth,
+            stage_offset: self.inlines * STAGES_PER_INLINE,
+            result: None,
+            value: None,
+            returned: None,
+            loops: 0,
+            dims,
+        };
+        let result_ty = match self.cx.ty(e) {
+            Some(Ty::None) | None => None,
+            Some(_) => Some(self.result_type(e)?),
+        };
+        if needs_flag {
+            let flag_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I1, MemSpace::Local);
+            let flag = self.op1(block, e.span, "tile.local", &[], vec![], flag_ty);
+            let no = self.op1(
+                block,
+                e.span,
+                "tile.const",
+                &[],
+                vec![("value", Attr::Int(0))],
+                Type::I1,
+            );
+            self.op0(block, e.span, "tile.store", &[no, flag], vec![]);
+            inlined.returned = Some(flag);
+            match &result_ty {
+                Some(ty @ Type::Scalar(elem)) => {
+                    let slot_ty = Type::memref(Vec::<Dim>::new(), *elem, MemSpace::Local);
+                    let slot = self.op1(block, e.span, "tile.local", &[], vec![], slot_ty);
+                    inlined.result = Some((slot, ty.clone()));
+                }
+                Some(_) => {
+                    self.cx.unsupported(
+                        e.span,
+                        format!("a call of `{name}`, which returns a tile before its last statement"),
+                    );
+                    return None;
+                }
+                None => {}
+            }
+        }
+        let mut sub = Lower {
+            cx: &mut callee,
+            m: &mut *self.m,
+            env,
+            stage: self.stage,
+            loc: self.loc.clone(),
+            block_axes: self.block_axes,
+            inlined: Some(inlined),
+            inlines: self.inlines,
+        };
+        for i in pending_defaults {
+            let param = &sub.cx.sig.params[i];
+            let value = def
+                .params
+                .get(i)
+                .and_then(|p| p.default.as_ref())
+                .and_then(literal_attr);
+            let (Some(value), Some(ty)) = (value, ir_type(&param.ty, TensorAs::Value)) else {
+                sub.cx
+                    .unsupported(e.span, format!("a call of `{name}` that leaves out `{}`", param.name));
+                break;
+            };
+            let value = match (value, ty.elem().is_some_and(ScalarType::is_float)) {
+                (Attr::Int(v), true) => Attr::Float(v as f64),
+                (v, _) => v,
+            };
+            let v = sub.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty);
+            sub.env.insert(param.name.clone(), Binding::Value(v));
+        }
+        let body = &def.body;
+        sub.allocate_slots(block, body);
+        sub.block(block, body);
+        let (stage, inlines, inlined) = (sub.stage, sub.inlines, sub.inlined.take());
+        self.stage = stage;
+        self.inlines = inlines;
+        for diag in std::mem::take(&mut callee.errors) {
+            if !self.cx.errors.iter().any(|d| d.primary_span() == diag.primary_span()) {
+                self.cx
+                    .errors
+                    .push(diag.with_note(format!("inlined into `{}`", self.cx.sig.name)));
+            }
+        }
+        let inlined = inlined?;
+        match (inlined.result, result_ty) {
+            (Some((slot, ty)), _) => Some(self.op1(block, e.span, "tile.load", &[slot], vec![], ty)),
+            (None, Some(ty)) => inlined.value.map(|v| self.convert(block, v, &ty)),
+            (None, None) => None,
+        }
+    }
+
+    /// What an inlined device function's stage numbers are offset by.
+    fn stage_offset(&self) -> i64 {
+        self.inlined.as_ref().map_or(0, |i| i.stage_offset)
+    }
+
+    /// A type of the function being lowered in the kernel's dims: an
+    /// inlined device function's dims are the caller's dims its arguments have.
+    fn kernel_dims(&self, ty: &Type) -> Type {
+        match &self.inlined {
+            Some(i) if !i.dims.is_empty() => ty.map_dims(&|d: &Dim| d.substitute(|s| i.dims.get(s).cloned())),
+            _ => ty.clone(),
+        }
+    }
+
+    /// A scalar parameter the body assigns gets a slot that starts with its
+    /// value: an assignment in a loop or a branch must outlive the region
+    /// it is made in.
+    fn param_slot(&mut self, entry: tessera_ir::BlockId, name: &str, param: ValueId, at: &Expr) {
+        let ty = self.m.value_type(param).clone();
+        let Type::Scalar(elem) = ty else { return };
+        let loc = self.cx.loc(at.span);
+        let mut b = self.builder(entry);
+        b.set_loc(loc);
+        let slot = b
+            .op("tile.local")
+            .result(Type::memref(Vec::<Dim>::new(), elem, MemSpace::Local))
+            .build_value();
+        b.op("tile.store").operands(&[param, slot]).build();
+        self.env.insert(name.to_string(), Binding::Slot(slot, ty));
+    }
+
     fn block(&mut self, block: tessera_ir::BlockId, body: &'a Block) {
-        for stmt in &body.stmts {
+        self.stmts(block, &body.stmts);
+    }
+
+    /// Lowers `stmts` in order. In an inlined device function, what follows
+    /// a `return` is not lowered, and what follows a statement that may
+    /// return runs only when it did not: the statements after it are
+    /// guarded by the `returned` flag, or inside one of the function's
+    /// loops, the loop is left when the flag is set.
+    fn stmts(&mut self, block: tessera_ir::BlockId, stmts: &'a [Stmt]) {
+        for (i, stmt) in stmts.iter().enumerate() {
             self.stmt(block, stmt);
+            let Some(inlined) = &self.inlined else { continue };
+            if matches!(stmt.kind, StmtKind::Return(_)) {
+                return;
+            }
+            let (Some(flag), true) = (inlined.returned, i + 1 < stmts.len() && may_return(stmt)) else {
+                continue;
+            };
+            let in_loop = inlined.loops > 0;
+            let returned = self.op1(block, stmt.span, "tile.load", &[flag], vec![], Type::I1);
+            if in_loop {
+                let leave = self.region(&[], |l, blk, _| l.op0(blk, stmt.span, "tile.break", &[], vec![]));
+                let stay = self.region(&[], |_, _, _| {});
+                let mut b = self.builder(block);
+                b.op("tile.if").operand(returned).region(leave).region(stay).build();
+            } else {
+                let rest = &stmts[i + 1..];
+                let done = self.region(&[], |_, _, _| {});
+                let go_on = self.region(&[], |l, blk, _| l.stmts(blk, rest));
+                let mut b = self.builder(block);
+                b.op("tile.if").operand(returned).region(done).region(go_on).build();
+                return;
+            }
         }
     }
 
@@ -329,12 +673,13 @@ impl<'a> Lower<'_, 'a, '_> {
                 b.op("tile.condition")
                     .operands(&c.into_iter().collect::<Vec<_>>())
                     .build();
-                let body_region = self.region(&[], |l, blk, _| l.block(blk, body));
+                let body_region = self.region(&[], |l, blk, _| l.loop_body(blk, body));
                 let mut b = self.builder(block);
                 b.set_loc(loc);
                 b.op("tile.while").region(cond_region).region(body_region).build();
             }
             StmtKind::With { body, .. } => self.block(block, body),
+            StmtKind::Return(value) if self.inlined.is_some() => self.inline_return(block, stmt, value.as_ref()),
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {
                 let name = match &stmt.kind {
                     StmtKind::Break => "tile.break",
@@ -578,10 +923,26 @@ impl<'a> Lower<'_, 'a, '_> {
                     self.cx.unsupported(target.span, "a loop over a list with this target");
                     return;
                 };
-                for item in items {
+                // In an inlined device function, an iteration after one that
+                // may have returned runs only when it did not.
+                let flag = self
+                    .inlined
+                    .as_ref()
+                    .and_then(|i| i.returned)
+                    .filter(|_| body.stmts.iter().any(may_return));
+                for (k, item) in items.iter().enumerate() {
                     let Some(v) = self.expr(block, item) else { return };
                     let saved = self.env.insert(name.clone(), Binding::Value(v));
-                    self.block(block, body);
+                    match flag.filter(|_| k > 0) {
+                        Some(flag) => {
+                            let returned = self.op1(block, stmt.span, "tile.load", &[flag], vec![], Type::I1);
+                            let done = self.region(&[], |_, _, _| {});
+                            let go_on = self.region(&[], |l, blk, _| l.block(blk, body));
+                            let mut b = self.builder(block);
+                            b.op("tile.if").operand(returned).region(done).region(go_on).build();
+                        }
+                        None => self.block(block, body),
+                    }
                     match saved {
                         Some(s) => self.env.insert(name.clone(), s),
                         None => self.env.remove(name),
@@ -617,7 +978,7 @@ impl<'a> Lower<'_, 'a, '_> {
                         let name = name.clone();
                         let region = self.region(&[Type::INDEX], |l, blk, args| {
                             l.env.insert(name, Binding::Value(args[0]));
-                            l.block(blk, body);
+                            l.loop_body(blk, body);
                         });
                         let mut b = self.builder(block);
                         b.set_loc(loc);
@@ -664,7 +1025,7 @@ impl<'a> Lower<'_, 'a, '_> {
         };
         let k_dim = self.m.value_type(a).dims().and_then(|d| d.get(1).cloned());
         let Some(k_dim) = k_dim else { return };
-        let k = self.dim_value(block, &k_dim, stmt);
+        let k = self.dim_value(block, &k_dim, stmt.span);
         let Some(k) = k else { return };
         let at = stmt.span;
         let tile2 = |r: i64, c: i64, elem: ScalarType| Type::tensor([Dim::constant(r), Dim::constant(c)], elem);
@@ -746,7 +1107,7 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// The run-time value of a dim expression (a dim parameter, or a
     /// polynomial of them).
-    fn dim_value(&mut self, block: tessera_ir::BlockId, dim: &Dim, at: &Stmt) -> Option<ValueId> {
+    fn dim_value(&mut self, block: tessera_ir::BlockId, dim: &Dim, at: Span) -> Option<ValueId> {
         if let Some(c) = dim.as_const() {
             return Some(self.index_const(block, c));
         }
@@ -759,7 +1120,7 @@ impl<'a> Lower<'_, 'a, '_> {
             for sym in monomial {
                 let Some(Binding::Value(v)) = self.env.get(sym.as_str()).cloned() else {
                     self.cx
-                        .unsupported(at.span, format!("the dim `{sym}`, which no parameter carries"));
+                        .unsupported(at, format!("the dim `{sym}`, which no parameter carries"));
                     return None;
                 };
                 let mut b = self.builder(block);
@@ -789,7 +1150,7 @@ impl<'a> Lower<'_, 'a, '_> {
 impl<'a> Lower<'_, 'a, '_> {
     fn result_type(&mut self, e: &Expr) -> Option<Type> {
         match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value)) {
-            Some(t) => Some(t),
+            Some(t) => Some(self.kernel_dims(&t)),
             None => {
                 self.cx
                     .unsupported(e.span, "an expression whose type is not known precisely");
@@ -1048,21 +1409,15 @@ impl<'a> Lower<'_, 'a, '_> {
         total
     }
 
-    /// The axes of the kernel's block: those of the header's `tile[(…)]`
-    /// up to the last one above 1, else one. The executor launches a kernel
-    /// compiled for a 1-D block only with 1-D blocks, so the thread's
-    /// linear index needs no y or z term there.
-    fn block_axes(&self) -> i64 {
-        let shape = block_shape(self.cx).unwrap_or_default();
-        shape.iter().rposition(|&d| d > 1).map_or(1, |last| last as i64 + 1)
-    }
-
     /// A launch-geometry builtin (`launch.thread_id(axis)` and the rest,
     /// `tile_linear_id()`…): along its constant `axis` when it has one,
     /// else linear, x fastest; the grid may have up to three axes.
     fn geometry(&mut self, block: tessera_ir::BlockId, e: &Expr, path: &str, args: &[Arg]) -> ValueId {
         let axis = arg(args, 0, "axis").and_then(literal_attr).and_then(|a| a.as_int());
-        let block_axes = self.block_axes();
+        // The axes of the header's `tile[(…)]` up to the last one above 1,
+        // else one: the executor launches a kernel compiled for a 1-D block
+        // only with 1-D blocks, so the linear index needs no y or z term there.
+        let block_axes = self.block_axes;
         match (path, axis) {
             ("launch.thread_id", Some(axis)) => {
                 let bid = self.axis_id(block, e, "tile.block_id", axis);
@@ -1141,13 +1496,7 @@ impl<'a> Lower<'_, 'a, '_> {
         }
         let path = match self.cx.body.calls.get(&e.span).map(|c| c.target.clone()) {
             Some(CallTarget::Builtin(b)) => b.path,
-            Some(CallTarget::Function { name, .. }) => {
-                self.cx.unsupported(
-                    e.span,
-                    format!("a call of `{name}` from a kernel (device functions come later)"),
-                );
-                return None;
-            }
+            Some(CallTarget::Function { file, name }) => return self.inline(block, e, file, &name, args),
             // A dtype called as a function, `f32(x)`, is a cast.
             None if matches!(self.cx.ty(callee), Some(Ty::DTypeValue(_))) => "cast",
             None => {
@@ -1376,7 +1725,7 @@ impl<'a> Lower<'_, 'a, '_> {
             "tile.cp_async" | "tile.async_copy" => self.async_copy(block, e, path, args),
             "tile.wait_async" => {
                 let stage = arg(args, 0, "stage").and_then(literal_attr).and_then(|a| a.as_int());
-                let Some(stage) = stage else {
+                let Some(stage) = stage.map(|s| s + self.stage_offset()) else {
                     self.cx.unsupported(e.span, "a wait for a stage that is not a constant");
                     return None;
                 };
@@ -1475,7 +1824,10 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.op1(block, e.span, "tile.alloc_shared", &[], vec![], ty)
             }
         };
-        let explicit_stage = keyword(args, "stage").and_then(literal_attr).and_then(|a| a.as_int());
+        let explicit_stage = keyword(args, "stage")
+            .and_then(literal_attr)
+            .and_then(|a| a.as_int())
+            .map(|s| s + self.stage_offset());
         let stage = explicit_stage.unwrap_or_else(|| {
             self.stage += 1;
             self.stage + 99

@@ -28,6 +28,8 @@ pub use cx::{dim_of, scalar_of};
 pub enum FnRole {
     /// Tile IR, launched by the host.
     Kernel,
+    /// Inlined into the kernels that call it; not lowered on its own.
+    Device,
     /// Graph IR, scheduled into kernels by the compiler.
     Operator,
     /// Run by the runtime on the host; not lowered.
@@ -38,8 +40,10 @@ pub enum FnRole {
 pub fn role(db: &dyn Db, file: SourceFile, name: &str) -> FnRole {
     let func = FnId::new(db, file, name.to_string());
     let sig = db::signature(db, func);
-    if sig.kind == FnKind::Kernel {
-        return FnRole::Kernel;
+    match sig.kind {
+        FnKind::Kernel => return FnRole::Kernel,
+        FnKind::Device => return FnRole::Device,
+        FnKind::Function => {}
     }
     let info = db::infer(db, func);
     let host = name == "main"
@@ -79,7 +83,7 @@ pub fn lower_file(db: &dyn Db, file: SourceFile) -> Result<Module, Vec<Diagnosti
         match role(db, file, name) {
             FnRole::Kernel => kernel::lower(&mut cx, &mut module),
             FnRole::Operator => operator::lower(&mut cx, &mut module),
-            FnRole::Host => {}
+            FnRole::Device | FnRole::Host => {}
         }
         errors.extend(cx.errors);
     }

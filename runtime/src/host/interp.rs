@@ -179,6 +179,14 @@ impl<'a, 'p> Interp<'a, 'p> {
                     def.name.name, def.name.name
                 )),
             )),
+            Role::Device => Err(self.fail(
+                span,
+                "this call",
+                unsupported(format!(
+                    "the device function `{}` runs inside kernels, not on the host",
+                    def.name.name
+                )),
+            )),
         }
     }
 

@@ -39,6 +39,8 @@ use crate::{Device, RunError};
 pub enum Role {
     /// A `@kernel`: launched through the executor.
     Kernel,
+    /// A `@device` function: inlined into kernels, never run by the host.
+    Device,
     /// An operator function: called through the executor.
     Operator,
     /// Host code: run by the interpreter.
@@ -189,12 +191,17 @@ pub fn run_entry(
             "`--entry` names an operator function or a host function of the program",
         ));
     };
-    if role == Role::Kernel {
+    let what = match role {
+        Role::Kernel => Some("a kernel, which host code launches"),
+        Role::Device => Some("a device function, which kernels call"),
+        _ => None,
+    };
+    if let Some(what) = what {
         return Err(vec![Diagnostic::error(
             Code::E1002,
-            format!("`{entry}` is a kernel, which host code launches; `--entry` runs operator and host functions"),
+            format!("`{entry}` is {what}; `--entry` runs operator and host functions"),
         )
-        .with_primary(program.at(def.name.span), "a kernel")]);
+        .with_primary(program.at(def.name.span), what.split(',').next().unwrap_or(what))]);
     }
     let at_param = |i: usize| program.at(def.params[i].span);
     for (name, _) in inputs {

@@ -410,3 +410,66 @@ fn float_atomics_keep_the_extremes_and_multiply_by_compare_and_swap() {
         &[bound],
     );
 }
+
+#[test]
+fn device_functions_are_inlined_with_their_barriers_returns_and_defaults() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "device_functions");
+    let rows = 1 + rng.below(100) as usize;
+    let n = 16 * rows;
+    let groups = n.div_ceil(128);
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1.0);
+    let threshold = (0.5 + 0.45 * (rng.uniform() + 1.0) / 2.0) as f32;
+    let exponent = rng.below(12) as i64;
+    let (sums, powers, firsts) = (
+        poisoned(DType::F32, &[groups]),
+        poisoned(DType::F32, &[n]),
+        poisoned(DType::I32, &[rows]),
+    );
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(sums.clone()),
+        Value::Tensor(powers.clone()),
+        Value::Tensor(firsts.clone()),
+        Value::Float(f64::from(threshold)),
+        Value::Int(exponent),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "device_functions",
+            launch([groups as u32, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n), ("G", groups), ("R", rows)]),
+        )
+        .unwrap();
+    let want: Vec<f64> = xs.chunks(128).map(|c| c.iter().sum()).collect();
+    let bound: Vec<f64> = xs
+        .chunks(128)
+        .map(|c| sum_bound(c.iter().map(|x| x.abs()).sum(), 8.0))
+        .collect();
+    check(
+        "block_sum through device functions",
+        seed,
+        &values(&device, &sums),
+        &want,
+        &bound,
+    );
+    let want: Vec<f64> = xs.iter().map(|x| x.powi(exponent as i32) + x.powi(3)).collect();
+    // Repeated squaring rounds once per step, the cube twice.
+    let bound: Vec<f64> = xs
+        .iter()
+        .map(|x| 16.0 * f64::from(f32::EPSILON) * (x.abs().powi(exponent as i32) + x.abs().powi(3)) + 1e-30)
+        .collect();
+    check("power and cube", seed, &values(&device, &powers), &want, &bound);
+    let want: Vec<i64> = xs
+        .chunks(16)
+        .map(|row| {
+            row.iter()
+                .position(|&v| v > f64::from(threshold))
+                .map_or(-1, |k| k as i64)
+        })
+        .collect();
+    assert_eq!(ints(&device, &firsts), want, "first_above (seed {seed:#x})");
+}
