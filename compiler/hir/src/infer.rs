@@ -13,6 +13,7 @@ use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKi
 pub use crate::body::BodyInfo;
 use crate::body::{Call, CallTarget, Guard};
 use crate::builtins::{self, Builtin, Context, Shape};
+use crate::constants::Constant;
 use crate::db::{self, relative, Anchor, Db, FnId, SourceFile};
 use crate::effects::{Effect, EffectSet};
 use crate::names::did_you_mean;
@@ -137,7 +138,7 @@ impl<'a> Infer<'a> {
                 }
             }
             StmtKind::AnnAssign { target, ty, value } => {
-                let declared = crate::signature::lower_type(self.db, ty, &mut self.info.diagnostics);
+                let declared = crate::signature::lower_type(self.db, self.file, ty, &mut self.info.diagnostics);
                 if let Some(value) = value {
                     let actual = self.expr(value);
                     self.check_assignable(&actual, &declared, value, "this value");
@@ -453,7 +454,12 @@ impl<'a> Infer<'a> {
             return self.imported(import);
         }
         if tree.globals.iter().any(|g| g == name) {
-            return Ty::Unknown;
+            return match crate::constants::constant(self.db, self.file, name) {
+                Some(Constant::Int(_)) => Ty::Int,
+                Some(Constant::Float(_)) => Ty::Float,
+                Some(Constant::Bool(_)) => Ty::Bool,
+                None => Ty::Unknown,
+            };
         }
         if let Some(ty) = global_builtin(name) {
             return ty;
@@ -953,7 +959,7 @@ impl<'a> Infer<'a> {
                         Ty::Scalar(d) => d.is_int(),
                         _ => false,
                     })
-                    .map(|a| dim_poly(a.expr))
+                    .map(|a| crate::constants::substitute(self.db, self.file, &dim_poly(a.expr)))
                     .collect();
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
                 if let (Shape::AllocShared, Some(swizzle)) = (b.shape, keyword("swizzle")) {

@@ -10,6 +10,7 @@ mod async_copy;
 mod barrier;
 pub mod body;
 pub mod builtins;
+pub mod constants;
 pub mod db;
 mod determinism;
 mod device;

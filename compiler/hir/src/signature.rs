@@ -120,8 +120,12 @@ pub const SWITCH_KNOBS: [(&str, &str); 2] = [
     ),
 ];
 
-pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
-    let mut lowering = Lowering { db, diags: Vec::new() };
+pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
+    let mut lowering = Lowering {
+        db,
+        file,
+        diags: Vec::new(),
+    };
     let mut sig = Signature::missing(&def.name.name);
     sig.name_span = def.name.span;
     for deco in &def.decorators {
@@ -193,8 +197,12 @@ pub(crate) fn lower(db: &dyn Db, _file: SourceFile, def: &FnDef) -> Signature {
 }
 
 /// Lowers a type annotation inside a body (`x: f32 = 0.0`).
-pub(crate) fn lower_type(db: &dyn Db, ty: &Type, diags: &mut Vec<Diagnostic>) -> Ty {
-    let mut lowering = Lowering { db, diags: Vec::new() };
+pub(crate) fn lower_type(db: &dyn Db, file: SourceFile, ty: &Type, diags: &mut Vec<Diagnostic>) -> Ty {
+    let mut lowering = Lowering {
+        db,
+        file,
+        diags: Vec::new(),
+    };
     let lowered = lowering.ty(ty);
     diags.append(&mut lowering.diags);
     lowered
@@ -202,6 +210,8 @@ pub(crate) fn lower_type(db: &dyn Db, ty: &Type, diags: &mut Vec<Diagnostic>) ->
 
 struct Lowering<'a> {
     db: &'a dyn Db,
+    /// The file the function is in, whose module constants dims may name.
+    file: SourceFile,
     diags: Vec<Diagnostic>,
 }
 
@@ -230,8 +240,11 @@ impl Lowering<'_> {
                 for clause in &clauses[1..] {
                     if let ExprKind::Call { callee, args } = &clause.kind {
                         if matches!(&callee.kind, ExprKind::Name(n) if n == "shared") {
-                            sig.shared_budget = args.first().and_then(|a| match a.value.kind {
-                                ExprKind::Size(b) | ExprKind::Int(b) => Some(b),
+                            sig.shared_budget = args.first().and_then(|a| match &a.value.kind {
+                                ExprKind::Size(b) | ExprKind::Int(b) => Some(*b),
+                                ExprKind::Name(n) => crate::constants::constant(self.db, self.file, n)?
+                                    .as_int()
+                                    .and_then(|v| v.try_into().ok()),
                                 _ => None,
                             });
                         }
@@ -363,7 +376,7 @@ impl Lowering<'_> {
                     None => Ty::Scalar(dtype),
                     Some(dims) => Ty::Tensor(TensorTy {
                         dtype: Some(dtype),
-                        dims: Some(dims.iter().map(dim_poly).collect()),
+                        dims: Some(dims.iter().map(|d| self.dim(d)).collect()),
                         space,
                     }),
                 }
@@ -412,6 +425,19 @@ impl Lowering<'_> {
         Some(space)
     }
 
+    /// A dim as written, with the module's integer constants put in.
+    fn dim(&self, e: &Expr) -> Poly {
+        crate::constants::substitute(self.db, self.file, &dim_poly(e))
+    }
+
+    /// An integer literal or integer module constant.
+    fn int(&self, e: &Expr) -> Option<i64> {
+        int(e).or_else(|| match &e.unparen().kind {
+            ExprKind::Name(n) => crate::constants::constant(self.db, self.file, n)?.as_int(),
+            _ => None,
+        })
+    }
+
     fn constraint(&mut self, c: &Expr) -> Option<ConstraintKind> {
         let kind = match &c.unparen().kind {
             ExprKind::Binary {
@@ -422,9 +448,9 @@ impl Lowering<'_> {
                 let ExprKind::Binary { lhs: dim, rhs: by, .. } = &lhs.unparen().kind else {
                     unreachable!()
                 };
-                int(by)
+                self.int(by)
                     .filter(|&k| k > 0)
-                    .map(|by| ConstraintKind::Divisible { dim: dim_poly(dim), by })
+                    .map(|by| ConstraintKind::Divisible { dim: self.dim(dim), by })
             }
             ExprKind::Binary {
                 op: BinOp::In,
@@ -432,9 +458,9 @@ impl Lowering<'_> {
                 rhs,
             } => match &rhs.unparen().kind {
                 ExprKind::Range { start, end, inclusive } => Some(ConstraintKind::InRange {
-                    dim: dim_poly(lhs),
-                    lo: dim_poly(start),
-                    hi: dim_poly(end),
+                    dim: self.dim(lhs),
+                    lo: self.dim(start),
+                    hi: self.dim(end),
                     inclusive: *inclusive,
                 }),
                 _ => None,
@@ -442,9 +468,9 @@ impl Lowering<'_> {
             // Only `% k == 0` is a divisibility constraint; other remainders are not supported.
             ExprKind::Binary { lhs, .. } if is_mod(lhs) => None,
             ExprKind::Binary { op, lhs, rhs } => op.as_cmp().map(|op| ConstraintKind::Compare {
-                lhs: dim_poly(lhs),
+                lhs: self.dim(lhs),
                 op,
-                rhs: dim_poly(rhs),
+                rhs: self.dim(rhs),
             }),
             _ => None,
         };

@@ -73,6 +73,16 @@ impl<'a> FnCx<'a> {
         self.body.types.get(&e.span).copied()
     }
 
+    /// The module constant `name` of the function's file, as an attribute.
+    pub fn constant(&self, name: &str) -> Option<Attr> {
+        use tessera_hir::constants::{constant, Constant};
+        Some(match constant(self.db, self.file, name)? {
+            Constant::Int(v) => Attr::Int(v),
+            Constant::Float(f) => Attr::Float(f.get()),
+            Constant::Bool(b) => Attr::Int(i64::from(b)),
+        })
+    }
+
     /// The function attributes every layer carries.
     pub fn set_common_attrs(&self, m: &mut Module, func: OpId, kind: &str) {
         m.set_attr(func, "kind", Attr::str(kind));

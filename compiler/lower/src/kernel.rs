@@ -141,17 +141,27 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     crate::visibility::insert_barriers(l.m, func);
 }
 
-/// Threads per block as the header's `tile[(128,)]` gives them.
+/// Threads per block as the header's `tile[(128,)]` gives them (its sizes
+/// literals or module constants).
 fn block_shape(cx: &FnCx<'_>) -> Option<Vec<i64>> {
     for deco in &cx.def.decorators {
         for clause in &deco.clauses {
             if let ExprKind::Subscript { base, args } = &clause.kind {
                 if matches!(&base.kind, ExprKind::Name(n) if n == "tile") {
-                    if let Some(Attr::Array(items)) = args.first().and_then(|a| literal_attr(&a.value)) {
-                        let dims: Vec<i64> = items.iter().filter_map(Attr::as_int).collect();
-                        if !dims.is_empty() {
-                            return Some(dims);
-                        }
+                    let items = match args.first().map(|a| &a.value.unparen().kind) {
+                        Some(ExprKind::Tuple(items) | ExprKind::List(items)) => items.iter().collect(),
+                        Some(_) => args.iter().map(|a| &a.value).collect(),
+                        None => Vec::new(),
+                    };
+                    let dims: Option<Vec<i64>> = items
+                        .into_iter()
+                        .map(|e| match &e.unparen().kind {
+                            ExprKind::Name(n) => cx.constant(n)?.as_int(),
+                            _ => literal_attr(e)?.as_int(),
+                        })
+                        .collect();
+                    if let Some(dims) = dims.filter(|d| !d.is_empty()) {
+                        return Some(dims);
                     }
                 }
             }
@@ -541,6 +551,26 @@ impl<'a> Lower<'_, 'a, '_> {
             (None, Some(ty)) => inlined.value.map(|v| self.convert(block, v, &ty)),
             (None, None) => None,
         }
+    }
+
+    /// Dim `axis` (from the end when negative) of the tensor `x` as an
+    /// `index` value: `len(x)` and `x.shape[axis]`.
+    fn dim_of_tensor(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &Expr,
+        x: &'a Expr,
+        axis: Option<i64>,
+    ) -> Option<ValueId> {
+        let v = self.expr(block, x)?;
+        let dims = self.m.value_type(v).dims().map(<[Dim]>::to_vec).unwrap_or_default();
+        let at = axis.and_then(|a| usize::try_from(if a < 0 { a + dims.len() as i64 } else { a }).ok());
+        let Some(dim) = at.and_then(|a| dims.get(a)) else {
+            self.cx
+                .unsupported(e.span, "a dim that is not a constant axis of a tensor");
+            return None;
+        };
+        self.dim_value(block, &dim.clone(), e.span)
     }
 
     /// What an inlined device function's stage numbers are offset by.
@@ -1230,10 +1260,16 @@ impl<'a> Lower<'_, 'a, '_> {
             ExprKind::Name(n) => match self.env.get(n).cloned() {
                 Some(Binding::Value(v)) => Some(v),
                 Some(Binding::Slot(slot, ty)) => Some(self.op1(block, e.span, "tile.load", &[slot], vec![], ty)),
-                _ => {
-                    self.cx.unsupported(e.span, format!("the name `{n}` here"));
-                    None
-                }
+                _ => match self.cx.constant(n) {
+                    Some(value) => {
+                        let ty = self.result_type(e)?;
+                        Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
+                    }
+                    None => {
+                        self.cx.unsupported(e.span, format!("the name `{n}` here"));
+                        None
+                    }
+                },
             },
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
                 let ty = self.result_type(e)?;
@@ -1295,6 +1331,17 @@ impl<'a> Lower<'_, 'a, '_> {
                 let b = self.expr(block, orelse)?;
                 let ty = self.m.value_type(a).clone();
                 Some(self.op1(block, e.span, "tile.select", &[c, a, b], vec![], ty))
+            }
+            ExprKind::Subscript { base, args } if matches!(&base.kind, ExprKind::Attr { name, .. } if name.name == "shape") =>
+            {
+                let ExprKind::Attr { base: tensor, .. } = &base.kind else {
+                    return None;
+                };
+                let axis = args
+                    .first()
+                    .and_then(|a| literal_attr(&a.value))
+                    .and_then(|a| a.as_int());
+                self.dim_of_tensor(block, e, tensor, axis)
             }
             ExprKind::Subscript { base, args } => {
                 let (mem, index, sliced) = self.place(block, base, args)?;
@@ -1542,6 +1589,10 @@ impl<'a> Lower<'_, 'a, '_> {
                     attrs,
                     Type::memref(dims, scalar_of(dtype), MemSpace::Shared),
                 ))
+            }
+            "len" => {
+                let x = arg(args, 0, "x")?;
+                self.dim_of_tensor(block, e, x, Some(0))
             }
             "tile.zeros" => {
                 let ty = self.result_type(e)?;

@@ -247,31 +247,17 @@ impl<'a> Lower<'_, 'a, '_> {
         self.b.set_loc(self.cx.loc(e.span));
         match &e.kind {
             ExprKind::Paren(inner) => self.expr(inner, scalar),
-            ExprKind::Name(n) => match self.env.get(n) {
-                Some(&v) => Some(v),
-                None => {
+            ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(n)) {
+                (Some(&v), _) => Some(v),
+                (None, Some(value)) => Some(self.constant(value, scalar)),
+                (None, None) => {
                     self.cx.unsupported(e.span, format!("the name `{n}` here"));
                     None
                 }
             },
             ExprKind::Int(_) | ExprKind::Float(_) => {
                 let value = literal_attr(e)?;
-                let ty = match (scalar, &value) {
-                    (Some(s), _) => Type::Scalar(s),
-                    (None, Attr::Int(_)) => Type::I64,
-                    (None, _) => Type::F32,
-                };
-                let value = match (&ty, value) {
-                    (Type::Scalar(s), Attr::Int(i)) if s.is_float() => Attr::Float(i as f64),
-                    (_, v) => v,
-                };
-                Some(
-                    self.b
-                        .op("graph.constant")
-                        .attr("value", value)
-                        .result(ty)
-                        .build_value(),
-                )
+                Some(self.constant(value, scalar))
             }
             ExprKind::Unary {
                 op: UnaryOp::Neg,
@@ -289,6 +275,25 @@ impl<'a> Lower<'_, 'a, '_> {
                 None
             }
         }
+    }
+
+    /// A literal's value as a `graph.constant`, in the dtype of the operand
+    /// it meets (`scalar`), else `i64` or `f32`.
+    fn constant(&mut self, value: Attr, scalar: Option<ScalarType>) -> ValueId {
+        let ty = match (scalar, &value) {
+            (Some(s), _) => Type::Scalar(s),
+            (None, Attr::Int(_)) => Type::I64,
+            (None, _) => Type::F32,
+        };
+        let value = match (&ty, value) {
+            (Type::Scalar(s), Attr::Int(i)) if s.is_float() => Attr::Float(i as f64),
+            (_, v) => v,
+        };
+        self.b
+            .op("graph.constant")
+            .attr("value", value)
+            .result(ty)
+            .build_value()
     }
 
     fn elem_of(&self, e: &Expr) -> Option<ScalarType> {

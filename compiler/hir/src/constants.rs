@@ -1,0 +1,180 @@
+//! Module constants: `BLOCK = 128` at the top level of a file, assigned
+//! once, whose value is a literal or arithmetic of literals and earlier
+//! constants. Kernels, types (`f32[BLOCK]`), `where` clauses, shared
+//! allocations and the kernel header (`tile[(BLOCK,)]`) read them as the
+//! values they are; the host interpreter evaluates the same statements.
+
+use std::collections::HashMap;
+
+use tessera_syntax::ast::{BinOp, Expr, ExprKind, StmtKind, UnaryOp, F64};
+
+use crate::db::{self, Db, SourceFile};
+use crate::poly::Poly;
+
+/// The value of a module constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Constant {
+    Int(i64),
+    Float(F64),
+    Bool(bool),
+}
+
+impl Constant {
+    pub fn as_int(self) -> Option<i64> {
+        match self {
+            Constant::Int(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Constant::Int(v) => v as f64,
+            Constant::Float(f) => f.get(),
+            Constant::Bool(b) => f64::from(u8::from(b)),
+        }
+    }
+}
+
+/// The module constants of `file`, in the order they are defined.
+#[salsa::tracked(returns(ref))]
+pub fn constants(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
+    let mut values: Vec<(String, Constant)> = Vec::new();
+    let mut assigned: HashMap<String, u32> = HashMap::new();
+    for (_, stmt) in db::top_level(db, file) {
+        let (targets, value): (Vec<&Expr>, Option<&Expr>) = match &stmt.kind {
+            StmtKind::Assign { targets, value } => (targets.iter().collect(), Some(value)),
+            StmtKind::AnnAssign { target, value, .. } => (vec![target], value.as_ref()),
+            StmtKind::AugAssign { target, .. } => (vec![target], None),
+            _ => continue,
+        };
+        for target in targets {
+            let ExprKind::Name(name) = &target.kind else { continue };
+            *assigned.entry(name.clone()).or_default() += 1;
+            let env: HashMap<&str, Constant> = values.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+            if let Some(c) = value.and_then(|v| evaluate(v, &env)) {
+                values.push((name.clone(), c));
+            }
+        }
+    }
+    // A name assigned twice is a variable of the module, not a constant.
+    values.retain(|(name, _)| assigned.get(name) == Some(&1));
+    values
+}
+
+/// The constant `name` of `file`.
+pub fn constant(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
+    constants(db, file).iter().find(|(n, _)| n == name).map(|(_, c)| *c)
+}
+
+/// `p` with the integer constants of `file` put in for their names.
+pub fn substitute(db: &dyn Db, file: SourceFile, p: &Poly) -> Poly {
+    let values = constants(db, file);
+    if values.is_empty() {
+        return p.clone();
+    }
+    p.substitute(&|s| {
+        values
+            .iter()
+            .find(|(n, _)| n == s)
+            .and_then(|(_, c)| c.as_int())
+            .map(Poly::constant)
+    })
+}
+
+/// The value of a constant expression: literals, earlier constants, and
+/// Python's arithmetic on them (integer overflow and division by zero make
+/// no constant).
+fn evaluate(e: &Expr, env: &HashMap<&str, Constant>) -> Option<Constant> {
+    Some(match &e.kind {
+        ExprKind::Int(v) => Constant::Int(i64::try_from(*v).ok()?),
+        ExprKind::Size(v) => Constant::Int(i64::try_from(*v).ok()?),
+        ExprKind::Float(f) => Constant::Float(*f),
+        ExprKind::Bool(b) => Constant::Bool(*b),
+        ExprKind::Name(n) => *env.get(n.as_str())?,
+        ExprKind::Paren(inner) => evaluate(inner, env)?,
+        ExprKind::Unary { op, operand } => match (op, evaluate(operand, env)?) {
+            (UnaryOp::Neg, Constant::Int(v)) => Constant::Int(v.checked_neg()?),
+            (UnaryOp::Neg, Constant::Float(f)) => Constant::Float(F64::new(-f.get())),
+            (UnaryOp::Pos, c @ (Constant::Int(_) | Constant::Float(_))) => c,
+            (UnaryOp::Not, Constant::Bool(b)) => Constant::Bool(!b),
+            (UnaryOp::Invert, Constant::Int(v)) => Constant::Int(!v),
+            _ => return None,
+        },
+        ExprKind::Binary { op, lhs, rhs } => binary(*op, evaluate(lhs, env)?, evaluate(rhs, env)?)?,
+        _ => return None,
+    })
+}
+
+fn binary(op: BinOp, a: Constant, b: Constant) -> Option<Constant> {
+    if let (Constant::Int(x), Constant::Int(y)) = (a, b) {
+        return Some(Constant::Int(match op {
+            BinOp::Add => x.checked_add(y)?,
+            BinOp::Sub => x.checked_sub(y)?,
+            BinOp::Mul => x.checked_mul(y)?,
+            BinOp::FloorDiv => {
+                let q = x.checked_div(y)?;
+                if x % y != 0 && (x < 0) != (y < 0) {
+                    q - 1
+                } else {
+                    q
+                }
+            }
+            BinOp::Mod => {
+                let r = x.checked_rem(y)?;
+                if r != 0 && (r < 0) != (y < 0) {
+                    r + y
+                } else {
+                    r
+                }
+            }
+            BinOp::Pow => x.checked_pow(u32::try_from(y).ok()?)?,
+            BinOp::Shl => x.checked_shl(u32::try_from(y).ok()?)?,
+            BinOp::Shr => x.checked_shr(u32::try_from(y).ok()?)?,
+            BinOp::BitAnd => x & y,
+            BinOp::BitOr => x | y,
+            BinOp::BitXor => x ^ y,
+            BinOp::Div => return Some(Constant::Float(F64::new(x as f64 / y as f64))).filter(|_| y != 0),
+            _ => return None,
+        }));
+    }
+    if matches!(a, Constant::Bool(_)) || matches!(b, Constant::Bool(_)) {
+        return None;
+    }
+    let (x, y) = (a.as_f64(), b.as_f64());
+    let v = match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div if y != 0.0 => x / y,
+        BinOp::Pow => x.powf(y),
+        _ => return None,
+    };
+    Some(Constant::Float(F64::new(v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(op: BinOp, x: i64, y: i64) -> Option<i64> {
+        binary(op, Constant::Int(x), Constant::Int(y)).and_then(Constant::as_int)
+    }
+
+    #[test]
+    fn integer_division_floors_as_python_does() {
+        for (x, y, q, r) in [
+            (7, 2, 3, 1),
+            (-7, 2, -4, 1),
+            (7, -2, -4, -1),
+            (-7, -2, 3, -1),
+            (6, 3, 2, 0),
+        ] {
+            assert_eq!(int(BinOp::FloorDiv, x, y), Some(q), "{x} // {y}");
+            assert_eq!(int(BinOp::Mod, x, y), Some(r), "{x} % {y}");
+        }
+        assert_eq!(int(BinOp::FloorDiv, 1, 0), None);
+        assert_eq!(int(BinOp::Mul, i64::MAX, 2), None);
+        assert_eq!(int(BinOp::Shl, 1, 10), Some(1024));
+    }
+}
