@@ -27,6 +27,7 @@ use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
 use crate::body::{BodyCtx, CallTarget};
 use crate::builtins::{Builtin, Shape};
 use crate::db::{self, relative, FnId};
+use crate::ty::Ty;
 
 /// The barriers a kernel or device function writes itself.
 pub(crate) fn check(ctx: &BodyCtx) -> Vec<Diagnostic> {
@@ -416,6 +417,8 @@ struct Point {
     span: Span,
     /// `tbarrier()`, or `` `f`, which waits at a barrier, ``.
     what: String,
+    /// A register tile rather than a barrier.
+    tile: bool,
 }
 
 struct Walker<'a> {
@@ -430,6 +433,8 @@ struct Walker<'a> {
     exits: Vec<Exit>,
     /// Barriers already reported (loop bodies are walked twice).
     reported: HashSet<Span>,
+    /// The conditions and exits a tile has been reported under.
+    tiles_reported: HashSet<Span>,
     diagnostics: Vec<Diagnostic>,
     /// When summarizing: whether a point was found, and the parameters
     /// that decide whether one is reached.
@@ -447,6 +452,7 @@ impl<'a> Walker<'a> {
             causes: Vec::new(),
             exits: Vec::new(),
             reported: HashSet::new(),
+            tiles_reported: HashSet::new(),
             diagnostics: Vec::new(),
             collective: false,
             governing: HashSet::new(),
@@ -482,6 +488,7 @@ impl<'a> Walker<'a> {
                 _ => Some(Point {
                     span: e.span,
                     what: format!("`{}()`", b.path),
+                    tile: false,
                 }),
             };
         }
@@ -495,6 +502,7 @@ impl<'a> Walker<'a> {
         Some(Point {
             span: e.span,
             what: format!("`{name}()`, which waits at a barrier,"),
+            tile: false,
         })
     }
 
@@ -544,13 +552,13 @@ impl<'a> Walker<'a> {
             StmtKind::Expr(e) => self.expr(e),
             StmtKind::Assign { targets, value } => {
                 self.expr(value);
-                targets.iter().for_each(|t| self.expr(t));
+                targets.iter().for_each(|t| self.target(t));
             }
             StmtKind::AnnAssign { target, value, .. } => {
                 if let Some(value) = value {
                     self.expr(value);
                 }
-                self.expr(target);
+                self.target(target);
             }
             StmtKind::AugAssign { target, value, .. } => {
                 self.expr(target);
@@ -601,6 +609,15 @@ impl<'a> Walker<'a> {
             }
             StmtKind::Error(children) => children.iter().for_each(|s| self.stmt(s)),
             StmtKind::Def(_) | StmtKind::Import(_) | StmtKind::FromImport { .. } | StmtKind::Pass => {}
+        }
+    }
+
+    /// An assignment's target: a name it binds computes nothing.
+    fn target(&mut self, t: &Expr) {
+        match &t.kind {
+            ExprKind::Name(_) => {}
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| self.target(i)),
+            _ => self.expr(t),
         }
     }
 
@@ -667,6 +684,29 @@ impl<'a> Walker<'a> {
                 let cause = self.cause(lhs, CauseKind::Branch, "this condition");
                 self.guarded(cause, |w| w.expr(rhs));
             }
+            _ if self.is_tile(e) => {
+                // Every thread computes its part of a tile: the whole
+                // expression is one point, its parts are not looked into,
+                // and one tile is reported per divergent condition or exit.
+                let text = crate::pretty::expr(e);
+                let what = if text.chars().count() <= 40 {
+                    format!("`{text}`, a tile spread over the threads of the block,")
+                } else {
+                    "a tile operation, spread over the threads of the block,".to_string()
+                };
+                let why = self
+                    .causes
+                    .last()
+                    .map(|c| c.span)
+                    .or(self.exits.first().map(|x| x.span));
+                if why.is_some_and(|w| self.tiles_reported.insert(w)) {
+                    self.barrier(Point {
+                        span: e.span,
+                        what,
+                        tile: true,
+                    });
+                }
+            }
             _ => {
                 if let Some(point) = self.point(e) {
                     self.barrier(point);
@@ -676,6 +716,30 @@ impl<'a> Walker<'a> {
                 }
                 e.kind.for_each_child(|child| self.expr(child));
             }
+        }
+    }
+
+    /// A register tile computed in the kernel (`x[0:64]`, `tile.dot(a, b)`,
+    /// a local holding one): its elements are spread over the block's
+    /// threads, which exchange them, so every thread must reach it as it
+    /// reaches a barrier (and a device function that computes one is a
+    /// collective call). Parameters and shared buffers are memory, not tiles.
+    fn is_tile(&self, e: &Expr) -> bool {
+        if matches!(self.mode, Mode::Calls(_)) {
+            return false;
+        }
+        // A tensor of unknown rank (`tensor[float]` indexed) is not known
+        // to be a tile.
+        let Some(Ty::Tensor(t)) = self.ctx.type_of(e.span) else {
+            return false;
+        };
+        if t.space.is_some() || t.dims.is_none() {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Name(n) => !self.ctx.sig.params.iter().any(|p| &p.name == n),
+            ExprKind::Paren(_) | ExprKind::Attr { .. } => false,
+            _ => true,
         }
     }
 
@@ -738,14 +802,22 @@ fn governing_argument(arg: &Expr, dep: &Dependence, callee: &str, param: &str) -
 }
 
 fn divergent_barrier(point: &Point, cause: &Cause) -> Diagnostic {
-    let (primary, help) = match cause.kind {
-        CauseKind::Branch => (
+    let (primary, help) = match (cause.kind, point.tile) {
+        (CauseKind::Branch, false) => (
             "only the threads that take this branch reach this barrier",
             "move the barrier out of the condition so that every thread of the block reaches it",
         ),
-        CauseKind::Loop => (
+        (CauseKind::Loop, false) => (
             "threads reach this barrier a different number of times",
             "move the barrier out of the loop, or give the loop the same trip count in every thread",
+        ),
+        (CauseKind::Branch, true) => (
+            "only the threads that take this branch compute their part of it",
+            "compute the tile in every thread, before the condition, and use its result under it",
+        ),
+        (CauseKind::Loop, true) => (
+            "threads compute it a different number of times",
+            "compute the tile outside the loop, or give the loop the same trip count in every thread",
         ),
     };
     Diagnostic::error(
@@ -763,20 +835,28 @@ fn barrier_after_exit(point: &Point, exit: &Exit) -> Diagnostic {
     } else {
         "above"
     };
+    let reach = if point.tile {
+        "compute their part of this tile"
+    } else {
+        "reach this barrier"
+    };
     let (primary, here, help) = match exit.kind {
         ExitKind::Return => (
-            format!("threads that returned {when} never reach this barrier"),
+            format!("threads that returned {when} never {reach}"),
             "some threads return here",
             "guard the work with the condition instead of returning early, so that every thread reaches the barrier",
         ),
         ExitKind::Break => (
-            format!("threads that left the loop {when} never reach this barrier"),
+            format!("threads that left the loop {when} never {reach}"),
             "some threads leave the loop here",
             "leave the loop on a condition that is the same in every thread, or move the barrier out of the loop",
         ),
         // A `continue` ends with its iteration, so it only affects what follows it.
         ExitKind::Continue => (
-            "threads that took the `continue` above skip this barrier".to_string(),
+            format!(
+                "threads that took the `continue` above skip {}",
+                if point.tile { "this tile" } else { "this barrier" }
+            ),
             "some threads skip the rest of the iteration here",
             "guard the rest of the iteration with the condition instead of `continue`",
         ),
