@@ -257,8 +257,8 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.cooperative_group", "(size)", "A cooperative group of `size` threads.", Opaque).kernel(),
     op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     // ---- rng
-    op("rng.uniform", "(*shape, stream = None, dtype = f32)", "Uniform random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),
-    op("rng.normal", "(*shape, stream = None, dtype = f32)", "Normal random values from a counter-based stream.", Create).effects(&[Random]).det(Det::Rng),
+    op("rng.uniform", "(*shape, stream = None, dtype = f32, counter = None)", "Uniform random values in [0, 1) from a counter-based stream; in a kernel without a shape, one value per thread, drawn at `counter` (the thread's index in the grid by default).", Create).effects(&[Random]).det(Det::Rng),
+    op("rng.normal", "(*shape, stream = None, dtype = f32, counter = None)", "Standard normal random values from a counter-based stream; in a kernel without a shape, one value per thread, drawn at `counter` (the thread's index in the grid by default).", Create).effects(&[Random]).det(Det::Rng),
     op("rng.stream", "(name)", "A named counter-based random stream.", Opaque),
     // ---- op (operator level)
     op("op.matmul", "(a, b, tile_shape = None, accumulate = None)", "Matrix product `a @ b`.", Matmul).accumulates(),

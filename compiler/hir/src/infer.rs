@@ -961,6 +961,10 @@ impl<'a> Infer<'a> {
                     })
                     .map(|a| crate::constants::substitute(self.db, self.file, &dim_poly(a.expr)))
                     .collect();
+                // A draw in kernel code without a shape is one value per thread.
+                if let (Some("rng"), true, true) = (b.namespace(), dims.is_empty(), self.in_device_code()) {
+                    return dtype.map_or(Ty::Unknown, Ty::Scalar);
+                }
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
                 if let (Shape::AllocShared, Some(swizzle)) = (b.shape, keyword("swizzle")) {
                     self.check_swizzle(e, swizzle, keyword("bank_pad"), &dims, dtype);

@@ -26,6 +26,8 @@ enum Binding {
     Slot(ValueId, Type),
     /// A compile-time value: a cooperative group of this size.
     Group(i64),
+    /// A compile-time value: the random stream `rng.stream("name")`.
+    Stream(String),
 }
 
 struct Lower<'c, 'a, 'm> {
@@ -41,6 +43,14 @@ struct Lower<'c, 'a, 'm> {
     block_axes: i64,
     /// The device function being inlined, when this lowers one.
     inlined: Option<Inlined>,
+    /// Draws without a stream so far: the n-th one's (from 0) stream is
+    /// `<kernel>.rng<n>`, as an operator function's are.
+    draws: i64,
+    /// The kernel's name.
+    kernel: String,
+    /// The kernel's `@deterministic` seed, which keys its draws (those of
+    /// the device functions inlined into it too).
+    seed: Option<i64>,
     /// Device functions inlined so far into the kernel: the n-th one's
     /// stages are offset by `n * STAGES_PER_INLINE`, so that they differ
     /// from its caller's.
@@ -130,7 +140,12 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         block_axes,
         inlined: None,
         inlines: 0,
+        draws: 0,
+        kernel: String::new(),
+        seed: None,
     };
+    l.kernel = l.cx.sig.name.clone();
+    l.seed = l.cx.sig.deterministic.flatten();
     let body = &l.cx.def.body;
     l.allocate_slots(entry, body);
     l.block(entry, body);
@@ -512,6 +527,9 @@ impl<'a> Lower<'_, 'a, '_> {
             block_axes: self.block_axes,
             inlined: Some(inlined),
             inlines: self.inlines,
+            draws: self.draws,
+            kernel: self.kernel.clone(),
+            seed: self.seed,
         };
         for i in pending_defaults {
             let param = &sub.cx.sig.params[i];
@@ -535,9 +553,10 @@ impl<'a> Lower<'_, 'a, '_> {
         let body = &def.body;
         sub.allocate_slots(block, body);
         sub.block(block, body);
-        let (stage, inlines, inlined) = (sub.stage, sub.inlines, sub.inlined.take());
+        let (stage, inlines, draws, inlined) = (sub.stage, sub.inlines, sub.draws, sub.inlined.take());
         self.stage = stage;
         self.inlines = inlines;
+        self.draws = draws;
         for diag in std::mem::take(&mut callee.errors) {
             if !self.cx.errors.iter().any(|d| d.primary_span() == diag.primary_span()) {
                 self.cx
@@ -735,7 +754,12 @@ impl<'a> Lower<'_, 'a, '_> {
                     self.assign(block, t, v);
                 }
             }
-            (ExprKind::Name(n), _) if self.is_group(value) => {
+            (ExprKind::Name(n), _) if self.is_builtin(value, "rng.stream") => {
+                if let Some(name) = self.stream_name(value) {
+                    self.env.insert(n.clone(), Binding::Stream(name));
+                }
+            }
+            (ExprKind::Name(n), _) if self.is_builtin(value, "tile.cooperative_group") => {
                 let size = match &value.kind {
                     ExprKind::Call { args, .. } => arg(args, 0, "size").and_then(literal_attr).and_then(|a| a.as_int()),
                     _ => None,
@@ -757,9 +781,32 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
-    fn is_group(&self, e: &Expr) -> bool {
+    /// Whether `e` is a call of the builtin `path`.
+    fn is_builtin(&self, e: &Expr, path: &str) -> bool {
         matches!(self.cx.body.calls.get(&e.span).map(|c| &c.target),
-            Some(CallTarget::Builtin(b)) if b.path == "tile.cooperative_group")
+            Some(CallTarget::Builtin(b)) if b.path == path)
+    }
+
+    /// The name of the stream `e` is: `rng.stream("name")`, or a local
+    /// bound to one.
+    fn stream_name(&mut self, e: &Expr) -> Option<String> {
+        if let ExprKind::Name(n) = &e.kind {
+            if let Some(Binding::Stream(name)) = self.env.get(n) {
+                return Some(name.clone());
+            }
+        }
+        if let ExprKind::Call { args, .. } = &e.kind {
+            if self.is_builtin(e, "rng.stream") {
+                if let Some(Attr::Str(name)) = arg(args, 0, "name").and_then(literal_attr) {
+                    return Some(name);
+                }
+            }
+        }
+        self.cx.unsupported(
+            e.span,
+            "a stream other than `rng.stream(\"name\")` with a string literal",
+        );
+        None
     }
 
     /// Writes `v` to what `target` names.
@@ -1783,20 +1830,48 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
                 None
             }
-            "rng.uniform" | "rng.normal" => {
-                let ty = self.result_type(e)?;
-                let dist = if path.ends_with("uniform") { "uniform" } else { "normal" };
-                let mut attrs = vec![("dist", Attr::str(dist))];
-                if let Some(ExprKind::Name(s)) = keyword(args, "stream").map(|s| &s.kind) {
-                    attrs.push(("stream", Attr::Str(s.clone())));
-                }
-                Some(self.op1(block, e.span, "tile.rng", &[], attrs, ty))
-            }
+            "rng.uniform" | "rng.normal" => self.draw(block, e, path, args),
             _ => {
                 self.cx.unsupported(e.span, format!("`{path}` in a kernel"));
                 None
             }
         }
+    }
+
+    /// `rng.uniform(stream=…, counter=…)` and `rng.normal(…)` in a kernel:
+    /// one value per thread, `tile.rng` with the counter (by default the
+    /// thread's linear index in the grid) from the stream (by default one of
+    /// its own per draw), keyed by the kernel and its `@deterministic` seed.
+    fn draw(&mut self, block: tessera_ir::BlockId, e: &'a Expr, path: &str, args: &'a [Arg]) -> Option<ValueId> {
+        let ty = self.result_type(e)?;
+        if !matches!(ty, Type::Scalar(_)) {
+            self.cx.unsupported(
+                e.span,
+                "a tile of random numbers in a kernel (draw one value per thread: `rng.uniform(stream=…)`)",
+            );
+            return None;
+        }
+        let dist = if path.ends_with("uniform") { "uniform" } else { "normal" };
+        let stream = match keyword(args, "stream").filter(|s| !matches!(s.kind, ExprKind::None)) {
+            Some(s) => self.stream_name(s)?,
+            None => {
+                let name = format!("{}.rng{}", self.kernel, self.draws);
+                self.draws += 1;
+                name
+            }
+        };
+        let counter = match keyword(args, "counter") {
+            Some(c) => {
+                let v = self.expr(block, c)?;
+                self.convert(block, v, &Type::INDEX)
+            }
+            None => self.geometry(block, e, "launch.thread_id", &[]),
+        };
+        let mut attrs = vec![("dist", Attr::str(dist)), ("stream", Attr::Str(stream))];
+        if let Some(seed) = self.seed {
+            attrs.push(("seed", Attr::Int(seed)));
+        }
+        Some(self.op1(block, e.span, "tile.rng", &[counter], attrs, ty))
     }
 
     /// `atomic_add(x[i], v)` and its kin: `tile.atomic` of the kind the

@@ -102,6 +102,7 @@ pub(crate) fn poisoned(dtype: DType, shape: &[usize]) -> TensorValue {
     let n: usize = shape.iter().product();
     let bytes: Vec<u8> = match dtype {
         DType::F32 => (0..n).flat_map(|_| f32::NAN.to_le_bytes()).collect(),
+        DType::F64 => (0..n).flat_map(|_| f64::NAN.to_le_bytes()).collect(),
         DType::Bf16 => (0..n).flat_map(|_| 0x7fc0u16.to_le_bytes()).collect(),
         d if !d.is_float() => vec![0xA5; n * d.size()],
         d => panic!("no poison for {d}"),

@@ -11,7 +11,7 @@
 use crate::common;
 
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
-use tessera_runtime::rng::{fill, philox4x32_10, stream_key, Distribution, StreamId};
+use tessera_runtime::rng::{fill, normal_f64, philox4x32_10, stream_key, uniform_f32, Distribution, StreamId};
 use tessera_runtime::{DType, Device, Tensor};
 
 use crate::examples::Rng;
@@ -164,5 +164,53 @@ fn ranks_of_a_mesh_draw_their_own_numbers() {
                 "rank {rank}, element {i} (run {run:#x})"
             );
         }
+    }
+}
+
+/// A hand-written kernel draws one value per thread, at its index in the
+/// grid or at the `counter=` it names, from the runtime's streams keyed by
+/// the kernel's name: bit for bit.
+#[test]
+fn kernels_draw_per_thread_from_the_runtime_streams() {
+    let mut fresh = Rng::fresh();
+    let run = fresh.0;
+    let seed = fresh.next() as i64;
+    let (s1, s2) = (format!("u{}", fresh.below(1000)), format!("z{}", fresh.below(1000)));
+    let program = format!(
+        "@kernel\n@deterministic(seed={seed})\ndef noise(u: mut f32[N], z: mut f64[N], v: mut f32[N]):\n    i = launch.thread_id()\n    s = rng.stream(\"{s1}\")\n    if i < N:\n        u[i] = rng.uniform(stream=s)\n        z[i] = rng.normal(stream=rng.stream(\"{s2}\"), dtype=f64)\n        v[i] = rng.uniform(stream=s, counter=i + N)\n"
+    );
+    let device = common::device();
+    let loaded = common::load_program(&device, "kernel_noise", &program, 3);
+    let n = 1 + fresh.below(3000) as usize;
+    let outputs = [
+        crate::examples::poisoned(DType::F32, &[n]),
+        crate::examples::poisoned(DType::F64, &[n]),
+        crate::examples::poisoned(DType::F32, &[n]),
+    ];
+    let args: Vec<Value> = outputs.iter().map(|t| Value::Tensor(t.clone())).collect();
+    let config = tessera_runtime::cpu::LaunchConfig {
+        grid: [n.div_ceil(128) as u32, 1, 1],
+        block: [128, 1, 1],
+        shared_bytes: 0,
+    };
+    loaded
+        .launch_kernel(&device, "noise", config, &args, &[("N".to_string(), n as i64)])
+        .unwrap();
+    let (k1, k2) = (key("noise", &s1, &[], 0, seed), key("noise", &s2, &[], 0, seed));
+    let got: Vec<Tensor> = outputs.iter().map(|t| t.host(&device).unwrap().clone()).collect();
+    let (u, z, v) = (
+        got[0].as_slice::<f32>().unwrap(),
+        got[1].as_slice::<f64>().unwrap(),
+        got[2].as_slice::<f32>().unwrap(),
+    );
+    for i in 0..n {
+        let want = (
+            uniform_f32(k1, i as u64),
+            normal_f64(k2, i as u64),
+            uniform_f32(k1, (i + n) as u64),
+        );
+        assert_eq!(u[i].to_bits(), want.0.to_bits(), "u[{i}] of {n} (run {run:#x})");
+        assert_eq!(z[i].to_bits(), want.1.to_bits(), "z[{i}] of {n} (run {run:#x})");
+        assert_eq!(v[i].to_bits(), want.2.to_bits(), "v[{i}] of {n} (run {run:#x})");
     }
 }
