@@ -401,19 +401,24 @@ impl<'a> Lower<'_, 'a, '_> {
             }
         }
         if let Some(flag) = flag {
-            let yes = self.op1(
-                block,
-                stmt.span,
-                "tile.const",
-                &[],
-                vec![("value", Attr::Int(1))],
-                Type::I1,
-            );
-            self.op0(block, stmt.span, "tile.store", &[yes, flag], vec![]);
+            self.set_flag(block, stmt.span, flag, true);
         }
         if in_loop {
             self.op0(block, stmt.span, "tile.break", &[], vec![]);
         }
+    }
+
+    /// Stores `value` into the `i1` slot `flag`.
+    fn set_flag(&mut self, block: tessera_ir::BlockId, at: Span, flag: ValueId, value: bool) {
+        let v = self.op1(
+            block,
+            at,
+            "tile.const",
+            &[],
+            vec![("value", Attr::Int(i64::from(value)))],
+            Type::I1,
+        );
+        self.op0(block, at, "tile.store", &[v, flag], vec![]);
     }
 
     /// A call of a device function (or of a plain function from a kernel):
@@ -492,15 +497,7 @@ impl<'a> Lower<'_, 'a, '_> {
         if needs_flag {
             let flag_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I1, MemSpace::Local);
             let flag = self.op1(block, e.span, "tile.local", &[], vec![], flag_ty);
-            let no = self.op1(
-                block,
-                e.span,
-                "tile.const",
-                &[],
-                vec![("value", Attr::Int(0))],
-                Type::I1,
-            );
-            self.op0(block, e.span, "tile.store", &[no, flag], vec![]);
+            self.set_flag(block, e.span, flag, false);
             inlined.returned = Some(flag);
             match &result_ty {
                 Some(ty @ Type::Scalar(elem)) => {

@@ -142,7 +142,7 @@ pub(crate) fn check(what: &str, seed: u64, got: &[f64], want: &[f64], bound: &[f
     );
 }
 
-fn config(grid: [u32; 3], block: u32) -> LaunchConfig {
+pub(crate) fn config(grid: [u32; 3], block: u32) -> LaunchConfig {
     LaunchConfig {
         grid,
         block: [block, 1, 1],

@@ -188,11 +188,7 @@ fn kernels_draw_per_thread_from_the_runtime_streams() {
         crate::examples::poisoned(DType::F32, &[n]),
     ];
     let args: Vec<Value> = outputs.iter().map(|t| Value::Tensor(t.clone())).collect();
-    let config = tessera_runtime::cpu::LaunchConfig {
-        grid: [n.div_ceil(128) as u32, 1, 1],
-        block: [128, 1, 1],
-        shared_bytes: 0,
-    };
+    let config = crate::examples::config([n.div_ceil(128) as u32, 1, 1], 128);
     loaded
         .launch_kernel(&device, "noise", config, &args, &[("N".to_string(), n as i64)])
         .unwrap();
