@@ -10,6 +10,7 @@
 //!   uint32_t grid_dim[3];   // gridDim
 //!   uint8_t* shared;        // this block's shared memory: shared_bytes long, 128-byte aligned, poisoned (0xFF)
 //!   void*    block;         // opaque: the runtime's per-block state
+//!   void*    fiber;         // opaque: the thread's fiber, null when the block's threads run one after another
 //! } TesseraCpuCtx;
 //! void entry(void** args, TesseraCpuCtx* ctx);  // args[i] points at parameter i's value
 //! void     tessera_cpu_barrier(TesseraCpuCtx*);
@@ -25,22 +26,23 @@
 //! A kernel that calls no barrier, shuffle or vote is launched without
 //! synchronization: the threads of a block run one after another on one OS
 //! thread, and blocks spread over the cores. Otherwise every thread of a
-//! block runs on its own OS thread; a *group* of such threads runs blocks
-//! `g, g + G, g + 2G, …`, and `G` groups run side by side.
+//! block is a fiber (`fibers.rs`): one OS thread runs a block's threads,
+//! switching between them at each barrier, shuffle and vote; worker `w` of
+//! `W` runs blocks `w, w + W, w + 2W, …`, and the workers run side by side.
 
-mod sync;
+mod fibers;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use sync::{block_text, BlockSync, Next, WarpOp};
+use fibers::{block_text, suspend, Wait, Worker};
 
 use crate::buffer::HostBuffer;
 use crate::device::Common;
 use crate::RunError;
 
-pub use sync::SHARED_POISON;
+pub use fibers::SHARED_POISON;
 
 /// The context of one GPU thread on the CPU (`TesseraCpuCtx`).
 #[repr(C)]
@@ -52,6 +54,7 @@ pub struct TesseraCpuCtx {
     pub grid_dim: [u32; 3],
     pub shared: *mut u8,
     pub block: *mut c_void,
+    pub fiber: *mut c_void,
 }
 
 /// A compiled CPU kernel's entry point.
@@ -124,11 +127,7 @@ impl LaunchConfig {
     }
 }
 
-/// At most this many OS threads run GPU threads of synchronized blocks at
-/// once (more groups would only oversubscribe the cores further).
-const MAX_SYNC_THREADS: u64 = 4096;
-
-/// The stack of each OS thread that runs GPU threads.
+/// The stack of each OS thread that runs the threads of independent blocks.
 const THREAD_STACK: usize = 512 * 1024;
 
 /// What every thread of a launch shares: the first error, and whether to stop.
@@ -151,8 +150,8 @@ impl LaunchState {
 /// The runtime's per-block state, behind `TesseraCpuCtx::block`.
 struct BlockCtx<'a> {
     threads: usize,
-    /// None when the threads of the block run one after another.
-    sync: Option<&'a BlockSync>,
+    /// Its threads are fibers (false: they run one after another).
+    synchronized: bool,
     launch: &'a LaunchState,
 }
 
@@ -238,7 +237,7 @@ impl CpuDevice {
                         let mut args: Vec<*mut c_void> = addresses.iter().map(|&a| a as *mut c_void).collect();
                         let block = BlockCtx {
                             threads,
-                            sync: None,
+                            synchronized: false,
                             launch,
                         };
                         loop {
@@ -256,6 +255,7 @@ impl CpuDevice {
                                     grid_dim: config.grid,
                                     shared: shared.as_mut_ptr(),
                                     block: &block as *const BlockCtx as *mut c_void,
+                                    fiber: std::ptr::null_mut(),
                                 };
                                 // SAFETY: the caller of `launch` guarantees the
                                 // entry point and its arguments; `ctx` and the
@@ -273,67 +273,24 @@ impl CpuDevice {
     }
 
     fn run_synchronized(&self, entry: CpuKernelFn, config: &LaunchConfig, addresses: &[usize], launch: &LaunchState) {
-        let blocks = config.blocks();
-        let threads = config.threads_per_block();
-        let groups = (self.workers as u64)
-            .min(blocks)
-            .min((MAX_SYNC_THREADS / threads).max(1));
-        let mut syncs = Vec::new();
-        for _ in 0..groups {
-            match HostBuffer::zeroed(config.shared_bytes) {
-                Ok(shared) => syncs.push(BlockSync::new(threads as usize, shared)),
-                Err(e) => return launch.fail(e.message),
-            }
-        }
+        let workers = (self.workers as u64).min(config.blocks());
         std::thread::scope(|scope| {
-            for (g, sync) in syncs.iter().enumerate() {
-                let shared = sync.shared_ptr() as usize;
-                for t in 0..threads as usize {
-                    let body = move || {
-                        let mut args: Vec<*mut c_void> = addresses.iter().map(|&a| a as *mut c_void).collect();
-                        let block = BlockCtx {
-                            threads: threads as usize,
-                            sync: Some(sync),
-                            launch,
-                        };
-                        let mut b = g as u64;
-                        while b < blocks {
-                            let block_id = block_index(b, config.grid);
-                            let mut ctx = TesseraCpuCtx {
-                                thread_id: thread_index(t, config.block),
-                                block_id,
-                                block_dim: config.block,
-                                grid_dim: config.grid,
-                                shared: shared as *mut u8,
-                                block: &block as *const BlockCtx as *mut c_void,
-                            };
-                            // SAFETY: as in `run_independent`; the group's
-                            // shared memory lives until the scope ends.
-                            unsafe { entry(args.as_mut_ptr(), &mut ctx) };
-                            let stop = || launch.stop.load(Ordering::SeqCst) || b + groups >= blocks;
-                            if sync.end_block(t, block_id, &stop) == Next::Stop {
-                                break;
-                            }
-                            b += groups;
-                        }
-                    };
-                    let spawned = std::thread::Builder::new()
-                        .stack_size(THREAD_STACK)
-                        .spawn_scoped(scope, body);
-                    if let Err(e) = spawned {
-                        let message = format!("cannot start the {threads} threads of a block: {e}");
-                        sync.abort(message.clone());
-                        launch.fail(message);
-                        return;
-                    }
+            for w in 0..workers {
+                let worker = Worker {
+                    entry,
+                    config,
+                    args: addresses,
+                    launch,
+                };
+                let spawned = std::thread::Builder::new()
+                    .stack_size(THREAD_STACK)
+                    .spawn_scoped(scope, move || worker.run(w, workers));
+                if let Err(e) = spawned {
+                    launch.fail(format!("cannot start a CPU worker thread: {e}"));
+                    break;
                 }
             }
         });
-        for sync in &syncs {
-            if let Some(message) = sync.error() {
-                launch.fail(message);
-            }
-        }
     }
 }
 
@@ -417,10 +374,12 @@ pub fn shfl_source(lane: u32, b: u32, mode: u32, width: u32) -> Option<u32> {
 pub unsafe extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
     // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
-    match block.sync {
-        Some(sync) => sync.barrier(linear_thread(ctx), ctx.block_id),
-        None if block.threads > 1 => block.launch.fail(unsynchronized("tessera_cpu_barrier")),
-        None => {}
+    if block.synchronized {
+        // SAFETY: a synchronized block's threads are fibers whose context
+        // holds their yielder, and this call comes from the fiber.
+        unsafe { suspend(ctx.fiber, Wait::Barrier) };
+    } else if block.threads > 1 {
+        block.launch.fail(unsynchronized("tessera_cpu_barrier"));
     }
 }
 
@@ -455,19 +414,14 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
     let tid = linear_thread(ctx);
     let lane = (tid % 32) as u32;
     let src = shfl_source(lane, lane_or_delta, mode, width);
-    let Some(sync) = block.sync else {
+    if !block.synchronized {
         if block.threads > 1 {
             block.launch.fail(unsynchronized("tessera_cpu_shfl"));
         }
         return value;
-    };
-    let Some((bank, lanes)) = sync.exchange(tid, ctx.block_id, WarpOp::Shuffle, value) else {
-        return value;
-    };
-    match src {
-        Some(j) if lanes & (1 << j) != 0 => sync.slot(tid / 32, bank, j as usize),
-        _ => value,
     }
+    // SAFETY: as in `tessera_cpu_barrier`.
+    unsafe { suspend(ctx.fiber, Wait::Shuffle { value, src }) }.value
 }
 
 /// A warp vote with a full mask: `mode` 0 all, 1 any, 2 ballot (bit i is
@@ -485,24 +439,18 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
         ));
         return 0;
     }
-    let tid = linear_thread(ctx);
-    let (ballot, lanes) = match block.sync {
-        Some(sync) => match sync.exchange(tid, ctx.block_id, WarpOp::Vote, (pred != 0) as u32) {
-            Some((bank, lanes)) => {
-                let w = tid / 32;
-                let ballot = (0..32)
-                    .filter(|&j| lanes & (1 << j) != 0 && sync.slot(w, bank, j) != 0)
-                    .fold(0u32, |acc, j| acc | (1 << j));
-                (ballot, lanes)
-            }
-            None => return 0,
-        },
-        None => {
-            if block.threads > 1 {
-                block.launch.fail(unsynchronized("tessera_cpu_vote"));
-            }
-            ((pred != 0) as u32, 1)
+    let (ballot, lanes) = if block.synchronized {
+        // SAFETY: as in `tessera_cpu_barrier`.
+        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0 }) };
+        if r.broken {
+            return 0;
         }
+        (r.value, r.lanes)
+    } else {
+        if block.threads > 1 {
+            block.launch.fail(unsynchronized("tessera_cpu_vote"));
+        }
+        ((pred != 0) as u32, 1)
     };
     match mode {
         VOTE_ALL => (ballot == lanes) as u32,
