@@ -53,6 +53,15 @@ macro_rules! element {
 }
 element!(f32 => F32, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64);
 
+/// An element as an integer type: `from_float` for a float, `from_int`
+/// for an integer or a bool.
+fn int_of<T>(v: Elem, from_float: fn(f64) -> T, from_int: fn(i64) -> T) -> T {
+    match v {
+        Elem::Float(f) => from_float(f),
+        other => from_int(other.as_i64()),
+    }
+}
+
 /// A host tensor.
 #[derive(Clone, Debug)]
 pub struct Tensor {
@@ -206,13 +215,16 @@ impl Tensor {
             DType::Fp8E5m2 => e[0] = E5M2.encode(v.as_f64(), false),
             DType::F32 => e.copy_from_slice(&(v.as_f64() as f32).to_le_bytes()),
             DType::F64 => e.copy_from_slice(&v.as_f64().to_le_bytes()),
-            DType::I8 => e[0] = v.as_i64() as i8 as u8,
-            DType::I16 => e.copy_from_slice(&(v.as_i64() as i16).to_le_bytes()),
-            DType::I32 => e.copy_from_slice(&(v.as_i64() as i32).to_le_bytes()),
-            DType::I64 | DType::U64 => e.copy_from_slice(&v.as_i64().to_le_bytes()),
-            DType::U8 => e[0] = v.as_i64() as u8,
-            DType::U16 => e.copy_from_slice(&(v.as_i64() as u16).to_le_bytes()),
-            DType::U32 => e.copy_from_slice(&(v.as_i64() as u32).to_le_bytes()),
+            // Rust's `as` from a float truncates and saturates (NaN is 0),
+            // as the kernels' conversions do; from an integer it wraps.
+            DType::I8 => e[0] = int_of(v, |f| f as i8, |i| i as i8) as u8,
+            DType::I16 => e.copy_from_slice(&int_of(v, |f| f as i16, |i| i as i16).to_le_bytes()),
+            DType::I32 => e.copy_from_slice(&int_of(v, |f| f as i32, |i| i as i32).to_le_bytes()),
+            DType::I64 => e.copy_from_slice(&int_of(v, |f| f as i64, |i| i).to_le_bytes()),
+            DType::U64 => e.copy_from_slice(&int_of(v, |f| f as u64, |i| i as u64).to_le_bytes()),
+            DType::U8 => e[0] = int_of(v, |f| f as u8, |i| i as u8),
+            DType::U16 => e.copy_from_slice(&int_of(v, |f| f as u16, |i| i as u16).to_le_bytes()),
+            DType::U32 => e.copy_from_slice(&int_of(v, |f| f as u32, |i| i as u32).to_le_bytes()),
             DType::Bool => e[0] = v.as_bool() as u8,
         }
     }

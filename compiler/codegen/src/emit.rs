@@ -1286,8 +1286,11 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 if to == ScalarType::I1 {
                     return self.val(format!("fcmp une {ft} {v}, 0.0"));
                 }
+                // Saturating, as PTX's `cvt.rzi` is: a value beyond the
+                // integer's range gives its bound, NaN gives 0, on every target.
                 let op = if is_unsigned(to) { "fptoui" } else { "fptosi" };
-                self.val(format!("{op} {ft} {v} to {tt}"))
+                let name = format!("llvm.{op}.sat.{tt}.{}", float_suffix(from));
+                self.intrinsic(tt, &name, &[(ft, v.to_string())])
             }
             (false, true) => {
                 let op = if is_unsigned(from) { "uitofp" } else { "sitofp" };
@@ -1327,7 +1330,18 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             ("sub", true) => self.val(format!("fsub {t} {a}, {b}")),
             ("mul", true) => self.val(format!("fmul {t} {a}, {b}")),
             ("div", true) => self.val(format!("fdiv {t} {a}, {b}")),
-            ("rem", true) => self.val(format!("frem {t} {a}, {b}")),
+            ("rem", true) => {
+                // Python's modulo: the sign of the divisor (frem has the dividend's).
+                let r = self.val(format!("frem {t} {a}, {b}"));
+                let zero = float_lit(s, 0.0);
+                let nz = self.val(format!("fcmp une {t} {r}, {zero}"));
+                let rneg = self.val(format!("fcmp olt {t} {r}, {zero}"));
+                let bneg = self.val(format!("fcmp olt {t} {b}, {zero}"));
+                let differ = self.val(format!("xor i1 {rneg}, {bneg}"));
+                let fix = self.val(format!("and i1 {nz}, {differ}"));
+                let adj = self.val(format!("fadd {t} {r}, {b}"));
+                self.val(format!("select i1 {fix}, {t} {adj}, {t} {r}"))
+            }
             ("floordiv", true) => {
                 let q = self.val(format!("fdiv {t} {a}, {b}"));
                 self.intrinsic(t, &format!("llvm.floor.{}", float_suffix(s)), &[(t, q)])
@@ -1342,11 +1356,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 &format!("llvm.minnum.{}", float_suffix(s)),
                 &[(t, a.into()), (t, b.into())],
             ),
-            ("pow", true) => {
-                let l = self.math("log", s, a)?;
-                let p = self.val(format!("fmul {t} {l}, {b}"));
-                self.math("exp", s, &p)?
-            }
+            ("pow", true) => self.pow(s, a, b),
             ("add", false) => self.val(format!("add {t} {a}, {b}")),
             ("sub", false) => self.val(format!("sub {t} {a}, {b}")),
             ("mul", false) => self.val(format!("mul {t} {a}, {b}")),
@@ -1381,7 +1391,24 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let c = self.val(format!("icmp {} {t} {a}, {b}", if u { "ult" } else { "slt" }));
                 self.val(format!("select i1 {c}, {t} {a}, {t} {b}"))
             }
-            ("pow", false) => return Err("integer `pow` is not supported by the code generator".into()),
+            ("pow", false) => {
+                // In i64, then back to the type (wrapping, as integer arithmetic does).
+                self.me.uses_math = true;
+                let widen = |f: &mut Self, v: &str| {
+                    if s.bits() >= 64 {
+                        v.to_string()
+                    } else {
+                        f.val(format!("{} {t} {v} to i64", if u { "zext" } else { "sext" }))
+                    }
+                };
+                let (wa, wb) = (widen(self, a), widen(self, b));
+                let r = self.val(format!("call i64 @tsr_ipow_i64(i64 {wa}, i64 {wb})"));
+                if s.bits() >= 64 {
+                    r
+                } else {
+                    self.val(format!("trunc i64 {r} to {t}"))
+                }
+            }
             ("and", false) => self.val(format!("and {t} {a}, {b}")),
             ("or", false) => self.val(format!("or {t} {a}, {b}")),
             ("xor", false) => self.val(format!("xor {t} {a}, {b}")),
@@ -1445,6 +1472,23 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
             _ => return Err(format!("the operation `{f}` on `{}` is not supported", s.name())),
         })
+    }
+
+    /// `a ** b` on floats of type `s`: Tessera's own `pow` (math.ll), in
+    /// f32 for the 16-bit floats.
+    fn pow(&mut self, s: ScalarType, a: &str, b: &str) -> String {
+        self.me.uses_math = true;
+        let t = llvm_ty(s);
+        match s {
+            ScalarType::F64 => self.val(format!("call double @tsr_pow_f64(double {a}, double {b})")),
+            ScalarType::F32 => self.val(format!("call float @tsr_pow_f32(float {a}, float {b})")),
+            _ => {
+                let wa = self.val(format!("fpext {t} {a} to float"));
+                let wb = self.val(format!("fpext {t} {b} to float"));
+                let r = self.val(format!("call float @tsr_pow_f32(float {wa}, float {wb})"));
+                self.val(format!("fptrunc float {r} to {t}"))
+            }
+        }
     }
 
     /// Tessera's own `exp`, `log`, `tanh` (the same bits on every target:

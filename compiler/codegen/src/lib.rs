@@ -354,19 +354,25 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
     let _ = writeln!(text, "target datalayout = \"{}\"", machine.data_layout());
     let _ = writeln!(text, "target triple = \"{}\"\n", info.triple);
     text.push_str(&me.bodies);
-    if me.uses_math {
-        text.push_str(MATH);
+    let preludes: Vec<&str> = [
+        (me.uses_math, MATH),
+        (me.uses_rng, RNG),
+        (info.abi == Abi::Cpu, CPU_RUNTIME),
+    ]
+    .into_iter()
+    .filter_map(|(used, prelude)| used.then_some(prelude))
+    .collect();
+    for prelude in &preludes {
+        text.push_str(prelude);
         text.push('\n');
     }
-    if me.uses_rng {
-        text.push_str(RNG);
-        text.push('\n');
-    }
-    if info.abi == Abi::Cpu {
-        text.push_str(CPU_RUNTIME);
-        text.push('\n');
-    }
-    for d in &me.decls {
+    // A declaration a prelude makes too (`llvm.floor.f32` of a float `//`
+    // beside `exp`) is written once: LLVM rejects a second.
+    for d in me
+        .decls
+        .iter()
+        .filter(|d| !preludes.iter().any(|p| p.lines().any(|l| l == d.as_str())))
+    {
         text.push_str(d);
         text.push('\n');
     }

@@ -252,3 +252,117 @@ declare double @llvm.floor.f64(double)
 declare float @llvm.floor.f32(float)
 declare double @llvm.fabs.f64(double)
 declare double @llvm.copysign.f64(double, double)
+declare float @llvm.fabs.f32(float)
+
+; x ** y as Python computes it: an integral exponent below 2^31 in
+; magnitude by repeated squaring, so a negative base keeps the exponent's
+; parity ((-2) ** 2 is 4, (-2) ** 3 is -8), and its reciprocal for a
+; negative exponent; any other exponent as exp(y * ln x), a NaN for a
+; negative base.
+define internal float @tsr_pow_f32(float %x, float %y) {
+entry:
+  %ay = call float @llvm.fabs.f32(float %y)
+  %fy = call float @llvm.floor.f32(float %y)
+  %integral = fcmp oeq float %fy, %y
+  %small = fcmp olt float %ay, 2147483648.0
+  %squaring = and i1 %integral, %small
+  br i1 %squaring, label %start, label %general
+start:
+  %e0 = fptosi float %ay to i32
+  br label %loop
+loop:
+  %e = phi i32 [ %e0, %start ], [ %e.next, %step ]
+  %acc = phi float [ 1.0, %start ], [ %acc.next, %step ]
+  %base = phi float [ %x, %start ], [ %base.next, %step ]
+  %more = icmp ne i32 %e, 0
+  br i1 %more, label %step, label %done
+step:
+  %bit = and i32 %e, 1
+  %odd = icmp ne i32 %bit, 0
+  %times = fmul float %acc, %base
+  %acc.next = select i1 %odd, float %times, float %acc
+  %base.next = fmul float %base, %base
+  %e.next = lshr i32 %e, 1
+  br label %loop
+done:
+  %negative = fcmp olt float %y, 0.0
+  %inverse = fdiv float 1.0, %acc
+  %r = select i1 %negative, float %inverse, float %acc
+  ret float %r
+general:
+  %l = call float @tsr_log_f32(float %x)
+  %p = fmul float %l, %y
+  %g = call float @tsr_exp_f32(float %p)
+  ret float %g
+}
+
+define internal double @tsr_pow_f64(double %x, double %y) {
+entry:
+  %ay = call double @llvm.fabs.f64(double %y)
+  %fy = call double @llvm.floor.f64(double %y)
+  %integral = fcmp oeq double %fy, %y
+  %small = fcmp olt double %ay, 2147483648.0
+  %squaring = and i1 %integral, %small
+  br i1 %squaring, label %start, label %general
+start:
+  %e0 = fptosi double %ay to i32
+  br label %loop
+loop:
+  %e = phi i32 [ %e0, %start ], [ %e.next, %step ]
+  %acc = phi double [ 1.0, %start ], [ %acc.next, %step ]
+  %base = phi double [ %x, %start ], [ %base.next, %step ]
+  %more = icmp ne i32 %e, 0
+  br i1 %more, label %step, label %done
+step:
+  %bit = and i32 %e, 1
+  %odd = icmp ne i32 %bit, 0
+  %times = fmul double %acc, %base
+  %acc.next = select i1 %odd, double %times, double %acc
+  %base.next = fmul double %base, %base
+  %e.next = lshr i32 %e, 1
+  br label %loop
+done:
+  %negative = fcmp olt double %y, 0.0
+  %inverse = fdiv double 1.0, %acc
+  %r = select i1 %negative, double %inverse, double %acc
+  ret double %r
+general:
+  %l = call double @tsr_log_f64(double %x)
+  %p = fmul double %l, %y
+  %g = call double @tsr_exp_f64(double %p)
+  ret double %g
+}
+
+; b ** e on integers, wrapping as every integer operation does: repeated
+; squaring; a negative exponent gives 1 for b = 1, ±1 for b = -1 by the
+; exponent's parity, else 0 (the integer part of the true value).
+define internal i64 @tsr_ipow_i64(i64 %b, i64 %e) {
+entry:
+  %negative = icmp slt i64 %e, 0
+  br i1 %negative, label %inverse, label %loop
+loop:
+  %k = phi i64 [ %e, %entry ], [ %k.next, %step ]
+  %acc = phi i64 [ 1, %entry ], [ %acc.next, %step ]
+  %base = phi i64 [ %b, %entry ], [ %base.next, %step ]
+  %more = icmp ne i64 %k, 0
+  br i1 %more, label %step, label %done
+step:
+  %bit = and i64 %k, 1
+  %odd = icmp ne i64 %bit, 0
+  %times = mul i64 %acc, %base
+  %acc.next = select i1 %odd, i64 %times, i64 %acc
+  %base.next = mul i64 %base, %base
+  %k.next = lshr i64 %k, 1
+  br label %loop
+done:
+  ret i64 %acc
+inverse:
+  %one = icmp eq i64 %b, 1
+  %minus = icmp eq i64 %b, -1
+  %ebit = and i64 %e, 1
+  %eodd = icmp ne i64 %ebit, 0
+  %sign = select i1 %eodd, i64 -1, i64 1
+  %m = select i1 %minus, i64 %sign, i64 0
+  %r = select i1 %one, i64 1, i64 %m
+  ret i64 %r
+}

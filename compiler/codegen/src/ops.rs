@@ -634,6 +634,9 @@ fn shuffle(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         let hi = f.val(format!("shl i64 {hi}, 32"));
         let w = f.val(format!("or i64 {lo}, {hi}"));
         f.val(format!("bitcast i64 {w} to {t}"))
+    } else if bits < 32 && !s.is_float() {
+        // An integer or a bool (`i1`, moved in a byte) narrows straight back.
+        f.val(format!("trunc i32 {} to {t}", moved[0]))
     } else if bits < 32 {
         let n = f.val(format!("trunc i32 {} to i{bits}", moved[0]));
         f.val(format!("bitcast i{bits} {n} to {t}"))

@@ -843,6 +843,21 @@ def k(x: f32[N]):
     buf = tshared.alloc[f32](1024)
 ```",
 
+    E0806: "shared buffer of a size not known at compile time" =>
+"Shared memory is laid out when a kernel is compiled, before any launch, so
+each dim of `tshared.alloc` must be a literal, a module constant, or
+arithmetic of them; a dim of the kernel's parameters or a local is known
+only when it runs.
+
+```tessera
+@kernel
+def k(x: f32[N]):
+    buf = tshared.alloc[f32](N)
+```
+
+Size the buffer for the largest launch with a module constant
+(`BLOCK = 256` at the top level) and guard its indices.",
+
     E0901: "IR verification failed" =>
 "An op of the intermediate representation breaks a rule: a structural one
 that holds in every dialect (a value is used before it is defined, a

@@ -638,6 +638,7 @@ fn host_dtype(ir: &str) -> Option<DType> {
     match ir {
         "f8e4m3" => Some(DType::Fp8E4m3),
         "f8e5m2" => Some(DType::Fp8E5m2),
+        "i1" => Some(DType::Bool),
         _ => DType::from_name(ir),
     }
 }
@@ -688,11 +689,13 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
     Ok(())
 }
 
+/// A parameter's type as the language writes it (`bool[N]`, not the IR's `i1[N]`).
 fn describe_param(p: &ParamInfo) -> String {
+    let dtype = host_dtype(&p.dtype).map_or(p.dtype.clone(), |d| d.name().to_string());
     if p.kind == "buffer" {
-        format!("{}[{}]", p.dtype, p.shape.join(", "))
+        format!("{dtype}[{}]", p.shape.join(", "))
     } else {
-        p.dtype.clone()
+        dtype
     }
 }
 

@@ -27,7 +27,8 @@ pub(crate) fn check(ctx: &BodyCtx) -> Vec<Diagnostic> {
     if !ctx.sig.kind.is_device_code() {
         return Vec::new();
     }
-    let mut diagnostics: Vec<Diagnostic> = shared_budget(ctx).into_iter().collect();
+    let mut diagnostics: Vec<Diagnostic> = variable_sizes(ctx);
+    diagnostics.extend(shared_budget(ctx));
     let mut copies = Copies {
         ctx,
         loud: true,
@@ -501,6 +502,34 @@ fn root(e: &Expr) -> Option<&str> {
         ExprKind::Paren(inner) => root(inner),
         _ => None,
     }
+}
+
+/// E0806: shared allocations whose dims are not constants. Shared memory is
+/// laid out when the kernel is compiled, so each dim must be a literal, a
+/// module constant, or arithmetic of them.
+fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
+    let mut found: Vec<(Span, String)> = ctx
+        .calls
+        .values()
+        .filter(|c| ctx.builtin(c.span).is_some_and(|b| b.shape == Shape::AllocShared))
+        .filter_map(|c| match ctx.type_of(c.span)? {
+            Ty::Tensor(TensorTy { dims: Some(dims), .. }) => {
+                let variable = dims.iter().find(|d| d.as_const().is_none())?;
+                Some((c.span, variable.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    found.sort_by_key(|(span, _)| (span.start, span.end));
+    found
+        .into_iter()
+        .map(|(span, dim)| {
+            Diagnostic::error(Code::E0806, "a shared buffer's size must be known when the kernel is compiled")
+                .with_primary(relative(span, 0), format!("`{dim}` is known only when the kernel runs"))
+                .with_note("shared memory is laid out once per kernel, before any launch")
+                .with_help("size the buffer with literals or module constants (`BLOCK = 256` at the top level), as large as any launch needs, and guard its indices")
+        })
+        .collect()
 }
 
 /// E0805: the kernel's constant-size shared allocations, in source order,

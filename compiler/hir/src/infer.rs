@@ -670,6 +670,24 @@ impl<'a> Infer<'a> {
         if op == BinOp::MatMul {
             return self.matmul(l, r, span, lhs, rhs, None);
         }
+        let ty = self.arithmetic(op, l, r, span, lhs, rhs);
+        if op != BinOp::Div {
+            return ty;
+        }
+        // `/` is true division, as in Python: integers divide as `f32`.
+        match ty {
+            Ty::Int | Ty::Size => Ty::Float,
+            Ty::Scalar(d) if !d.is_float() => Ty::Scalar(DType::F32),
+            Ty::Tensor(t) if t.dtype.is_some_and(|d| !d.is_float()) => Ty::Tensor(TensorTy {
+                dtype: Some(DType::F32),
+                ..t
+            }),
+            other => other,
+        }
+    }
+
+    /// The type of `l op r` for the arithmetic operators: promotion and broadcasting.
+    fn arithmetic(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
         match (l, r) {
             (Ty::Tensor(_), Ty::Tensor(_)) => self.broadcast_op(&format!("`{}`", op.symbol()), l, r, span, lhs, rhs),
             (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {

@@ -70,11 +70,13 @@ struct Inlined {
     depth: usize,
     /// Its stage numbers are offset by this.
     stage_offset: i64,
-    /// The result's slot, when a `return` with a value is not the body's
+    /// The results' types: one, or one per element of a returned tuple.
+    results: Vec<Type>,
+    /// The results' slots, when a `return` with a value is not the body's
     /// last statement.
-    result: Option<(ValueId, Type)>,
-    /// The result, when the body's last statement returns it.
-    value: Option<ValueId>,
+    slots: Vec<ValueId>,
+    /// The results, when the body's last statement returns them.
+    values: Vec<ValueId>,
     /// Set by a `return` that is not the body's last statement.
     returned: Option<ValueId>,
     /// The callee's loops around the point being lowered: a `return` in
@@ -385,18 +387,31 @@ impl<'a> Lower<'_, 'a, '_> {
     /// inside one of its loops, the loop is left.
     fn inline_return(&mut self, block: tessera_ir::BlockId, stmt: &'a Stmt, value: Option<&'a Expr>) {
         let Some(inlined) = &self.inlined else { return };
-        let (result, flag, in_loop) = (inlined.result.clone(), inlined.returned, inlined.loops > 0);
+        let (results, slots) = (inlined.results.clone(), inlined.slots.clone());
+        let (flag, in_loop) = (inlined.returned, inlined.loops > 0);
         if let Some(value) = value {
-            let Some(v) = self.expr(block, value) else { return };
-            match result {
-                Some((slot, ty)) => {
-                    let v = self.convert(block, v, &ty);
-                    self.op0(block, stmt.span, "tile.store", &[v, slot], vec![]);
+            // A tuple of results is returned as a tuple of values.
+            let parts: Vec<&'a Expr> = match &value.unparen().kind {
+                ExprKind::Tuple(items) if results.len() > 1 => items.iter().collect(),
+                _ => vec![value],
+            };
+            if parts.len() != results.len() {
+                self.cx
+                    .unsupported(value.span, "a return of something other than a tuple of the results");
+                return;
+            }
+            let mut values = Vec::new();
+            for (part, ty) in parts.into_iter().zip(&results) {
+                let Some(v) = self.expr(block, part) else { return };
+                values.push(self.convert(block, v, ty));
+            }
+            if slots.is_empty() {
+                if let Some(i) = self.inlined.as_mut() {
+                    i.values = values;
                 }
-                None => {
-                    if let Some(i) = self.inlined.as_mut() {
-                        i.value = Some(v);
-                    }
+            } else {
+                for (v, slot) in values.into_iter().zip(slots) {
+                    self.op0(block, stmt.span, "tile.store", &[v, slot], vec![]);
                 }
             }
         }
@@ -432,7 +447,7 @@ impl<'a> Lower<'_, 'a, '_> {
         file: SourceFile,
         name: &str,
         args: &'a [Arg],
-    ) -> Option<ValueId> {
+    ) -> Option<Vec<ValueId>> {
         let db = self.cx.db;
         let depth = self.inlined.as_ref().map_or(0, |i| i.depth) + 1;
         if depth > MAX_INLINE_DEPTH {
@@ -481,38 +496,47 @@ impl<'a> Lower<'_, 'a, '_> {
         let tail = matches!(def.body.stmts.last().map(|s| &s.kind), Some(StmtKind::Return(_)));
         let needs_flag = returns > usize::from(tail);
         self.inlines += 1;
+        // The call's results: none, one, or one per element of a tuple.
+        let results: Vec<Type> = match self.cx.ty(e) {
+            Some(Ty::None) | None => Vec::new(),
+            Some(Ty::Tuple(items)) => {
+                let types: Option<Vec<Type>> = items.iter().map(|t| ir_type(t, TensorAs::Value)).collect();
+                let Some(types) = types else {
+                    self.cx
+                        .unsupported(e.span, "a tuple result whose types are not known precisely");
+                    return None;
+                };
+                types
+            }
+            Some(_) => vec![self.result_type(e)?],
+        };
         let mut inlined = Inlined {
             depth,
             stage_offset: self.inlines * STAGES_PER_INLINE,
-            result: None,
-            value: None,
+            results: results.clone(),
+            slots: Vec::new(),
+            values: Vec::new(),
             returned: None,
             loops: 0,
             dims,
-        };
-        let result_ty = match self.cx.ty(e) {
-            Some(Ty::None) | None => None,
-            Some(_) => Some(self.result_type(e)?),
         };
         if needs_flag {
             let flag_ty = Type::memref(Vec::<Dim>::new(), ScalarType::I1, MemSpace::Local);
             let flag = self.op1(block, e.span, "tile.local", &[], vec![], flag_ty);
             self.set_flag(block, e.span, flag, false);
             inlined.returned = Some(flag);
-            match &result_ty {
-                Some(ty @ Type::Scalar(elem)) => {
-                    let slot_ty = Type::memref(Vec::<Dim>::new(), *elem, MemSpace::Local);
-                    let slot = self.op1(block, e.span, "tile.local", &[], vec![], slot_ty);
-                    inlined.result = Some((slot, ty.clone()));
-                }
-                Some(_) => {
+            for ty in &results {
+                let Type::Scalar(elem) = ty else {
                     self.cx.unsupported(
                         e.span,
                         format!("a call of `{name}`, which returns a tile before its last statement"),
                     );
                     return None;
-                }
-                None => {}
+                };
+                let slot_ty = Type::memref(Vec::<Dim>::new(), *elem, MemSpace::Local);
+                inlined
+                    .slots
+                    .push(self.op1(block, e.span, "tile.local", &[], vec![], slot_ty));
             }
         }
         let mut sub = Lower {
@@ -562,11 +586,16 @@ impl<'a> Lower<'_, 'a, '_> {
             }
         }
         let inlined = inlined?;
-        match (inlined.result, result_ty) {
-            (Some((slot, ty)), _) => Some(self.op1(block, e.span, "tile.load", &[slot], vec![], ty)),
-            (None, Some(ty)) => inlined.value.map(|v| self.convert(block, v, &ty)),
-            (None, None) => None,
+        if inlined.slots.is_empty() {
+            return Some(inlined.values);
         }
+        let loaded = inlined
+            .slots
+            .iter()
+            .zip(&inlined.results)
+            .map(|(&slot, ty)| self.op1(block, e.span, "tile.load", &[slot], vec![], ty.clone()))
+            .collect();
+        Some(loaded)
     }
 
     /// Dim `axis` (from the end when negative) of the tensor `x` as an
@@ -746,9 +775,39 @@ impl<'a> Lower<'_, 'a, '_> {
 
     fn assign(&mut self, block: tessera_ir::BlockId, target: &'a Expr, value: &'a Expr) {
         match (&target.kind, &value.kind) {
+            (ExprKind::Tuple(ts), ExprKind::Call { args, .. })
+                if matches!(
+                    self.cx.body.calls.get(&value.span).map(|c| &c.target),
+                    Some(CallTarget::Function { .. })
+                ) =>
+            {
+                // `q, r = divmod2(a, b)`: a device function returning a tuple.
+                let Some(CallTarget::Function { file, name }) =
+                    self.cx.body.calls.get(&value.span).map(|c| c.target.clone())
+                else {
+                    return;
+                };
+                let Some(results) = self.inline(block, value, file, &name, args) else {
+                    return;
+                };
+                if results.len() != ts.len() {
+                    self.cx.unsupported(
+                        value.span,
+                        format!("unpacking {} results into {} names", results.len(), ts.len()),
+                    );
+                    return;
+                }
+                for (t, v) in ts.iter().zip(results) {
+                    self.store(block, t, v);
+                }
+            }
             (ExprKind::Tuple(ts), ExprKind::Tuple(vs)) if ts.len() == vs.len() => {
-                for (t, v) in ts.iter().zip(vs) {
-                    self.assign(block, t, v);
+                // `a, b = b, a + b`: every value is read before any is stored.
+                let values: Vec<Option<ValueId>> = vs.iter().map(|v| self.expr(block, v)).collect();
+                for (t, v) in ts.iter().zip(values) {
+                    if let Some(v) = v {
+                        self.store(block, t, v);
+                    }
                 }
             }
             (ExprKind::Name(n), _) if self.is_builtin(value, "rng.stream") => {
@@ -1050,13 +1109,30 @@ impl<'a> Lower<'_, 'a, '_> {
                             return;
                         };
                         let name = name.clone();
-                        let region = self.region(&[Type::INDEX], |l, blk, args| {
-                            l.env.insert(name, Binding::Value(args[0]));
-                            l.loop_body(blk, body);
-                        });
-                        let mut b = self.builder(block);
-                        b.set_loc(loc);
-                        b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
+                        if self.positive_const(step) {
+                            let region = self.region(&[Type::INDEX], |l, blk, args| {
+                                l.env.insert(name, Binding::Value(args[0]));
+                                l.loop_body(blk, body);
+                            });
+                            let mut b = self.builder(block);
+                            b.set_loc(loc);
+                            b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
+                        } else {
+                            // A step that may be negative (`range(7, -1, -1)`):
+                            // count the iterations as Python does, and walk them.
+                            let count = self.trip_count(block, iter, lb, ub, step);
+                            let zero = self.index_const(block, 0);
+                            let one = self.index_const(block, 1);
+                            let region = self.region(&[Type::INDEX], |l, blk, args| {
+                                let scaled = l.index_op(blk, iter, "mul", args[0], step);
+                                let j = l.index_op(blk, iter, "add", lb, scaled);
+                                l.env.insert(name, Binding::Value(j));
+                                l.loop_body(blk, body);
+                            });
+                            let mut b = self.builder(block);
+                            b.set_loc(loc);
+                            b.op("tile.for").operands(&[zero, count, one]).region(region).build();
+                        }
                     }
                     "tile.mma" => self.mma_loop(block, args, body, stmt),
                     _ => self
@@ -1066,6 +1142,65 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             _ => self.cx.unsupported(iter.span, "a loop over this iterator in a kernel"),
         }
+    }
+
+    /// Whether `v` is a constant above 0.
+    fn positive_const(&self, v: ValueId) -> bool {
+        self.m
+            .defining_op(v)
+            .filter(|&op| self.m.op(op).name == "tile.const")
+            .and_then(|op| self.m.attr(op, "value").and_then(Attr::as_int))
+            .is_some_and(|c| c > 0)
+    }
+
+    /// The iterations of `range(lb, ub, step)` for a step of either sign:
+    /// `max(0, ceil((ub - lb) / step))`, 0 for a step of 0.
+    fn trip_count(
+        &mut self,
+        block: tessera_ir::BlockId,
+        at: &Expr,
+        lb: ValueId,
+        ub: ValueId,
+        step: ValueId,
+    ) -> ValueId {
+        let zero = self.index_const(block, 0);
+        let one = self.index_const(block, 1);
+        let up = self.op1(
+            block,
+            at.span,
+            "tile.cmp",
+            &[step, zero],
+            vec![("pred", Attr::str("gt"))],
+            Type::I1,
+        );
+        // Distance and stride in the direction of the step, both ≥ 0 when
+        // the range is not empty.
+        let rise = self.index_op(block, at, "sub", ub, lb);
+        let fall = self.index_op(block, at, "sub", lb, ub);
+        let back = self.index_op(block, at, "sub", zero, step);
+        let distance = self.op1(block, at.span, "tile.select", &[up, rise, fall], vec![], Type::INDEX);
+        let stride = self.op1(block, at.span, "tile.select", &[up, step, back], vec![], Type::INDEX);
+        let stride = self.index_op(block, at, "max", stride, one);
+        let span = self.index_op(block, at, "add", distance, stride);
+        let span = self.index_op(block, at, "sub", span, one);
+        let count = self.index_op(block, at, "floordiv", span, stride);
+        let count = self.index_op(block, at, "max", count, zero);
+        let still = self.op1(
+            block,
+            at.span,
+            "tile.cmp",
+            &[step, zero],
+            vec![("pred", Attr::str("ne"))],
+            Type::I1,
+        );
+        self.op1(
+            block,
+            at.span,
+            "tile.select",
+            &[still, count, zero],
+            vec![],
+            Type::INDEX,
+        )
     }
 
     /// `for m, n, k in tile.mma(A, B, C, BM=…, BN=…, BK=…): tile.mma_sync(m, n, k)`:
@@ -1336,45 +1471,41 @@ impl<'a> Lower<'_, 'a, '_> {
                 };
                 Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }
-            ExprKind::Binary { op, lhs, rhs } => {
-                let a = self.expr(block, lhs)?;
-                let b = self.expr(block, rhs)?;
-                if let Some(pred) = cmp_pred(*op) {
-                    let ty = self.m.value_type(a).clone();
-                    let b = self.convert(block, b, &ty);
-                    return Some(self.op1(
-                        block,
-                        e.span,
-                        "tile.cmp",
-                        &[a, b],
-                        vec![("pred", Attr::str(pred))],
-                        Type::I1,
-                    ));
-                }
-                let Some(f) = binary_fn(*op) else {
-                    self.cx
-                        .unsupported(e.span, format!("the operator `{}` in a kernel", op.symbol()));
-                    return None;
-                };
-                let ty = self.result_type(e)?;
-                let (a, b) = if let Type::Tensor { dims, .. } = &ty {
-                    let a = self.as_tile(block, lhs, a);
-                    let b = self.as_tile(block, rhs, b);
-                    (self.broadcast(block, e, a, dims), self.broadcast(block, e, b, dims))
-                } else {
-                    (a, b)
-                };
-                let a = self.convert(block, a, &ty);
-                let b = self.convert(block, b, &ty);
-                Some(self.op1(block, e.span, "tile.binary", &[a, b], vec![("fn", Attr::str(f))], ty))
-            }
             ExprKind::IfElse { cond, then, orelse } => {
                 let c = self.expr(block, cond)?;
                 let c = self.truth(block, c);
-                let a = self.expr(block, then)?;
-                let b = self.expr(block, orelse)?;
-                let ty = self.m.value_type(a).clone();
-                Some(self.op1(block, e.span, "tile.select", &[c, a, b], vec![], ty))
+                let ty = self.result_type(e)?;
+                if !matches!(ty, Type::Scalar(_)) {
+                    // Buffers and tiles: both are at hand, the condition picks one.
+                    let a = self.expr(block, then)?;
+                    let b = self.expr(block, orelse)?;
+                    let ty = self.m.value_type(a).clone();
+                    return Some(self.op1(block, e.span, "tile.select", &[c, a, b], vec![], ty));
+                }
+                // Only the side the condition picks is evaluated, as in Python.
+                Some(self.branch_value(block, e, c, ty, Some(then), Some(orelse)))
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::And | BinOp::Or),
+                lhs,
+                rhs,
+            } => {
+                // `a and b` evaluates `b` only when `a` holds, `a or b` only
+                // when it does not (the bounds check `i < N and x[i] > 0`).
+                let a = self.expr(block, lhs)?;
+                if !matches!(self.m.value_type(a), Type::Scalar(_)) {
+                    return self.elementwise_binary(block, e, *op, a, rhs);
+                }
+                let a = self.truth(block, a);
+                let (then, otherwise) = match op {
+                    BinOp::And => (Some(&**rhs), None),
+                    _ => (None, Some(&**rhs)),
+                };
+                Some(self.branch_value(block, e, a, Type::I1, then, otherwise))
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.expr(block, lhs)?;
+                self.elementwise_binary(block, e, *op, a, rhs)
             }
             ExprKind::Subscript { base, args } if matches!(&base.kind, ExprKind::Attr { name, .. } if name.name == "shape") =>
             {
@@ -1418,6 +1549,83 @@ impl<'a> Lower<'_, 'a, '_> {
                 None
             }
         }
+    }
+
+    /// `a op rhs` elementwise, `a` already lowered: a comparison, or
+    /// `tile.binary` in the result's type (tiles broadcast to its shape).
+    fn elementwise_binary(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &'a Expr,
+        op: BinOp,
+        a: ValueId,
+        rhs: &'a Expr,
+    ) -> Option<ValueId> {
+        let b = self.expr(block, rhs)?;
+        if let Some(pred) = cmp_pred(op) {
+            let ty = self.m.value_type(a).clone();
+            let b = self.convert(block, b, &ty);
+            return Some(self.op1(
+                block,
+                e.span,
+                "tile.cmp",
+                &[a, b],
+                vec![("pred", Attr::str(pred))],
+                Type::I1,
+            ));
+        }
+        let Some(f) = binary_fn(op) else {
+            self.cx
+                .unsupported(e.span, format!("the operator `{}` in a kernel", op.symbol()));
+            return None;
+        };
+        let ty = self.result_type(e)?;
+        let (a, b) = if let Type::Tensor { dims, .. } = &ty {
+            let a = self.as_tile(block, e, a);
+            let b = self.as_tile(block, rhs, b);
+            (self.broadcast(block, e, a, dims), self.broadcast(block, e, b, dims))
+        } else {
+            (a, b)
+        };
+        let a = self.convert(block, a, &ty);
+        let b = self.convert(block, b, &ty);
+        Some(self.op1(block, e.span, "tile.binary", &[a, b], vec![("fn", Attr::str(f))], ty))
+    }
+
+    /// A scalar of type `ty` computed by one of two branches on `c`: the
+    /// value of `then` where `c` holds, of `otherwise` where it does not; a
+    /// missing side gives `c` itself (`a and b`, `a or b`). Only the side
+    /// taken is evaluated.
+    fn branch_value(
+        &mut self,
+        block: tessera_ir::BlockId,
+        e: &Expr,
+        c: ValueId,
+        ty: Type,
+        then: Option<&'a Expr>,
+        otherwise: Option<&'a Expr>,
+    ) -> ValueId {
+        let elem = ty.elem().unwrap_or(ScalarType::I1);
+        let slot_ty = Type::memref(Vec::<Dim>::new(), elem, MemSpace::Local);
+        let slot = self.op1(block, e.span, "tile.local", &[], vec![], slot_ty);
+        let side = |l: &mut Self, blk: tessera_ir::BlockId, x: Option<&'a Expr>| {
+            let v = match x {
+                Some(x) => match l.expr(blk, x) {
+                    Some(v) if ty == Type::I1 => l.truth(blk, v),
+                    Some(v) => l.convert(blk, v, &ty),
+                    None => return,
+                },
+                None => l.convert(blk, c, &ty),
+            };
+            l.op0(blk, e.span, "tile.store", &[v, slot], vec![]);
+        };
+        let yes = self.region(&[], |l, blk, _| side(l, blk, then));
+        let no = self.region(&[], |l, blk, _| side(l, blk, otherwise));
+        let loc = self.cx.loc(e.span);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        b.op("tile.if").operand(c).region(yes).region(no).build();
+        self.op1(block, e.span, "tile.load", &[slot], vec![], ty)
     }
 
     /// `v` broadcast to a tile of `dims` (NumPy rules), when its shape differs.
@@ -1587,7 +1795,20 @@ impl<'a> Lower<'_, 'a, '_> {
         }
         let path = match self.cx.body.calls.get(&e.span).map(|c| c.target.clone()) {
             Some(CallTarget::Builtin(b)) => b.path,
-            Some(CallTarget::Function { file, name }) => return self.inline(block, e, file, &name, args),
+            Some(CallTarget::Function { file, name }) => {
+                let mut results = self.inline(block, e, file, &name, args)?;
+                return match results.len() {
+                    1 => results.pop(),
+                    0 => None,
+                    _ => {
+                        self.cx.unsupported(
+                            e.span,
+                            format!("the tuple `{name}` returns, other than unpacked (`a, b = {name}(…)`)"),
+                        );
+                        None
+                    }
+                };
+            }
             // A dtype called as a function, `f32(x)`, is a cast.
             None if matches!(self.cx.ty(callee), Some(Ty::DTypeValue(_))) => "cast",
             None => {

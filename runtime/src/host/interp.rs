@@ -1021,8 +1021,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             for clause in &d.clauses {
                 if let ExprKind::Subscript { base, args } = &clause.kind {
                     if path_of(base).as_deref() == Some("tile") && args.len() == 1 {
-                        let v = literal(&args[0].value)
-                            .ok_or_else(|| unsupported("the kernel's `tile[...]` is not a literal"))?;
+                        let v = constant(&args[0].value, &|n| self.globals.get(n).cloned()).ok_or_else(|| {
+                            unsupported(
+                                "the kernel's `tile[...]` holds something other than integers and module constants",
+                            )
+                        })?;
                         return self.dims3(&v);
                     }
                 }
@@ -1648,12 +1651,16 @@ fn path_of(e: &Expr) -> Option<String> {
 }
 
 /// A literal int or tuple of ints (a kernel's `tile[(128,)]`).
-fn literal(e: &Expr) -> Option<Value> {
+/// The value of integers, module globals (`global`) and tuples of them.
+fn constant(e: &Expr, global: &dyn Fn(&str) -> Option<Value>) -> Option<Value> {
     match &e.unparen().kind {
         ExprKind::Int(v) => i64::try_from(*v).ok().map(Value::Int),
-        ExprKind::Tuple(items) | ExprKind::List(items) => {
-            items.iter().map(literal).collect::<Option<Vec<_>>>().map(Value::tuple)
-        }
+        ExprKind::Name(n) => global(n),
+        ExprKind::Tuple(items) | ExprKind::List(items) => items
+            .iter()
+            .map(|i| constant(i, global))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::tuple),
         _ => None,
     }
 }

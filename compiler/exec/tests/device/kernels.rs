@@ -473,3 +473,177 @@ fn device_functions_are_inlined_with_their_barriers_returns_and_defaults() {
         .collect();
     assert_eq!(ints(&device, &firsts), want, "first_above (seed {seed:#x})");
 }
+
+#[test]
+fn and_or_and_conditional_expressions_evaluate_only_what_they_must() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "python_semantics");
+    let n = 1 + rng.below(200) as usize;
+    // A block past the end: its threads' `x[i]` must never be read.
+    let blocks = n.div_ceil(64) + 1;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1.0);
+    let (hits, count) = (poisoned(DType::I32, &[n]), int_tensor(&[0; 4]));
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(hits.clone()),
+        Value::Tensor(count.clone()),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "guards",
+            launch([blocks as u32, 1, 1], [64, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let want: Vec<i64> = xs.iter().map(|&v| i64::from(v > 0.0)).collect();
+    assert_eq!(ints(&device, &hits), want, "guarded hits (seed {seed:#x})");
+    let b = blocks as i64;
+    assert_eq!(
+        ints(&device, &count),
+        [4 * b, 4 * b, 4 * b, 60 * b],
+        "side effects (seed {seed:#x})"
+    );
+}
+
+#[test]
+fn tuple_assignment_and_negative_steps_follow_python() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "python_semantics");
+    let n = 2 + rng.below(88) as usize;
+    let (fib, down) = (poisoned(DType::I64, &[n]), poisoned(DType::I32, &[n]));
+    let args = [Value::Tensor(fib.clone()), Value::Tensor(down.clone())];
+    loaded
+        .launch_kernel(
+            &device,
+            "sequences",
+            launch([1, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let mut want = vec![0i64; n];
+    let (mut a, mut b) = (0i64, 1i64);
+    for w in want.iter_mut() {
+        *w = a;
+        (a, b) = (b, a + b);
+    }
+    assert_eq!(ints(&device, &fib), want, "a, b = b, a + b (seed {seed:#x})");
+    let want: Vec<i64> = (0..n as i64).map(|i| i % 2).collect();
+    assert_eq!(ints(&device, &down), want, "range(i, -1, -2) (seed {seed:#x})");
+}
+
+#[test]
+fn powers_divisions_and_conversions_follow_python() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "python_semantics");
+    let n = 1 + rng.below(500) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 4.0);
+    let ns: Vec<i32> = (0..n).map(|_| rng.below(2001) as i32 - 1000).collect();
+    let outputs: Vec<TensorValue> = [
+        DType::F32,
+        DType::F32,
+        DType::I32,
+        DType::F32,
+        DType::F32,
+        DType::F32,
+        DType::I32,
+    ]
+    .into_iter()
+    .map(|d| poisoned(d, &[n]))
+    .collect();
+    let mut args = vec![Value::Tensor(x), Value::Tensor(int_tensor(&ns))];
+    args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
+    loaded
+        .launch_kernel(
+            &device,
+            "arithmetic",
+            launch([n.div_ceil(128) as u32, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let ulp = |w: f64, k: f64| k * f64::from(f32::EPSILON) * w.abs() + 1e-30;
+    let pow2: Vec<f64> = xs.iter().map(|v| v * v).collect();
+    check(
+        "v ** 2",
+        seed,
+        &values(&device, &outputs[0]),
+        &pow2,
+        &pow2.iter().map(|w| ulp(*w, 1.0)).collect::<Vec<_>>(),
+    );
+    let pow3: Vec<f64> = xs.iter().map(|v| v * v * v).collect();
+    check(
+        "v ** 3",
+        seed,
+        &values(&device, &outputs[1]),
+        &pow3,
+        &pow3.iter().map(|w| ulp(*w, 2.0)).collect::<Vec<_>>(),
+    );
+    let ipow: Vec<i64> = ns
+        .iter()
+        .map(|&k| i64::from(k.wrapping_mul(k).wrapping_mul(k)))
+        .collect();
+    assert_eq!(ints(&device, &outputs[2]), ipow, "n ** 3 (seed {seed:#x})");
+    let quot: Vec<f64> = ns.iter().map(|&k| f64::from(k) / 4.0).collect();
+    check("n / 4", seed, &values(&device, &outputs[3]), &quot, &vec![0.0; n]);
+    // Python's float modulo and floor division, of the f32 values.
+    let fmod: Vec<f64> = xs.iter().map(|v| v - 1.5 * (v / 1.5).floor()).collect();
+    check(
+        "v % 1.5",
+        seed,
+        &values(&device, &outputs[4]),
+        &fmod,
+        &vec![4.0 * f64::from(f32::EPSILON); n],
+    );
+    let fdiv: Vec<f64> = xs.iter().map(|v| (v / 1.5).floor()).collect();
+    check("v // 1.5", seed, &values(&device, &outputs[5]), &fdiv, &vec![0.0; n]);
+    let sat: Vec<i64> = xs.iter().map(|&v| i64::from((v as f32 * 1.0e10f32) as i32)).collect();
+    assert_eq!(
+        ints(&device, &outputs[6]),
+        sat,
+        "i32(v * 1e10) saturates (seed {seed:#x})"
+    );
+}
+
+#[test]
+fn bool_tensors_shuffles_of_bools_and_tuple_results() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "python_semantics");
+    let n = 32 * (1 + rng.below(8) as usize);
+    let m: Vec<u8> = (0..n).map(|_| rng.below(2) as u8).collect();
+    let mask = TensorValue::new(Tensor::from_bytes(DType::Bool, &[n], &m).unwrap());
+    let ns: Vec<i32> = (0..n).map(|_| rng.below(2001) as i32 - 1000).collect();
+    let (flipped, neighbour) = (poisoned(DType::Bool, &[n]), poisoned(DType::Bool, &[n]));
+    let (q, r) = (poisoned(DType::I32, &[n]), poisoned(DType::I32, &[n]));
+    let args = [
+        Value::Tensor(mask),
+        Value::Tensor(flipped.clone()),
+        Value::Tensor(neighbour.clone()),
+        Value::Tensor(q.clone()),
+        Value::Tensor(r.clone()),
+        Value::Tensor(int_tensor(&ns)),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "bools",
+            launch([(n / 32) as u32, 1, 1], [32, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    let want: Vec<i64> = m.iter().map(|&b| i64::from(b == 0)).collect();
+    assert_eq!(ints(&device, &flipped), want, "not m (seed {seed:#x})");
+    let want: Vec<i64> = (0..n).map(|i| i64::from(m[i ^ 1])).collect();
+    assert_eq!(ints(&device, &neighbour), want, "a bool from lane ^ 1 (seed {seed:#x})");
+    let want: Vec<i64> = ns.iter().map(|&k| i64::from(k.div_euclid(7))).collect();
+    assert_eq!(ints(&device, &q), want, "q of divmod_floor (seed {seed:#x})");
+    let want: Vec<i64> = ns.iter().map(|&k| i64::from(k.rem_euclid(7))).collect();
+    assert_eq!(ints(&device, &r), want, "r of divmod_floor (seed {seed:#x})");
+}
