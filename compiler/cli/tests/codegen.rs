@@ -271,6 +271,7 @@ struct Ctx {
     ids: [[u32; 3]; 4],
     shared: *mut u8,
     block: *mut std::ffi::c_void,
+    fiber: *mut std::ffi::c_void,
 }
 
 #[test]
@@ -295,7 +296,9 @@ fn saxpy_runs_on_the_cpu_through_the_jit() {
     tessera_ir_tile::register_passes(&mut passes);
     tessera_ir_graph::register_passes(&mut passes);
     let layers = tessera_driver::lower_layers(&db, file, &registry, &passes).unwrap();
-    let module = tessera_codegen::CpuModule::new(&layers.target, &tessera_codegen::Options::default(), &[]).unwrap();
+    let symbols = tessera_runtime::cpu::host_symbols();
+    let module =
+        tessera_codegen::CpuModule::new(&layers.target, &tessera_codegen::Options::default(), &symbols).unwrap();
     assert!(!module.manifest.kernels[0].needs_sync);
     let entry = module.entry("saxpy").unwrap();
     // SAFETY: the JIT compiled `saxpy` with the CPU kernel ABI.
@@ -329,6 +332,7 @@ fn saxpy_runs_on_the_cpu_through_the_jit() {
                 ids: [[t, 0, 0], [b, 0, 0], [block, 1, 1], [grid, 1, 1]],
                 shared: std::ptr::null_mut(),
                 block: std::ptr::null_mut(),
+                fiber: std::ptr::null_mut(),
             };
             kernel(args.as_mut_ptr(), &mut ctx);
         }

@@ -342,11 +342,61 @@ pub(crate) fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) ->
     (from..from + count).map(|i| f.index(op, i)).collect()
 }
 
+/// The address of element `idx` of `b`. On the CPU every index of a global
+/// or shared access is checked against its dim first: an access out of
+/// bounds is reported to the runtime (`tessera_cpu_oob`, E1007, at the
+/// access's source) and goes to a scratch location instead, so the CPU
+/// never reads or writes past a tensor.
+fn checked_ptr(f: &mut FnEmitter, op: OpId, b: &Buffer, idx: &[String]) -> String {
+    let at = f.element_ptr(b, idx);
+    if f.info().abi != Abi::Cpu || b.space == MemSpace::Local || idx.is_empty() {
+        return at;
+    }
+    let mut ok = "true".to_string();
+    for (i, d) in idx.iter().zip(&b.dims) {
+        // Unsigned: a negative index is out of bounds too.
+        let inside = f.val(format!("icmp ult i64 {i}, {}", d.text()));
+        ok = f.val(format!("and i1 {ok}, {inside}"));
+    }
+    let (start, end) = match &f.m().op(op).loc {
+        tessera_ir::Loc::Source { start, end, .. } => (*start, *end),
+        tessera_ir::Loc::Unknown => (0, 0),
+    };
+    let n = f.label("");
+    let site = format!("@tsr_site.{}.{n}", f.name);
+    f.declare(&format!(
+        "{site} = private unnamed_addr constant [2 x i32] [i32 {start}, i32 {end}]"
+    ));
+    let (inside, outside) = (f.label("inbounds"), f.label("outofbounds"));
+    f.cond_br(&ok, &inside, &outside);
+    f.start_block(&outside);
+    let rank = idx.len();
+    let (index, shape) = (
+        f.alloca(&format!("[{rank} x i64]")),
+        f.alloca(&format!("[{rank} x i64]")),
+    );
+    for (k, (i, d)) in idx.iter().zip(&b.dims).enumerate() {
+        for (array, v) in [(&index, i.clone()), (&shape, d.text())] {
+            let slot = f.val(format!("getelementptr [{rank} x i64], ptr {array}, i64 0, i64 {k}"));
+            f.line(format!("store i64 {v}, ptr {slot}"));
+        }
+    }
+    f.declare("declare void @tessera_cpu_oob(ptr, ptr, i32, ptr, ptr)");
+    let ctx = f.ctx.clone();
+    f.line(format!(
+        "call void @tessera_cpu_oob(ptr {ctx}, ptr {site}, i32 {rank}, ptr {index}, ptr {shape})"
+    ));
+    f.br(&inside);
+    f.start_block(&inside);
+    f.declare("@tsr_oob_sink = internal global [64 x i8] zeroinitializer, align 64");
+    f.val(format!("select i1 {ok}, ptr {at}, ptr @tsr_oob_sink"))
+}
+
 fn load(f: &mut FnEmitter, op: OpId) -> R {
     let b = f.buffer(op, 0)?;
     let n = f.m().operands(op).len() - 1;
     let idx = indices(f, op, 1, n)?;
-    let at = f.element_ptr(&b, &idx);
+    let at = checked_ptr(f, op, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     let v = f.val(format!("load {}, {pt} {at}", llvm_ty(b.elem)));
     f.set(op, Val::Scalar(b.elem, v));
@@ -359,7 +409,7 @@ fn store(f: &mut FnEmitter, op: OpId) -> R {
     let n = f.m().operands(op).len() - 2;
     let idx = indices(f, op, 2, n)?;
     let v = f.convert(&v, s, b.elem);
-    let at = f.element_ptr(&b, &idx);
+    let at = checked_ptr(f, op, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     f.line(format!("store {} {v}, {pt} {at}", llvm_ty(b.elem)));
     Ok(())
@@ -801,7 +851,7 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     let kind = attr_str(f, op, "kind").unwrap_or("add").to_string();
     let values = if kind == "cas" { 2 } else { 1 };
     let idx = indices(f, op, 1, n - 1 - values)?;
-    let at = f.element_ptr(&b, &idx);
+    let at = checked_ptr(f, op, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     let t = llvm_ty(b.elem);
     let float = b.elem.is_float();

@@ -103,7 +103,7 @@ impl Worker<'_> {
         let threads = self.config.threads_per_block() as usize;
         let mut shared = match HostBuffer::zeroed(self.config.shared_bytes) {
             Ok(b) => b,
-            Err(e) => return self.launch.fail(e.message),
+            Err(e) => return self.launch.fail_with(e),
         };
         let mut stacks = Vec::with_capacity(threads);
         for _ in 0..threads {

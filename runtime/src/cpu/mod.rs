@@ -13,6 +13,7 @@
 //!   void*    fiber;         // opaque: the thread's fiber, null when the block's threads run one after another
 //! } TesseraCpuCtx;
 //! void entry(void** args, TesseraCpuCtx* ctx);  // args[i] points at parameter i's value
+//! void     tessera_cpu_oob(TesseraCpuCtx*, const uint32_t site[2], uint32_t rank, const int64_t* index, const int64_t* shape);
 //! void     tessera_cpu_barrier(TesseraCpuCtx*);
 //! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
 //! uint32_t tessera_cpu_vote(TesseraCpuCtx*, uint32_t pred, uint32_t mode);
@@ -133,15 +134,19 @@ const THREAD_STACK: usize = 512 * 1024;
 /// What every thread of a launch shares: the first error, and whether to stop.
 #[derive(Default)]
 struct LaunchState {
-    error: Mutex<Option<String>>,
+    error: Mutex<Option<RunError>>,
     stop: AtomicBool,
 }
 
 impl LaunchState {
     fn fail(&self, message: String) {
+        self.fail_with(RunError::launch(message));
+    }
+
+    fn fail_with(&self, error: RunError) {
         let mut e = self.error.lock().unwrap_or_else(|e| e.into_inner());
         if e.is_none() {
-            *e = Some(message);
+            *e = Some(error);
         }
         self.stop.store(true, Ordering::SeqCst);
     }
@@ -215,7 +220,7 @@ impl CpuDevice {
             self.run_synchronized(kernel.entry, config, &addresses, &launch);
         }
         match launch.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(message) => Err(RunError::launch(message)),
+            Some(error) => Err(error),
             None => Ok(()),
         }
     }
@@ -232,7 +237,7 @@ impl CpuDevice {
                     .spawn_scoped(scope, || {
                         let mut shared = match HostBuffer::zeroed(config.shared_bytes) {
                             Ok(b) => b,
-                            Err(e) => return launch.fail(e.message),
+                            Err(e) => return launch.fail_with(e),
                         };
                         let mut args: Vec<*mut c_void> = addresses.iter().map(|&a| a as *mut c_void).collect();
                         let block = BlockCtx {
@@ -459,9 +464,62 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
     }
 }
 
+/// An access out of the bounds of its tensor: the CPU code generator
+/// checks every index of a global or shared access, and on a miss reports
+/// it here (the access then goes to a scratch location instead). `site`
+/// holds the access's byte range in the kernel's source file (two `u32`s),
+/// `index` and `shape` `rank` values each. The launch fails with E1007.
+///
+/// # Safety
+/// `ctx` must be the context the runtime passed to the calling kernel;
+/// `site` must point at two `u32`s, `index` and `shape` at `rank` `i64`s.
+pub unsafe extern "C" fn tessera_cpu_oob(
+    ctx: *mut TesseraCpuCtx,
+    site: *const u32,
+    rank: u32,
+    index: *const i64,
+    shape: *const i64,
+) {
+    // SAFETY: the generated code passes its context, its site and two
+    // arrays of `rank` values (caller's contract).
+    let (ctx, block, site, index, shape) = unsafe {
+        let (ctx, block) = context(ctx);
+        let rank = rank as usize;
+        (
+            ctx,
+            block,
+            [*site, *site.add(1)],
+            std::slice::from_raw_parts(index, rank),
+            std::slice::from_raw_parts(shape, rank),
+        )
+    };
+    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    let error = RunError::new(
+        tessera_diagnostics::Code::E1007,
+        format!(
+            "out-of-bounds access in a kernel: index [{}] of a tensor of shape [{}], by thread {} of block {}",
+            list(index),
+            list(shape),
+            block_text(ctx.thread_id),
+            block_text(ctx.block_id)
+        ),
+    )
+    .with_site(
+        tessera_base::Span::new(site[0], site[1]),
+        "this access is out of bounds",
+    )
+    .with_help("guard the access with a bounds check (`if i < N:`), or launch fewer threads");
+    block.launch.fail_with(error);
+}
+
 /// The functions CPU kernels call, by name and address, for the JIT to define.
 pub fn host_symbols() -> Vec<(&'static str, usize)> {
     vec![
+        (
+            "tessera_cpu_oob",
+            tessera_cpu_oob as unsafe extern "C" fn(*mut TesseraCpuCtx, *const u32, u32, *const i64, *const i64)
+                as usize,
+        ),
         (
             "tessera_cpu_barrier",
             tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize,
