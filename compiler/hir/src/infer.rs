@@ -900,7 +900,10 @@ impl<'a> Infer<'a> {
                     Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside {what}", b.path))
                         .with_primary(self.at(e.span), format!("host-only operation in {what}"))
                         .with_help("do this on the host, before or after the launch"),
-                )
+                );
+                // What it would give does not exist here: unknown, so that
+                // no rule reports the same mistake again.
+                return Ty::Unknown;
             }
             _ => {}
         }
