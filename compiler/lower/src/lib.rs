@@ -19,6 +19,7 @@ use tessera_hir::body::CallTarget;
 use tessera_hir::builtins::Context;
 use tessera_hir::db::{self, Db, FnId, SourceFile};
 use tessera_hir::signature::FnKind;
+use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Module};
 
 pub use cx::{dim_of, scalar_of};
@@ -46,8 +47,13 @@ pub fn role(db: &dyn Db, file: SourceFile, name: &str) -> FnRole {
         FnKind::Function => {}
     }
     let info = db::infer(db, func);
+    // A function of no tensors is a helper of host code (or, inlined, of a
+    // kernel): an operator function computes tensors.
+    let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
+    let scalar_only = !sig.params.iter().any(|p| tensor(&p.ty)) && !tensor(&sig.ret);
     let host = name == "main"
         || sig.is_test
+        || scalar_only
         || info.calls.iter().any(|c| {
             c.launched
                 || matches!(&c.target, CallTarget::Builtin(b)
