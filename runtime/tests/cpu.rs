@@ -688,20 +688,21 @@ fn gpus_without_drivers_are_clear_errors() {
 }
 
 #[test]
-fn host_symbols_name_the_four_functions() {
+fn host_symbols_name_the_five_functions() {
     let symbols = tessera_runtime::cpu::host_symbols();
     let names: Vec<&str> = symbols.iter().map(|(n, _)| *n).collect();
     assert_eq!(
         names,
         [
             "tessera_cpu_oob",
+            "tessera_cpu_div0",
             "tessera_cpu_barrier",
             "tessera_cpu_shfl",
             "tessera_cpu_vote"
         ]
     );
     assert_eq!(
-        symbols[1].1,
+        symbols[2].1,
         tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize
     );
     assert!(symbols.iter().all(|(_, a)| *a != 0));

@@ -253,6 +253,8 @@ struct LoopLabels {
 pub(crate) struct FnEmitter<'e, 'm> {
     pub me: &'e mut ModuleEmitter<'m>,
     func: OpId,
+    /// The op being emitted (its source is where a CPU check reports).
+    current: Option<OpId>,
     pub name: String,
     /// Lines of the entry block, before the body: allocas, and the fence
     /// that makes each TMA tensor map visible to the tensor-map proxy.
@@ -332,6 +334,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         Ok(FnEmitter {
             me,
             func,
+            current: None,
             name,
             allocas: String::new(),
             body: String::new(),
@@ -1031,6 +1034,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     /// of `T`, it is `t + (i % (C / T))·T` and the rest `i / (C / T)`.
     /// `None` for other shapes.
     fn blocked_index(&mut self, i: &str, shape: &[i64]) -> Option<Vec<String>> {
+        if shape.is_empty() {
+            return None;
+        }
         let mut idx = vec![String::new(); shape.len()];
         let (mut t, mut threads, mut i) = (self.tid.clone(), self.threads, i.to_string());
         for (k, &c) in shape.iter().enumerate().skip(1).rev() {
@@ -1314,15 +1320,65 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         }
     }
 
+    /// A constant holding the source range of the op being emitted (two
+    /// `u32`s), for the CPU runtime's reports.
+    pub fn site(&mut self) -> String {
+        let (start, end) = match self.current.map(|op| &self.m().op(op).loc) {
+            Some(tessera_ir::Loc::Source { start, end, .. }) => (*start, *end),
+            _ => (0, 0),
+        };
+        let n = self.label("");
+        let site = format!("@tsr_site.{}.{n}", self.name);
+        self.declare(&format!(
+            "{site} = private unnamed_addr constant [2 x i32] [i32 {start}, i32 {end}]"
+        ));
+        site
+    }
+
+    /// On the CPU, a divisor that cannot trap: an integer division by zero
+    /// is reported to the runtime (`tessera_cpu_div0`, E1009) and divides by
+    /// 1 instead; `MIN // -1`, which overflows (x86 traps), divides by 1 too,
+    /// which gives what wrapping gives: `MIN`, remainder 0.
+    fn safe_divisor(&mut self, s: ScalarType, a: &str, b: &str) -> String {
+        if self.info().abi != Abi::Cpu {
+            return b.to_string();
+        }
+        let t = llvm_ty(s);
+        let zero = self.val(format!("icmp eq {t} {b}, 0"));
+        let site = self.site();
+        let ctx = self.ctx.clone();
+        self.declare("declare void @tessera_cpu_div0(ptr, ptr)");
+        self.when(&zero, |f| {
+            f.line(format!("call void @tessera_cpu_div0(ptr {ctx}, ptr {site})"))
+        });
+        let b = self.val(format!("select i1 {zero}, {t} 1, {t} {b}"));
+        if is_unsigned(s) {
+            return b;
+        }
+        let min = i64::MIN >> (64 - s.bits().max(1));
+        let is_min = self.val(format!("icmp eq {t} {a}, {min}"));
+        let minus_one = self.val(format!("icmp eq {t} {b}, -1"));
+        let overflow = self.val(format!("and i1 {is_min}, {minus_one}"));
+        self.val(format!("select i1 {overflow}, {t} 1, {t} {b}"))
+    }
+
     /// `a fn b` on scalars of type `s`.
     pub fn binary(&mut self, f: &str, s: ScalarType, a: &str, b: &str) -> Result<String, String> {
-        let t = llvm_ty(s);
         if is_narrow_float(s) {
             return Err(format!(
                 "arithmetic on `{}` is not supported by the code generator",
                 s.name()
             ));
         }
+        if !s.is_float() && matches!(f, "div" | "floordiv" | "rem") {
+            let safe = self.safe_divisor(s, a, b);
+            return self.binary_of(f, s, a, &safe);
+        }
+        self.binary_of(f, s, a, b)
+    }
+
+    fn binary_of(&mut self, f: &str, s: ScalarType, a: &str, b: &str) -> Result<String, String> {
+        let t = llvm_ty(s);
         let float = s.is_float();
         let u = is_unsigned(s);
         Ok(match (f, float) {
@@ -1346,14 +1402,16 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let q = self.val(format!("fdiv {t} {a}, {b}"));
                 self.intrinsic(t, &format!("llvm.floor.{}", float_suffix(s)), &[(t, q)])
             }
+            // NaN-propagating, as NumPy's `maximum` and the host's tensors:
+            // a max reduction over a row with a NaN gives NaN.
             ("max", true) => self.intrinsic(
                 t,
-                &format!("llvm.maxnum.{}", float_suffix(s)),
+                &format!("llvm.maximum.{}", float_suffix(s)),
                 &[(t, a.into()), (t, b.into())],
             ),
             ("min", true) => self.intrinsic(
                 t,
-                &format!("llvm.minnum.{}", float_suffix(s)),
+                &format!("llvm.minimum.{}", float_suffix(s)),
                 &[(t, a.into()), (t, b.into())],
             ),
             ("pow", true) => self.pow(s, a, b),
@@ -1569,6 +1627,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     fn op(&mut self, op: OpId) -> Result<(), CodegenError> {
+        self.current = Some(op);
         let m = self.m();
         let name = m.op(op).name.as_str().to_string();
         match name.as_str() {

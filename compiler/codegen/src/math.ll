@@ -258,9 +258,14 @@ declare float @llvm.fabs.f32(float)
 ; magnitude by repeated squaring, so a negative base keeps the exponent's
 ; parity ((-2) ** 2 is 4, (-2) ** 3 is -8), and its reciprocal for a
 ; negative exponent; any other exponent as exp(y * ln x), a NaN for a
-; negative base.
+; negative base. 1 ** y is 1 for every y, NaN included (C99 and Python).
 define internal float @tsr_pow_f32(float %x, float %y) {
 entry:
+  %unit = fcmp oeq float %x, 1.0
+  br i1 %unit, label %one, label %any
+one:
+  ret float 1.0
+any:
   %ay = call float @llvm.fabs.f32(float %y)
   %fy = call float @llvm.floor.f32(float %y)
   %integral = fcmp oeq float %fy, %y
@@ -298,6 +303,11 @@ general:
 
 define internal double @tsr_pow_f64(double %x, double %y) {
 entry:
+  %unit = fcmp oeq double %x, 1.0
+  br i1 %unit, label %one, label %any
+one:
+  ret double 1.0
+any:
   %ay = call double @llvm.fabs.f64(double %y)
   %fy = call double @llvm.floor.f64(double %y)
   %integral = fcmp oeq double %fy, %y

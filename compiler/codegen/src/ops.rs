@@ -347,7 +347,7 @@ pub(crate) fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) ->
 /// bounds is reported to the runtime (`tessera_cpu_oob`, E1007, at the
 /// access's source) and goes to a scratch location instead, so the CPU
 /// never reads or writes past a tensor.
-fn checked_ptr(f: &mut FnEmitter, op: OpId, b: &Buffer, idx: &[String]) -> String {
+fn checked_ptr(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> String {
     let at = f.element_ptr(b, idx);
     if f.info().abi != Abi::Cpu || b.space == MemSpace::Local || idx.is_empty() {
         return at;
@@ -358,15 +358,7 @@ fn checked_ptr(f: &mut FnEmitter, op: OpId, b: &Buffer, idx: &[String]) -> Strin
         let inside = f.val(format!("icmp ult i64 {i}, {}", d.text()));
         ok = f.val(format!("and i1 {ok}, {inside}"));
     }
-    let (start, end) = match &f.m().op(op).loc {
-        tessera_ir::Loc::Source { start, end, .. } => (*start, *end),
-        tessera_ir::Loc::Unknown => (0, 0),
-    };
-    let n = f.label("");
-    let site = format!("@tsr_site.{}.{n}", f.name);
-    f.declare(&format!(
-        "{site} = private unnamed_addr constant [2 x i32] [i32 {start}, i32 {end}]"
-    ));
+    let site = f.site();
     let (inside, outside) = (f.label("inbounds"), f.label("outofbounds"));
     f.cond_br(&ok, &inside, &outside);
     f.start_block(&outside);
@@ -396,7 +388,7 @@ fn load(f: &mut FnEmitter, op: OpId) -> R {
     let b = f.buffer(op, 0)?;
     let n = f.m().operands(op).len() - 1;
     let idx = indices(f, op, 1, n)?;
-    let at = checked_ptr(f, op, &b, &idx);
+    let at = checked_ptr(f, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     let v = f.val(format!("load {}, {pt} {at}", llvm_ty(b.elem)));
     f.set(op, Val::Scalar(b.elem, v));
@@ -409,7 +401,7 @@ fn store(f: &mut FnEmitter, op: OpId) -> R {
     let n = f.m().operands(op).len() - 2;
     let idx = indices(f, op, 2, n)?;
     let v = f.convert(&v, s, b.elem);
-    let at = checked_ptr(f, op, &b, &idx);
+    let at = checked_ptr(f, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     f.line(format!("store {} {v}, {pt} {at}", llvm_ty(b.elem)));
     Ok(())
@@ -851,7 +843,7 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     let kind = attr_str(f, op, "kind").unwrap_or("add").to_string();
     let values = if kind == "cas" { 2 } else { 1 };
     let idx = indices(f, op, 1, n - 1 - values)?;
-    let at = checked_ptr(f, op, &b, &idx);
+    let at = checked_ptr(f, &b, &idx);
     let pt = f.buffer_ptr_ty(&b);
     let t = llvm_ty(b.elem);
     let float = b.elem.is_float();

@@ -202,21 +202,21 @@ pub static BUILTINS: &[Builtin] = &[
     op("group_linear_id", "()", "This group's index in the grid (the same for all tiles of a group).", Index).kernel(),
     op("tbarrier", "()", "Waits until every tile of the group arrives; shared-memory writes before it are visible after it.", Unit).kernel().block_collective(),
     op("atomic_add", "(target, value)", "Adds `value` to `target` atomically and gives the old value; the order of concurrent adds is unspecified.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_max", "(target, value)", "Stores the larger of `target` and `value` into `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_min", "(target, value)", "Stores the smaller of `target` and `value` into `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_and", "(target, value)", "Stores `target & value` into the integer `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_or", "(target, value)", "Stores `target | value` into the integer `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_xor", "(target, value)", "Stores `target ^ value` into the integer `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     op("atomic_exch", "(target, value)", "Stores `value` into `target` atomically and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
     op("atomic_cas", "(target, expected, value)", "Stores `value` into `target` atomically if it holds `expected`, and gives the old value.", SameAsFirst)
-        .kernel().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
+        .kernel().thread_dependent().effects(&[Memory]).det(Det::Nondeterministic(EXCHANGE_ALTERNATIVE)).writes(0, "target"),
     op("deterministic", "(seed)", "A region (`with deterministic(seed=N):`) under the determinism contract.", Opaque),
     op("nondeterministic", "(reason)", "A region (`with nondeterministic(\"why\"):`) where the determinism contract is waived.", Opaque),
     // ---- launch
@@ -255,7 +255,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.lane_id", "()", "This thread's lane within its warp.", Index).kernel().thread_dependent(),
     op("tile.warp_id", "()", "This thread's warp within its block.", Index).kernel().thread_dependent(),
     op("tile.cooperative_group", "(size)", "A cooperative group of `size` threads.", Opaque).kernel(),
-    op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
+    op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     // ---- rng
     op("rng.uniform", "(*shape, stream = None, dtype = f32, counter = None)", "Uniform random values in [0, 1) from a counter-based stream; in a kernel without a shape, one value per thread, drawn at `counter` (the thread's index in the grid by default).", Create).effects(&[Random]).det(Det::Rng),
     op("rng.normal", "(*shape, stream = None, dtype = f32, counter = None)", "Standard normal random values from a counter-based stream; in a kernel without a shape, one value per thread, drawn at `counter` (the thread's index in the grid by default).", Create).effects(&[Random]).det(Det::Rng),

@@ -134,6 +134,7 @@ impl<'a> Infer<'a> {
             StmtKind::Assign { targets, value } => {
                 let ty = self.expr(value);
                 for target in targets {
+                    self.check_unpack(target, &ty, value);
                     self.assign(target, &ty, value);
                 }
             }
@@ -239,7 +240,52 @@ impl<'a> Infer<'a> {
             return;
         }
         let declared = self.sig.ret.clone();
+        let count = |t: &Ty| match t {
+            Ty::Tuple(parts) => Some(parts.len()),
+            Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool | Ty::Tensor(_) => Some(1),
+            _ => None,
+        };
+        if let (Some(have), Some(want)) = (count(&ty), count(&declared)) {
+            if have != want {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!(
+                            "this returns {}, and `{}` declares {}",
+                            values_word(have),
+                            self.sig.name,
+                            values_word(want)
+                        ),
+                    )
+                    .with_primary(self.at(value.span), format!("this is {ty}"))
+                    .with_help(format!("return {}, as `-> {declared}` says", values_word(want))),
+                );
+                return;
+            }
+        }
         self.check_assignable(&ty, &declared, value, "the returned value");
+    }
+
+    /// `a, b = value`: the value has as many parts as there are names.
+    fn check_unpack(&mut self, target: &Expr, ty: &Ty, value: &Expr) {
+        let (ExprKind::Tuple(items) | ExprKind::List(items)) = &target.kind else {
+            return;
+        };
+        let count = match ty {
+            Ty::Tuple(parts) => parts.len(),
+            Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool => 1,
+            _ => return,
+        };
+        if count != items.len() {
+            self.error(
+                Diagnostic::error(
+                    Code::E0203,
+                    format!("cannot unpack {} into {} names", values_word(count), items.len()),
+                )
+                .with_primary(self.at(value.span), format!("this is {ty}"))
+                .with_secondary(self.at(target.span), format!("{} names", items.len())),
+            );
+        }
     }
 
     /// Binds or stores into an assignment target.
@@ -587,7 +633,10 @@ impl<'a> Infer<'a> {
                             lower,
                             upper,
                             step: None,
-                        }) => kept.push(slice_len(dim, lower.as_deref(), upper.as_deref())),
+                        }) => {
+                            let len = slice_len(dim, lower.as_deref(), upper.as_deref());
+                            kept.push(crate::constants::substitute(self.db, self.file, &len));
+                        }
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         // Indexing with an index tensor gathers: its dims replace this one.
                         Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => match &arg_tys[i] {
@@ -973,15 +1022,30 @@ impl<'a> Infer<'a> {
                     ("full", None) => &positional[..positional.len().saturating_sub(1)],
                     _ => &positional[..],
                 };
-                let dims: Vec<Poly> = sizes
-                    .iter()
-                    .filter(|a| match &a.ty {
-                        Ty::Int | Ty::Unknown => true,
-                        Ty::Scalar(d) => d.is_int(),
-                        _ => false,
-                    })
-                    .map(|a| crate::constants::substitute(self.db, self.file, &dim_poly(a.expr)))
-                    .collect();
+                // `zeros((2, 3))`: the shape as one tuple, as NumPy takes it.
+                let items: Vec<&Expr> = match sizes {
+                    [one] => match &one.expr.unparen().kind {
+                        ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().collect(),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                let dims: Vec<Poly> = if !items.is_empty() {
+                    items
+                        .into_iter()
+                        .map(|e| crate::constants::substitute(self.db, self.file, &dim_poly(e)))
+                        .collect()
+                } else {
+                    sizes
+                        .iter()
+                        .filter(|a| match &a.ty {
+                            Ty::Int | Ty::Unknown => true,
+                            Ty::Scalar(d) => d.is_int(),
+                            _ => false,
+                        })
+                        .map(|a| crate::constants::substitute(self.db, self.file, &dim_poly(a.expr)))
+                        .collect()
+                };
                 // A draw in kernel code without a shape is one value per thread.
                 if let (Some("rng"), true, true) = (b.namespace(), dims.is_empty(), self.in_device_code()) {
                     return dtype.map_or(Ty::Unknown, Ty::Scalar);
@@ -1367,6 +1431,37 @@ impl<'a> Infer<'a> {
         for (param, arg) in sig.params.iter().zip(assigned) {
             let Some(arg) = arg else { continue };
             let arg_name = crate::pretty::expr(arg.expr);
+            // A tensor for a scalar parameter, or a number for a tensor one.
+            let scalar = |t: &Ty| matches!(t, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool);
+            let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
+            if (tensor(&arg.ty) && scalar(&param.ty)) || (scalar(&arg.ty) && tensor(&param.ty)) {
+                let (what, expected, help) = if tensor(&arg.ty) {
+                    ("a tensor", "a number", "pass one number, such as an element: `x[0]`")
+                } else {
+                    (
+                        "a number",
+                        "a tensor",
+                        "pass a tensor; `full(...)` makes one of a number",
+                    )
+                };
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!(
+                            "argument `{arg_name}` is {what}, but parameter `{}` of `{fn_name}` is {expected}",
+                            param.name
+                        ),
+                    )
+                    .with_primary(
+                        self.at(arg.expr.span),
+                        format!("this is {}, but parameter `{}` is {}", arg.ty, param.name, param.ty),
+                    )
+                    .with_secondary(relative(param.span, anchor), "the parameter")
+                    .with_help(help),
+                );
+                ok = false;
+                continue;
+            }
             if let (Some(pd), Some(ad)) = (param.ty.dtype(), arg.ty.dtype()) {
                 let compatible = pd == ad || (!matches!(arg.ty, Ty::Tensor(_)) && ad.widens_to(pd));
                 if !compatible {
@@ -1602,6 +1697,15 @@ fn constraint_symbols(c: &ConstraintKind) -> Vec<String> {
         }
     }
     out
+}
+
+/// "1 value", "3 values".
+fn values_word(n: usize) -> String {
+    if n == 1 {
+        "1 value".to_string()
+    } else {
+        format!("{n} values")
+    }
 }
 
 /// Names that resolve without a definition: namespaces, global builtins,

@@ -67,7 +67,7 @@ const OPS: &[OpDef] = &[
         doc: "an atomic read-modify-write `kind` on one element; gives the old value",
         operands: Arity::AtLeast(2),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("kind", AttrKind::Str)],
+        attrs: &[AttrDef::required("kind", AttrKind::Str), AttrDef::optional("nondeterministic", AttrKind::Str)],
         ..OpDef::DEFAULT
     },
     OpDef {

@@ -656,7 +656,11 @@ impl Lowering {
                     Family::Amdgpu => b.op("amdgpu.atomic"),
                     Family::Cpu => b.op("cpu.atomic"),
                 };
-                Some(ob.operands(&operands).attr("kind", kind).result(ty).build_value())
+                let mut ob = ob.operands(&operands).attr("kind", kind);
+                if let Some(why) = data.attrs.get("nondeterministic") {
+                    ob = ob.attr("nondeterministic", why.clone());
+                }
+                Some(ob.result(ty).build_value())
             }
             _ => return Ok(()),
         };

@@ -85,7 +85,11 @@ const OPS: &[OpDef] = &[
         doc: "`atom.space.kind` on one element of a global or shared memref; gives the old value",
         operands: Arity::AtLeast(2),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("kind", AttrKind::Str), AttrDef::required("space", AttrKind::Str)],
+        attrs: &[
+            AttrDef::required("kind", AttrKind::Str),
+            AttrDef::required("space", AttrKind::Str),
+            AttrDef::optional("nondeterministic", AttrKind::Str),
+        ],
         ..OpDef::DEFAULT
     },
     OpDef {

@@ -122,7 +122,10 @@ fn check_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
                     .with_note("ask for it with `op.all_reduce(..., deterministic=True)`"),
                 );
             }
-            "tile.atomic" | "nvptx.atom" | "amdgpu.atomic" | "cpu.atomic" if deterministic => {
+            // An atomic the source waives (`with nondeterministic("why"):`) is allowed.
+            "tile.atomic" | "nvptx.atom" | "amdgpu.atomic" | "cpu.atomic"
+                if deterministic && m.attr(op, "nondeterministic").is_none() =>
+            {
                 let elem = m.operands(op).first().and_then(|&v| m.value_type(v).elem());
                 if let Some(elem) = elem.filter(|e| e.is_float()) {
                     let kind = m.attr(op, "kind").and_then(Attr::as_str).unwrap_or("?");

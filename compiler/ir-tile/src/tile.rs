@@ -260,10 +260,10 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.atomic",
-        doc: "an atomic read-modify-write `kind` of one element of a memref; gives the old value (`cas` takes the expected value before `%v`)",
+        doc: "an atomic read-modify-write `kind` of one element of a memref; gives the old value (`cas` takes the expected value before `%v`); `nondeterministic` holds the reason of a `with nondeterministic(...)` around it",
         operands: Arity::AtLeast(2),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("kind", AttrKind::Str)],
+        attrs: &[AttrDef::required("kind", AttrKind::Str), AttrDef::optional("nondeterministic", AttrKind::Str)],
         ..OpDef::DEFAULT
     },
     OpDef {

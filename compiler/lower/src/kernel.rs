@@ -51,6 +51,9 @@ struct Lower<'c, 'a, 'm> {
     /// The kernel's `@deterministic` seed, which keys its draws (those of
     /// the device functions inlined into it too).
     seed: Option<i64>,
+    /// The reason of the `with nondeterministic(...)` around the code being
+    /// lowered.
+    waiver: Option<String>,
     /// Device functions inlined so far into the kernel: the n-th one's
     /// stages are offset by `n * STAGES_PER_INLINE`, so that they differ
     /// from its caller's.
@@ -145,6 +148,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         draws: 0,
         kernel: String::new(),
         seed: None,
+        waiver: None,
     };
     l.kernel = l.cx.sig.name.clone();
     l.seed = l.cx.sig.deterministic.flatten();
@@ -236,6 +240,19 @@ fn cmp_pred(op: BinOp) -> Option<&'static str> {
         BinOp::Ne => "ne",
         _ => return None,
     })
+}
+
+/// Whether a `return` in `stmt` is inside a loop of `stmt`'s own.
+fn returns_from_inner_loop(stmt: &Stmt) -> bool {
+    match &stmt.kind {
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => body.stmts.iter().any(may_return),
+        StmtKind::If { branches, orelse } => {
+            branches.iter().any(|b| b.body.stmts.iter().any(returns_from_inner_loop))
+                || orelse.as_ref().is_some_and(|o| o.stmts.iter().any(returns_from_inner_loop))
+        }
+        StmtKind::With { body, .. } => body.stmts.iter().any(returns_from_inner_loop),
+        _ => false,
+    }
 }
 
 /// The `return` statements in `stmts`, at any depth.
@@ -355,13 +372,20 @@ impl<'a> Lower<'_, 'a, '_> {
             if self.env.contains_key(name) || single {
                 continue;
             }
+            // Scalars, and register tiles of constant shape (an accumulator
+            // `acc = acc + …` in a loop): a tile's slot is a whole-tile local,
+            // which the code generator keeps in registers.
             let ty = match self.cx.ty(at) {
                 Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => ir_type(t, TensorAs::Value),
+                Some(t @ Ty::Tensor(tt)) if tt.space.is_none() => ir_type(t, TensorAs::Value)
+                    .map(|t| self.kernel_dims(&t))
+                    .filter(|t| t.dims().is_some_and(|d| d.iter().all(|d| d.as_const().is_some()))),
                 _ => None,
             };
             if let Some(ty) = ty {
                 let loc = self.cx.loc(at.span);
-                let slot_ty = Type::memref(Vec::<Dim>::new(), ty.elem().unwrap_or(ScalarType::F32), MemSpace::Local);
+                let dims = ty.dims().map(<[Dim]>::to_vec).unwrap_or_default();
+                let slot_ty = Type::memref(dims, ty.elem().unwrap_or(ScalarType::F32), MemSpace::Local);
                 let mut b = self.builder(entry);
                 b.set_loc(loc);
                 let slot = b.op("tile.local").result(slot_ty).build_value();
@@ -551,6 +575,7 @@ impl<'a> Lower<'_, 'a, '_> {
             draws: self.draws,
             kernel: self.kernel.clone(),
             seed: self.seed,
+            waiver: self.waiver.clone(),
         };
         for i in pending_defaults {
             let param = &sub.cx.sig.params[i];
@@ -665,10 +690,18 @@ impl<'a> Lower<'_, 'a, '_> {
             if matches!(stmt.kind, StmtKind::Return(_)) {
                 return;
             }
-            let (Some(flag), true) = (inlined.returned, i + 1 < stmts.len() && may_return(stmt)) else {
+            // Inside one of the function's loops, a `return` leaves that loop
+            // itself; one in an inner loop leaves only the inner loop, so
+            // after it this loop is left too (even after its last statement).
+            let in_loop = inlined.loops > 0;
+            let needed = if in_loop {
+                returns_from_inner_loop(stmt)
+            } else {
+                i + 1 < stmts.len() && may_return(stmt)
+            };
+            let (Some(flag), true) = (inlined.returned, needed) else {
                 continue;
             };
-            let in_loop = inlined.loops > 0;
             let returned = self.op1(block, stmt.span, "tile.load", &[flag], vec![], Type::I1);
             if in_loop {
                 let leave = self.region(&[], |l, blk, _| l.op0(blk, stmt.span, "tile.break", &[], vec![]));
@@ -753,7 +786,29 @@ impl<'a> Lower<'_, 'a, '_> {
                 b.set_loc(loc);
                 b.op("tile.while").region(cond_region).region(body_region).build();
             }
-            StmtKind::With { body, .. } => self.block(block, body),
+            StmtKind::With { items, body } => {
+                // `with nondeterministic("why"):` waives the determinism
+                // contract for the atomics in its body (the checker allowed
+                // them; the IR's rule must too); `with deterministic(...)`
+                // restores it.
+                let saved = self.waiver.clone();
+                for item in items {
+                    if self.is_builtin(&item.expr, "nondeterministic") {
+                        let why = match &item.expr.kind {
+                            ExprKind::Call { args, .. } => arg(args, 0, "reason").and_then(literal_attr),
+                            _ => None,
+                        };
+                        self.waiver = Some(match why {
+                            Some(Attr::Str(why)) => why,
+                            _ => "waived".to_string(),
+                        });
+                    } else if self.is_builtin(&item.expr, "deterministic") {
+                        self.waiver = None;
+                    }
+                }
+                self.block(block, body);
+                self.waiver = saved;
+            }
             StmtKind::Return(value) if self.inlined.is_some() => self.inline_return(block, stmt, value.as_ref()),
             StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {
                 let name = match &stmt.kind {
@@ -871,10 +926,18 @@ impl<'a> Lower<'_, 'a, '_> {
         match &target.kind {
             ExprKind::Name(n) => match self.env.get(n).cloned() {
                 Some(Binding::Slot(slot, ty)) => {
+                    let v = self.as_tile(block, target, v);
                     let v = self.convert(block, v, &ty);
+                    let mut operands = vec![v, slot];
+                    operands.extend(self.zeros_index(block, slot));
+                    let name = if ty.dims().is_some() {
+                        "tile.store_tile"
+                    } else {
+                        "tile.store"
+                    };
                     let mut b = self.builder(block);
                     b.set_loc(loc);
-                    b.op("tile.store").operands(&[v, slot]).build();
+                    b.op(name).operands(&operands).build();
                 }
                 Some(Binding::Value(p)) if matches!(self.m.value_type(p), Type::MemRef { .. }) => {
                     // A whole tensor parameter: `C = …` writes the whole tile.
@@ -1438,7 +1501,16 @@ impl<'a> Lower<'_, 'a, '_> {
             ExprKind::Paren(inner) => self.expr(block, inner),
             ExprKind::Name(n) => match self.env.get(n).cloned() {
                 Some(Binding::Value(v)) => Some(v),
-                Some(Binding::Slot(slot, ty)) => Some(self.op1(block, e.span, "tile.load", &[slot], vec![], ty)),
+                Some(Binding::Slot(slot, ty)) => {
+                    let mut operands = vec![slot];
+                    operands.extend(self.zeros_index(block, slot));
+                    let name = if ty.dims().is_some() {
+                        "tile.load_tile"
+                    } else {
+                        "tile.load"
+                    };
+                    Some(self.op1(block, e.span, name, &operands, vec![], ty))
+                }
                 _ => match self.cx.constant(n) {
                     Some(value) => {
                         let ty = self.result_type(e)?;
@@ -1455,7 +1527,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 let value = match (&e.kind, ScalarType::is_float(ty.elem()?)) {
                     (ExprKind::Bool(b), _) => Attr::Int(*b as i64),
                     (ExprKind::Int(i), true) => Attr::Float(*i as f64),
-                    (ExprKind::Int(i), false) => Attr::Int(i64::try_from(*i).ok()?),
+                    // Literals from 2^63 on are the bits of a `u64` (the
+                    // FNV-64 offset basis, `0xCBF29CE484222325`).
+                    (ExprKind::Int(i), false) => Attr::Int(*i as i64),
                     (ExprKind::Float(f), _) => Attr::Float(f.get()),
                     _ => return None,
                 };
@@ -2120,14 +2194,11 @@ impl<'a> Lower<'_, 'a, '_> {
             let v = self.arg_value(block, args, i + 1, name, e)?;
             operands.push(self.convert(block, v, &elem_ty));
         }
-        Some(self.op1(
-            block,
-            e.span,
-            "tile.atomic",
-            &operands,
-            vec![("kind", Attr::str(kind))],
-            elem_ty,
-        ))
+        let mut attrs = vec![("kind", Attr::str(kind))];
+        if let Some(why) = &self.waiver {
+            attrs.push(("nondeterministic", Attr::Str(why.clone())));
+        }
+        Some(self.op1(block, e.span, "tile.atomic", &operands, attrs, elem_ty))
     }
 
     /// `tile.cp_async(src)` (a fresh shared buffer), `tile.cp_async(dst,

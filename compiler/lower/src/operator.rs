@@ -124,7 +124,8 @@ fn meta_value<'a>(meta: &HashMap<String, &'a Expr>, e: &'a Expr) -> &'a Expr {
 /// or lists of them.
 pub(crate) fn literal_attr(e: &Expr) -> Option<Attr> {
     Some(match &e.kind {
-        ExprKind::Int(i) => Attr::Int(i64::try_from(*i).ok()?),
+        // From 2^63 on, the bits of a `u64` literal.
+        ExprKind::Int(i) => Attr::Int(*i as i64),
         ExprKind::Float(f) => Attr::Float(f.get()),
         ExprKind::Str(s) => Attr::Str(s.clone()),
         ExprKind::Bool(b) => Attr::Bool(*b),

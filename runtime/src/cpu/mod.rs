@@ -14,6 +14,7 @@
 //! } TesseraCpuCtx;
 //! void entry(void** args, TesseraCpuCtx* ctx);  // args[i] points at parameter i's value
 //! void     tessera_cpu_oob(TesseraCpuCtx*, const uint32_t site[2], uint32_t rank, const int64_t* index, const int64_t* shape);
+//! void     tessera_cpu_div0(TesseraCpuCtx*, const uint32_t site[2]);
 //! void     tessera_cpu_barrier(TesseraCpuCtx*);
 //! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
 //! uint32_t tessera_cpu_vote(TesseraCpuCtx*, uint32_t pred, uint32_t mode);
@@ -512,6 +513,30 @@ pub unsafe extern "C" fn tessera_cpu_oob(
     block.launch.fail_with(error);
 }
 
+/// An integer division (`//`, `%`) by zero: the CPU code generator checks
+/// each divisor, reports a zero here and divides by 1 instead (an x86
+/// division by zero would kill the process). `site` holds the division's
+/// byte range in the kernel's source file. The launch fails with E1009.
+///
+/// # Safety
+/// `ctx` must be the context the runtime passed to the calling kernel, and
+/// `site` must point at two `u32`s.
+pub unsafe extern "C" fn tessera_cpu_div0(ctx: *mut TesseraCpuCtx, site: *const u32) {
+    // SAFETY: the generated code passes its context and its site.
+    let (ctx, block, site) = unsafe {
+        let (ctx, block) = context(ctx);
+        (ctx, block, [*site, *site.add(1)])
+    };
+    let error = RunError::value(format!(
+        "integer division by zero in a kernel, by thread {} of block {}",
+        block_text(ctx.thread_id),
+        block_text(ctx.block_id)
+    ))
+    .with_site(tessera_base::Span::new(site[0], site[1]), "this divides by zero")
+    .with_help("guard the division (`if d != 0:`)");
+    block.launch.fail_with(error);
+}
+
 /// The functions CPU kernels call, by name and address, for the JIT to define.
 pub fn host_symbols() -> Vec<(&'static str, usize)> {
     vec![
@@ -519,6 +544,10 @@ pub fn host_symbols() -> Vec<(&'static str, usize)> {
             "tessera_cpu_oob",
             tessera_cpu_oob as unsafe extern "C" fn(*mut TesseraCpuCtx, *const u32, u32, *const i64, *const i64)
                 as usize,
+        ),
+        (
+            "tessera_cpu_div0",
+            tessera_cpu_div0 as unsafe extern "C" fn(*mut TesseraCpuCtx, *const u32) as usize,
         ),
         (
             "tessera_cpu_barrier",

@@ -1202,7 +1202,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         let (Some(x), Some(y)) = (as_f64(&a), as_f64(&b)) else {
             return Err(RunError::new(Code::E1005, format!("`{path}` needs numbers")));
         };
-        let take_b = if path == "min" { y < x } else { y > x };
+        // A NaN wins, whichever side it is on, as in kernels.
+        let take_b = y.is_nan() || !x.is_nan() && if path == "min" { y < x } else { y > x };
         Ok(if take_b { b } else { a })
     }
 

@@ -88,7 +88,7 @@ pub(crate) fn f32_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorV
 }
 
 /// A bf16 tensor of random values and the (rounded) values it holds.
-fn bf16_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorValue, Vec<f64>) {
+pub(crate) fn bf16_tensor(rng: &mut Rng, shape: &[usize], scale: f64) -> (TensorValue, Vec<f64>) {
     let n = shape.iter().product();
     let bits: Vec<u16> = (0..n).map(|_| f32_to_bf16((rng.uniform() * scale) as f32)).collect();
     let bytes: Vec<u8> = bits.iter().flat_map(|b| b.to_le_bytes()).collect();
@@ -151,7 +151,7 @@ pub(crate) fn config(grid: [u32; 3], block: u32) -> LaunchConfig {
 }
 
 /// `C[m, n] = Σ_k A[m, k] B[k, n]` and `Σ_k |A[m, k] B[k, n]|`.
-fn matmul_ref(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn matmul_ref(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut c = vec![0.0; m * n];
     let mut abs = vec![0.0; m * n];
     for i in 0..m {

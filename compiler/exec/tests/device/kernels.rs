@@ -647,3 +647,115 @@ fn bool_tensors_shuffles_of_bools_and_tuple_results() {
     let want: Vec<i64> = ns.iter().map(|&k| i64::from(k.rem_euclid(7))).collect();
     assert_eq!(ints(&device, &r), want, "r of divmod_floor (seed {seed:#x})");
 }
+
+#[test]
+fn a_device_function_returns_from_inside_nested_loops() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "device_functions");
+    let (rows, cols) = (1 + rng.below(12) as usize, 1 + rng.below(12) as usize);
+    let (x, xs) = f32_tensor(&mut rng, &[rows, cols], 1.0);
+    let threshold = rng.uniform() as f32;
+    let at = poisoned(DType::I32, &[2]);
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(at.clone()),
+        Value::Float(f64::from(threshold)),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "search_2d",
+            launch([1, 1, 1], [32, 1, 1]),
+            &args,
+            &dims(&[("R", rows), ("C", cols)]),
+        )
+        .unwrap();
+    let first = (0..rows * cols).find(|&k| xs[k] > f64::from(threshold));
+    let want = first.map_or([-1, -1], |k| [(k / cols) as i64, (k % cols) as i64]);
+    assert_eq!(
+        ints(&device, &at),
+        want,
+        "the first element above {threshold} (seed {seed:#x})"
+    );
+}
+
+#[test]
+fn a_register_tile_carried_through_a_loop_and_a_branch() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "tile_accumulate");
+    let k = 16 * (1 + rng.below(6) as usize);
+    let (a, av) = crate::examples::bf16_tensor(&mut rng, &[32, k], 1.0);
+    let (b, bv) = crate::examples::bf16_tensor(&mut rng, &[k, 32], 1.0);
+    let (scale, flip) = (1.0 + rng.uniform(), rng.below(2) as i64);
+    let c = poisoned(DType::F32, &[32, 32]);
+    let args = [
+        Value::Tensor(a),
+        Value::Tensor(b),
+        Value::Tensor(c.clone()),
+        Value::Float(scale),
+        Value::Int(flip),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "gemm_tile",
+            launch([1, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("K", k)]),
+        )
+        .unwrap();
+    let (want, abs) = crate::examples::matmul_ref(&av, &bv, 32, k, 32);
+    let factor = if flip > 0 { f64::from(scale as f32) } else { 1.0 };
+    let want: Vec<f64> = want.iter().map(|w| w * factor).collect();
+    let bound: Vec<f64> = abs.iter().map(|a| sum_bound(a * factor, 8.0)).collect();
+    check("acc = acc + tile.dot(...)", seed, &values(&device, &c), &want, &bound);
+}
+
+#[test]
+fn big_literals_waived_atomics_and_nan_extremes() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "python_semantics");
+    let n = 1 + rng.below(500) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1.0);
+    let nan_first = rng.below(2) == 0;
+    let pair: [f32; 2] = if nan_first { [f32::NAN, 1.0] } else { [1.0, f32::NAN] };
+    let (h, total, mm) = (poisoned(DType::U64, &[1]), int_tensor(&[0]), poisoned(DType::F32, &[2]));
+    let total = TensorValue::new(total.host(&device).unwrap().cast(DType::F32).unwrap());
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(TensorValue::new(Tensor::from_slice(&[2], &pair).unwrap())),
+        Value::Tensor(h.clone()),
+        Value::Tensor(total.clone()),
+        Value::Tensor(mm.clone()),
+    ];
+    loaded
+        .launch_kernel(
+            &device,
+            "special",
+            launch([n.div_ceil(128) as u32, 1, 1], [128, 1, 1]),
+            &args,
+            &dims(&[("N", n)]),
+        )
+        .unwrap();
+    assert_eq!(
+        ints(&device, &h),
+        [14_695_981_039_346_656_037u64 as i64],
+        "a u64 literal (seed {seed:#x})"
+    );
+    let sum: f64 = xs.iter().sum();
+    let abs: f64 = xs.iter().map(|v| v.abs()).sum();
+    check(
+        "a waived float atomic",
+        seed,
+        &values(&device, &total),
+        &[sum],
+        &[sum_bound(abs, n as f64)],
+    );
+    assert!(
+        values(&device, &mm).iter().all(|v| v.is_nan()),
+        "max/min with a NaN (seed {seed:#x})"
+    );
+}
