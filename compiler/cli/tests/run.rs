@@ -202,3 +202,26 @@ def main():
         assert!(err.contains("E1001") && err.contains("--device cpu"), "{err}");
     }
 }
+
+/// A kernel calls device functions of a sibling module, through `import
+/// helpers` (`helpers.clamp01`) and `from helpers import scale`; both are
+/// inlined.
+#[test]
+fn kernels_call_device_functions_of_sibling_modules() {
+    let dir = temp("run", "modules");
+    std::fs::write(
+        dir.join("helpers.tsr"),
+        "@device\ndef clamp01(v: f32) -> f32:\n    return min(max(v, 0.0), 1.0)\n\n@device\ndef scale(v: f32, k: f32 = 2.0) -> f32:\n    return k * v\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.tsr"),
+        "import helpers\nfrom helpers import scale\n\n@kernel\ndef k(x: f32[N], z: mut f32[N]):\n    i = launch.thread_id()\n    if i < N:\n        z[i] = scale(helpers.clamp01(x[i]))\n\ndef main():\n    x = arange(4) - 1.5\n    z = zeros(4)\n    k[grid=(1,), block=(32,)](x, z)\n    print(z)\n",
+    )
+    .unwrap();
+    let main = dir.join("main.tsr");
+    let o = tessera(&["run", main.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.trim(), "[0. 0. 1. 2.]", "{err}");
+}

@@ -217,11 +217,16 @@ fn elementwise(f: &mut FnEmitter, op: OpId, kind: Elementwise) -> R {
         .unwrap_or("")
         .to_string();
     let saturate = f.m().attr(op, "saturate").is_some();
+    let bitcast = f.m().attr(op, "bitcast").is_some();
     let apply = |f: &mut FnEmitter, args: &[(ScalarType, String)]| -> Result<String, String> {
         match kind {
             Elementwise::Binary => f.binary(&fname, args[0].0, &args[0].1, &args[1].1),
             Elementwise::Unary => f.unary(&fname, args[0].0, &args[0].1),
             Elementwise::Cmp => Ok(f.cmp(&fname, args[0].0, &args[0].1, &args[1].1)),
+            Elementwise::Cast if bitcast => {
+                let (from, to) = (llvm_ty(args[0].0), llvm_ty(out));
+                Ok(f.val(format!("bitcast {from} {} to {to}", args[0].1)))
+            }
             Elementwise::Cast => Ok(f.convert_with(&args[0].1, args[0].0, out, saturate)),
         }
     };

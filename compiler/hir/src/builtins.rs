@@ -140,6 +140,20 @@ impl Builtin {
         self
     }
 
+    /// The names its parameters may be passed by: those of `params`, less
+    /// the variadic `*shape` and the bracket's `[dtype]`.
+    pub fn param_names(&self) -> Vec<&'static str> {
+        let inner = self.params.rsplit_once('(').map_or("", |(_, rest)| rest);
+        inner
+            .trim_end_matches(')')
+            .split(',')
+            .filter_map(|p| {
+                let name = p.split('=').next()?.trim();
+                (!name.is_empty() && !name.starts_with('*')).then_some(name)
+            })
+            .collect()
+    }
+
     /// The member name: `async_copy` for `tile.async_copy`.
     pub fn name(&self) -> &'static str {
         self.path.rsplit('.').next().unwrap_or(self.path)
@@ -185,7 +199,8 @@ pub static BUILTINS: &[Builtin] = &[
     op("log", "(x)", "Natural logarithm, elementwise.", SameAsFirst),
     op("tanh", "(x)", "Hyperbolic tangent, elementwise.", SameAsFirst),
     op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast),
-    op("print", "(*values)", "Prints values on the host.", Unit).host().effects(&[Io]),
+    op("bitcast", "(x, dtype)", "The bits of `x` read as `dtype`, a type of the same width: `bitcast(1.0, u32)` is 1065353216.", Cast),
+    op("print", "(*values, sep = \" \")", "Prints values on the host.", Unit).host().effects(&[Io]),
     op("zeros", "(*shape, dtype = f32)", "A host tensor of zeros.", Create).host(),
     op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),
     op("full", "(*shape, value, dtype = f32)", "A host tensor filled with `value`.", Create).host(),
@@ -230,7 +245,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tshared.alloc", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer for the tile group.", AllocShared).kernel(),
     // ---- tile
     op("tile.alloc_shared", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer.", AllocShared).kernel(),
-    op("tile.zeros", "[dtype](*dims)", "A register tile of zeros (an accumulator).", Create).kernel(),
+    op("tile.zeros", "[dtype](*dims, dtype = f32)", "A register tile of zeros (an accumulator).", Create).kernel(),
     op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel().writes(0, "dst"),
     op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
     op("tile.cp_async", "(src)", "Copies the tile `src` into shared memory and returns the copy (seed form; completes by the next `tile.barrier()`).", SameAsFirst).kernel(),
@@ -271,7 +286,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.mul", "(a, b)", "Elementwise product with broadcasting.", Broadcast),
     op("op.relu", "(x)", "max(x, 0), elementwise.", SameAsFirst),
     op("op.gelu", "(x)", "GELU activation, elementwise.", SameAsFirst),
-    op("op.transpose", "(x, dims = None)", "Swaps two dimensions (the last two by default).", Transpose),
+    op("op.transpose", "(x, perm = None, dims = None)", "Swaps two dimensions (the last two by default).", Transpose),
     op("op.reshape", "(x, shape)", "The same elements with new dims.", Reshape),
     op("op.concat", "(tensors, axis = 0)", "Concatenates along `axis`.", Concat),
     op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p` and scales the others by `1 / (1 - p)`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
@@ -284,7 +299,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.all_gather", "(x, axis)", "Gathers `x` across a mesh axis.", Opaque).effects(&[Collective]),
     op("op.reduce_scatter", "(x, axis)", "Reduces and scatters `x` across a mesh axis.", Opaque).effects(&[Collective]).accumulates(),
     // ---- dist
-    op("dist.Mesh", "(axes, devices)", "A device mesh with named axes.", Opaque).host(),
+    op("dist.Mesh", "(axes, devices, shape = None)", "A device mesh with named axes.", Opaque).host(),
     op("dist.tensor", "(shape, layout, mesh, dtype)", "A tensor sharded over a mesh.", Opaque).host(),
     op("dist.ShardSpec", "(partition = None, mesh_axes = None, replicate = False, reduce = None)", "How a tensor is sharded.", Opaque),
     // ---- numerics

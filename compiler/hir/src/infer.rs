@@ -556,6 +556,19 @@ impl<'a> Infer<'a> {
     }
 
     fn attr(&mut self, base: &Ty, base_expr: &Expr, name: &str, span: Span) -> Ty {
+        // `import helpers` then `helpers.f`: a function of the sibling module.
+        if let ExprKind::Name(n) = &base_expr.kind {
+            if !self.locals.contains_key(n) {
+                let tree = db::item_tree(self.db, self.file);
+                let import = tree.imports.iter().find(|i| &i.binding == n && i.member.is_none());
+                if let Some(import) = import {
+                    let module = crate::module::resolve_module(self.db, self.file, &import.module);
+                    if module.is_some_and(|f| db::item_tree(self.db, f).functions.iter().any(|f| f == name)) {
+                        return Ty::Function(format!("{}::{name}", import.module));
+                    }
+                }
+            }
+        }
         match base {
             Ty::Namespace(ns) => {
                 let path = format!("{ns}.{name}");
@@ -1065,6 +1078,22 @@ impl<'a> Infer<'a> {
     /// geometry's `axis` is 0, 1 or 2; bitwise atomics and `tile.popcount`
     /// take integers.
     fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) {
+        let names = b.param_names();
+        for arg in args {
+            let Some(name) = arg.name.filter(|n| !names.contains(n)) else {
+                continue;
+            };
+            let mut diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{name}`", b.path))
+                .with_primary(
+                    self.at(arg.name_span.unwrap_or(arg.expr.span)),
+                    "unknown keyword argument",
+                );
+            diag = match did_you_mean(name, names.iter().copied()) {
+                Some(s) => diag.with_help(format!("did you mean `{s}`?")),
+                None => diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
+            };
+            self.error(diag);
+        }
         let first = args.iter().find(|a| a.name.is_none());
         if builtins::GEOMETRY.contains(&b.path) {
             let axis = args.iter().find(|a| a.name == Some("axis")).or(first);
@@ -1079,6 +1108,28 @@ impl<'a> Infer<'a> {
                         Diagnostic::error(Code::E0204, format!("the `axis` of `{}` is 0, 1 or 2", b.path))
                             .with_primary(self.at(axis.expr.span), label)
                             .with_help("x is 0, y is 1, z is 2; leave `axis` out for the linear index"),
+                    );
+                }
+            }
+            return;
+        }
+        if b.path == "bitcast" {
+            let to = args.iter().filter(|a| a.name.is_none()).nth(1).map(|a| &a.ty);
+            if let (Some(first), Some(Ty::DTypeValue(to))) = (first, to) {
+                if let Some(from) = first.ty.dtype().filter(|d| d.bits() != to.bits()) {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!(
+                                "`bitcast` keeps the width: `{}` has {} bits, `{}` {}",
+                                from.name(),
+                                from.bits(),
+                                to.name(),
+                                to.bits()
+                            ),
+                        )
+                        .with_primary(self.at(first.expr.span), format!("this is `{}`", from.name()))
+                        .with_help("read the bits as a type of the same width (`f32` and `u32`, `f64` and `i64`)"),
                     );
                 }
             }

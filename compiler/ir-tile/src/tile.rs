@@ -100,12 +100,14 @@ const OPS: &[OpDef] = &[
     OpDef {
         name: "tile.cast",
         doc: "converts a scalar or tile to the result's element type, rounding as `rounding` says; with \
-              `saturate`, a float beyond the range of a narrower float type becomes its largest value",
+              `saturate`, a float beyond the range of a narrower float type becomes its largest value; \
+              with `bitcast`, reads the bits as the result's type, of the same width",
         operands: Arity::Exact(1),
         results: Arity::Exact(1),
         attrs: &[
             AttrDef::optional("rounding", AttrKind::Str),
             AttrDef::optional("saturate", AttrKind::Unit),
+            AttrDef::optional("bitcast", AttrKind::Unit),
         ],
         pure: true,
         ..OpDef::DEFAULT
@@ -668,6 +670,10 @@ fn cast(c: &mut Check) {
         c.fail(format!(
             "`tile.cast` changes the element type only: `{from}` cannot become `{to}`"
         ));
+    }
+    let bits = |t: &Type| t.elem().map(|e| e.bits());
+    if c.attr("bitcast").is_some() && bits(&from) != bits(&to) {
+        c.fail(format!("a `bitcast` keeps the width: `{from}` and `{to}` differ"));
     }
 }
 

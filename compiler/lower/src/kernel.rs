@@ -247,8 +247,12 @@ fn returns_from_inner_loop(stmt: &Stmt) -> bool {
     match &stmt.kind {
         StmtKind::For { body, .. } | StmtKind::While { body, .. } => body.stmts.iter().any(may_return),
         StmtKind::If { branches, orelse } => {
-            branches.iter().any(|b| b.body.stmts.iter().any(returns_from_inner_loop))
-                || orelse.as_ref().is_some_and(|o| o.stmts.iter().any(returns_from_inner_loop))
+            branches
+                .iter()
+                .any(|b| b.body.stmts.iter().any(returns_from_inner_loop))
+                || orelse
+                    .as_ref()
+                    .is_some_and(|o| o.stmts.iter().any(returns_from_inner_loop))
         }
         StmtKind::With { body, .. } => body.stmts.iter().any(returns_from_inner_loop),
         _ => false,
@@ -2066,6 +2070,22 @@ impl<'a> Lower<'_, 'a, '_> {
                     vec![("fn", Attr::str("floordiv"))],
                     ty,
                 ))
+            }
+            "bitcast" => {
+                let x = self.arg_value(block, args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                // A literal is first a value of the result's width.
+                let bits = ty.elem().map_or(32, ScalarType::bits);
+                let literal = match arg(args, 0, "x").and_then(|a| self.cx.ty(a)) {
+                    Some(Ty::Float) => Some(if bits == 64 { ScalarType::F64 } else { ScalarType::F32 }),
+                    Some(Ty::Int) => Some(if bits == 64 { ScalarType::I64 } else { ScalarType::I32 }),
+                    _ => None,
+                };
+                let x = match literal {
+                    Some(s) => self.convert(block, x, &Type::Scalar(s)),
+                    None => x,
+                };
+                Some(self.op1(block, e.span, "tile.cast", &[x], vec![("bitcast", Attr::Unit)], ty))
             }
             "cast" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;

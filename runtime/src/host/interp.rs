@@ -1079,6 +1079,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "abs" | "sqrt" | "exp" | "log" | "tanh" | "op.relu" | "op.gelu" => self.math(path, args),
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
+            "bitcast" => self.bitcast(args),
             "zeros" | "ones" | "empty" | "full" => self.create(path, args),
             "arange" => self.arange(args),
             "rand" | "randn" => self.random(path, args),
@@ -1287,6 +1288,45 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
         };
         Ok(Value::Tensor(TensorValue::new(t.cast_with(d, saturate)?)))
+    }
+
+    /// `bitcast(x, dtype)`: the bytes of `x` read as `dtype`, of the same
+    /// width. A number is first a value of `dtype`'s width: a float an
+    /// `f32` or `f64`, an integer an `i32` or `i64` (as a kernel's literal).
+    fn bitcast(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", "bitcast")?;
+        let Value::DType(d) = self.positional(args, "dtype", "bitcast")? else {
+            return Err(RunError::value("`bitcast` needs a dtype the host holds"));
+        };
+        let t = match &x {
+            Value::Tensor(t) => t.host(self.device)?.clone(),
+            v => {
+                let e =
+                    elem_of(v).ok_or_else(|| RunError::new(Code::E1005, format!("cannot bitcast {}", v.describe())))?;
+                let from = match (e, d.size()) {
+                    (Elem::Float(_), 8) => DType::F64,
+                    (Elem::Float(_), _) => DType::F32,
+                    (_, 8) => DType::I64,
+                    _ => DType::I32,
+                };
+                let mut t = Tensor::zeros(from, &[1])?;
+                t.set(0, e);
+                t
+            }
+        };
+        if t.dtype().size() != d.size() {
+            return Err(RunError::value(format!(
+                "`bitcast` keeps the width: {} has {} bytes, {d} {}",
+                t.dtype(),
+                t.dtype().size(),
+                d.size()
+            )));
+        }
+        let out = Tensor::from_bytes(d, t.shape(), t.bytes())?;
+        Ok(match x {
+            Value::Tensor(_) => Value::Tensor(TensorValue::new(out)),
+            _ => value_of(out.get(0)),
+        })
     }
 
     fn cast_builtin(&mut self, args: &mut Args) -> Result<Value, RunError> {
