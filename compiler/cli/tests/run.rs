@@ -190,7 +190,7 @@ def main():
     let o = tessera(&["run", file.to_str().unwrap()]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("E1008") && err.contains("block=(128,)"), "{err}");
+    assert!(err.contains("E1008") && err.contains("block=(256,)"), "{err}");
 
     let o = tessera(&["run", "examples/matmul.tsr", "--entry", "nothing"]);
     assert!(text(&o).1.contains("E1002"), "{:?}", text(&o));

@@ -2038,7 +2038,8 @@ pub(crate) mod tests {
     }
 
     /// Runs kernel `k` of the CPU Target IR `text` on one block of
-    /// `threads` threads (one OS thread each), its memref parameters bound
+    /// `threads` threads (one OS thread each, standing in for the runtime's
+    /// fibers), its memref parameters bound
     /// to `buffers`.
     pub(crate) fn run(text: &str, threads: u32, buffers: &mut [Vec<f32>]) {
         let module = tessera_ir::parse(text).expect("the IR parses");

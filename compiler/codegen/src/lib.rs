@@ -194,7 +194,7 @@ pub struct KernelInfo {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rng: Vec<rng::RngStream>,
     /// Whether the kernel synchronises threads (barriers, shuffles, votes):
-    /// the CPU launcher runs such blocks one OS thread per GPU thread.
+    /// the CPU launcher runs each thread of such a block as a fiber.
     pub needs_sync: bool,
     /// Registers per thread, from `ptxas -v` when it ran.
     pub registers: Option<u32>,

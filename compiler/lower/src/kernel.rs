@@ -191,14 +191,13 @@ fn block_shape(cx: &FnCx<'_>) -> Option<Vec<i64>> {
     None
 }
 
-/// Threads per block when the header names none: 128, or on a GPU 256
-/// when the kernel computes a register tile of more than 8192 elements, so
-/// that a thread holds at most 64 elements of a 128×128 accumulator (which
-/// then stays in registers; spec/codegen.md). The CPU keeps 128: its
-/// threads have no registers to run out of, and each is an OS thread when
-/// the kernel synchronizes.
+/// Threads per block when the header names none: 128, or 256 when the
+/// kernel computes a register tile of more than 8192 elements, so that a
+/// thread holds at most 64 elements of a 128×128 accumulator (which then
+/// stays in registers on a GPU; spec/codegen.md). The rule is the same on
+/// every target, so a kernel launched without `block=` takes the same
+/// block shape on the CPU as on a GPU.
 fn default_block(m: &Module, func: tessera_ir::OpId) -> Vec<i64> {
-    let cpu = m.attrs.get("target").and_then(Attr::as_str) == Some(tessera_hir::db::Target::Cpu.name());
     let largest = m
         .walk_op(func)
         .into_iter()
@@ -209,7 +208,7 @@ fn default_block(m: &Module, func: tessera_ir::OpId) -> Vec<i64> {
         })
         .max()
         .unwrap_or(0);
-    vec![if largest > 8192 && !cpu { 256 } else { 128 }]
+    vec![if largest > 8192 { 256 } else { 128 }]
 }
 
 fn binary_fn(op: BinOp) -> Option<&'static str> {

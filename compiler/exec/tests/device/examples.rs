@@ -297,7 +297,7 @@ fn gemm_tc() {
     ];
     let grid = [(m / 128) as u32, (n / 128) as u32, 1];
     loaded
-        .launch_kernel(&device, "gemm_tc", config(grid, 128), &args, &dims)
+        .launch_kernel(&device, "gemm_tc", config(grid, 256), &args, &dims)
         .unwrap();
     let (prod, abs) = matmul_ref(&av, &bv, m, k, n);
     let want: Vec<f64> = prod.iter().zip(&cv).map(|(p, c)| p + c).collect();
@@ -469,7 +469,7 @@ fn flash_attention() {
         .launch_kernel(
             &device,
             "flash_attention",
-            config([1, 1, 1], 128),
+            config([1, 1, 1], 256),
             &args,
             &[("S".into(), s as i64)],
         )
