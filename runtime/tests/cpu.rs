@@ -482,6 +482,34 @@ fn divergence_and_deadlocks_are_errors_not_hangs() {
     assert!(e.message.contains("`tessera_cpu_barrier`"), "{}", e.message);
 }
 
+/// Blocks 10 and 11 (of a row of 12) deadlock as `shuffle_against_barrier`
+/// does; the others finish.
+unsafe extern "C" fn some_blocks_deadlock(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
+    unsafe {
+        let x = (*ctx).block_id[0];
+        if x == 10 || x == 11 {
+            shuffle_against_barrier(args, ctx);
+        } else {
+            tessera_cpu_barrier(ctx);
+        }
+    }
+}
+
+/// Blocks run concurrently, yet a launch reports the error of its
+/// lowest-numbered failing block, every time.
+#[test]
+fn the_error_reported_is_the_same_on_every_run() {
+    for _ in 0..20 {
+        let e = launch(
+            synchronized(some_blocks_deadlock),
+            LaunchConfig::linear(12, 64),
+            &mut KernelArgs::new(),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("deadlock in block (10, 0, 0)"), "{}", e.message);
+    }
+}
+
 /// Barriers in a loop in full 1024-thread blocks: each step shifts a value
 /// one slot along shared memory.
 unsafe extern "C" fn rotate(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {

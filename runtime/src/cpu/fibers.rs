@@ -23,6 +23,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::{block_index, thread_index, BlockCtx, CpuKernelFn, LaunchConfig, LaunchState, TesseraCpuCtx};
 use crate::buffer::HostBuffer;
+use crate::RunError;
 
 /// Bytes of shared memory are set to this before each block, so a kernel
 /// that reads shared memory it did not write sees garbage, not zeros.
@@ -123,7 +124,7 @@ impl Worker<'_> {
             launch: self.launch,
         };
         let mut b = first;
-        while b < self.config.blocks() && !self.launch.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        while b < self.config.blocks() && self.launch.starts(b) {
             shared.bytes_mut().fill(SHARED_POISON);
             let block_id = block_index(b, self.config.grid);
             let fibers: Vec<Fiber> = stacks
@@ -145,7 +146,7 @@ impl Worker<'_> {
             let (error, returned) = run_block(fibers, block_id);
             stacks.extend(returned);
             if let Some(message) = error {
-                self.launch.fail(message);
+                self.launch.fail_in(b, RunError::launch(message));
             }
             b += step;
         }

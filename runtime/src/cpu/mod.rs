@@ -35,7 +35,7 @@
 mod fibers;
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use fibers::{block_text, suspend, Wait, Worker};
@@ -132,24 +132,49 @@ impl LaunchConfig {
 /// The stack of each OS thread that runs the threads of independent blocks.
 const THREAD_STACK: usize = 512 * 1024;
 
-/// What every thread of a launch shares: the first error, and whether to stop.
-#[derive(Default)]
+/// What every thread of a launch shares: the error of the lowest-numbered
+/// failing block (blocks run concurrently, so the first error in time would
+/// change from run to run), and the number of the first block not to start.
+/// Every block below a failing one still runs, so the error reported is the
+/// same on every run.
 struct LaunchState {
-    error: Mutex<Option<RunError>>,
-    stop: AtomicBool,
+    error: Mutex<Option<(u64, RunError)>>,
+    limit: AtomicU64,
+}
+
+impl Default for LaunchState {
+    fn default() -> LaunchState {
+        LaunchState {
+            error: Mutex::new(None),
+            limit: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 impl LaunchState {
+    /// An error outside any block (a worker that cannot start): no block
+    /// starts after it.
     fn fail(&self, message: String) {
         self.fail_with(RunError::launch(message));
     }
 
     fn fail_with(&self, error: RunError) {
+        self.fail_in(0, error);
+    }
+
+    /// An error in the block numbered `block` (x fastest); within a block
+    /// the first error is kept.
+    fn fail_in(&self, block: u64, error: RunError) {
         let mut e = self.error.lock().unwrap_or_else(|e| e.into_inner());
-        if e.is_none() {
-            *e = Some(error);
+        if e.as_ref().is_none_or(|(b, _)| block < *b) {
+            *e = Some((block, error));
         }
-        self.stop.store(true, Ordering::SeqCst);
+        self.limit.fetch_min(block, Ordering::SeqCst);
+    }
+
+    /// Whether the block numbered `block` is to start.
+    fn starts(&self, block: u64) -> bool {
+        block < self.limit.load(Ordering::SeqCst)
     }
 }
 
@@ -159,6 +184,17 @@ struct BlockCtx<'a> {
     /// Its threads are fibers (false: they run one after another).
     synchronized: bool,
     launch: &'a LaunchState,
+}
+
+impl BlockCtx<'_> {
+    /// Fails the launch in the block of `ctx`.
+    fn fail(&self, ctx: &TesseraCpuCtx, message: String) {
+        self.fail_with(ctx, RunError::launch(message));
+    }
+
+    fn fail_with(&self, ctx: &TesseraCpuCtx, error: RunError) {
+        self.launch.fail_in(linear_block(ctx), error);
+    }
 }
 
 /// The CPU device: runs kernels on this process's threads.
@@ -221,7 +257,7 @@ impl CpuDevice {
             self.run_synchronized(kernel.entry, config, &addresses, &launch);
         }
         match launch.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(error) => Err(error),
+            Some((_, error)) => Err(error),
             None => Ok(()),
         }
     }
@@ -248,7 +284,7 @@ impl CpuDevice {
                         };
                         loop {
                             let b = next.fetch_add(1, Ordering::Relaxed);
-                            if b >= blocks || launch.stop.load(Ordering::Relaxed) {
+                            if b >= blocks || !launch.starts(b) {
                                 break;
                             }
                             shared.bytes_mut().fill(SHARED_POISON);
@@ -308,6 +344,13 @@ fn block_index(b: u64, grid: [u32; 3]) -> [u32; 3] {
 fn thread_index(t: usize, block: [u32; 3]) -> [u32; 3] {
     let (bx, by) = (block[0] as usize, block[1] as usize);
     [(t % bx) as u32, ((t / bx) % by) as u32, (t / (bx * by)) as u32]
+}
+
+/// The number of a context's block in its grid: x fastest.
+fn linear_block(ctx: &TesseraCpuCtx) -> u64 {
+    let [x, y, z] = ctx.block_id.map(u64::from);
+    let [gx, gy, _] = ctx.grid_dim.map(u64::from);
+    x + gx * (y + gy * z)
 }
 
 /// The linear thread id of a context: x fastest.
@@ -385,7 +428,7 @@ pub unsafe extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
         // holds their yielder, and this call comes from the fiber.
         unsafe { suspend(ctx.fiber, Wait::Barrier) };
     } else if block.threads > 1 {
-        block.launch.fail(unsynchronized("tessera_cpu_barrier"));
+        block.fail(ctx, unsynchronized("tessera_cpu_barrier"));
     }
 }
 
@@ -412,7 +455,7 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
     // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if mode > SHFL_BFLY || !width.is_power_of_two() || width > 32 {
-        block.launch.fail(format!(
+        block.fail(ctx, format!(
             "`tessera_cpu_shfl` called with mode {mode} and width {width}: the mode is 0 to 3, the width a power of two up to 32"
         ));
         return value;
@@ -422,7 +465,7 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
     let src = shfl_source(lane, lane_or_delta, mode, width);
     if !block.synchronized {
         if block.threads > 1 {
-            block.launch.fail(unsynchronized("tessera_cpu_shfl"));
+            block.fail(ctx, unsynchronized("tessera_cpu_shfl"));
         }
         return value;
     }
@@ -440,9 +483,10 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
     // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if mode > VOTE_BALLOT {
-        block.launch.fail(format!(
-            "`tessera_cpu_vote` called with mode {mode}: the mode is 0 to 2"
-        ));
+        block.fail(
+            ctx,
+            format!("`tessera_cpu_vote` called with mode {mode}: the mode is 0 to 2"),
+        );
         return 0;
     }
     let (ballot, lanes) = if block.synchronized {
@@ -454,7 +498,7 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
         (r.value, r.lanes)
     } else {
         if block.threads > 1 {
-            block.launch.fail(unsynchronized("tessera_cpu_vote"));
+            block.fail(ctx, unsynchronized("tessera_cpu_vote"));
         }
         ((pred != 0) as u32, 1)
     };
@@ -510,7 +554,7 @@ pub unsafe extern "C" fn tessera_cpu_oob(
         "this access is out of bounds",
     )
     .with_help("guard the access with a bounds check (`if i < N:`), or launch fewer threads");
-    block.launch.fail_with(error);
+    block.fail_with(ctx, error);
 }
 
 /// An integer division (`//`, `%`) by zero: the CPU code generator checks
@@ -534,7 +578,7 @@ pub unsafe extern "C" fn tessera_cpu_div0(ctx: *mut TesseraCpuCtx, site: *const 
     ))
     .with_site(tessera_base::Span::new(site[0], site[1]), "this divides by zero")
     .with_help("guard the division (`if d != 0:`)");
-    block.launch.fail_with(error);
+    block.fail_with(ctx, error);
 }
 
 /// The functions CPU kernels call, by name and address, for the JIT to define.
