@@ -211,7 +211,7 @@ fn kernels_call_device_functions_of_sibling_modules() {
     let dir = temp("run", "modules");
     std::fs::write(
         dir.join("helpers.tsr"),
-        "@device\ndef clamp01(v: f32) -> f32:\n    return min(max(v, 0.0), 1.0)\n\n@device\ndef scale(v: f32, k: f32 = 2.0) -> f32:\n    return k * v\n",
+        "@device\ndef clamp01(v: f32) -> f32:\n    return min(max(v, 0.0), 1.0)\n\n@device\ndef scale(v: f32, k: f32 = 2.0) -> f32:\n    return k * v\n\ndef twice(v: i32) -> i32:\n    return 2 * v\n",
     )
     .unwrap();
     std::fs::write(
@@ -224,4 +224,11 @@ fn kernels_call_device_functions_of_sibling_modules() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(out.trim(), "[0. 0. 1. 2.]", "{err}");
+
+    // Host code calls no function of another file: E1006 says why.
+    let host = dir.join("host.tsr");
+    std::fs::write(&host, "import helpers\n\ndef main():\n    print(helpers.twice(2))\n").unwrap();
+    let o = tessera(&["run", host.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(err.contains("E1006") && err.contains("`helpers` is imported"), "{err}");
 }

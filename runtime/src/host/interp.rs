@@ -590,11 +590,14 @@ impl<'a, 'p> Interp<'a, 'p> {
         if let Some(ns) = builtins::NAMESPACES.iter().find(|ns| **ns == n) {
             return Ok(Value::Namespace(ns));
         }
-        Err(self.fail(
-            span,
-            "this name",
-            unsupported(format!("`{n}` is not defined in host code")),
-        ))
+        let why = if self.program.imports(n) {
+            format!(
+                "`{n}` is imported: host code calls only the functions of its own file (kernels call imported ones)"
+            )
+        } else {
+            format!("`{n}` is not defined in host code")
+        };
+        Err(self.fail(span, "this name", unsupported(why)))
     }
 
     fn attribute(&self, base: &Value, name: &str, span: Span) -> Res<Value> {

@@ -78,6 +78,22 @@ impl<'a> Program<'a> {
         self.functions.iter().find(|(d, _)| d.name.name == name).copied()
     }
 
+    /// Whether `name` is bound by an `import` or `from … import` of the file.
+    pub(crate) fn imports(&self, name: &str) -> bool {
+        self.module.body.iter().any(|s| match &s.kind {
+            StmtKind::Import(paths) => paths.iter().any(|p| {
+                p.alias
+                    .as_ref()
+                    .or(p.path.segments.first())
+                    .is_some_and(|i| i.name == name)
+            }),
+            StmtKind::FromImport { names, .. } => {
+                names.iter().any(|n| n.alias.as_ref().unwrap_or(&n.name).name == name)
+            }
+            _ => false,
+        })
+    }
+
     /// The source text of a span (empty when out of range).
     pub(crate) fn text(&self, span: Span) -> &'a str {
         self.text.get(span.start as usize..span.end as usize).unwrap_or("")
