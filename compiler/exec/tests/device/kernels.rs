@@ -22,16 +22,26 @@ fn int_tensor(values: &[i32]) -> TensorValue {
     TensorValue::new(Tensor::from_slice(&[values.len()], values).unwrap())
 }
 
-fn launch(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
-    LaunchConfig {
-        grid,
-        block,
+/// Launches `kernel` on a 1-D grid of 1-D blocks, its symbolic dims bound
+/// by name.
+fn run(
+    device: &Device,
+    loaded: &tessera_exec::Loaded,
+    kernel: &str,
+    grid: u32,
+    block: u32,
+    args: &[Value],
+    dims: &[(&str, usize)],
+) {
+    let config = LaunchConfig {
+        grid: [grid, 1, 1],
+        block: [block, 1, 1],
         shared_bytes: 0,
-    }
-}
-
-fn dims(pairs: &[(&str, usize)]) -> Vec<(String, i64)> {
-    pairs.iter().map(|&(d, v)| (d.to_string(), v as i64)).collect()
+    };
+    let dims: Vec<(String, i64)> = dims.iter().map(|&(d, v)| (d.to_string(), v as i64)).collect();
+    loaded
+        .launch_kernel(device, kernel, config, args, &dims)
+        .unwrap_or_else(|e| panic!("{kernel}: {e:?}"));
 }
 
 /// `f32` rounding error bounds of a sum: `scale` ulps of the sum of magnitudes.
@@ -55,15 +65,15 @@ fn histogram_counts_and_ranks_each_value() {
         Value::Tensor(order.clone()),
     ];
     let grid = n.div_ceil(128) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "histogram",
-            launch([grid, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n), ("B", bins)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "histogram",
+        grid,
+        128,
+        &args,
+        &[("N", n), ("B", bins)],
+    );
     let (got, order) = (ints(&device, &hist), ints(&device, &order));
     for (b, &count) in got.iter().enumerate() {
         let members: Vec<usize> = (0..n).filter(|&i| xs[i] as usize % bins == b).collect();
@@ -88,15 +98,15 @@ fn block_sum_reduces_through_shuffles_and_shared_memory() {
     let (x, xs) = f32_tensor(&mut rng, &[n], 10.0);
     let out = poisoned(DType::F32, &[groups]);
     let args = [Value::Tensor(x), Value::Tensor(out.clone())];
-    loaded
-        .launch_kernel(
-            &device,
-            "block_sum",
-            launch([groups as u32, 1, 1], [256, 1, 1]),
-            &args,
-            &dims(&[("N", n), ("G", groups)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "block_sum",
+        groups as u32,
+        256,
+        &args,
+        &[("N", n), ("G", groups)],
+    );
     let want: Vec<f64> = xs.chunks(256).map(|c| c.iter().sum()).collect();
     let bound: Vec<f64> = xs
         .chunks(256)
@@ -115,15 +125,7 @@ fn block_scan_gives_prefix_sums_of_each_block() {
     let y = poisoned(DType::F32, &[n]);
     let args = [Value::Tensor(x), Value::Tensor(y.clone())];
     let grid = n.div_ceil(128) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "block_scan",
-            launch([grid, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "block_scan", grid, 128, &args, &[("N", n)]);
     let mut want = Vec::with_capacity(n);
     let mut bound = Vec::with_capacity(n);
     for block in xs.chunks(128) {
@@ -149,14 +151,14 @@ fn transpose_moves_tiles_through_shared_memory_on_a_2d_grid() {
     let b = poisoned(DType::F32, &[n, m]);
     let args = [Value::Tensor(a), Value::Tensor(b.clone())];
     let grid = [n.div_ceil(32) as u32, m.div_ceil(32) as u32, 1];
+    let config = LaunchConfig {
+        grid,
+        block: [32, 8, 1],
+        shared_bytes: 0,
+    };
+    let dims = [("M".to_string(), m as i64), ("N".to_string(), n as i64)];
     loaded
-        .launch_kernel(
-            &device,
-            "transpose",
-            launch(grid, [32, 8, 1]),
-            &args,
-            &dims(&[("M", m), ("N", n)]),
-        )
+        .launch_kernel(&device, "transpose", config, &args, &dims)
         .unwrap();
     let want: Vec<f64> = (0..n * m).map(|k| av[(k % m) * n + k / m]).collect();
     check(
@@ -177,15 +179,15 @@ fn row_softmax_reduces_each_row_in_shared_memory() {
     let (x, xs) = f32_tensor(&mut rng, &[rows, cols], 8.0);
     let y = poisoned(DType::F32, &[rows, cols]);
     let args = [Value::Tensor(x), Value::Tensor(y.clone())];
-    loaded
-        .launch_kernel(
-            &device,
-            "row_softmax",
-            launch([rows as u32, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("R", rows), ("C", cols)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "row_softmax",
+        rows as u32,
+        128,
+        &args,
+        &[("R", rows), ("C", cols)],
+    );
     let mut want = Vec::with_capacity(rows * cols);
     for row in xs.chunks(cols) {
         let top = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -215,15 +217,7 @@ fn warp_scan_shuffles_up_and_broadcasts_the_total() {
         Value::Tensor(totals.clone()),
     ];
     let grid = n.div_ceil(128) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "warp_scan",
-            launch([grid, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "warp_scan", grid, 128, &args, &[("N", n)]);
     let (mut want, mut want_totals, mut bound, mut total_bound) = (vec![], vec![], vec![], vec![]);
     for warp in xs.chunks(32) {
         let (mut sum, mut abs) = (0.0, 0.0);
@@ -262,15 +256,7 @@ fn ballot_masks_count_and_rank_the_voting_lanes() {
     let mut args = vec![Value::Tensor(x)];
     args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
     let grid = n.div_ceil(64) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "ballot",
-            launch([grid, 1, 1], [64, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "ballot", grid, 64, &args, &[("N", n)]);
     let got: Vec<Vec<i64>> = outputs.iter().map(|t| ints(&device, t)).collect();
     for i in 0..n {
         let warp = i / 32 * 32;
@@ -310,15 +296,7 @@ fn integer_atomics_combine_every_value_and_compact_a_stream() {
         Value::Tensor(count.clone()),
     ];
     let grid = n.div_ceil(128) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "int_atomics",
-            launch([grid, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "int_atomics", grid, 128, &args, &[("N", n)]);
     let want = [
         xs.iter().copied().fold(start[0], i32::max),
         xs.iter().copied().fold(start[1], i32::min),
@@ -363,15 +341,7 @@ fn float_atomics_keep_the_extremes_and_multiply_by_compare_and_swap() {
         Value::Tensor(last.clone()),
     ];
     let grid = n.div_ceil(128) as u32;
-    loaded
-        .launch_kernel(
-            &device,
-            "float_atomics",
-            launch([grid, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "float_atomics", grid, 128, &args, &[("N", n)]);
     let top = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let bottom = xs.iter().copied().fold(f64::INFINITY, f64::min);
     check("atomic max", seed, &values(&device, &hi), &[top], &[0.0]);
@@ -390,15 +360,15 @@ fn float_atomics_keep_the_extremes_and_multiply_by_compare_and_swap() {
         Value::Tensor(TensorValue::new(Tensor::from_slice(&[m], &factors).unwrap())),
         Value::Tensor(prod.clone()),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "product",
-            launch([m.div_ceil(64) as u32, 1, 1], [64, 1, 1]),
-            &args,
-            &dims(&[("N", m)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "product",
+        m.div_ceil(64) as u32,
+        64,
+        &args,
+        &[("N", m)],
+    );
     let want: f64 = factors.iter().map(|&f| f64::from(f)).product();
     // One rounding per factor, in whatever order the threads won.
     let bound = want * (m as f64 + 1.0) * f64::from(f32::EPSILON);
@@ -435,15 +405,15 @@ fn device_functions_are_inlined_with_their_barriers_returns_and_defaults() {
         Value::Float(f64::from(threshold)),
         Value::Int(exponent),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "device_functions",
-            launch([groups as u32, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n), ("G", groups), ("R", rows)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "device_functions",
+        groups as u32,
+        128,
+        &args,
+        &[("N", n), ("G", groups), ("R", rows)],
+    );
     let want: Vec<f64> = xs.chunks(128).map(|c| c.iter().sum()).collect();
     let bound: Vec<f64> = xs
         .chunks(128)
@@ -489,15 +459,7 @@ fn and_or_and_conditional_expressions_evaluate_only_what_they_must() {
         Value::Tensor(hits.clone()),
         Value::Tensor(count.clone()),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "guards",
-            launch([blocks as u32, 1, 1], [64, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "guards", blocks as u32, 64, &args, &[("N", n)]);
     let want: Vec<i64> = xs.iter().map(|&v| i64::from(v > 0.0)).collect();
     assert_eq!(ints(&device, &hits), want, "guarded hits (seed {seed:#x})");
     let b = blocks as i64;
@@ -516,15 +478,7 @@ fn tuple_assignment_and_negative_steps_follow_python() {
     let n = 2 + rng.below(88) as usize;
     let (fib, down) = (poisoned(DType::I64, &[n]), poisoned(DType::I32, &[n]));
     let args = [Value::Tensor(fib.clone()), Value::Tensor(down.clone())];
-    loaded
-        .launch_kernel(
-            &device,
-            "sequences",
-            launch([1, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "sequences", 1, 128, &args, &[("N", n)]);
     let mut want = vec![0i64; n];
     let (mut a, mut b) = (0i64, 1i64);
     for w in want.iter_mut() {
@@ -558,15 +512,15 @@ fn powers_divisions_and_conversions_follow_python() {
     .collect();
     let mut args = vec![Value::Tensor(x), Value::Tensor(int_tensor(&ns))];
     args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
-    loaded
-        .launch_kernel(
-            &device,
-            "arithmetic",
-            launch([n.div_ceil(128) as u32, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "arithmetic",
+        n.div_ceil(128) as u32,
+        128,
+        &args,
+        &[("N", n)],
+    );
     let ulp = |w: f64, k: f64| k * f64::from(f32::EPSILON) * w.abs() + 1e-30;
     let pow2: Vec<f64> = xs.iter().map(|v| v * v).collect();
     check(
@@ -629,15 +583,7 @@ fn bool_tensors_shuffles_of_bools_and_tuple_results() {
         Value::Tensor(r.clone()),
         Value::Tensor(int_tensor(&ns)),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "bools",
-            launch([(n / 32) as u32, 1, 1], [32, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "bools", (n / 32) as u32, 32, &args, &[("N", n)]);
     let want: Vec<i64> = m.iter().map(|&b| i64::from(b == 0)).collect();
     assert_eq!(ints(&device, &flipped), want, "not m (seed {seed:#x})");
     let want: Vec<i64> = (0..n).map(|i| i64::from(m[i ^ 1])).collect();
@@ -662,15 +608,7 @@ fn a_device_function_returns_from_inside_nested_loops() {
         Value::Tensor(at.clone()),
         Value::Float(f64::from(threshold)),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "search_2d",
-            launch([1, 1, 1], [32, 1, 1]),
-            &args,
-            &dims(&[("R", rows), ("C", cols)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "search_2d", 1, 32, &args, &[("R", rows), ("C", cols)]);
     let first = (0..rows * cols).find(|&k| xs[k] > f64::from(threshold));
     let want = first.map_or([-1, -1], |k| [(k / cols) as i64, (k % cols) as i64]);
     assert_eq!(
@@ -697,15 +635,7 @@ fn a_register_tile_carried_through_a_loop_and_a_branch() {
         Value::Float(scale),
         Value::Int(flip),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "gemm_tile",
-            launch([1, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("K", k)]),
-        )
-        .unwrap();
+    run(&device, &loaded, "gemm_tile", 1, 128, &args, &[("K", k)]);
     let (want, abs) = crate::examples::matmul_ref(&av, &bv, 32, k, 32);
     let factor = if flip > 0 { f64::from(scale as f32) } else { 1.0 };
     let want: Vec<f64> = want.iter().map(|w| w * factor).collect();
@@ -731,15 +661,15 @@ fn big_literals_waived_atomics_and_nan_extremes() {
         Value::Tensor(total.clone()),
         Value::Tensor(mm.clone()),
     ];
-    loaded
-        .launch_kernel(
-            &device,
-            "special",
-            launch([n.div_ceil(128) as u32, 1, 1], [128, 1, 1]),
-            &args,
-            &dims(&[("N", n)]),
-        )
-        .unwrap();
+    run(
+        &device,
+        &loaded,
+        "special",
+        n.div_ceil(128) as u32,
+        128,
+        &args,
+        &[("N", n)],
+    );
     assert_eq!(
         ints(&device, &h),
         [14_695_981_039_346_656_037u64 as i64],
