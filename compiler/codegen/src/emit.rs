@@ -1386,22 +1386,8 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             ("sub", true) => self.val(format!("fsub {t} {a}, {b}")),
             ("mul", true) => self.val(format!("fmul {t} {a}, {b}")),
             ("div", true) => self.val(format!("fdiv {t} {a}, {b}")),
-            ("rem", true) => {
-                // Python's modulo: the sign of the divisor (frem has the dividend's).
-                let r = self.val(format!("frem {t} {a}, {b}"));
-                let zero = float_lit(s, 0.0);
-                let nz = self.val(format!("fcmp une {t} {r}, {zero}"));
-                let rneg = self.val(format!("fcmp olt {t} {r}, {zero}"));
-                let bneg = self.val(format!("fcmp olt {t} {b}, {zero}"));
-                let differ = self.val(format!("xor i1 {rneg}, {bneg}"));
-                let fix = self.val(format!("and i1 {nz}, {differ}"));
-                let adj = self.val(format!("fadd {t} {r}, {b}"));
-                self.val(format!("select i1 {fix}, {t} {adj}, {t} {r}"))
-            }
-            ("floordiv", true) => {
-                let q = self.val(format!("fdiv {t} {a}, {b}"));
-                self.intrinsic(t, &format!("llvm.floor.{}", float_suffix(s)), &[(t, q)])
-            }
+            ("rem", true) => self.float_divmod(s, a, b).1,
+            ("floordiv", true) => self.float_divmod(s, a, b).0,
             // NaN-propagating, as NumPy's `maximum` and the host's tensors:
             // a max reduction over a row with a NaN gives NaN.
             ("max", true) => self.intrinsic(
@@ -1470,8 +1456,20 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             ("and", false) => self.val(format!("and {t} {a}, {b}")),
             ("or", false) => self.val(format!("or {t} {a}, {b}")),
             ("xor", false) => self.val(format!("xor {t} {a}, {b}")),
-            ("shl", false) => self.val(format!("shl {t} {a}, {b}")),
-            ("shr", false) => self.val(format!("{} {t} {a}, {b}", if u { "lshr" } else { "ashr" })),
+            // A shift by the width or more (an amount read as unsigned)
+            // gives what PTX's clamped shifts give: 0, or the sign for an
+            // arithmetic right shift. LLVM's are poison there.
+            ("shl" | "shr", false) if !u && f == "shr" => {
+                let over = self.val(format!("icmp uge {t} {b}, {}", s.bits()));
+                let amount = self.val(format!("select i1 {over}, {t} {}, {t} {b}", s.bits() - 1));
+                self.val(format!("ashr {t} {a}, {amount}"))
+            }
+            ("shl" | "shr", false) => {
+                let over = self.val(format!("icmp uge {t} {b}, {}", s.bits()));
+                let op = if f == "shl" { "shl" } else { "lshr" };
+                let r = self.val(format!("{op} {t} {a}, {b}"));
+                self.val(format!("select i1 {over}, {t} 0, {t} {r}"))
+            }
             _ => return Err(format!("the operation `{f}` on `{}` is not supported", s.name())),
         })
     }
@@ -1530,6 +1528,62 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
             _ => return Err(format!("the operation `{f}` on `{}` is not supported", s.name())),
         })
+    }
+
+    /// C99's `fmod` on floats of type `s`: Tessera's own (math.ll), exact,
+    /// in f64 for the narrower floats.
+    fn fmod(&mut self, s: ScalarType, a: &str, b: &str) -> String {
+        self.me.uses_math = true;
+        if s == ScalarType::F64 {
+            return self.val(format!("call double @tsr_fmod_f64(double {a}, double {b})"));
+        }
+        let t = llvm_ty(s);
+        let wa = self.val(format!("fpext {t} {a} to double"));
+        let wb = self.val(format!("fpext {t} {b} to double"));
+        let r = self.val(format!("call double @tsr_fmod_f64(double {wa}, double {wb})"));
+        self.val(format!("fptrunc double {r} to {t}"))
+    }
+
+    /// `(a // b, a % b)` on floats as Python and NumPy compute them: the
+    /// remainder exact (`fmod`, moved to the divisor's sign, a zero taking
+    /// the divisor's sign), the quotient from it, rounded to the nearest
+    /// integer; a zero divisor gives `a / b` and NaN.
+    fn float_divmod(&mut self, s: ScalarType, a: &str, b: &str) -> (String, String) {
+        let t = llvm_ty(s);
+        let zero = float_lit(s, 0.0);
+        let one = float_lit(s, 1.0);
+        let sfx = float_suffix(s);
+        let m0 = self.fmod(s, a, b);
+        let d0 = self.val(format!("fsub {t} {a}, {m0}"));
+        let d0 = self.val(format!("fdiv {t} {d0}, {b}"));
+        let mnz = self.val(format!("fcmp une {t} {m0}, {zero}"));
+        let mneg = self.val(format!("fcmp olt {t} {m0}, {zero}"));
+        let bneg = self.val(format!("fcmp olt {t} {b}, {zero}"));
+        let differ = self.val(format!("xor i1 {mneg}, {bneg}"));
+        let fix = self.val(format!("and i1 {mnz}, {differ}"));
+        let m1 = self.val(format!("fadd {t} {m0}, {b}"));
+        let d1 = self.val(format!("fsub {t} {d0}, {one}"));
+        let m = self.val(format!("select i1 {fix}, {t} {m1}, {t} {m0}"));
+        let signed_zero = self.intrinsic(t, &format!("llvm.copysign.{sfx}"), &[(t, zero.clone()), (t, b.into())]);
+        let m = self.val(format!("select i1 {mnz}, {t} {m}, {t} {signed_zero}"));
+        let div = self.val(format!("select i1 {fix}, {t} {d1}, {t} {d0}"));
+        let fl = self.intrinsic(t, &format!("llvm.floor.{sfx}"), &[(t, div.clone())]);
+        let frac = self.val(format!("fsub {t} {div}, {fl}"));
+        let up = self.val(format!("fcmp ogt {t} {frac}, {}", float_lit(s, 0.5)));
+        let fl1 = self.val(format!("fadd {t} {fl}, {one}"));
+        let q = self.val(format!("select i1 {up}, {t} {fl1}, {t} {fl}"));
+        let quotient = self.val(format!("fdiv {t} {a}, {b}"));
+        let qzero = self.intrinsic(
+            t,
+            &format!("llvm.copysign.{sfx}"),
+            &[(t, zero.clone()), (t, quotient.clone())],
+        );
+        let dnz = self.val(format!("fcmp une {t} {div}, {zero}"));
+        let q = self.val(format!("select i1 {dnz}, {t} {q}, {t} {qzero}"));
+        let bz = self.val(format!("fcmp oeq {t} {b}, {zero}"));
+        let q = self.val(format!("select i1 {bz}, {t} {quotient}, {t} {q}"));
+        let m = self.val(format!("select i1 {bz}, {t} {m0}, {t} {m}"));
+        (q, m)
     }
 
     /// `a ** b` on floats of type `s`: Tessera's own `pow` (math.ll), in

@@ -254,94 +254,213 @@ declare double @llvm.fabs.f64(double)
 declare double @llvm.copysign.f64(double, double)
 declare float @llvm.fabs.f32(float)
 
-; x ** y as Python computes it: an integral exponent below 2^31 in
-; magnitude by repeated squaring, so a negative base keeps the exponent's
-; parity ((-2) ** 2 is 4, (-2) ** 3 is -8), and its reciprocal for a
-; negative exponent; any other exponent as exp(y * ln x), a NaN for a
-; negative base. 1 ** y is 1 for every y, NaN included (C99 and Python).
-define internal float @tsr_pow_f32(float %x, float %y) {
+; x ** y as C99's pow and Python give it, in f64: 1 when y is 0 or x is
+; 1 (a NaN too); a NaN for a NaN, and for a negative base with a finite
+; non-integral exponent; the limits of C99 for zero and infinite bases and
+; exponents; otherwise |x| ** y, negated for a negative base and an odd
+; exponent. |x| ** y is computed by repeated squaring (and the reciprocal
+; for a negative exponent) when y is an integer of at most %limit in
+; magnitude, else as exp(y * ln |x|) (also when the squaring overflows).
+define internal double @tsr_powk_f64(double %x, double %y, double %limit) {
 entry:
-  %unit = fcmp oeq float %x, 1.0
-  br i1 %unit, label %one, label %any
-one:
-  ret float 1.0
-any:
-  %ay = call float @llvm.fabs.f32(float %y)
-  %fy = call float @llvm.floor.f32(float %y)
-  %integral = fcmp oeq float %fy, %y
-  %small = fcmp olt float %ay, 2147483648.0
-  %squaring = and i1 %integral, %small
-  br i1 %squaring, label %start, label %general
-start:
-  %e0 = fptosi float %ay to i32
-  br label %loop
-loop:
-  %e = phi i32 [ %e0, %start ], [ %e.next, %step ]
-  %acc = phi float [ 1.0, %start ], [ %acc.next, %step ]
-  %base = phi float [ %x, %start ], [ %base.next, %step ]
-  %more = icmp ne i32 %e, 0
-  br i1 %more, label %step, label %done
-step:
-  %bit = and i32 %e, 1
-  %odd = icmp ne i32 %bit, 0
-  %times = fmul float %acc, %base
-  %acc.next = select i1 %odd, float %times, float %acc
-  %base.next = fmul float %base, %base
-  %e.next = lshr i32 %e, 1
-  br label %loop
-done:
-  %negative = fcmp olt float %y, 0.0
-  %inverse = fdiv float 1.0, %acc
-  %r = select i1 %negative, float %inverse, float %acc
-  ret float %r
-general:
-  %l = call float @tsr_log_f32(float %x)
-  %p = fmul float %l, %y
-  %g = call float @tsr_exp_f32(float %p)
-  ret float %g
-}
-
-define internal double @tsr_pow_f64(double %x, double %y) {
-entry:
-  %unit = fcmp oeq double %x, 1.0
-  br i1 %unit, label %one, label %any
+  %y0 = fcmp oeq double %y, 0.0
+  %x1 = fcmp oeq double %x, 1.0
+  %unit = or i1 %y0, %x1
+  br i1 %unit, label %one, label %chk_nan
 one:
   ret double 1.0
-any:
+chk_nan:
+  %nan = fcmp uno double %x, %y
+  br i1 %nan, label %ret_nan, label %classify
+ret_nan:
+  %sum = fadd double %x, %y
+  ret double %sum
+classify:
+  %ax = call double @llvm.fabs.f64(double %x)
   %ay = call double @llvm.fabs.f64(double %y)
+  %ypos = fcmp ogt double %y, 0.0
+  %yinf = fcmp oeq double %ay, 0x7FF0000000000000
+  br i1 %yinf, label %infinite_y, label %finite_y
+infinite_y:
+  %axone = fcmp oeq double %ax, 1.0
+  %axsmall = fcmp olt double %ax, 1.0
+  %grows = xor i1 %axsmall, %ypos
+  %limitv = select i1 %grows, double 0x7FF0000000000000, double 0.0
+  %iy = select i1 %axone, double 1.0, double %limitv
+  ret double %iy
+finite_y:
   %fy = call double @llvm.floor.f64(double %y)
   %integral = fcmp oeq double %fy, %y
-  %small = fcmp olt double %ay, 2147483648.0
-  %squaring = and i1 %integral, %small
+  %half = fmul double %y, 0.5
+  %fh = call double @llvm.floor.f64(double %half)
+  %even = fcmp oeq double %fh, %half
+  %notint = xor i1 %integral, true
+  %odd.n = xor i1 %even, true
+  %odd = and i1 %integral, %odd.n
+  %bits = bitcast double %x to i64
+  %signbit = icmp slt i64 %bits, 0
+  %negate = and i1 %signbit, %odd
+  %xzero = fcmp oeq double %ax, 0.0
+  %xinf = fcmp oeq double %ax, 0x7FF0000000000000
+  %edge = or i1 %xzero, %xinf
+  br i1 %edge, label %edge_x, label %finite_x
+edge_x:
+  %toinf = xor i1 %ypos, %xzero
+  %emag = select i1 %toinf, double 0x7FF0000000000000, double 0.0
+  %eneg = fneg double %emag
+  %er = select i1 %negate, double %eneg, double %emag
+  ret double %er
+finite_x:
+  %complex = and i1 %signbit, %notint
+  br i1 %complex, label %qnan, label %magnitude
+qnan:
+  ret double 0x7FF8000000000000
+magnitude:
+  %inrange = fcmp ole double %ay, %limit
+  %squaring = and i1 %integral, %inrange
   br i1 %squaring, label %start, label %general
 start:
-  %e0 = fptosi double %ay to i32
+  %e0 = fptosi double %ay to i64
   br label %loop
 loop:
-  %e = phi i32 [ %e0, %start ], [ %e.next, %step ]
+  %e = phi i64 [ %e0, %start ], [ %e.next, %step ]
   %acc = phi double [ 1.0, %start ], [ %acc.next, %step ]
-  %base = phi double [ %x, %start ], [ %base.next, %step ]
-  %more = icmp ne i32 %e, 0
+  %base = phi double [ %ax, %start ], [ %base.next, %step ]
+  %more = icmp ne i64 %e, 0
   br i1 %more, label %step, label %done
 step:
-  %bit = and i32 %e, 1
-  %odd = icmp ne i32 %bit, 0
+  %bit = and i64 %e, 1
+  %isodd = icmp ne i64 %bit, 0
   %times = fmul double %acc, %base
-  %acc.next = select i1 %odd, double %times, double %acc
+  %acc.next = select i1 %isodd, double %times, double %acc
   %base.next = fmul double %base, %base
-  %e.next = lshr i32 %e, 1
+  %e.next = lshr i64 %e, 1
   br label %loop
 done:
-  %negative = fcmp olt double %y, 0.0
+  %overflow = fcmp oeq double %acc, 0x7FF0000000000000
+  br i1 %overflow, label %general, label %squared
+squared:
   %inverse = fdiv double 1.0, %acc
-  %r = select i1 %negative, double %inverse, double %acc
-  ret double %r
+  %sq = select i1 %ypos, double %acc, double %inverse
+  br label %result
 general:
-  %l = call double @tsr_log_f64(double %x)
+  %l = call double @tsr_log_f64(double %ax)
   %p = fmul double %l, %y
   %g = call double @tsr_exp_f64(double %p)
-  ret double %g
+  br label %result
+result:
+  %m = phi double [ %sq, %squared ], [ %g, %general ]
+  %mneg = fneg double %m
+  %r = select i1 %negate, double %mneg, double %m
+  ret double %r
 }
+
+; f64 ** f64: integral exponents below 2^31 by squaring (each product
+; rounded: the error grows with the exponent), others through exp and ln
+; (the error grows with |y ln x|).
+define internal double @tsr_pow_f64(double %x, double %y) {
+entry:
+  %r = call double @tsr_powk_f64(double %x, double %y, double 2147483648.0)
+  ret double %r
+}
+
+; f32 ** f32 in f64, rounded once to f32: within an ulp. Integral
+; exponents up to 1024 go by squaring, exact before the rounding for small
+; powers, others through exp and ln, whose f64 error is far below an f32
+; ulp over f32's range.
+define internal float @tsr_pow_f32(float %x, float %y) {
+entry:
+  %xd = fpext float %x to double
+  %yd = fpext float %y to double
+  %r = call double @tsr_powk_f64(double %xd, double %yd, double 1024.0)
+  %rf = fptrunc double %r to float
+  ret float %rf
+}
+
+; fmod(x, y) exactly, with the sign of x (C99's fmod), by long division
+; of the significands as integers (musl's algorithm): nothing is rounded,
+; so every target gives the same bits. (NVPTX's own `frem` computes
+; x - trunc(x / y) * y, which is inexact once the quotient is large.) An
+; f32 operand is exact in f64, and so is its remainder in f32.
+define internal double @tsr_fmod_f64(double %x, double %y) {
+entry:
+  %ux = bitcast double %x to i64
+  %uy = bitcast double %y to i64
+  %sx = and i64 %ux, -9223372036854775808
+  %ax = and i64 %ux, 9223372036854775807
+  %ay = and i64 %uy, 9223372036854775807
+  %yzero = icmp eq i64 %ay, 0
+  %ynan = icmp ugt i64 %ay, 9218868437227405312
+  %xfinite = icmp ult i64 %ax, 9218868437227405312
+  %xbad = xor i1 %xfinite, true
+  %ybad = or i1 %yzero, %ynan
+  %bad = or i1 %ybad, %xbad
+  br i1 %bad, label %nan, label %compare
+nan:
+  ret double 0x7FF8000000000000
+compare:
+  %less = icmp ult i64 %ax, %ay
+  br i1 %less, label %same, label %split
+same:
+  ret double %x
+zero:
+  %z = bitcast i64 %sx to double
+  ret double %z
+split:
+  %ex0 = lshr i64 %ax, 52
+  %ey0 = lshr i64 %ay, 52
+  %mx0 = and i64 %ax, 4503599627370495
+  %my0 = and i64 %ay, 4503599627370495
+  %xsub = icmp eq i64 %ex0, 0
+  %clzx = call i64 @llvm.ctlz.i64(i64 %mx0, i1 false)
+  %shx = sub i64 %clzx, 11
+  %mxs = shl i64 %mx0, %shx
+  %exs = sub i64 1, %shx
+  %mxn = or i64 %mx0, 4503599627370496
+  %mx = select i1 %xsub, i64 %mxs, i64 %mxn
+  %ex = select i1 %xsub, i64 %exs, i64 %ex0
+  %ysub = icmp eq i64 %ey0, 0
+  %clzy = call i64 @llvm.ctlz.i64(i64 %my0, i1 false)
+  %shy = sub i64 %clzy, 11
+  %mys = shl i64 %my0, %shy
+  %eys = sub i64 1, %shy
+  %myn = or i64 %my0, 4503599627370496
+  %my = select i1 %ysub, i64 %mys, i64 %myn
+  %ey = select i1 %ysub, i64 %eys, i64 %ey0
+  br label %loop
+loop:
+  %e = phi i64 [ %ex, %split ], [ %e.next, %shift ]
+  %m = phi i64 [ %mx, %split ], [ %m.shift, %shift ]
+  %d = sub i64 %m, %my
+  %fits = icmp sge i64 %d, 0
+  %m.sub = select i1 %fits, i64 %d, i64 %m
+  %exact = icmp eq i64 %m.sub, 0
+  br i1 %exact, label %zero, label %more
+more:
+  %again = icmp sgt i64 %e, %ey
+  br i1 %again, label %shift, label %finish
+shift:
+  %m.shift = shl i64 %m.sub, 1
+  %e.next = sub i64 %e, 1
+  br label %loop
+finish:
+  %clz = call i64 @llvm.ctlz.i64(i64 %m.sub, i1 false)
+  %sh = sub i64 %clz, 11
+  %mn = shl i64 %m.sub, %sh
+  %en = sub i64 %e, %sh
+  %normal = icmp sgt i64 %en, 0
+  %frac = sub i64 %mn, 4503599627370496
+  %eb = shl i64 %en, 52
+  %nb = or i64 %frac, %eb
+  %rs = sub i64 1, %en
+  %sb = lshr i64 %mn, %rs
+  %mag = select i1 %normal, i64 %nb, i64 %sb
+  %signed = or i64 %mag, %sx
+  %r = bitcast i64 %signed to double
+  ret double %r
+}
+
+declare i64 @llvm.ctlz.i64(i64, i1)
 
 ; b ** e on integers, wrapping as every integer operation does: repeated
 ; squaring; a negative exponent gives 1 for b = 1, ±1 for b = -1 by the

@@ -191,33 +191,81 @@ fn unsupported_op(op: BinOp) -> RunError {
 
 /// Float arithmetic in the precision of `T` (Python's floor division and
 /// modulo).
-trait Float:
+pub(crate) trait Float:
     Copy
+    + PartialOrd
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
     + std::ops::Div<Output = Self>
+    + std::ops::Rem<Output = Self>
 {
+    const ZERO: Self;
+    const ONE: Self;
+    const HALF: Self;
     fn floor(self) -> Self;
     fn powf(self, e: Self) -> Self;
+    fn copysign(self, sign: Self) -> Self;
 }
 
 impl Float for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const HALF: f32 = 0.5;
     fn floor(self) -> f32 {
         f32::floor(self)
     }
     fn powf(self, e: f32) -> f32 {
         f32::powf(self, e)
     }
+    fn copysign(self, sign: f32) -> f32 {
+        f32::copysign(self, sign)
+    }
 }
 
 impl Float for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const HALF: f64 = 0.5;
     fn floor(self) -> f64 {
         f64::floor(self)
     }
     fn powf(self, e: f64) -> f64 {
         f64::powf(self, e)
     }
+    fn copysign(self, sign: f64) -> f64 {
+        f64::copysign(self, sign)
+    }
+}
+
+/// `(x // y, x % y)` on floats as Python and NumPy compute them: the
+/// remainder exact (`fmod`, moved to the divisor's sign), the quotient
+/// from it; a zero divisor gives `x / y` and NaN.
+pub(crate) fn divmod<T: Float>(x: T, y: T) -> (T, T) {
+    if y == T::ZERO {
+        return (x / y, x % y);
+    }
+    let mut m = x % y;
+    let mut div = (x - m) / y;
+    if m != T::ZERO {
+        if (y < T::ZERO) != (m < T::ZERO) {
+            m = m + y;
+            div = div - T::ONE;
+        }
+    } else {
+        m = T::ZERO.copysign(y);
+    }
+    let q = if div != T::ZERO {
+        let f = div.floor();
+        if div - f > T::HALF {
+            f + T::ONE
+        } else {
+            f
+        }
+    } else {
+        T::ZERO.copysign(x / y)
+    };
+    (q, m)
 }
 
 fn float_op<T: Float>(op: BinOp, x: T, y: T) -> Result<T, RunError> {
@@ -226,8 +274,8 @@ fn float_op<T: Float>(op: BinOp, x: T, y: T) -> Result<T, RunError> {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
-        BinOp::FloorDiv => (x / y).floor(),
-        BinOp::Mod => x - (x / y).floor() * y,
+        BinOp::FloorDiv => divmod(x, y).0,
+        BinOp::Mod => divmod(x, y).1,
         BinOp::Pow => x.powf(y),
         _ => {
             return Err(RunError::new(

@@ -689,3 +689,149 @@ fn big_literals_waived_atomics_and_nan_extremes() {
         "max/min with a NaN (seed {seed:#x})"
     );
 }
+
+/// Python's `divmod` on floats in the precision of `$t`: the remainder
+/// `fmod` moved to the divisor's sign (a zero takes the divisor's sign),
+/// the quotient from it, rounded to the nearest integer; a zero divisor
+/// gives `x / y` and NaN.
+macro_rules! python_divmod {
+    ($name:ident, $t:ty) => {
+        fn $name(x: $t, y: $t) -> ($t, $t) {
+            if y == 0.0 {
+                return (x / y, <$t>::NAN);
+            }
+            let mut m = x % y;
+            let mut div = (x - m) / y;
+            if m != 0.0 {
+                if (y < 0.0) != (m < 0.0) {
+                    m += y;
+                    div -= 1.0;
+                }
+            } else {
+                m = (0.0 as $t).copysign(y);
+            }
+            let q = if div != 0.0 {
+                let f = div.floor();
+                if div - f > 0.5 {
+                    f + 1.0
+                } else {
+                    f
+                }
+            } else {
+                (0.0 as $t).copysign(x / y)
+            };
+            (q, m)
+        }
+    };
+}
+
+python_divmod!(divmod32, f32);
+python_divmod!(divmod64, f64);
+
+/// A float of either sign, its magnitude 2^e·m over a wide range of `e`, or
+/// one of the special values (zeros, infinities, NaN, integers).
+fn wide_float(rng: &mut Rng, max_exp: i32) -> f64 {
+    let special = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+        2.0,
+        3.0,
+        -3.0,
+    ];
+    if rng.below(8) == 0 {
+        return special[rng.below(special.len() as u64) as usize];
+    }
+    let e = rng.below(2 * max_exp as u64 + 1) as i32 - max_exp;
+    let m = 1.0 + (rng.uniform() + 1.0) / 2.0;
+    let v = m * 2f64.powi(e);
+    let v = if rng.below(4) == 0 { v.round() } else { v };
+    if rng.below(2) == 0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// The same bits, NaNs of any payload equal.
+fn same_bits(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+#[test]
+fn float_floor_division_modulo_and_power_are_pythons() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "float_arithmetic");
+    let n = 1000 + rng.below(3000) as usize;
+    let xs: Vec<f32> = (0..n).map(|_| wide_float(&mut rng, 60) as f32).collect();
+    let ys: Vec<f32> = (0..n).map(|_| wide_float(&mut rng, 60) as f32).collect();
+    let xds: Vec<f64> = (0..n).map(|_| wide_float(&mut rng, 500)).collect();
+    let yds: Vec<f64> = (0..n).map(|_| wide_float(&mut rng, 500)).collect();
+    let f32s = |v: &[f32]| TensorValue::new(Tensor::from_slice(&[n], v).unwrap());
+    let f64s = |v: &[f64]| TensorValue::new(Tensor::from_slice(&[n], v).unwrap());
+    let outs: Vec<TensorValue> = [DType::F32, DType::F32, DType::F32, DType::F64, DType::F64]
+        .iter()
+        .map(|&d| poisoned(d, &[n]))
+        .collect();
+    let args = [
+        Value::Tensor(f32s(&xs)),
+        Value::Tensor(f32s(&ys)),
+        Value::Tensor(outs[0].clone()),
+        Value::Tensor(outs[1].clone()),
+        Value::Tensor(outs[2].clone()),
+        Value::Tensor(f64s(&xds)),
+        Value::Tensor(f64s(&yds)),
+        Value::Tensor(outs[3].clone()),
+        Value::Tensor(outs[4].clone()),
+    ];
+    run(
+        &device,
+        &loaded,
+        "float_arithmetic",
+        n.div_ceil(128) as u32,
+        128,
+        &args,
+        &[("N", n)],
+    );
+    let got: Vec<Vec<f64>> = outs.iter().map(|t| values(&device, t)).collect();
+    for i in 0..n {
+        let (x, y) = (f64::from(xs[i]), f64::from(ys[i]));
+        let (q, r) = divmod32(xs[i], ys[i]);
+        let (q, r) = (f64::from(q), f64::from(r));
+        assert!(
+            same_bits(got[1][i], r),
+            "{x} % {y}: {} for {r} (seed {seed:#x})",
+            got[1][i]
+        );
+        assert!(
+            same_bits(got[0][i], q),
+            "{x} // {y}: {} for {q} (seed {seed:#x})",
+            got[0][i]
+        );
+        // `**` within an ulp of the f64 value rounded to f32.
+        let want = x.powf(y) as f32;
+        let p = got[2][i] as f32;
+        let ulps = (p.to_bits() as i64 - want.to_bits() as i64).abs();
+        assert!(
+            same_bits(f64::from(p), f64::from(want)) || (p.is_finite() && ulps <= 1),
+            "{x} ** {y}: {p} for {want} (seed {seed:#x})"
+        );
+        let (x, y) = (xds[i], yds[i]);
+        let (q, r) = divmod64(x, y);
+        assert!(
+            same_bits(got[4][i], r),
+            "{x} % {y}: {} for {r} (seed {seed:#x})",
+            got[4][i]
+        );
+        assert!(
+            same_bits(got[3][i], q),
+            "{x} // {y}: {} for {q} (seed {seed:#x})",
+            got[3][i]
+        );
+    }
+}
