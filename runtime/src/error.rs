@@ -63,16 +63,18 @@ impl RunError {
     /// The diagnostic reported at `span` (or without a location).
     pub fn to_diagnostic(&self, span: Option<(FileSpan, String)>) -> Diagnostic {
         let mut d = Diagnostic::error(self.code, self.message.clone());
+        // The place in a kernel where the error happened comes first; the
+        // launch (or call) that ran it second.
         if let Some((span, label)) = span {
-            d = d.with_primary(span, label);
-            if let Some((site, label)) = &self.site {
-                d = d.with_secondary(
-                    FileSpan {
+            match &self.site {
+                Some((site, site_label)) => {
+                    let site = FileSpan {
                         file: span.file,
                         span: *site,
-                    },
-                    label.clone(),
-                );
+                    };
+                    d = d.with_primary(site, site_label.clone()).with_secondary(span, label);
+                }
+                None => d = d.with_primary(span, label),
             }
         }
         for note in &self.notes {

@@ -47,7 +47,13 @@ pub fn render_human(diag: &Diagnostic, sources: &dyn SourceLookup, color: bool) 
     let mut report = Report::build(ReportKind::Custom(&title, kind_color), id(primary))
         .with_config(config)
         .with_message(&diag.message);
-    for (order, label) in diag.labels.iter().enumerate() {
+    // Labels go in source order, so that ariadne shows the labels of a
+    // file as one snippet under one header: out of order, it starts a new
+    // snippet whose header repeats the primary label's location.
+    let mut by_place: Vec<usize> = (0..diag.labels.len()).collect();
+    by_place.sort_by_key(|&i| (diag.labels[i].span.file, diag.labels[i].span.span.start, i));
+    for (order, &i) in by_place.iter().enumerate() {
+        let label = &diag.labels[i];
         let label_color = if label.primary { kind_color } else { Color::Blue };
         let mut l = AriadneLabel::new(id(label.span)).with_order(order as i32);
         if !label.message.is_empty() {
