@@ -1860,17 +1860,17 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         } else {
             self.shared_static
         };
-        // Scratch: each use gets the sum of the earlier ones as its offset;
-        // the block's slice is scratch + linear block id × per-block bytes.
-        let mut offset = DimExpr::constant(0);
-        let mut offsets = Vec::new();
-        for (_, bytes) in self.scratch_uses.clone() {
-            offsets.push(offset.clone());
-            // Each tile starts 16-byte aligned.
-            let rounded = bytes.add(&DimExpr::constant(15));
-            offset = offset.add(&rounded);
-        }
-        let per_block = offset;
+        // Scratch: each use starts at the end of the one before, rounded up
+        // to 16 bytes (a bf16 tile after one of an odd number of bytes would
+        // otherwise be misaligned: the GPU faults); the sizes are run-time
+        // values, so the rounding is done in the kernel. The manifest's
+        // per-block bytes bound that layout: each use's bytes plus 15 for
+        // its rounding, plus 15 so that the block stride, rounded down to
+        // 16, still covers it.
+        let uses = self.scratch_uses.clone();
+        let per_block = uses.iter().fold(DimExpr::constant(15), |sum, (_, bytes)| {
+            sum.add(bytes).add(&DimExpr::constant(15))
+        });
         let saved = std::mem::take(&mut self.body);
         let mut replacements = Vec::new();
         if let Some(base) = self.scratch_base.clone() {
@@ -1886,13 +1886,23 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 _ => "%scratch".to_string(),
             };
             let size = self.dim_text(&per_block);
+            let stride = self.val(format!("and i64 {size}, -16"));
             let block = self.block_linear();
-            let off = self.val(format!("mul i64 {block}, {size}"));
+            let off = self.val(format!("mul i64 {block}, {stride}"));
             let gp = info.global_ptr();
             self.line(format!("{base} = getelementptr i8, {gp} {arg}, i64 {off}"));
-            for (k, o) in offsets.iter().enumerate() {
-                let v = self.dim_text(o);
-                replacements.push((format!("@SCRATCH{k}@"), v));
+            let mut end: Option<String> = None;
+            for (k, (_, bytes)) in uses.iter().enumerate() {
+                let at = match &end {
+                    None => "0".to_string(),
+                    Some(e) => {
+                        let up = self.val(format!("add i64 {e}, 15"));
+                        self.val(format!("and i64 {up}, -16"))
+                    }
+                };
+                let b = self.dim_text(bytes);
+                end = Some(self.val(format!("add i64 {at}, {b}")));
+                replacements.push((format!("@SCRATCH{k}@"), at));
             }
         }
         let setup = std::mem::replace(&mut self.body, saved);

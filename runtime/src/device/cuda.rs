@@ -351,6 +351,9 @@ impl CudaDevice {
         let shared = u32::try_from(config.shared_bytes)
             .map_err(|_| RunError::launch(format!("{} bytes of shared memory is too many", config.shared_bytes)))?;
         self.ctx.bind_to_thread().map_err(driver("launch the kernel"))?;
+        if shared > DEFAULT_SHARED_BYTES {
+            self.allow_shared(kernel, shared)?;
+        }
         let [gx, gy, gz] = config.grid;
         let [bx, by, bz] = config.block;
         // SAFETY: the caller guarantees that `params` matches the kernel.
@@ -365,6 +368,28 @@ impl CudaDevice {
             )
         }
         .map_err(driver("launch the kernel"))
+    }
+
+    /// Lets `kernel` take `bytes` of dynamic shared memory, over the 48 KiB
+    /// a launch gets without asking (the driver refuses such a launch as
+    /// an invalid value otherwise).
+    fn allow_shared(&self, kernel: &CudaKernel, bytes: u32) -> Result<(), RunError> {
+        let optin = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+        let limit = self
+            .ctx
+            .attribute(optin)
+            .map_err(driver("ask for the shared-memory limit"))?;
+        if i64::from(bytes) > i64::from(limit) {
+            return Err(RunError::launch(format!(
+                "the kernel needs {bytes} bytes of shared memory per block; {} allows at most {limit}",
+                self.name()
+            )));
+        }
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        kernel
+            .function
+            .set_attribute(attribute, bytes as i32)
+            .map_err(driver("allow the kernel its shared memory"))
     }
 
     pub(crate) fn synchronize(&self) -> Result<(), RunError> {
@@ -389,6 +414,10 @@ impl CudaDevice {
         event.event.record(stream).map_err(driver("record an event"))
     }
 }
+
+/// The dynamic shared memory a launch may take without raising the
+/// kernel's limit.
+const DEFAULT_SHARED_BYTES: u32 = 48 * 1024;
 
 pub(crate) fn elapsed_ms(start: &CudaMarker, end: &CudaMarker) -> Result<f32, RunError> {
     end.event.synchronize().map_err(driver("wait for an event"))?;
