@@ -12,25 +12,30 @@
 #                               target/gpu-check/bin.tar.xz (about 34 MB:
 #                               each binary links LLVM statically, and the
 #                               device tool carries 64 MiB with the tree)
+#                               with the sm_90a cubins of the GEMMs and
+#                               attention
 #   scripts/gpu-check.sh run    there, from the repository root with
 #                               target/gpu-check carried: unpacks them and
-#                               runs, on the GPU,
-#     1. the example references in each memory kind (device, managed,
-#        pinned), the @deterministic kernel 20 times against the CPU's
-#        bits, the fp8 conversions against the reference bit for bit, and
-#        the hand-written kernels of tests/kernels against theirs;
-#     2. the same references under compute-sanitizer: memcheck, racecheck,
-#        synccheck and initcheck;
-#     3. the stdlib's and examples' @test functions (`tessera test`), and
-#        stdlib/linalg.tsr's (the GEMMs: TMA into swizzled rings, wgmma
-#        reading them in place, a producer warpgroup and a persistent
-#        grid for the aligned ones) under memcheck, racecheck and synccheck
-#        (the consumers' named barrier);
-#     4. the examples with a main(), and the swizzled shared-buffer test,
-#        on the CPU and the GPU, their printed results compared;
-#   and writes the log and a table of what passed to $OUT (else
-#   target/gpu-check/out). Each command may take 4 minutes ($limit); the
-#   exit status is 1 when a check fails.
+#                               runs, on the GPU, most telling first,
+#     1. the example references (device memory), the @deterministic
+#        kernel 20 times against the CPU's bits, the fp8 conversions and
+#        the random streams against the reference bit for bit, the
+#        hand-written kernels of tests/kernels against theirs;
+#     2. the SASS of the GEMMs and attention: HGMMA, no local memory;
+#     3. the stdlib's and examples' @test functions (`tessera test`);
+#     4. bench/gpu/run.py --quick (one shape per family against torch and
+#        Triton), when python3 has torch;
+#     5. the examples with a main(), and the swizzled shared-buffer test,
+#        on the CPU and the GPU, their printed results compared (matmul's
+#        f32 sums checked against its reference instead);
+#     6. the references and stdlib/linalg.tsr's tests (TMA rings, wgmma,
+#        the producer warpgroup's named barrier) under compute-sanitizer:
+#        memcheck, racecheck, synccheck, initcheck;
+#     7. the example references in managed and pinned memory;
+#   and writes the log, the SASS, the benchmark's table and a table of
+#   what passed to $OUT (else target/gpu-check/out). One command may take
+#   4 minutes ($limit), all of them $GPU_CHECK_BUDGET seconds (what is
+#   left is skipped); the exit status is 1 when a check fails.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -47,7 +52,13 @@ pack() {
     # A run that stopped half-way leaves bin/ behind: start afresh.
     rm -rf "$work/bin"
     mkdir -p "$work/bin"
-    cp target/release/tessera "$work/bin/tessera"
+    cp target/release/tessera "$work/bin/tessera-bin"
+    # The GEMMs' and attention's cubins for sm_90a, whose SASS the run
+    # reads for HGMMA (ptxas from scripts/setup.sh's .venv).
+    mkdir -p "$work/bin/sass"
+    for f in stdlib/linalg.tsr stdlib/nn.tsr examples/gemm_tc.tsr examples/flash_attention.tsr; do
+        PATH=$root/.venv/bin:$PATH target/release/tessera build "$f" --target sm_90a --emit cubin -o "$work/bin/sass"
+    done
     for t in "${tests[@]}"; do
         local exe
         exe=$(python3 -c '
@@ -58,11 +69,11 @@ for line in sys.stdin:
         print(m["executable"])' "$t" <<<"$listing")
         cp "$exe" "$work/bin/$t"
     done
-    strip "$work"/bin/*
+    strip "$work"/bin/tessera-bin "$work"/bin/device
     # The libraries: glibc's apart, so that they are used only where the
     # other machine's own glibc is too old for these binaries.
     local lib libs
-    libs=$(ldd "$work"/bin/*)
+    libs=$(ldd "$work"/bin/tessera-bin "$work"/bin/device)
     mkdir -p "$work/bin/lib" "$work/bin/glibc"
     for lib in $(echo "$libs" | awk '$3 ~ /^\// {print $3}' | sort -u); do
         case $(basename "$lib") in
@@ -82,39 +93,76 @@ for line in sys.stdin:
 declare -a rows=()
 failed=0
 
-# The seconds one command may take.
-limit=240
+# The seconds one command may take, and the seconds the whole run may
+# take ($GPU_CHECK_BUDGET, default an hour): the checks run in the order
+# of what they prove, and one that would start with under 20 seconds
+# left is recorded as skipped, so that a short lease gets the important
+# half and its table.
+limit=${GPU_CHECK_LIMIT:-240}
+budget=${GPU_CHECK_BUDGET:-3600}
 
-# check NAME COMMAND...: runs COMMAND (a program under `timeout`, or a
-# function of this script, whose programs are), its output appended to
-# the log, and records a row of the table.
+# check NAME COMMAND...: runs COMMAND (a program, or a function of this
+# script whose programs run under `timeout "$left"`), its output appended
+# to the log, and records a row of the table.
 check() {
     local name=$1
     shift
+    left=$((budget - SECONDS - 5))
+    [ "$left" -gt "$limit" ] && left=$limit
+    if [ "$left" -lt 20 ]; then
+        rows+=("$(printf '%-58s %-18s' "$name" "skipped (time)")")
+        return
+    fi
     echo "== $name: $*" >>"$log"
     local start=$SECONDS status
     if declare -F "$1" >/dev/null; then
         "$@" >>"$log" 2>&1 </dev/null
     else
-        timeout "$limit" "$@" >>"$log" 2>&1 </dev/null
+        timeout "$left" "$@" >>"$log" 2>&1 </dev/null
     fi
     status=$?
     local verdict=ok
     if [ "$status" -ne 0 ]; then
         verdict="FAILED (exit $status)"
+        [ "$status" -eq 124 ] && verdict="TIMED OUT (${left}s)"
         failed=1
     fi
-    rows+=("$(printf '%-50s %-18s %4ss' "$name" "$verdict" $((SECONDS - start)))")
+    rows+=("$(printf '%-58s %-18s %4ss' "$name" "$verdict" $((SECONDS - start)))")
     echo "$name: $verdict" >&2
 }
 
 # same_output FILE: the printed results of FILE on the CPU and the GPU agree.
 same_output() {
     local cpu gpu
-    cpu=$(timeout "$limit" "${runner[@]}" "$bin/tessera" run "$1" --device cpu) || return 1
-    gpu=$(timeout "$limit" "${runner[@]}" "$bin/tessera" run "$1" --device cuda) || return 1
+    cpu=$(timeout "$left" "$tessera" run "$1" --device cpu) || return 1
+    gpu=$(timeout "$left" "$tessera" run "$1" --device cuda) || return 1
     printf 'cpu:\n%s\ncuda:\n%s\n' "$cpu" "$gpu"
     [ "$cpu" = "$gpu" ]
+}
+
+# hgmma: the SASS of the sm_90a GEMMs and attention kernels built here
+# (bin/sass/*.cubin) holds HGMMA (QGMMA for fp8) and no local memory.
+hgmma() {
+    local cubin sass bad=0
+    for cubin in "$bin"/sass/*.cubin; do
+        sass=$(timeout "$left" cuobjdump --dump-sass "$cubin") || return 1
+        echo "$sass" >"$out/$(basename "$cubin" .cubin).sass"
+        echo "$sass" | awk -v file="$(basename "$cubin")" '
+            /Function :/ { name = $3 }
+            /[HQ]GMMA/ { mma[name]++ }
+            /LDL|STL/ { local_[name]++ }
+            END { for (n in mma) printf "%s %s: %d GMMA, %d local-memory instructions\n", file, n, mma[n], local_[n] + 0 }'
+        grep -q 'GMMA' <<<"$sass" || bad=1
+    done
+    return $bad
+}
+
+# bench: the harness's quick table (one shape per family) against torch
+# and Triton, when this machine's python3 has torch.
+bench() {
+    python3 -c 'import torch' || return 1
+    PYTHONUNBUFFERED=1 timeout "$left" python3 bench/gpu/run.py --quick --tessera "$tessera" \
+        --out "$out" --repeat 10 --warmup 2
 }
 
 run() {
@@ -123,45 +171,56 @@ run() {
     log=$out/gpu-check.log
     : >"$log"
     tar -C "$work" -xJf "$work/bin.tar.xz" || exit 1
-    bin=$work/bin
+    bin=$(cd "$work/bin" && pwd)
     # The binaries with this machine's glibc where they run with it, else
-    # through the glibc they were built with, by its own loader.
-    runner=()
-    if LD_LIBRARY_PATH=$bin/lib "$bin/tessera" --version >>"$log" 2>&1; then
+    # through the glibc they were built with, by its own loader; `tessera`
+    # is a script that runs it either way (the harness calls it).
+    local runner=()
+    if LD_LIBRARY_PATH=$bin/lib "$bin/tessera-bin" --version >>"$log" 2>&1; then
         export LD_LIBRARY_PATH=$bin/lib
         echo "the binaries run with this machine's glibc" >>"$log"
     else
         runner=("$bin/glibc/ld-linux-x86-64.so.2" --library-path "$bin/glibc:$bin/lib")
         echo "the binaries run with their own glibc" >>"$log"
     fi
+    printf '#!/bin/sh\nexec %s "$@"\n' "${runner[*]} $bin/tessera-bin" >"$bin/tessera"
+    chmod +x "$bin/tessera"
+    tessera=$bin/tessera
+    device=("${runner[@]}" "$bin/device")
     export TESSERA_REPO=$root TESSERA_TEST_DEVICE=cuda PATH=$PATH:/usr/local/cuda/bin
     check "nvidia-smi" nvidia-smi
-    for memory in device managed pinned; do
-        check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${runner[@]}" "$bin/device" examples:: --test-threads=1
+    check "examples, device memory" "${device[@]}" examples:: --test-threads=1
+    check "determinism: cuda bits = cpu bits" "${device[@]}" determinism::
+    check "fp8 conversions on the GPU = the reference, bit for bit" "${device[@]}" minifloat::
+    check "random draws on the GPU = the runtime's streams, bit for bit" "${device[@]}" random::
+    check "hand-written kernels (tests/kernels)" "${device[@]}" kernels:: --test-threads=1
+    check "SASS of the sm_90a GEMMs and attention: HGMMA" hgmma
+    check "tessera test stdlib examples" "$tessera" test stdlib examples --device cuda
+    check "bench/gpu/run.py --quick" bench
+    # matmul.tsr's f32 sums are not @deterministic (the CPU and the GPU add
+    # in different orders): it checks itself against its float64 reference.
+    check "examples/matmul.tsr on cuda matches its reference" "$tessera" run examples/matmul.tsr --device cuda
+    for f in examples/saxpy.tsr tests/ui/runtime/swizzled_shared.tsr tests/ui/runtime/random_streams.tsr; do
+        check "$f: cpu and cuda print the same" same_output "$f"
     done
-    check "determinism: cuda bits = cpu bits" "${runner[@]}" "$bin/device" determinism::
-    check "fp8 conversions on the GPU = the reference, bit for bit" "${runner[@]}" "$bin/device" minifloat::
-    check "random draws on the GPU = the runtime's streams, bit for bit" "${runner[@]}" "$bin/device" random::
-    check "hand-written kernels (tests/kernels)" "${runner[@]}" "$bin/device" kernels:: --test-threads=1
     for tool in memcheck racecheck synccheck initcheck; do
         check "examples under compute-sanitizer $tool" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" examples:: --test-threads=1
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "${device[@]}" examples:: --test-threads=1
         check "hand-written kernels under compute-sanitizer $tool" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/device" kernels:: --test-threads=1
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "${device[@]}" kernels:: --test-threads=1
     done
-    check "tessera test stdlib examples" "${runner[@]}" "$bin/tessera" test stdlib examples --device cuda
     for tool in memcheck racecheck synccheck; do
         check "stdlib/linalg.tsr tests under compute-sanitizer $tool" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 "${runner[@]}" "$bin/tessera" test stdlib/linalg.tsr --device cuda
+            compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test stdlib/linalg.tsr --device cuda
     done
-    for f in examples/saxpy.tsr examples/matmul.tsr tests/ui/runtime/swizzled_shared.tsr tests/ui/runtime/random_streams.tsr; do
-        check "$f: cpu and cuda print the same" same_output "$f"
+    for memory in managed pinned; do
+        check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${device[@]}" examples:: --test-threads=1
     done
     {
         echo
         echo "GPU check of $(git rev-parse --short HEAD 2>/dev/null || echo 'this tree')"
         printf '%s\n' "${rows[@]}"
-    } | tee -a "$log"
+    } | tee -a "$log" "$out/table.txt"
     exit "$failed"
 }
 
