@@ -293,6 +293,9 @@ pub(crate) struct FnEmitter<'e, 'm> {
     scratch_base: Option<String>,
     scratch_uses: Vec<(String, DimExpr)>,
     pub needs_sync: bool,
+    /// The private arrays of one-element tiles that every thread holds
+    /// (a whole-tile reduction's result), not only the element's owner.
+    pub replicated: BTreeSet<String>,
     params: Vec<ParamInfo>,
     /// What the kernel's index values are known multiples of.
     pub known: Multiples<'m>,
@@ -356,6 +359,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             scratch_base: None,
             scratch_uses: Vec::new(),
             needs_sync: false,
+            replicated: BTreeSet::new(),
             params: Vec::new(),
             known: Multiples::of_function(m, func),
             hidden: Vec::new(),

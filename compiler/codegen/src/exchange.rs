@@ -180,6 +180,16 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
                 f.set(op, Val::Tile(out));
                 return Ok(());
             }
+            if same_elements(&src, &out) {
+                // Only unit dims added: each element stays where it is.
+                f.for_own(&out, |f, pos| {
+                    let v = f.load_slot(&src, pos);
+                    let v = f.convert(&v, src.elem, out.elem);
+                    f.store_slot(&out, pos, &v);
+                });
+                f.set(op, Val::Tile(out));
+                return Ok(());
+            }
             let view = stage(f, &src, 0);
             let (odims, sdims) = (out.dims.clone(), src.dims.clone());
             let lead = odims.len().saturating_sub(sdims.len());
@@ -205,6 +215,19 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
     }
     f.set(op, Val::Tile(out));
     Ok(())
+}
+
+/// Whether the broadcast of `src` into `out` moves no element between
+/// threads: both blocked and thread-private with the same element count
+/// (so `out` only adds unit dims, and element `e` is slot `e` of both).
+fn same_elements(src: &Tile, out: &Tile) -> bool {
+    matches!(
+        (&src.storage, &out.storage),
+        (Storage::Private { .. }, Storage::Private { .. })
+    ) && src.layout == Layout::Blocked
+        && out.layout == Layout::Blocked
+        && src.count.as_const().is_some()
+        && src.count.as_const() == out.count.as_const()
 }
 
 /// The fragments `out` is in, when `src` is the column of their rows
@@ -591,6 +614,22 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
             return Ok(());
         }
     }
+    if let Some(r) = reduce_whole(f, op, &src, acc, &combine) {
+        let r = f.convert(&r, acc, out_elem);
+        match &ty {
+            Type::Scalar(_) => f.set(op, Val::Scalar(out_elem, r)),
+            _ => {
+                // One element, held by every thread in its first slot.
+                let out = result_tile(f, op)?;
+                f.store_slot(&out, &slot_pos(0), &r);
+                if let Storage::Private { array, .. } = &out.storage {
+                    f.replicated.insert(array.clone());
+                }
+                f.set(op, Val::Tile(out));
+            }
+        }
+        return Ok(());
+    }
     let view = stage(f, &src, 0);
     let sdims = src.dims.clone();
     let len = sdims[axis].clone();
@@ -671,6 +710,91 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         }
     }
     Ok(())
+}
+
+/// The whole of `src` reduced by `op` to the one element of its result,
+/// a value every thread gets, when the order is free (not `order =
+/// "tree"`) and the values are 32-bit:
+///
+/// - a one-element tile every thread holds (what this gives as a tile):
+///   that element;
+/// - a blocked thread-private tile of at least one element per thread:
+///   each thread combines its own elements, each warp's 32 lanes theirs by
+///   XOR shuffles (16, 8, 4, 2, 1; the CPU's fibers and the AMD GPUs'
+///   `ds_bpermute` shuffle the same 32-lane segments), and every thread the
+///   warps' results in warp order, from the staging area between two
+///   barriers — against the staged pairwise tree's barrier per level and
+///   its copy of the whole tile through shared memory.
+fn reduce_whole(
+    f: &mut FnEmitter,
+    op: OpId,
+    src: &Tile,
+    acc: ScalarType,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) -> Option<String> {
+    let free_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
+    let one_result = match f.m().results(op).first().map(|&v| f.m().value_type(v)) {
+        Some(Type::Scalar(_)) => true,
+        Some(Type::Tensor { dims, .. }) => dims.iter().all(|d| d.as_const() == Some(1)),
+        _ => false,
+    };
+    let Storage::Private { array, per_thread } = &src.storage else {
+        return None;
+    };
+    if !free_order || !one_result || acc.bits() != 32 || src.layout != Layout::Blocked {
+        return None;
+    }
+    if src.count.as_const() == Some(1) && f.replicated.contains(array) {
+        let x = f.load_slot(src, &slot_pos(0));
+        return Some(f.convert(&x, src.elem, acc));
+    }
+    let (n, threads) = (src.count.as_const()?, f.threads);
+    if n < threads || threads % 32 != 0 {
+        return None;
+    }
+    let warps = threads / 32;
+    let partials = partials_area(f, 0, warps * 4)?;
+    let t = llvm_ty(acc);
+    let tid = f.tid.clone();
+    // Slot 0 is element `tid` < n; slot i, element tid + i·T, where below n.
+    let first = f.load_slot(src, &slot_pos(0));
+    let mut v = f.convert(&first, src.elem, acc);
+    for i in 1..*per_thread {
+        let x = f.load_slot(src, &slot_pos(i));
+        let x = f.convert(&x, src.elem, acc);
+        let both = combine(f, &v, &x);
+        v = if (i + 1) * threads <= n {
+            both
+        } else {
+            let e = f.val(format!("add i64 {tid}, {}", i * threads));
+            let inside = f.val(format!("icmp slt i64 {e}, {n}"));
+            f.val(format!("select i1 {inside}, {t} {both}, {t} {v}"))
+        };
+    }
+    for lanes in [16, 8, 4, 2, 1] {
+        let other = crate::ops::xor_lanes(f, &v, t, lanes);
+        v = combine(f, &v, &other);
+    }
+    let sp = f.info().shared_ptr();
+    let warp = f.val(format!("udiv i64 {tid}, 32"));
+    let lane = f.val(format!("urem i64 {tid}, 32"));
+    let leader = f.val(format!("icmp eq i64 {lane}, 0"));
+    f.barrier();
+    f.when(&leader, |f| {
+        let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {warp}"));
+        f.line(format!("store {t} {v}, {sp} {at}"));
+    });
+    f.barrier();
+    let mut total: Option<String> = None;
+    for w in 0..warps {
+        let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {w}"));
+        let x = f.val(format!("load {t}, {sp} {at}"));
+        total = Some(match total {
+            None => x,
+            Some(p) => combine(f, &p, &x),
+        });
+    }
+    total
 }
 
 /// Where a softmax finds each row's max and sum of exponentials.

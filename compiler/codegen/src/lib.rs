@@ -402,10 +402,22 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
             // block off the multiprocessor, an occupancy the kernel cannot
             // have; in a kernel with tile products, at the price of
             // spilling the accumulator tile its K loop holds in registers.
-            if target.one_block_per_sm(k.shared_bytes) || multiplies_tiles(module, &k.name) {
+            let threads: i64 = k.block.iter().product();
+            let blocks = if target.one_block_per_sm(k.shared_bytes) || multiplies_tiles(module, &k.name) {
+                Some(1)
+            } else if holds_rows(module, &k.name, threads) {
+                // Two blocks, not the four ptxas aims at for 256 threads
+                // (64 registers): a row held in registers, its bounds'
+                // predicates and addresses live across the row's
+                // reductions, spilled in 64.
+                Some(2)
+            } else {
+                None
+            };
+            if let Some(blocks) = blocks {
                 let node = 10 + 2 * me.kernels.len() + i;
                 ann.push(format!("!{node}"));
-                let _ = writeln!(nodes, "!{node} = !{{ptr @{}, !\"minctasm\", i32 1}}", k.name);
+                let _ = writeln!(nodes, "!{node} = !{{ptr @{}, !\"minctasm\", i32 {blocks}}}", k.name);
             }
         }
         let _ = writeln!(text, "!nvvm.annotations = !{{{}}}", ann.join(", "));
@@ -433,6 +445,23 @@ fn multiplies_tiles(module: &Module, name: &str) -> bool {
                 module.op(op).name.as_str(),
                 "nvptx.mma_sync" | "nvptx.wgmma" | "nvptx.mma_fma"
             )
+        })
+    })
+}
+
+/// Whether kernel `name` holds register tiles of 16 or more elements a
+/// thread (of `threads`): a row kernel's whole row.
+fn holds_rows(module: &Module, name: &str, threads: i64) -> bool {
+    module.function(name).is_some_and(|f| {
+        module.walk_op(f).into_iter().any(|op| {
+            module.results(op).iter().any(|&v| match module.value_type(v) {
+                Type::Tensor { dims, .. } => dims
+                    .iter()
+                    .map(DimExpr::as_const)
+                    .product::<Option<i64>>()
+                    .is_some_and(|n| n >= 16 * threads.max(1)),
+                _ => false,
+            })
         })
     })
 }

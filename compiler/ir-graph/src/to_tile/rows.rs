@@ -195,8 +195,55 @@ fn chunk_size(k: &Kernel) -> Result<i64> {
     }
 }
 
-/// Softmax in two walks: the running maximum and the running sum of
-/// exponentials (rescaled when the maximum grows), then the output.
+/// The longest row a block holds whole in registers: 16 f32 values a
+/// thread at 256 threads (32 spill where ptxas keeps 4 blocks of 256 on a
+/// multiprocessor, in 64 registers a thread). Such a row is read once and its statistics are
+/// reduced once, where a longer one is walked in chunks, two or three
+/// times, with a reduction per chunk.
+const ROW_IN_REGISTERS: i64 = 4096;
+
+/// Runs `whole(l, width)` for rows that fit in a register tile of
+/// `width` columns, `walks(l)` for longer ones: one of them when the
+/// row's length `n` is a constant (the tile then its length), else both,
+/// under a `tile.if` on `n`.
+fn by_row_length(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    n: &DimExpr,
+    threads: i64,
+    whole: &mut dyn FnMut(&mut Builder<'_>, i64) -> Result<()>,
+    walks: &mut dyn FnMut(&mut Builder<'_>) -> Result<()>,
+) -> Result<()> {
+    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
+    if let Some(len) = n.as_const() {
+        return if (1..=cap).contains(&len) {
+            whole(b, len)
+        } else {
+            walks(b)
+        };
+    }
+    let len = g.dim(b, n)?;
+    let limit = index(b, cap);
+    let fits = b
+        .op("tile.cmp")
+        .operands(&[len, limit])
+        .attr("pred", "le")
+        .result(Type::I1)
+        .build_value();
+    let (then, other) = if_else(b, fits);
+    let mut l = g.at(b, then);
+    whole(&mut l, cap)?;
+    end(&mut l);
+    let mut l = g.at(b, other);
+    walks(&mut l)?;
+    end(&mut l);
+    Ok(())
+}
+
+/// Softmax of a row held whole (`width` columns, masked past its end):
+/// its maximum, the sum of its exponentials, the output; or in two walks:
+/// the running maximum and the running sum of exponentials (rescaled when
+/// the maximum grows), then the output.
 pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let sm = k
         .anchor("graph.softmax")
@@ -209,111 +256,96 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let chunk = chunk_size(k)?;
     let n = dims[dims.len() - 1].clone();
     let coords = row_coords(g, b, &dims)?;
-    let max_slot = g.slot(b, acc, Attr::Float(f64::NEG_INFINITY));
-    let sum_slot = g.slot(b, acc, Attr::Float(0.0));
     let scalar = Type::Scalar(acc);
-    let tile = tile_type(&row_shape(dims.len(), chunk), acc);
-    walk(g, b, &n, chunk, &mut |l, j| {
-        let mut eval = row_eval(k, &dims, &coords, j, chunk);
+    let mut whole = |l: &mut Builder<'_>, width: i64| -> Result<()> {
+        let tile = tile_type(&row_shape(dims.len(), width), acc);
+        let j = index(l, 0);
+        let mut eval = row_eval(k, &dims, &coords, j, width);
         let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(f64::NEG_INFINITY))?;
-        let chunk_max = reduce_tile(g, l, x, "max", acc);
-        let old_max = load(l, max_slot, acc);
-        let new_max = binary(l, "max", old_max, chunk_max, scalar.clone());
-        let shifted = binary(l, "sub", x, new_max, tile.clone());
-        let e = unary(l, "exp", shifted, tile.clone());
-        let chunk_sum = reduce_tile(g, l, e, "sum", acc);
-        let old_sum = load(l, sum_slot, acc);
-        let growth = binary(l, "sub", old_max, new_max, scalar.clone());
-        let rescale = unary(l, "exp", growth, scalar.clone());
-        let rescaled = binary(l, "mul", old_sum, rescale, scalar.clone());
-        let new_sum = binary(l, "add", rescaled, chunk_sum, scalar.clone());
-        store(l, new_max, max_slot);
-        store(l, new_sum, sum_slot);
-        Ok(())
-    })?;
-    walk(g, b, &n, chunk, &mut |l, j| {
-        let mut eval = row_eval(k, &dims, &coords, j, chunk);
-        let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
-        let max = load(l, max_slot, acc);
-        let sum = load(l, sum_slot, acc);
+        let max = reduce_tile(g, l, x, "max", acc);
         let shifted = binary(l, "sub", x, max, tile.clone());
         let e = unary(l, "exp", shifted, tile.clone());
-        let y = binary(l, "div", e, sum, tile.clone());
-        store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
-    })?;
+        let sum = reduce_tile(g, l, e, "sum", acc);
+        let y = binary(l, "div", e, sum, tile);
+        store_row(g, l, k, sm, y, &dims, &coords, j, width)
+    };
+    let mut walks = |b: &mut Builder<'_>| -> Result<()> {
+        let max_slot = g.slot(b, acc, Attr::Float(f64::NEG_INFINITY));
+        let sum_slot = g.slot(b, acc, Attr::Float(0.0));
+        let tile = tile_type(&row_shape(dims.len(), chunk), acc);
+        walk(g, b, &n, chunk, &mut |l, j| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(f64::NEG_INFINITY))?;
+            let chunk_max = reduce_tile(g, l, x, "max", acc);
+            let old_max = load(l, max_slot, acc);
+            let new_max = binary(l, "max", old_max, chunk_max, scalar.clone());
+            let shifted = binary(l, "sub", x, new_max, tile.clone());
+            let e = unary(l, "exp", shifted, tile.clone());
+            let chunk_sum = reduce_tile(g, l, e, "sum", acc);
+            let old_sum = load(l, sum_slot, acc);
+            let growth = binary(l, "sub", old_max, new_max, scalar.clone());
+            let rescale = unary(l, "exp", growth, scalar.clone());
+            let rescaled = binary(l, "mul", old_sum, rescale, scalar.clone());
+            let new_sum = binary(l, "add", rescaled, chunk_sum, scalar.clone());
+            store(l, new_max, max_slot);
+            store(l, new_sum, sum_slot);
+            Ok(())
+        })?;
+        walk(g, b, &n, chunk, &mut |l, j| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+            let max = load(l, max_slot, acc);
+            let sum = load(l, sum_slot, acc);
+            let shifted = binary(l, "sub", x, max, tile.clone());
+            let e = unary(l, "exp", shifted, tile.clone());
+            let y = binary(l, "div", e, sum, tile.clone());
+            store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
+        })
+    };
+    by_row_length(g, b, &n, k.threads(), &mut whole, &mut walks)?;
     Ok(0)
 }
 
-/// Layer norm (mean, then variance, then the output: three walks) and
-/// RMS norm (mean square, then the output), with weight and bias.
-pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
-    let at = k.anchor("graph.norm").ok_or("no `graph.norm` in a norm kernel")?;
-    let node = &k.nodes[at];
-    let input = node.operands[0];
-    let dims = tensor_dims(k, input)?;
-    last_axis(node, dims.len())?;
-    let acc = accumulate_type(node);
-    let chunk = chunk_size(k)?;
-    let n = dims[dims.len() - 1].clone();
-    let eps = match node.attrs.get("eps") {
-        Some(Attr::Float(f)) => *f,
-        Some(Attr::Int(i)) => *i as f64,
-        _ => 1e-5,
-    };
-    let layer = node.str("kind") != Some("rms");
-    let scalar = Type::Scalar(acc);
-    let shape = row_shape(dims.len(), chunk);
-    let tile = tile_type(&shape, acc);
-    let coords = row_coords(g, b, &dims)?;
-    let n_value = g.dim(b, &n)?;
-    let count = cast_to(b, n_value, acc);
-    let mean = if layer {
-        let sum_slot = g.slot(b, acc, Attr::Float(0.0));
-        walk(g, b, &n, chunk, &mut |l, j| {
-            let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
-            let s = reduce_tile(g, l, x, "sum", acc);
-            fold_into(l, sum_slot, s, "add", acc);
-            Ok(())
-        })?;
-        let sum = load(b, sum_slot, acc);
-        Some(binary(b, "div", sum, count, scalar.clone()))
-    } else {
-        None
-    };
-    let square_slot = g.slot(b, acc, Attr::Float(0.0));
-    walk(g, b, &n, chunk, &mut |l, j| {
-        let mut eval = row_eval(k, &dims, &coords, j, chunk);
-        let mut x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
-        if let Some(mean) = mean {
-            x = binary(l, "sub", x, mean, tile.clone());
-        }
-        let mut sq = binary(l, "mul", x, x, tile.clone());
-        if g.ragged(&n, chunk) {
-            let valid = g.lanes_below(l, j, &shape, &n)?;
-            let zero = number(l, 0.0, scalar.clone());
-            sq = select(l, valid, sq, zero);
-        }
-        let s = reduce_tile(g, l, sq, "sum", acc);
-        fold_into(l, square_slot, s, "add", acc);
-        Ok(())
-    })?;
-    let squares = load(b, square_slot, acc);
-    let variance = binary(b, "div", squares, count, scalar.clone());
-    let eps = number(b, eps, scalar.clone());
-    let shifted = binary(b, "add", variance, eps, scalar.clone());
-    let rstd = unary(b, "rsqrt", shifted, scalar.clone());
-    walk(g, b, &n, chunk, &mut |l, j| {
-        let mut eval = row_eval(k, &dims, &coords, j, chunk);
-        let mut y = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+/// What a norm kernel computes: layer norm (`layer`: mean, then
+/// variance) or RMS norm (mean square), then `(x - mean) · rstd`, times
+/// the weight, plus the bias.
+struct Norm<'k> {
+    k: &'k Kernel,
+    node: &'k Node,
+    anchor: usize,
+    dims: Vec<DimExpr>,
+    coords: Vec<ValueId>,
+    acc: ScalarType,
+    eps: f64,
+    layer: bool,
+}
+
+impl Norm<'_> {
+    /// `(x - mean) · rstd · weight + bias` of the chunk `x` (`mean`
+    /// already subtracted when `centered`) of `width` columns at `j`,
+    /// stored.
+    #[allow(clippy::too_many_arguments)]
+    fn output(
+        &self,
+        g: &Gen,
+        l: &mut Builder<'_>,
+        eval: &mut TileEval<'_>,
+        mut y: ValueId,
+        mean: Option<ValueId>,
+        rstd: ValueId,
+        j: ValueId,
+        width: i64,
+    ) -> Result<()> {
+        let shape = row_shape(self.dims.len(), width);
+        let tile = tile_type(&shape, self.acc);
         if let Some(mean) = mean {
             y = binary(l, "sub", y, mean, tile.clone());
         }
         y = binary(l, "mul", y, rstd, tile.clone());
         for (i, f) in [(1, "mul"), (2, "add")] {
-            if let Some(&param) = node.operands.get(i) {
+            if let Some(&param) = self.node.operands.get(i) {
                 let (p, p_shape) = eval.eval(g, l, param)?;
-                let p = cast_to(l, p, acc);
+                let p = cast_to(l, p, self.acc);
                 let p = if p_shape.is_empty() || p_shape == shape {
                     p
                 } else {
@@ -322,8 +354,125 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
                 y = binary(l, f, y, p, tile.clone());
             }
         }
-        store_row(g, l, k, at, y, &dims, &coords, j, chunk)
-    })?;
+        store_row(g, l, self.k, self.anchor, y, &self.dims, &self.coords, j, width)
+    }
+
+    /// `1 / sqrt(squares / n + eps)`.
+    fn rstd(&self, b: &mut Builder<'_>, squares: ValueId, count: ValueId) -> ValueId {
+        let scalar = Type::Scalar(self.acc);
+        let variance = binary(b, "div", squares, count, scalar.clone());
+        let eps = number(b, self.eps, scalar.clone());
+        let shifted = binary(b, "add", variance, eps, scalar.clone());
+        unary(b, "rsqrt", shifted, scalar)
+    }
+
+    /// The squares of `x` (minus `mean`), zero past the row's end.
+    fn squares(
+        &self,
+        g: &Gen,
+        l: &mut Builder<'_>,
+        x: ValueId,
+        mean: Option<ValueId>,
+        j: ValueId,
+        width: i64,
+    ) -> Result<ValueId> {
+        let n = &self.dims[self.dims.len() - 1];
+        let shape = row_shape(self.dims.len(), width);
+        let tile = tile_type(&shape, self.acc);
+        let x = match mean {
+            Some(mean) => binary(l, "sub", x, mean, tile.clone()),
+            None => x,
+        };
+        let mut sq = binary(l, "mul", x, x, tile);
+        if g.ragged(n, width) {
+            let valid = g.lanes_below(l, j, &shape, n)?;
+            let zero = number(l, 0.0, Type::Scalar(self.acc));
+            sq = select(l, valid, sq, zero);
+        }
+        Ok(sq)
+    }
+}
+
+/// Layer norm and RMS norm of a row held whole (`width` columns, masked
+/// past its end): its mean, the mean square of the rest, the output; or
+/// in walks: the mean, then the variance, then the output (three walks
+/// for layer norm, two for RMS norm).
+pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let at = k.anchor("graph.norm").ok_or("no `graph.norm` in a norm kernel")?;
+    let node = &k.nodes[at];
+    let input = node.operands[0];
+    let dims = tensor_dims(k, input)?;
+    last_axis(node, dims.len())?;
+    let chunk = chunk_size(k)?;
+    let n = dims[dims.len() - 1].clone();
+    let eps = match node.attrs.get("eps") {
+        Some(Attr::Float(f)) => *f,
+        Some(Attr::Int(i)) => *i as f64,
+        _ => 1e-5,
+    };
+    let coords = row_coords(g, b, &dims)?;
+    let norm = Norm {
+        k,
+        node,
+        anchor: at,
+        dims: dims.clone(),
+        coords: coords.clone(),
+        acc: accumulate_type(node),
+        eps,
+        layer: node.str("kind") != Some("rms"),
+    };
+    let acc = norm.acc;
+    let scalar = Type::Scalar(acc);
+    let n_value = g.dim(b, &n)?;
+    let count = cast_to(b, n_value, acc);
+    let mut whole = |l: &mut Builder<'_>, width: i64| -> Result<()> {
+        let j = index(l, 0);
+        let mut eval = row_eval(k, &dims, &coords, j, width);
+        let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
+        let mean = if norm.layer {
+            let sum = reduce_tile(g, l, x, "sum", acc);
+            Some(binary(l, "div", sum, count, scalar.clone()))
+        } else {
+            None
+        };
+        let sq = norm.squares(g, l, x, mean, j, width)?;
+        let squares = reduce_tile(g, l, sq, "sum", acc);
+        let rstd = norm.rstd(l, squares, count);
+        norm.output(g, l, &mut eval, x, mean, rstd, j, width)
+    };
+    let mut walks = |b: &mut Builder<'_>| -> Result<()> {
+        let mean = if norm.layer {
+            let sum_slot = g.slot(b, acc, Attr::Float(0.0));
+            walk(g, b, &n, chunk, &mut |l, j| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
+                let s = reduce_tile(g, l, x, "sum", acc);
+                fold_into(l, sum_slot, s, "add", acc);
+                Ok(())
+            })?;
+            let sum = load(b, sum_slot, acc);
+            Some(binary(b, "div", sum, count, scalar.clone()))
+        } else {
+            None
+        };
+        let square_slot = g.slot(b, acc, Attr::Float(0.0));
+        walk(g, b, &n, chunk, &mut |l, j| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+            let sq = norm.squares(g, l, x, mean, j, chunk)?;
+            let s = reduce_tile(g, l, sq, "sum", acc);
+            fold_into(l, square_slot, s, "add", acc);
+            Ok(())
+        })?;
+        let squares = load(b, square_slot, acc);
+        let rstd = norm.rstd(b, squares, count);
+        walk(g, b, &n, chunk, &mut |l, j| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+            norm.output(g, l, &mut eval, x, mean, rstd, j, chunk)
+        })
+    };
+    by_row_length(g, b, &n, k.threads(), &mut whole, &mut walks)?;
     Ok(0)
 }
 
