@@ -3,8 +3,9 @@
 //! graph of a file's kernel code and the device functions it reaches in
 //! any file:
 //!
-//! - a device function must not reach itself through calls (E0216):
-//!   inlining would not end;
+//! - a device function, or a plain function that kernel code calls (it
+//!   is inlined the same way), must not reach itself through calls
+//!   (E0216): inlining would not end;
 //! - a device function that waits at a barrier is a barrier of its caller,
 //!   and the arguments that decide whether it reaches one must be the same
 //!   in every thread (E0601, `barrier::check_calls`). What a callee does is
@@ -52,9 +53,28 @@ pub(crate) fn check_device(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                 diags.push(absolute(db, &diag, &anchors));
             }
         }
+    }
+    // Every function of this file that kernel code reaches: a call that
+    // leads back to its caller, or into another file's recursion.
+    let mut reached: Vec<&Key> = graph.calls.keys().filter(|key| key.0 == file).collect();
+    reached.sort_by(|a, b| a.1.cmp(&b.1));
+    for key in reached {
+        let anchors = [Anchor {
+            file,
+            name: key.1.clone(),
+        }];
         for (callee, span) in graph.calls.get(key).into_iter().flatten() {
+            let kind = db::signature(db, FnId::new(db, callee.0, callee.1.clone())).kind;
             if graph.reaches(callee, key) {
-                diags.push(absolute(db, &recursive_call(key, callee, *span), &anchors));
+                diags.push(absolute(db, &recursive_call(key, callee, kind, *span, None), &anchors));
+            } else if callee.0 != file {
+                if let Some(cycle) = graph.recursive_from(callee) {
+                    diags.push(absolute(
+                        db,
+                        &recursive_call(key, callee, kind, *span, Some(cycle)),
+                        &anchors,
+                    ));
+                }
             }
         }
     }
@@ -83,8 +103,9 @@ impl Graph {
                 let CallTarget::Function { file, name } = &call.target else {
                     continue;
                 };
+                // Device functions and plain ones are inlined alike.
                 let callee = (*file, name.clone());
-                if db::signature(db, FnId::new(db, *file, name.clone())).kind == FnKind::Device {
+                if db::signature(db, FnId::new(db, *file, name.clone())).kind != FnKind::Kernel {
                     todo.push(callee.clone());
                     out.push((callee, call.span));
                 }
@@ -107,6 +128,24 @@ impl Graph {
             }
         }
         false
+    }
+
+    /// A function reached from `from` (itself included) that calls
+    /// itself through calls, when there is one.
+    fn recursive_from<'k>(&'k self, from: &'k Key) -> Option<&'k Key> {
+        let mut seen = HashSet::new();
+        let mut todo = vec![from];
+        while let Some(key) = todo.pop() {
+            if !seen.insert(key) {
+                continue;
+            }
+            let callees = self.calls.get(key).into_iter().flatten().map(|(callee, _)| callee);
+            if callees.clone().any(|callee| self.reaches(callee, key)) {
+                return Some(key);
+            }
+            todo.extend(callees);
+        }
+        None
     }
 
     /// Every device function's summary: summaries only grow (a function
@@ -167,20 +206,28 @@ fn body<'a>(db: &'a dyn Db, key: &Key) -> Option<Body<'a>> {
     })
 }
 
-/// E0216: a call that leads back to its caller.
-fn recursive_call(caller: &Key, callee: &Key, span: Span) -> Diagnostic {
-    let label = if caller == callee {
-        format!("`{}` calls itself here", caller.1)
-    } else {
-        format!("`{}` leads back to `{}`", callee.1, caller.1)
+/// E0216: a call that leads back to its caller, or (`cycle`) into a
+/// recursive function of another file.
+fn recursive_call(caller: &Key, callee: &Key, kind: FnKind, span: Span, cycle: Option<&Key>) -> Diagnostic {
+    let label = match cycle {
+        Some(f) if f == callee => format!("`{}` calls itself", callee.1),
+        Some(f) => format!("`{}` leads to `{}`, which calls itself", callee.1, f.1),
+        None if caller == callee => format!("`{}` calls itself here", caller.1),
+        None => format!("`{}` leads back to `{}`", callee.1, caller.1),
     };
+    let what = if kind == FnKind::Device {
+        "device function"
+    } else {
+        "function"
+    };
+    let name = cycle.map_or(&callee.1, |f| &f.1);
     Diagnostic::error(
         Code::E0216,
-        format!("device function `{}` is called recursively", callee.1),
+        format!("{what} `{name}` is called recursively from kernel code"),
     )
     .with_primary(relative(span, 0), label)
     .with_note(
-        "device functions are inlined into the kernels that call them, and inlining a recursive call would not end",
+        "functions that kernel code calls are inlined into the kernels, and inlining a recursive call would not end",
     )
     .with_help("write the recursion as a loop")
 }
