@@ -28,12 +28,15 @@
 #     5. the examples with a main(), and the swizzled shared-buffer test,
 #        on the CPU and the GPU, their printed results compared (matmul's
 #        f32 sums checked against its reference instead);
-#     6. the references and stdlib/linalg.tsr's tests (TMA rings, wgmma,
-#        the producer warpgroup's named barrier) under compute-sanitizer:
-#        memcheck, racecheck, synccheck, initcheck;
+#     6. the references under compute-sanitizer's memcheck, racecheck,
+#        synccheck and initcheck, and stdlib/linalg.tsr's (TMA rings,
+#        wgmma, the producer warpgroup's named barrier) and nn.tsr's
+#        (attention; the row kernels' shuffles and barriers) tests under
+#        the first three;
 #     7. the example references in managed and pinned memory;
-#   and writes the log, the SASS, the benchmark's table and a table of
-#   what passed to $OUT (else target/gpu-check/out). One command may take
+#   and writes the log, the benchmark's tables and a table of what passed
+#   to $OUT (else target/gpu-check/out); $GPU_CHECK_BENCH, when set, is a
+#   second benchmark run's options, after the sanitizers. One command may take
 #   4 minutes ($limit), all of them $GPU_CHECK_BUDGET seconds (what is
 #   left is skipped); the exit status is 1 when a check fails.
 set -uo pipefail
@@ -146,7 +149,7 @@ hgmma() {
     local cubin sass bad=0
     for cubin in "$bin"/sass/*.cubin; do
         sass=$(timeout "$left" cuobjdump --dump-sass "$cubin") || return 1
-        echo "$sass" >"$out/$(basename "$cubin" .cubin).sass"
+        echo "$sass" >"$bin/sass/$(basename "$cubin" .cubin).sass"
         echo "$sass" | awk -v file="$(basename "$cubin")" '
             /Function :/ { name = $3 }
             /[HQ]GMMA/ { mma[name]++ }
@@ -157,12 +160,15 @@ hgmma() {
     return $bad
 }
 
-# bench: the harness's quick table (one shape per family) against torch
-# and Triton, when this machine's python3 has torch.
+# bench NAME ARGS...: the harness with ARGS against torch and Triton,
+# when this machine's python3 has torch; its table and JSON in $out/NAME
+# (the device tool brings back 8 files).
 bench() {
+    local name=$1
+    shift
     python3 -c 'import torch' || return 1
-    PYTHONUNBUFFERED=1 timeout "$left" python3 bench/gpu/run.py --quick --tessera "$tessera" \
-        --out "$out" --repeat 10 --warmup 2
+    PYTHONUNBUFFERED=1 timeout "$left" python3 bench/gpu/run.py "$@" --tessera "$tessera" \
+        --out "$out/$name" --repeat 10 --warmup 2
 }
 
 run() {
@@ -196,7 +202,7 @@ run() {
     check "hand-written kernels (tests/kernels)" "${device[@]}" kernels:: --test-threads=1
     check "SASS of the sm_90a GEMMs and attention: HGMMA" hgmma
     check "tessera test stdlib examples" "$tessera" test stdlib examples --device cuda
-    check "bench/gpu/run.py --quick" bench
+    check "bench/gpu/run.py --quick" bench quick --quick
     # matmul.tsr's f32 sums are not @deterministic (the CPU and the GPU add
     # in different orders): it checks itself against its float64 reference.
     check "examples/matmul.tsr on cuda matches its reference" "$tessera" run examples/matmul.tsr --device cuda
@@ -210,9 +216,17 @@ run() {
             compute-sanitizer --tool "$tool" --error-exitcode 1 "${device[@]}" kernels:: --test-threads=1
     done
     for tool in memcheck racecheck synccheck; do
-        check "stdlib/linalg.tsr tests under compute-sanitizer $tool" \
-            compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test stdlib/linalg.tsr --device cuda
+        for f in stdlib/linalg.tsr stdlib/nn.tsr; do
+            check "$f tests under compute-sanitizer $tool" \
+                compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda
+        done
     done
+    # $GPU_CHECK_BENCH: the harness's options for a longer table (say
+    # `--only softmax,layernorm`).
+    if [ -n "${GPU_CHECK_BENCH:-}" ]; then
+        # shellcheck disable=SC2086
+        check "bench/gpu/run.py $GPU_CHECK_BENCH" bench more $GPU_CHECK_BENCH
+    fi
     for memory in managed pinned; do
         check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${device[@]}" examples:: --test-threads=1
     done
