@@ -18,6 +18,10 @@ use crate::cx::{arg, keyword, positional, saturates};
 use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
 use crate::operator::literal_attr;
 
+/// Where a subscript stores or loads: the memref, its index values, and
+/// whether some index is a slice (then the place is a tile).
+type Place = (ValueId, Vec<ValueId>, bool);
+
 #[derive(Clone)]
 enum Binding {
     /// An SSA value (parameters, tiles, shared buffers, loop variables).
@@ -756,7 +760,20 @@ impl<'a> Lower<'_, 'a, '_> {
                     self.cx.unsupported(stmt.span, format!("`{}=`", op.symbol()));
                     return;
                 };
-                let Some(current) = self.expr(block, target) else {
+                // `t[i] += v` evaluates `t` and `i` once, as Python does
+                // (an index with a side effect, `atomic_add`, ran twice).
+                let place = match &target.kind {
+                    ExprKind::Subscript { base, args } => match self.place(block, base, args) {
+                        Some(place) => Some(place),
+                        None => return,
+                    },
+                    _ => None,
+                };
+                let current = match &place {
+                    Some(place) => self.load_place(block, target, place.clone()),
+                    None => self.expr(block, target),
+                };
+                let Some(current) = current else {
                     return;
                 };
                 let current = self.as_tile(block, target, current);
@@ -771,7 +788,10 @@ impl<'a> Lower<'_, 'a, '_> {
                     .attr("fn", f)
                     .result(ty)
                     .build_value();
-                self.store(block, target, result);
+                match place {
+                    Some(place) => self.store_place(block, self.cx.loc(target.span), place, result),
+                    None => self.store(block, target, result),
+                }
             }
             StmtKind::If { branches, orelse } => self.if_chain(block, branches, orelse.as_ref()),
             StmtKind::For { target, iter, body } => self.for_loop(block, target, iter, body, stmt),
@@ -956,26 +976,45 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
             },
             ExprKind::Subscript { base, args } => {
-                let Some((mem, index, sliced)) = self.place(block, base, args) else {
-                    return;
-                };
-                let Some(elem_ty) = self.m.value_type(mem).elem() else {
-                    return;
-                };
-                let v = if sliced {
-                    v
-                } else {
-                    self.convert(block, v, &Type::Scalar(elem_ty))
-                };
-                let mut operands = vec![v, mem];
-                operands.extend(index);
-                let mut b = self.builder(block);
-                b.set_loc(loc);
-                b.op(if sliced { "tile.store_tile" } else { "tile.store" })
-                    .operands(&operands)
-                    .build();
+                if let Some(place) = self.place(block, base, args) {
+                    self.store_place(block, loc, place, v);
+                }
             }
             _ => self.cx.unsupported(target.span, "an assignment to this target"),
+        }
+    }
+
+    /// Stores `v` at `place` (as [`Self::place`] gives it).
+    fn store_place(&mut self, block: tessera_ir::BlockId, loc: Loc, place: Place, v: ValueId) {
+        let (mem, index, sliced) = place;
+        let Some(elem_ty) = self.m.value_type(mem).elem() else {
+            return;
+        };
+        let v = if sliced {
+            v
+        } else {
+            self.convert(block, v, &Type::Scalar(elem_ty))
+        };
+        let mut operands = vec![v, mem];
+        operands.extend(index);
+        let mut b = self.builder(block);
+        b.set_loc(loc);
+        b.op(if sliced { "tile.store_tile" } else { "tile.store" })
+            .operands(&operands)
+            .build();
+    }
+
+    /// Loads the element or tile at `place`, `e` the subscript it came from.
+    fn load_place(&mut self, block: tessera_ir::BlockId, e: &'a Expr, place: Place) -> Option<ValueId> {
+        let (mem, index, sliced) = place;
+        let mut operands = vec![mem];
+        operands.extend(index);
+        if sliced {
+            let ty = self.result_type(e)?;
+            Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
+        } else {
+            let ty = Type::Scalar(self.m.value_type(mem).elem()?);
+            Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
         }
     }
 
@@ -999,7 +1038,7 @@ impl<'a> Lower<'_, 'a, '_> {
         block: tessera_ir::BlockId,
         base: &'a Expr,
         args: &'a [Arg],
-    ) -> Option<(ValueId, Vec<ValueId>, bool)> {
+    ) -> Option<Place> {
         let mem = self.expr(block, base)?;
         if !matches!(self.m.value_type(mem), Type::MemRef { .. }) {
             self.cx
@@ -1596,16 +1635,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.dim_of_tensor(block, e, tensor, axis)
             }
             ExprKind::Subscript { base, args } => {
-                let (mem, index, sliced) = self.place(block, base, args)?;
-                let mut operands = vec![mem];
-                operands.extend(index);
-                if sliced {
-                    let ty = self.result_type(e)?;
-                    Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
-                } else {
-                    let ty = Type::Scalar(self.m.value_type(mem).elem()?);
-                    Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
-                }
+                let place = self.place(block, base, args)?;
+                self.load_place(block, e, place)
             }
             ExprKind::Attr { base, name } if name.name == "T" => {
                 let x = self.expr(block, base)?;
@@ -1640,8 +1671,19 @@ impl<'a> Lower<'_, 'a, '_> {
     ) -> Option<ValueId> {
         let b = self.expr(block, rhs)?;
         if let Some(pred) = cmp_pred(op) {
-            let ty = self.m.value_type(a).clone();
-            let b = self.convert(block, b, &ty);
+            // Both sides in the type that compares them (converting the
+            // right to the left's type truncated `i < x` with x = 0.5 to
+            // `i < 0`, and compared u32 with i32 by their bits).
+            let (ta, tb) = (self.m.value_type(a).clone(), self.m.value_type(b).clone());
+            let (a, b) = match (ta.elem(), tb.elem()) {
+                (Some(ea), Some(eb)) if ea != eb => {
+                    let common = compared_as(ea, eb);
+                    let a_ty = with_elem(&ta, common);
+                    let b_ty = with_elem(&tb, common);
+                    (self.convert(block, a, &a_ty), self.convert(block, b, &b_ty))
+                }
+                _ => (a, self.convert(block, b, &ta)),
+            };
             return Some(self.op1(
                 block,
                 e.span,
@@ -2279,5 +2321,46 @@ impl<'a> Lower<'_, 'a, '_> {
             self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
         }
         Some(dst)
+    }
+}
+
+/// The type two scalars of types `a` and `b` are compared in: the wider
+/// float when one is a float (f32 for f16 with bf16), the wider integer
+/// when it holds both, else `i64` (`u32` with `i32`: exact, as the host
+/// compares) or, with a `u64` and a signed integer, `f64`.
+fn compared_as(a: ScalarType, b: ScalarType) -> ScalarType {
+    use ScalarType as S;
+    let unsigned = |s: S| matches!(s, S::U8 | S::U16 | S::U32 | S::U64 | S::I1);
+    let holds = |wide: S, narrow: S| {
+        narrow == S::I1
+            || (unsigned(wide) == unsigned(narrow) && wide.bits() >= narrow.bits())
+            || (!unsigned(wide) && unsigned(narrow) && wide.bits() > narrow.bits())
+    };
+    match (a.is_float(), b.is_float()) {
+        (true, false) => a,
+        (false, true) => b,
+        (true, true) if a.bits() == b.bits() => S::F32,
+        (true, true) => {
+            if a.bits() > b.bits() {
+                a
+            } else {
+                b
+            }
+        }
+        (false, false) if holds(a, b) => a,
+        (false, false) if holds(b, a) => b,
+        (false, false) if a.bits().max(b.bits()) <= 32 => S::I64,
+        (false, false) => S::F64,
+    }
+}
+
+/// `ty` (a scalar or a tile) with elements of type `elem`.
+fn with_elem(ty: &Type, elem: ScalarType) -> Type {
+    match ty {
+        Type::Tensor { dims, .. } => Type::Tensor {
+            dims: dims.clone(),
+            elem,
+        },
+        _ => Type::Scalar(elem),
     }
 }
