@@ -464,8 +464,12 @@ impl<'a> Infer<'a> {
                 self.expr(cond);
                 let t = self.expr(then);
                 let o = self.expr(orelse);
+                let scalar = |ty: &Ty| matches!(ty, Ty::Int | Ty::Float | Ty::Size | Ty::Scalar(_));
                 if t.is_unknown() {
                     o
+                } else if scalar(&t) && scalar(&o) && t != o {
+                    // Both sides' numbers: `1 if c else 2.5` is a float.
+                    self.arithmetic(BinOp::Add, &t, &o, e.span, then, orelse)
                 } else {
                     t
                 }
@@ -755,7 +759,7 @@ impl<'a> Infer<'a> {
             (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {
                 let dtype = match other.dtype() {
                     Some(d) => promote(t.dtype, Some(d)),
-                    None => t.dtype,
+                    None => float_literal_with(t.dtype, other),
                 };
                 Ty::Tensor(TensorTy {
                     dtype,
@@ -764,7 +768,9 @@ impl<'a> Infer<'a> {
                 })
             }
             (Ty::Scalar(a), Ty::Scalar(b)) => promote(Some(*a), Some(*b)).map_or(Ty::Unknown, Ty::Scalar),
-            (Ty::Scalar(a), _) | (_, Ty::Scalar(a)) => Ty::Scalar(*a),
+            (Ty::Scalar(a), other) | (other, Ty::Scalar(a)) => {
+                float_literal_with(Some(*a), other).map_or(Ty::Unknown, Ty::Scalar)
+            }
             (Ty::Float, _) | (_, Ty::Float) => Ty::Float,
             (Ty::Int, Ty::Int) | (Ty::Size, _) | (_, Ty::Size) => Ty::Int,
             _ => Ty::Unknown,
@@ -1845,6 +1851,17 @@ fn transpose(t: &TensorTy) -> Option<TensorTy> {
         dims: Some(dims),
         space: t.space,
     })
+}
+
+/// The dtype of arithmetic between a value of `dtype` and a literal of
+/// type `literal`: the literal takes the dtype, except that a float
+/// literal with an integer (or bool) gives `f32` (`n * 0.5` for an `i32`
+/// `n` is not 0).
+fn float_literal_with(dtype: Option<DType>, literal: &Ty) -> Option<DType> {
+    match (dtype, literal) {
+        (Some(d), Ty::Float) if !d.is_float() => Some(DType::F32),
+        _ => dtype,
+    }
 }
 
 /// The usual arithmetic promotion: the wider type wins; f16 with bf16 is f32.

@@ -62,6 +62,8 @@ struct Lower<'c, 'a, 'm> {
     /// stages are offset by `n * STAGES_PER_INLINE`, so that they differ
     /// from its caller's.
     inlines: i64,
+    /// The names the function's `for` loops bind.
+    loop_vars: Vec<String>,
 }
 
 /// How deep device functions may call each other (the checker rejects
@@ -149,6 +151,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         block_axes,
         inlined: None,
         inlines: 0,
+        loop_vars: Vec::new(),
         draws: 0,
         kernel: String::new(),
         seed: None,
@@ -316,6 +319,30 @@ fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     }
 }
 
+/// Names a block's `for` loops bind, nested ones included.
+fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::For { target, body, .. } => {
+                if let ExprKind::Name(n) = &target.kind {
+                    out.push(n);
+                }
+                loop_targets(body, out);
+            }
+            StmtKind::If { branches, orelse } => {
+                for b in branches {
+                    loop_targets(&b.body, out);
+                }
+                if let Some(o) = orelse {
+                    loop_targets(o, out);
+                }
+            }
+            StmtKind::While { body, .. } | StmtKind::With { body, .. } => loop_targets(body, out),
+            _ => {}
+        }
+    }
+}
+
 /// Names a block assigns, in order (not those bound by `for`).
 fn assigned<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     for stmt in &block.stmts {
@@ -370,12 +397,20 @@ impl<'a> Lower<'_, 'a, '_> {
         assigned(body, &mut names);
         let mut once = Vec::new();
         assigned_here(body, &mut once);
+        // A name a loop binds and that is assigned too keeps a slot that the
+        // loop stores each value in: an assignment in the body, and the
+        // value after the loop, are Python's (the last one the loop gave).
+        let mut looped = Vec::new();
+        loop_targets(body, &mut looped);
+        self.loop_vars.extend(looped.iter().map(|n| n.to_string()));
         for &(name, at) in &names {
             if let Some(Binding::Value(param)) = self.env.get(name).cloned() {
                 self.param_slot(entry, name, param, at);
                 continue;
             }
-            let single = names.iter().filter(|(n, _)| *n == name).count() == 1 && once.iter().any(|(n, _)| *n == name);
+            let single = names.iter().filter(|(n, _)| *n == name).count() == 1
+                && once.iter().any(|(n, _)| *n == name)
+                && !looped.contains(&name);
             if self.env.contains_key(name) || single {
                 continue;
             }
@@ -397,6 +432,21 @@ impl<'a> Lower<'_, 'a, '_> {
                 b.set_loc(loc);
                 let slot = b.op("tile.local").result(slot_ty).build_value();
                 self.env.insert(name.to_string(), Binding::Slot(slot, ty));
+            }
+        }
+    }
+
+    /// Binds loop variable `name` to `value` for one iteration: stored in
+    /// the name's slot when it has one, else the name is the value.
+    fn bind_loop_var(&mut self, block: tessera_ir::BlockId, name: &str, value: ValueId) {
+        match self.env.get(name).cloned() {
+            Some(Binding::Slot(slot, ty)) if ty.dims().is_none() => {
+                let v = self.convert(block, value, &ty);
+                let mut b = self.builder(block);
+                b.op("tile.store").operands(&[v, slot]).build();
+            }
+            _ => {
+                self.env.insert(name.to_string(), Binding::Value(value));
             }
         }
     }
@@ -579,6 +629,7 @@ impl<'a> Lower<'_, 'a, '_> {
             block_axes: self.block_axes,
             inlined: Some(inlined),
             inlines: self.inlines,
+            loop_vars: Vec::new(),
             draws: self.draws,
             kernel: self.kernel.clone(),
             seed: self.seed,
@@ -1033,12 +1084,7 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// The memref and index values of `base[args]`; `true` when some index
     /// is a slice (the place is a tile, its offsets the slices' starts).
-    fn place(
-        &mut self,
-        block: tessera_ir::BlockId,
-        base: &'a Expr,
-        args: &'a [Arg],
-    ) -> Option<Place> {
+    fn place(&mut self, block: tessera_ir::BlockId, base: &'a Expr, args: &'a [Arg]) -> Option<Place> {
         let mem = self.expr(block, base)?;
         if !matches!(self.m.value_type(mem), Type::MemRef { .. }) {
             self.cx
@@ -1168,9 +1214,15 @@ impl<'a> Lower<'_, 'a, '_> {
                     .as_ref()
                     .and_then(|i| i.returned)
                     .filter(|_| body.stmts.iter().any(may_return));
+                let slotted = matches!(self.env.get(name), Some(Binding::Slot(_, ty)) if ty.dims().is_none());
                 for (k, item) in items.iter().enumerate() {
                     let Some(v) = self.expr(block, item) else { return };
-                    let saved = self.env.insert(name.clone(), Binding::Value(v));
+                    let saved = if slotted {
+                        self.bind_loop_var(block, name, v);
+                        None
+                    } else {
+                        self.env.insert(name.clone(), Binding::Value(v))
+                    };
                     match flag.filter(|_| k > 0) {
                         Some(flag) => {
                             let returned = self.op1(block, stmt.span, "tile.load", &[flag], vec![], Type::I1);
@@ -1181,10 +1233,12 @@ impl<'a> Lower<'_, 'a, '_> {
                         }
                         None => self.block(block, body),
                     }
-                    match saved {
-                        Some(s) => self.env.insert(name.clone(), s),
-                        None => self.env.remove(name),
-                    };
+                    if !slotted {
+                        match saved {
+                            Some(s) => self.env.insert(name.clone(), s),
+                            None => self.env.remove(name),
+                        };
+                    }
                 }
             }
             ExprKind::Call { callee, args } => {
@@ -1216,7 +1270,7 @@ impl<'a> Lower<'_, 'a, '_> {
                         let name = name.clone();
                         if self.positive_const(step) {
                             let region = self.region(&[Type::INDEX], |l, blk, args| {
-                                l.env.insert(name, Binding::Value(args[0]));
+                                l.bind_loop_var(blk, &name, args[0]);
                                 l.loop_body(blk, body);
                             });
                             let mut b = self.builder(block);
@@ -1231,7 +1285,7 @@ impl<'a> Lower<'_, 'a, '_> {
                             let region = self.region(&[Type::INDEX], |l, blk, args| {
                                 let scaled = l.index_op(blk, iter, "mul", args[0], step);
                                 let j = l.index_op(blk, iter, "add", lb, scaled);
-                                l.env.insert(name, Binding::Value(j));
+                                l.bind_loop_var(blk, &name, j);
                                 l.loop_body(blk, body);
                             });
                             let mut b = self.builder(block);
@@ -1558,6 +1612,16 @@ impl<'a> Lower<'_, 'a, '_> {
                         let ty = self.result_type(e)?;
                         Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
                     }
+                    None if self.loop_vars.contains(n) => {
+                        self.cx.unsupported(
+                            e.span,
+                            format!(
+                                "the name `{n}` here: a loop variable is read after its loop only when it is \
+                                 assigned before it too (`{n} = 0` before the loop)"
+                            ),
+                        );
+                        None
+                    }
                     None => {
                         self.cx.unsupported(e.span, format!("the name `{n}` here"));
                         None
@@ -1565,7 +1629,17 @@ impl<'a> Lower<'_, 'a, '_> {
                 },
             },
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
-                let ty = self.result_type(e)?;
+                let mut ty = self.result_type(e)?;
+                // A float literal of no fixed width that f32 does not hold
+                // exactly (`0.1`, `1e300`) is an f64 constant: converted where
+                // it is used, it is then rounded once, to that place's type
+                // (an f64 operand kept every digit; `1e300` was inf).
+                if let (ExprKind::Float(f), Some(Ty::Float)) = (&e.kind, self.cx.ty(e)) {
+                    let v = f.get();
+                    if f64::from(v as f32) != v && !v.is_nan() {
+                        ty = Type::Scalar(ScalarType::F64);
+                    }
+                }
                 let value = match (&e.kind, ScalarType::is_float(ty.elem()?)) {
                     (ExprKind::Bool(b), _) => Attr::Int(*b as i64),
                     (ExprKind::Int(i), true) => Attr::Float(*i as f64),

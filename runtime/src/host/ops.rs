@@ -106,13 +106,17 @@ fn does_not_broadcast(a: &[usize], b: &[usize]) -> RunError {
     .with_help("in each dim, counted from the right, the sizes must be equal or one of them 1")
 }
 
-/// `a op b` elementwise. A scalar operand takes the tensor's dtype; two
-/// tensors promote (`spec/types.md`); a comparison gives `bool`, and `/`
-/// of integers gives `f32`.
+/// `a op b` elementwise. A scalar operand takes the tensor's dtype, except
+/// that a float with an integer or bool tensor gives `f32`; two tensors
+/// promote (`spec/types.md`); a comparison gives `bool`, and `/` of
+/// integers gives `f32`.
 pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor, RunError> {
     let shape = broadcast_shape(a.shape(), b.shape()).ok_or_else(|| does_not_broadcast(a.shape(), b.shape()))?;
+    let float = |o: &Operand<'_>| matches!(o, Operand::Scalar(Elem::Float(_)));
     let operands = match (a.dtype(), b.dtype()) {
         (Some(x), Some(y)) => x.promote(y),
+        (Some(x), None) if !x.is_float() && float(&b) => DType::F32,
+        (None, Some(x)) if !x.is_float() && float(&a) => DType::F32,
         (Some(x), None) | (None, Some(x)) => x,
         (None, None) => DType::F64,
     };
