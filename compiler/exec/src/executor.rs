@@ -670,10 +670,35 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
         Value::Bool(b) => f64::from(u8::from(*b)),
         _ => return Err(mismatch()),
     };
-    let integer = || match v {
-        Value::Int(i) => Ok(*i),
-        Value::Bool(b) => Ok(i64::from(*b)),
-        _ => Err(mismatch()),
+    let integer = || {
+        let i = match v {
+            Value::Int(i) => *i,
+            Value::Bool(b) => i64::from(*b),
+            _ => return Err(mismatch()),
+        };
+        // A number the parameter's dtype cannot hold is refused (it
+        // wrapped: 300 for an i8 gave 44).
+        let range = match p.dtype.as_str() {
+            "i8" => Some((i64::from(i8::MIN), i64::from(i8::MAX))),
+            "u8" => Some((0, i64::from(u8::MAX))),
+            "i16" => Some((i64::from(i16::MIN), i64::from(i16::MAX))),
+            "u16" => Some((0, i64::from(u16::MAX))),
+            "i32" => Some((i64::from(i32::MIN), i64::from(i32::MAX))),
+            "u32" => Some((0, i64::from(u32::MAX))),
+            "u64" => Some((0, i64::MAX)),
+            _ => None,
+        };
+        match range {
+            Some((lo, hi)) if i < lo || i > hi => Err(RunError::new(
+                tessera_diagnostics::Code::E1005,
+                format!(
+                    "argument {} of `{kernel}` is {i}, which {} does not hold ({lo} to {hi})",
+                    p.index + 1,
+                    describe_param(p)
+                ),
+            )),
+            _ => Ok(i),
+        }
     };
     match p.dtype.as_str() {
         "f32" => args.push_f32(number as f32),

@@ -908,6 +908,7 @@ impl<'a> Infer<'a> {
                     dtype: Some(d),
                     ..t.clone()
                 }),
+                Some(Ty::Unknown) => Ty::Unknown,
                 _ => Ty::Scalar(d),
             },
             Ty::Unknown | Ty::Policy(_) | Ty::Namespace(_) => Ty::Unknown,
@@ -990,6 +991,9 @@ impl<'a> Infer<'a> {
             Shape::Cast => match positional.get(1).map(|a| &a.ty) {
                 Some(Ty::DTypeValue(d)) => match first {
                     Ty::Tensor(t) => Ty::Tensor(TensorTy { dtype: Some(*d), ..t }),
+                    // Of a value of unknown type (`load(...)`'s): a tensor
+                    // or a number, not known which.
+                    Ty::Unknown => Ty::Unknown,
                     _ => Ty::Scalar(*d),
                 },
                 _ => Ty::Unknown,
@@ -1462,6 +1466,16 @@ impl<'a> Infer<'a> {
                     )
                     .with_primary(self.at(arg.expr.span), "an argument too many")
                     .with_secondary(relative(sig.name_span, anchor), "defined here"),
+                );
+                return None;
+            }
+            if let Some(first) = assigned[index] {
+                let name = &sig.params[index].name;
+                self.error(
+                    Diagnostic::error(Code::E0204, format!("`{fn_name}` is given parameter `{name}` twice"))
+                        .with_primary(self.at(arg.expr.span), format!("`{name}` again"))
+                        .with_secondary(self.at(first.expr.span), format!("`{name}` is this argument"))
+                        .with_secondary(relative(sig.name_span, anchor), "defined here"),
                 );
                 return None;
             }

@@ -805,7 +805,20 @@ impl<'a> Lower<'_, 'a, '_> {
                 target,
                 value: Some(value),
                 ..
-            } => self.assign(block, target, value),
+            } => match (
+                &target.kind,
+                self.cx.ty(target).and_then(|t| ir_type(t, TensorAs::Value)),
+            ) {
+                // `a: i32 = 2.5` is an i32: the value converted to the
+                // declared dtype (it kept the value's own type).
+                (ExprKind::Name(_), Some(ty @ Type::Scalar(_))) => {
+                    if let Some(v) = self.expr(block, value) {
+                        let v = self.convert(block, v, &ty);
+                        self.store(block, target, v);
+                    }
+                }
+                _ => self.assign(block, target, value),
+            },
             StmtKind::AugAssign { target, op, value } => {
                 let Some(f) = binary_fn(*op) else {
                     self.cx.unsupported(stmt.span, format!("`{}=`", op.symbol()));

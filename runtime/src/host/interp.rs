@@ -7,7 +7,7 @@ use std::path::Path;
 use tessera_base::Span;
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::builtins::{self, Context};
-use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
+use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, TypeKind, UnaryOp};
 
 use super::ops::{self, MathFn, Operand, Reduction, Sel};
 use super::shapes::{self, ArgSite};
@@ -228,9 +228,22 @@ impl<'a, 'p> Interp<'a, 'p> {
                     self.assign(locals, t, v.clone())?;
                 }
             }
-            StmtKind::AnnAssign { target, value, .. } => {
+            StmtKind::AnnAssign { target, ty, value } => {
                 if let Some(value) = value {
-                    let v = self.expr(locals, value)?;
+                    let mut v = self.expr(locals, value)?;
+                    // A number declared a dtype is converted to it, as in a
+                    // kernel: `a: i32 = 2.5` is 2, `b: u8 = 300` is 44.
+                    if let (
+                        TypeKind::Named { name, dims: None, .. },
+                        Value::Bool(_) | Value::Int(_) | Value::Float(_),
+                    ) = (&ty.kind, &v)
+                    {
+                        if let Some(d) = DType::from_name(&name.name) {
+                            v = self
+                                .cast(&v, d, false)
+                                .map_err(|err| self.fail(value.span, "this value", err))?;
+                        }
+                    }
                     self.assign(locals, target, v)?;
                 }
             }
