@@ -523,6 +523,21 @@ def main():
 
 Launch a kernel that calls it instead.",
 
+    E0217: "block shape not allowed" =>
+"A kernel's header `tile[(x, y, z)]` gives its block: 1 to 3 positive
+sizes, 1 to 1024 threads in all. A GPU target runs whole warps (32 threads
+on NVIDIA GPUs, 64 on AMD's): there the threads must be a multiple of
+the warp; the CPU takes any count.
+
+```tessera
+@kernel tile[(2000,)]
+def k(y: mut f32[N]):
+    pass
+```
+
+Split the work over more blocks: `tile[(256,)]` and a grid of
+`cdiv(N, 256)`.",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges

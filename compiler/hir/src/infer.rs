@@ -322,7 +322,23 @@ impl<'a> Infer<'a> {
             ExprKind::Subscript { .. } => {
                 let place = self.expr(target);
                 self.check_store_target(target);
-                self.check_assignable(ty, &place, value, "this value");
+                let one_element = |t: &TensorTy| {
+                    t.dims
+                        .as_ref()
+                        .is_some_and(|d| d.iter().all(|p| p.as_const() == Some(1)))
+                };
+                match (&place, ty) {
+                    (Ty::Scalar(_), Ty::Tensor(t)) if !one_element(t) => self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("a tensor stored into one element: {ty} into {place}"),
+                        )
+                        .with_primary(self.at(value.span), format!("this is {ty}"))
+                        .with_secondary(self.at(target.span), format!("one element, {place}"))
+                        .with_help("index the value too (`x[i]`), or store into a slice (`y[a:b] = x`)"),
+                    ),
+                    _ => self.check_assignable(ty, &place, value, "this value"),
+                }
             }
             _ => {
                 self.expr(target);
@@ -619,6 +635,16 @@ impl<'a> Infer<'a> {
 
     fn subscript(&mut self, base: &Ty, args: &[Arg], e: &Expr) -> Ty {
         let arg_tys: Vec<Ty> = args.iter().map(|a| self.expr(&a.value)).collect();
+        for (a, t) in args.iter().zip(&arg_tys) {
+            let float = matches!(t, Ty::Float) || matches!(t, Ty::Scalar(d) if d.is_float());
+            if float && matches!(base, Ty::Tensor(_)) {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("an index is an integer, not {t}"))
+                        .with_primary(self.at(a.value.span), format!("this is {t}"))
+                        .with_help("convert it: `i64(x)` truncates"),
+                );
+            }
+        }
         match base {
             Ty::Tensor(t) => {
                 let Some(dims) = &t.dims else {
@@ -984,7 +1010,19 @@ impl<'a> Infer<'a> {
             Shape::Scalar(d) => Ty::Scalar(d),
             Shape::Unit => Ty::None,
             Shape::Index => Ty::Int,
-            Shape::Range => Ty::Range,
+            Shape::Range => {
+                if let Some(step) = positional
+                    .get(2)
+                    .filter(|a| matches!(a.expr.unparen().kind, ExprKind::Int(0)))
+                {
+                    self.error(
+                        Diagnostic::error(Code::E0204, "`range` with a step of 0")
+                            .with_primary(self.at(step.expr.span), "a step of 0")
+                            .with_note("a range steps up or down by at least 1 (Python raises ValueError)"),
+                    );
+                }
+                Ty::Range
+            }
             Shape::Opaque => Ty::Unknown,
             Shape::Policy => Ty::Policy(b.name().to_string()),
             Shape::SameAsFirst => first,
@@ -1072,6 +1110,14 @@ impl<'a> Infer<'a> {
                 // A draw in kernel code without a shape is one value per thread.
                 if let (Some("rng"), true, true) = (b.namespace(), dims.is_empty(), self.in_device_code()) {
                     return dtype.map_or(Ty::Unknown, Ty::Scalar);
+                }
+                if let Some(negative) = dims.iter().find(|d| d.as_const().is_some_and(|c| c < 0)) {
+                    self.error(
+                        Diagnostic::error(Code::E0204, format!("`{}` of a negative size, {negative}", b.path))
+                            .with_primary(self.at(e.span), "a negative size")
+                            .with_note("every dim of a tensor is 0 or more"),
+                    );
+                    return Ty::Unknown;
                 }
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
                 if let (Shape::AllocShared, Some(swizzle)) = (b.shape, keyword("swizzle")) {

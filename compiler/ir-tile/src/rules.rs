@@ -512,14 +512,20 @@ fn kernel_config(m: &Module, func: OpId, target: Target, ops: &[OpId], errors: &
             } else {
                 "a warp"
             };
-            errors.push(VerifyError::at_op(
-                m,
-                func,
-                format!(
-                    "kernel {name} has threads = {threads}; on {t} threads must be a multiple of {} ({unit})",
-                    target.warp_size()
-                ),
-            ));
+            errors.push(
+                VerifyError::at_op(
+                    m,
+                    func,
+                    format!(
+                        "kernel {name} has blocks of {threads} thread{}; on {t} a block is whole warps, a multiple of {} ({unit})",
+                        if threads == 1 { "" } else { "s" },
+                        target.warp_size()
+                    ),
+                )
+                .with_label(format!("a block of {threads} thread{}", if threads == 1 { "" } else { "s" }))
+                .with_note("the CPU runs any block; a GPU runs threads in whole warps")
+                .with_code(tessera_diagnostics::Code::E0217),
+            );
         }
         if let Some(block) = m.attr(func, "block").and_then(Attr::as_ints) {
             let product: i64 = block.iter().product();

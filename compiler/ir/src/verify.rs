@@ -25,6 +25,9 @@ pub struct VerifyError {
     pub text_span: Option<Span>,
     pub notes: Vec<String>,
     pub related: Vec<Related>,
+    /// The code of an error about the program rather than the compiler
+    /// (a block shape a target cannot run); E0901 when None.
+    pub code: Option<Code>,
 }
 
 /// A secondary place a verification error points at.
@@ -47,6 +50,7 @@ impl VerifyError {
             text_span: data.text_span,
             notes: Vec::new(),
             related: Vec::new(),
+            code: None,
         }
     }
 
@@ -60,11 +64,18 @@ impl VerifyError {
             text_span: None,
             notes: Vec::new(),
             related: Vec::new(),
+            code: None,
         }
     }
 
     pub fn with_label(mut self, label: impl Into<String>) -> VerifyError {
         self.label = label.into();
+        self
+    }
+
+    /// Reports under `code`: the program is at fault, not the compiler.
+    pub fn with_code(mut self, code: Code) -> VerifyError {
+        self.code = Some(code);
         self
     }
 
@@ -84,10 +95,10 @@ impl VerifyError {
         self
     }
 
-    /// The diagnostic (E0901), pointing into the `.tsr` source where the
+    /// The diagnostic (E0901, or the error's own code), pointing into the `.tsr` source where the
     /// location's file is known and into the IR text otherwise.
     pub fn to_diagnostic(&self, files: &FileMap) -> Diagnostic {
-        self.diagnostic_with_code(Code::E0901, files)
+        self.diagnostic_with_code(self.code.unwrap_or(Code::E0901), files)
     }
 
     /// The same rendering under another code (a pass's own failure).

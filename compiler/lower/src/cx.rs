@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tessera_base::Span;
+use tessera_base::{FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::{BodyCtx, BodyInfo};
 use tessera_hir::db::{self, Db, FnId, SourceFile};
@@ -53,6 +53,11 @@ impl<'a> FnCx<'a> {
             self.path.clone(),
             Span::new(span.start + self.offset, span.end + self.offset),
         )
+    }
+
+    /// Where `span` (relative to the function's text) is in its file.
+    pub fn at(&self, span: Span) -> FileSpan {
+        Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db))
     }
 
     /// Reports a construct the IR layers cannot express yet.

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use tessera_base::Span;
+use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
@@ -18,9 +19,10 @@ use crate::cx::{arg, keyword, positional, saturates};
 use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
 use crate::operator::literal_attr;
 
-/// Where a subscript stores or loads: the memref, its index values, and
-/// whether some index is a slice (then the place is a tile).
-type Place = (ValueId, Vec<ValueId>, bool);
+/// Where a subscript stores or loads: the memref, its index values,
+/// whether some index is a slice (then the place is a tile), and which of
+/// the memref's dims are sliced (kept in the tile).
+type Place = (ValueId, Vec<ValueId>, bool, Vec<bool>);
 
 #[derive(Clone)]
 enum Binding {
@@ -138,6 +140,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     }
     let loc = cx.loc(cx.def.span);
     let block_axes = block_shape(cx)
+        .map(|(dims, _)| dims)
         .unwrap_or_default()
         .iter()
         .rposition(|&d| d > 1)
@@ -162,7 +165,23 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     let body = &l.cx.def.body;
     l.allocate_slots(entry, body);
     l.block(entry, body);
-    let block = block_shape(l.cx).unwrap_or_else(|| default_block(l.m, func));
+    let block = match block_shape(l.cx) {
+        Some((dims, clause)) => {
+            let threads = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
+            if dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) {
+                let at = l.cx.at(clause.span);
+                l.cx.errors.push(
+                    Diagnostic::error(Code::E0217, format!("`tile[{}]` is not a block", tuple_text(&dims)))
+                        .with_primary(at, "the block's shape")
+                        .with_note("a block has 1 to 3 positive sizes and 1 to 1024 threads in all")
+                        .with_help("split the work over more blocks: `tile[(256,)]` and a larger grid"),
+                );
+                return;
+            }
+            dims
+        }
+        None => default_block(l.m, func),
+    };
     l.m.set_attr(func, "block", Attr::ints(block));
     l.loc = l.cx.loc(l.cx.def.span);
     l.builder(entry).op("tile.return").build();
@@ -171,7 +190,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
 
 /// Threads per block as the header's `tile[(128,)]` gives them (its sizes
 /// literals or module constants).
-fn block_shape(cx: &FnCx<'_>) -> Option<Vec<i64>> {
+fn block_shape<'e>(cx: &FnCx<'e>) -> Option<(Vec<i64>, &'e Expr)> {
     for deco in &cx.def.decorators {
         for clause in &deco.clauses {
             if let ExprKind::Subscript { base, args } = &clause.kind {
@@ -189,7 +208,7 @@ fn block_shape(cx: &FnCx<'_>) -> Option<Vec<i64>> {
                         })
                         .collect();
                     if let Some(dims) = dims.filter(|d| !d.is_empty()) {
-                        return Some(dims);
+                        return Some((dims, clause));
                     }
                 }
             }
@@ -853,7 +872,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     .result(ty)
                     .build_value();
                 match place {
-                    Some(place) => self.store_place(block, self.cx.loc(target.span), place, result),
+                    Some(place) => self.store_place(block, target, place, result),
                     None => self.store(block, target, result),
                 }
             }
@@ -1026,6 +1045,18 @@ impl<'a> Lower<'_, 'a, '_> {
                     b.set_loc(loc);
                     b.op(name).operands(&operands).build();
                 }
+                Some(Binding::Value(p))
+                    if matches!(self.m.value_type(p), Type::MemRef { .. })
+                        && matches!(self.m.value_type(v), Type::MemRef { .. }) =>
+                {
+                    self.cx.unsupported(
+                        target.span,
+                        format!(
+                            "`{n} = …` of a tensor in memory: in a kernel, assigning to a tensor \
+                             parameter writes all of it (a tile); to name another tensor, use a new name"
+                        ),
+                    );
+                }
                 Some(Binding::Value(p)) if matches!(self.m.value_type(p), Type::MemRef { .. }) => {
                     // A whole tensor parameter: `C = …` writes the whole tile.
                     let zeros = self.zeros_index(block, p);
@@ -1041,7 +1072,7 @@ impl<'a> Lower<'_, 'a, '_> {
             },
             ExprKind::Subscript { base, args } => {
                 if let Some(place) = self.place(block, base, args) {
-                    self.store_place(block, loc, place, v);
+                    self.store_place(block, target, place, v);
                 }
             }
             _ => self.cx.unsupported(target.span, "an assignment to this target"),
@@ -1049,13 +1080,31 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     /// Stores `v` at `place` (as [`Self::place`] gives it).
-    fn store_place(&mut self, block: tessera_ir::BlockId, loc: Loc, place: Place, v: ValueId) {
-        let (mem, index, sliced) = place;
+    fn store_place(&mut self, block: tessera_ir::BlockId, target: &Expr, place: Place, v: ValueId) {
+        let loc = self.cx.loc(target.span);
+        let (mem, index, sliced, kept) = place;
         let Some(elem_ty) = self.m.value_type(mem).elem() else {
             return;
         };
         let v = if sliced {
-            v
+            // A tile stored with some dims indexed (`w[1, :] = row`) takes
+            // those dims back as unit dims: leading ones by broadcasting.
+            let rank = self.m.value_type(v).dims().map_or(0, <[_]>::len);
+            if rank < kept.len() {
+                let leading = kept.iter().take_while(|k| !**k).count();
+                if kept[leading..].iter().any(|k| !*k) || kept.len() - leading != rank {
+                    self.cx.unsupported(
+                        target.span,
+                        "storing a tile where an index other than the leading ones is a number (`w[:, 1] = col`)",
+                    );
+                    return;
+                }
+                let mut dims: Vec<Dim> = vec![Dim::constant(1); leading];
+                dims.extend(self.m.value_type(v).dims().unwrap_or_default().iter().cloned());
+                self.broadcast(block, target, v, &dims)
+            } else {
+                v
+            }
         } else {
             self.convert(block, v, &Type::Scalar(elem_ty))
         };
@@ -1070,7 +1119,7 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// Loads the element or tile at `place`, `e` the subscript it came from.
     fn load_place(&mut self, block: tessera_ir::BlockId, e: &'a Expr, place: Place) -> Option<ValueId> {
-        let (mem, index, sliced) = place;
+        let (mem, index, sliced, _) = place;
         let mut operands = vec![mem];
         operands.extend(index);
         if sliced {
@@ -1106,7 +1155,9 @@ impl<'a> Lower<'_, 'a, '_> {
         }
         let mut index = Vec::new();
         let mut sliced = false;
+        let mut kept = Vec::new();
         for a in args {
+            kept.push(matches!(a.value.kind, ExprKind::Slice { .. }));
             match &a.value.kind {
                 ExprKind::Slice { lower, .. } => {
                     sliced = true;
@@ -1130,9 +1181,10 @@ impl<'a> Lower<'_, 'a, '_> {
         if sliced {
             while index.len() < rank {
                 index.push(self.index_const(block, 0));
+                kept.push(true);
             }
         }
-        Some((mem, index, sliced))
+        Some((mem, index, sliced, kept))
     }
 
     /// Converts a scalar or tile to `ty`'s element type when it differs.
@@ -2221,6 +2273,17 @@ impl<'a> Lower<'_, 'a, '_> {
                 let rounding = keyword(args, "rounding")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::str("nearest_even"));
+                // Only round-to-nearest-even is generated (as on the host):
+                // another mode is refused, not ignored (`toward_zero` of
+                // 70000.0 to f16 gave inf).
+                if rounding.as_str() != Some("nearest_even") {
+                    let at = keyword(args, "rounding").map_or(e.span, |r| r.span);
+                    self.cx.unsupported(
+                        at,
+                        format!("`cast` with rounding {rounding}: kernels round to nearest even only"),
+                    );
+                    return None;
+                }
                 let mut attrs = vec![("rounding", rounding)];
                 if saturates(args) {
                     attrs.push(("saturate", Attr::Unit));
@@ -2325,7 +2388,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 .unsupported(target.span, "an atomic on something other than an element");
             return None;
         };
-        let (mem, index, sliced) = self.place(block, base, index_args)?;
+        let (mem, index, sliced, _) = self.place(block, base, index_args)?;
         if sliced {
             self.cx.unsupported(target.span, "an atomic on a slice");
             return None;
@@ -2362,7 +2425,7 @@ impl<'a> Lower<'_, 'a, '_> {
         };
         let (src, offsets) = match &src_expr.kind {
             ExprKind::Subscript { base, args: index } => {
-                let (mem, offsets, _) = self.place(block, base, index)?;
+                let (mem, offsets, _, _) = self.place(block, base, index)?;
                 (mem, offsets)
             }
             _ => {
@@ -2449,5 +2512,13 @@ fn with_elem(ty: &Type, elem: ScalarType) -> Type {
             elem,
         },
         _ => Type::Scalar(elem),
+    }
+}
+
+/// `(2000,)`, `(16, 16)`: a tuple of ints as Python writes it.
+fn tuple_text(items: &[i64]) -> String {
+    match items {
+        [one] => format!("({one},)"),
+        _ => format!("({})", items.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
     }
 }

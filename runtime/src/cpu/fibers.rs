@@ -284,12 +284,20 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
         ));
     }
     let (count, what) = if at_barrier > 0 {
-        (at_barrier, "wait at a block barrier")
+        (
+            at_barrier,
+            if at_barrier == 1 {
+                "waits at a block barrier"
+            } else {
+                "wait at a block barrier"
+            },
+        )
     } else {
         (done, "finished the kernel")
     };
+    let warp_verb = if at_warp == 1 { "waits" } else { "wait" };
     Err(format!(
-        "deadlock in block {}: of its {} threads, {count} {what} and {at_warp} wait at a warp shuffle or vote, so none can go on",
+        "deadlock in block {}: of its {} threads, {count} {what} and {at_warp} {warp_verb} at a warp shuffle or vote, so none can go on",
         block_text(block),
         states.len(),
     ))
