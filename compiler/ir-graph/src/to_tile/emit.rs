@@ -365,6 +365,15 @@ pub(crate) fn pipeline(
     (fill, consume)
 }
 
+/// `x pred y` of two scalars (`pred` as `tile.cmp` takes it: "lt", "le").
+pub(crate) fn compare(b: &mut Builder<'_>, x: ValueId, y: ValueId, pred: &str) -> ValueId {
+    b.op("tile.cmp")
+        .operands(&[x, y])
+        .attr("pred", pred)
+        .result(Type::I1)
+        .build_value()
+}
+
 /// A `tile.if` on `cond`; returns the then and else blocks.
 pub(crate) fn if_else(b: &mut Builder<'_>, cond: ValueId) -> (BlockId, BlockId) {
     let then = b.new_region(&[]);

@@ -6,7 +6,7 @@
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, constant, end, id, if_else, index, unary, Gen, Result};
+use super::emit::{binary, cast_to, compare, constant, end, id, if_else, index, unary, Gen, Result};
 use super::{Kernel, Src};
 use crate::shape::{normalize_axis, num_elements};
 
@@ -19,12 +19,7 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let base = binary(b, "mul", block, width, Type::INDEX);
     let linear = binary(b, "add", base, thread, Type::INDEX);
     let total = g.dim(b, &num_elements(&out_dims))?;
-    let inside = b
-        .op("tile.cmp")
-        .operands(&[linear, total])
-        .attr("pred", "lt")
-        .result(Type::I1)
-        .build_value();
+    let inside = compare(b, linear, total, "lt");
     let (then, other) = if_else(b, inside);
     {
         let mut l = g.at(b, then);
@@ -186,12 +181,7 @@ fn concat(
     }
     let end_of_first = start.add(&dims_of(k, first)[axis]);
     let bound = g.dim(b, &end_of_first)?;
-    let before = b
-        .op("tile.cmp")
-        .operands(&[coords[axis], bound])
-        .attr("pred", "lt")
-        .result(Type::I1)
-        .build_value();
+    let before = compare(b, coords[axis], bound, "lt");
     let (then, other) = if_else(b, before);
     {
         let mut l = g.at(b, then);
@@ -226,12 +216,7 @@ pub(crate) fn rng(g: &Gen, b: &mut Builder<'_>, ty: &Type, threads: i64, draw: &
     let base = binary(b, "mul", block, width, Type::INDEX);
     let linear = binary(b, "add", base, thread, Type::INDEX);
     let total = g.dim(b, &num_elements(&out_dims))?;
-    let inside = b
-        .op("tile.cmp")
-        .operands(&[linear, total])
-        .attr("pred", "lt")
-        .result(Type::I1)
-        .build_value();
+    let inside = compare(b, linear, total, "lt");
     let (then, other) = if_else(b, inside);
     {
         let mut l = g.at(b, then);

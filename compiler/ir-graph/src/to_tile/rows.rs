@@ -10,8 +10,8 @@ use std::collections::{BTreeSet, HashMap};
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, if_else, index, number, tile_type, unary, Frame, Gen, Result,
-    TileEval,
+    binary, broadcast, cast_to, compare, end, for_loop, id, if_else, index, number, tile_type, unary, Frame, Gen,
+    Result, TileEval,
 };
 use super::{Kernel, Node, Src};
 use crate::shape::{normalize_axis, num_elements};
@@ -224,12 +224,7 @@ fn by_row_length(
     }
     let len = g.dim(b, n)?;
     let limit = index(b, cap);
-    let fits = b
-        .op("tile.cmp")
-        .operands(&[len, limit])
-        .attr("pred", "le")
-        .result(Type::I1)
-        .build_value();
+    let fits = compare(b, len, limit, "le");
     let (then, other) = if_else(b, fits);
     let mut l = g.at(b, then);
     whole(&mut l, cap)?;
@@ -630,12 +625,7 @@ fn reduce_in_threads(
     let base = binary(b, "mul", block, width, Type::INDEX);
     let linear = binary(b, "add", base, thread, Type::INDEX);
     let total = g.dim(b, &num_elements(kept_dims))?;
-    let inside = b
-        .op("tile.cmp")
-        .operands(&[linear, total])
-        .attr("pred", "lt")
-        .result(Type::I1)
-        .build_value();
+    let inside = compare(b, linear, total, "lt");
     let (then, other) = if_else(b, inside);
     {
         let mut l = g.at(b, then);
