@@ -280,7 +280,11 @@ impl<'a> Layout<'a> {
     /// The indentation before `offset` on its line, as (tab = 8, tab = 1)
     /// widths, and whether it mixes tabs and spaces.
     fn indent_of(&self, offset: u32) -> (usize, usize, Span) {
-        let start = self.text[..offset as usize].rfind('\n').map_or(0, |i| i + 1);
+        let mut start = self.text[..offset as usize].rfind('\n').map_or(0, |i| i + 1);
+        // The lexer skips a byte-order mark: it is no indentation either.
+        if start == 0 && self.text.starts_with('\u{feff}') {
+            start = '\u{feff}'.len_utf8();
+        }
         let indent = &self.text[start..offset as usize];
         let mut width8 = 0;
         for c in indent.chars() {
