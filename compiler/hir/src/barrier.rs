@@ -177,9 +177,14 @@ fn index_kind(b: &Builtin) -> &'static str {
 fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Option<Dependence> {
     match &e.kind {
         ExprKind::Name(n) => return locals.get(n).map(|s| Dependence::Local(n.clone(), *s)),
-        ExprKind::Call { .. } => {
+        ExprKind::Call { args, .. } => {
             if let Some(b) = ctx.builtin(e.span).filter(|b| b.thread_dependent) {
                 return Some(Dependence::Call(b));
+            }
+            if let Some(CallTarget::Function { file, name }) = ctx.calls.get(&e.span).map(|c| &c.target) {
+                if let Some(d) = returned_dependence(ctx, locals, *file, name, args) {
+                    return Some(d);
+                }
             }
         }
         _ => {}
@@ -191,6 +196,87 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
         }
     });
     found
+}
+
+thread_local! {
+    /// How many calls deep [`returned_dependence`] is looking.
+    static CALL_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How deep [`returned_dependence`] follows calls (recursion is an error
+/// of its own, E0216, and must not make this one loop).
+const MAX_CALL_DEPTH: usize = 8;
+
+/// What makes the value of a call of function `name` (in `file`) with
+/// `args` thread-dependent: a thread-dependent builtin its returned value
+/// depends on (`return launch.local_id(0)`), or a caller's argument for a
+/// parameter it depends on.
+fn returned_dependence(
+    ctx: &BodyCtx,
+    locals: &HashMap<String, Source>,
+    file: crate::db::SourceFile,
+    name: &str,
+    args: &[Arg],
+) -> Option<Dependence> {
+    let depth = CALL_DEPTH.with(std::cell::Cell::get);
+    if depth >= MAX_CALL_DEPTH {
+        return None;
+    }
+    CALL_DEPTH.with(|d| d.set(depth + 1));
+    let found = (|| {
+        let db = ctx.db;
+        let func = FnId::new(db, file, name.to_string());
+        let sig = db::signature(db, func);
+        if sig.kind == crate::signature::FnKind::Kernel {
+            return None;
+        }
+        let def = db::fn_ast(db, func).as_deref()?;
+        let info = db::infer(db, func);
+        let callee = BodyCtx::new(db, file, def, sig, info);
+        let callee_locals = Taint::compute(&callee, true);
+        let mut values = Vec::new();
+        returned_values(&def.body, &mut values);
+        for value in values {
+            match dependence(&callee, &callee_locals, value).map(|d| d.origin()) {
+                Some(Origin::Builtin(b)) => return Some(Dependence::Call(b)),
+                Some(Origin::Param(i)) => {
+                    let param = &sig.params.get(i)?.name;
+                    let arg = args
+                        .iter()
+                        .find(|a| a.name.as_ref().is_some_and(|n| n.name == *param))
+                        .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(i));
+                    if let Some(d) = arg.and_then(|a| dependence(ctx, locals, &a.value)) {
+                        return Some(d);
+                    }
+                }
+                None => {}
+            }
+        }
+        None
+    })();
+    CALL_DEPTH.with(|d| d.set(depth));
+    found
+}
+
+/// The values a function's `return` statements give.
+fn returned_values<'e>(block: &'e Block, out: &mut Vec<&'e Expr>) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Return(Some(e)) => out.push(e),
+            StmtKind::If { branches, orelse } => {
+                for b in branches {
+                    returned_values(&b.body, out);
+                }
+                if let Some(o) = orelse {
+                    returned_values(o, out);
+                }
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
+                returned_values(body, out)
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Finds the thread-dependent locals, iterating to a fixpoint because a
