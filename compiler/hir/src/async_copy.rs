@@ -524,10 +524,18 @@ fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
     found
         .into_iter()
         .map(|(span, dim)| {
-            Diagnostic::error(Code::E0806, "a shared buffer's size must be known when the kernel is compiled")
-                .with_primary(relative(span, 0), format!("`{dim}` is known only when the kernel runs"))
-                .with_note("shared memory is laid out once per kernel, before any launch")
-                .with_help("size the buffer with literals or module constants (`BLOCK = 256` at the top level), as large as any launch needs, and guard its indices")
+            let mut diag =
+                Diagnostic::error(Code::E0806, "a shared buffer's size must be known when the kernel is compiled")
+                    .with_primary(relative(span, 0), format!("`{dim}` is known only when the kernel runs"))
+                    .with_note("shared memory is laid out once per kernel, before any launch");
+            // `TILE = 16` then `TILE = 32`: a module variable, not a constant.
+            let times = crate::constants::top_level_assignments(ctx.db, ctx.file, &dim);
+            if times > 1 {
+                diag = diag.with_note(format!(
+                    "`{dim}` is assigned {times} times at the top level, so it is a variable of the module, not a constant"
+                ));
+            }
+            diag.with_help("size the buffer with literals or module constants (`BLOCK = 256` at the top level, assigned once), as large as any launch needs, and guard its indices")
         })
         .collect()
 }

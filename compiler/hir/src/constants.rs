@@ -62,6 +62,21 @@ pub fn constants(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
     values
 }
 
+/// How many times the top level of `file` assigns `name`.
+pub fn top_level_assignments(db: &dyn Db, file: SourceFile, name: &str) -> usize {
+    db::top_level(db, file)
+        .filter(|(_, stmt)| match &stmt.kind {
+            StmtKind::Assign { targets, .. } => targets
+                .iter()
+                .any(|t| matches!(&t.kind, ExprKind::Name(n) if n == name)),
+            StmtKind::AnnAssign { target, .. } | StmtKind::AugAssign { target, .. } => {
+                matches!(&target.kind, ExprKind::Name(n) if n == name)
+            }
+            _ => false,
+        })
+        .count()
+}
+
 /// The constant `name` of `file`.
 pub fn constant(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
     constants(db, file).iter().find(|(n, _)| n == name).map(|(_, c)| *c)
