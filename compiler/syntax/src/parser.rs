@@ -294,6 +294,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A parameter's `mut`s: the first one, and E0030 with a fix that
+    /// removes the others when there are more (`y: mut mut f32[N]`).
+    pub(crate) fn mutable(&mut self, muts: Vec<Span>) -> Option<Span> {
+        let (first, last) = (*muts.first()?, *muts.last()?);
+        if muts.len() > 1 {
+            let extra = Span::new(first.end, last.end);
+            let diag = Diagnostic::error(Code::E0030, format!("`mut` is written {} times", muts.len()))
+                .with_primary(self.at(extra), "`mut` again")
+                .with_help("a parameter is `mut` once")
+                .with_fix(
+                    Fix::new("remove the repeated `mut`", Applicability::MachineApplicable)
+                        .with_edit(self.at(extra), ""),
+                );
+            self.error(diag);
+        }
+        Some(first)
+    }
+
     pub(crate) fn assign(&mut self, first: Expr, mut rest: Vec<Expr>, span: Span) -> Stmt {
         let value = rest.pop().expect("the grammar requires at least one `= value`");
         let mut targets = vec![first];
