@@ -205,7 +205,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),
     op("full", "(*shape, value, dtype = f32)", "A host tensor filled with `value`.", Create).host(),
     op("empty", "(*shape, dtype = f32)", "An uninitialized host tensor.", Create).host(),
-    op("arange", "(n, dtype = f32)", "The values `0 .. n` as a host tensor.", Create).host(),
+    op("arange", "(n, dtype = f32)", "The values `0 .. n`, or `start .. stop` by `step` (`arange(start, stop, step)`), as a host tensor.", Create).host(),
     op("rand", "(*shape, seed, dtype = f32)", "Uniform random values in [0, 1).", Create).host().effects(&[Random]).det(Det::Rng),
     op("randn", "(*shape, seed, dtype = f32)", "Standard normal random values.", Create).host().effects(&[Random]).det(Det::Rng),
     op("assert_allclose", "(actual, expected, rtol = 1e-5, atol = 1e-8)", "Fails unless the tensors agree within the tolerances.", Unit).host().effects(&[Io]),

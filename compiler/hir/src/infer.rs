@@ -1111,6 +1111,32 @@ impl<'a> Infer<'a> {
                 if let (Some("rng"), true, true) = (b.namespace(), dims.is_empty(), self.in_device_code()) {
                     return dtype.map_or(Ty::Unknown, Ty::Scalar);
                 }
+                // `arange(start, stop[, step])`: one dim, of the range's
+                // length (known when the bounds are literals).
+                if b.path == "arange" && positional.len() > 1 {
+                    let bound = |i: usize| positional.get(i).and_then(|a| dim_poly(a.expr).as_const());
+                    let (start, stop, step) = (
+                        bound(0),
+                        bound(1),
+                        if positional.len() > 2 { bound(2) } else { Some(1) },
+                    );
+                    let dims = match (start, stop, step) {
+                        (Some(a), Some(z), Some(s)) if s != 0 => {
+                            let len = if s > 0 {
+                                (z - a + s - 1).div_euclid(s)
+                            } else {
+                                (a - z - s - 1).div_euclid(-s)
+                            };
+                            Some(vec![Poly::constant(len.max(0))])
+                        }
+                        _ => None,
+                    };
+                    return Ty::Tensor(TensorTy {
+                        dtype,
+                        dims,
+                        space: None,
+                    });
+                }
                 if let Some(negative) = dims.iter().find(|d| d.as_const().is_some_and(|c| c < 0)) {
                     self.error(
                         Diagnostic::error(Code::E0204, format!("`{}` of a negative size, {negative}", b.path))

@@ -1415,13 +1415,40 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Tensor(TensorValue::new(t)))
     }
 
+    /// `arange(n)`, `arange(start, stop)` and `arange(start, stop, step)`,
+    /// as NumPy's, of integers (the other arguments were ignored).
     fn arange(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let dtype = self.dtype_arg(args, DType::F32)?;
-        let n = self.positional(args, "n", "arange")?;
-        let n = self.int_arg(&n, "the length of `arange`")?;
-        let n = usize::try_from(n).map_err(|_| RunError::value(format!("a size cannot be negative ({n})")))?;
+        let values = std::mem::take(&mut args.positional);
+        let ints = values
+            .iter()
+            .map(|(v, _)| self.int_arg(v, "an argument of `arange`"))
+            .collect::<Result<Vec<i64>, RunError>>()?;
+        let (start, stop, step) = match ints.as_slice() {
+            [] => {
+                let n = self.positional(args, "n", "arange")?;
+                (0, self.int_arg(&n, "the length of `arange`")?, 1)
+            }
+            [n] => (0, *n, 1),
+            [a, z] => (*a, *z, 1),
+            [a, z, s] => (*a, *z, *s),
+            _ => {
+                return Err(RunError::new(
+                    Code::E1005,
+                    "`arange` takes 1 to 3 numbers: stop, or start, stop and step",
+                ))
+            }
+        };
+        if step == 0 {
+            return Err(RunError::value("`arange` with a step of 0"));
+        }
+        if ints.len() <= 1 && stop < 0 {
+            return Err(RunError::value(format!("a size cannot be negative ({stop})")));
+        }
+        let span = if step > 0 { stop - start } else { start - stop };
+        let n = usize::try_from((span + step.abs() - 1).div_euclid(step.abs()).max(0)).unwrap_or(0);
         let mut t = Tensor::zeros(dtype, &[n])?;
-        (0..n).for_each(|i| t.set(i, Elem::Int(i as i64)));
+        (0..n).for_each(|i| t.set(i, Elem::Int(start + i as i64 * step)));
         Ok(Value::Tensor(TensorValue::new(t)))
     }
 
