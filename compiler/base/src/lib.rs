@@ -3,6 +3,8 @@
 //! manifest and the tuning cache, a function id in the RNG's keys); and
 //! [`CmpOp`], the comparison of shape constraints, which the checker and
 //! the IR share; [`gcd`], which tiling and divisibility facts use;
+//! [`range_len`], the length of a Python range, which the checker and the
+//! host interpreter share;
 //! [`minifloat`], the 8- and 4-bit float formats, which the runtime's host
 //! tensors and the code generator's constants share.
 //!
@@ -27,10 +29,37 @@ pub fn gcd(a: i64, b: i64) -> i64 {
     a
 }
 
+/// The number of values of Python's `range(start, stop, step)` (`step !=
+/// 0`), exact for any `i64` bounds.
+pub fn range_len(start: i64, stop: i64, step: i64) -> u64 {
+    let (a, b, s) = (i128::from(start), i128::from(stop), i128::from(step));
+    let n = if s > 0 {
+        (b - a + s - 1) / s
+    } else {
+        (a - b - s - 1) / -s
+    };
+    u64::try_from(n.max(0)).unwrap_or(u64::MAX)
+}
+
 /// The 64-bit FNV-1a hash of `bytes`: stable across runs, platforms and
 /// compiler versions.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_len;
+
+    #[test]
+    fn range_lengths_are_pythons() {
+        assert_eq!(range_len(0, 4, 1), 4);
+        assert_eq!(range_len(2, 8, 3), 2);
+        assert_eq!(range_len(5, 1, -1), 4);
+        assert_eq!(range_len(5, 1, 1), 0);
+        assert_eq!(range_len(1, 5, -1), 0);
+        assert_eq!(range_len(i64::MIN, i64::MAX, 1), u64::MAX);
+    }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tessera_base::Span;
+use tessera_base::{range_len, Span};
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
 
@@ -1077,6 +1077,26 @@ impl<'a> Infer<'a> {
                         })
                     })
                     .or((b.shape == Shape::Create).then_some(DType::F32));
+                // `arange(start, stop[, step])`: one dim, of the range's
+                // length (known when the bounds are literals); its numbers
+                // are no sizes.
+                if b.path == "arange" && positional.len() > 1 {
+                    let bound = |i: usize| positional.get(i).and_then(|a| dim_poly(a.expr).as_const());
+                    let step = if positional.len() > 2 { bound(2) } else { Some(1) };
+                    let dims = match (bound(0), bound(1), step) {
+                        (Some(start), Some(stop), Some(step)) if step != 0 => {
+                            i64::try_from(range_len(start, stop, step))
+                                .ok()
+                                .map(|n| vec![Poly::constant(n)])
+                        }
+                        _ => None,
+                    };
+                    return Ty::Tensor(TensorTy {
+                        dtype,
+                        dims,
+                        space: None,
+                    });
+                }
                 // `full(*shape, value)`: the last positional is the value
                 // when it is not passed by keyword.
                 let sizes = match (b.path, keyword("value")) {
@@ -1110,32 +1130,6 @@ impl<'a> Infer<'a> {
                 // A draw in kernel code without a shape is one value per thread.
                 if let (Some("rng"), true, true) = (b.namespace(), dims.is_empty(), self.in_device_code()) {
                     return dtype.map_or(Ty::Unknown, Ty::Scalar);
-                }
-                // `arange(start, stop[, step])`: one dim, of the range's
-                // length (known when the bounds are literals).
-                if b.path == "arange" && positional.len() > 1 {
-                    let bound = |i: usize| positional.get(i).and_then(|a| dim_poly(a.expr).as_const());
-                    let (start, stop, step) = (
-                        bound(0),
-                        bound(1),
-                        if positional.len() > 2 { bound(2) } else { Some(1) },
-                    );
-                    let dims = match (start, stop, step) {
-                        (Some(a), Some(z), Some(s)) if s != 0 => {
-                            let len = if s > 0 {
-                                (z - a + s - 1).div_euclid(s)
-                            } else {
-                                (a - z - s - 1).div_euclid(-s)
-                            };
-                            Some(vec![Poly::constant(len.max(0))])
-                        }
-                        _ => None,
-                    };
-                    return Ty::Tensor(TensorTy {
-                        dtype,
-                        dims,
-                        space: None,
-                    });
                 }
                 if let Some(negative) = dims.iter().find(|d| d.as_const().is_some_and(|c| c < 0)) {
                     self.error(

@@ -4,14 +4,14 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
-use tessera_base::Span;
+use tessera_base::{range_len, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::builtins::{self, Context};
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, TypeKind, UnaryOp};
 
 use super::ops::{self, MathFn, Operand, Reduction, Sel};
 use super::shapes::{self, ArgSite};
-use super::value::{range_len, TensorValue, Value};
+use super::value::{TensorValue, Value};
 use super::{at, Call, Executor, Launch, Program, Role};
 use crate::cpu::LaunchConfig;
 use crate::rng::{self, Distribution};
@@ -1445,8 +1445,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         if ints.len() <= 1 && stop < 0 {
             return Err(RunError::value(format!("a size cannot be negative ({stop})")));
         }
-        let span = if step > 0 { stop - start } else { start - stop };
-        let n = usize::try_from((span + step.abs() - 1).div_euclid(step.abs()).max(0)).unwrap_or(0);
+        let n = usize::try_from(range_len(start, stop, step))
+            .map_err(|_| RunError::value(format!("`arange({start}, {stop}, {step})` is too long")))?;
         let mut t = Tensor::zeros(dtype, &[n])?;
         (0..n).for_each(|i| t.set(i, Elem::Int(start + i as i64 * step)));
         Ok(Value::Tensor(TensorValue::new(t)))

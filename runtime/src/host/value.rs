@@ -4,6 +4,8 @@ use std::cell::{Ref, RefCell, RefMut};
 use std::fmt;
 use std::rc::Rc;
 
+use tessera_base::range_len;
+
 use crate::device::Buffer;
 use crate::{DType, Device, RunError, Tensor};
 
@@ -76,17 +78,6 @@ impl Value {
             Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) => true,
         })
     }
-}
-
-/// The number of values of `range(a, b, s)` (`s != 0`).
-pub fn range_len(a: i64, b: i64, s: i64) -> u64 {
-    let (a, b, s) = (a as i128, b as i128, s as i128);
-    let n = if s > 0 {
-        (b - a + s - 1) / s
-    } else {
-        (a - b - s - 1) / -s
-    };
-    n.max(0) as u64
 }
 
 /// Which copy of a tensor holds its current value.
