@@ -119,13 +119,6 @@ pub(crate) fn elem_bytes(s: ScalarType) -> i64 {
     }
 }
 
-pub(crate) fn is_unsigned(s: ScalarType) -> bool {
-    matches!(
-        s,
-        ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64 | ScalarType::I1
-    )
-}
-
 /// The largest finite value of a float type other than the narrow ones.
 fn largest_finite(s: ScalarType) -> Option<f64> {
     match s {
@@ -1298,12 +1291,12 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 }
                 // Saturating, as PTX's `cvt.rzi` is: a value beyond the
                 // integer's range gives its bound, NaN gives 0, on every target.
-                let op = if is_unsigned(to) { "fptoui" } else { "fptosi" };
+                let op = if to.is_unsigned() { "fptoui" } else { "fptosi" };
                 let name = format!("llvm.{op}.sat.{tt}.{}", float_suffix(from));
                 self.intrinsic(tt, &name, &[(ft, v.to_string())])
             }
             (false, true) => {
-                let op = if is_unsigned(from) { "uitofp" } else { "sitofp" };
+                let op = if from.is_unsigned() { "uitofp" } else { "sitofp" };
                 self.val(format!("{op} {ft} {v} to {tt}"))
             }
             (false, false) => {
@@ -1313,7 +1306,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 if to == ScalarType::I1 {
                     self.val(format!("icmp ne {ft} {v}, 0"))
                 } else if fb < tb {
-                    let op = if is_unsigned(from) { "zext" } else { "sext" };
+                    let op = if from.is_unsigned() { "zext" } else { "sext" };
                     self.val(format!("{op} {ft} {v} to {tt}"))
                 } else if fb > tb {
                     self.val(format!("trunc {ft} {v} to {tt}"))
@@ -1356,7 +1349,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             f.line(format!("call void @tessera_cpu_div0(ptr {ctx}, ptr {site})"))
         });
         let b = self.val(format!("select i1 {zero}, {t} 1, {t} {b}"));
-        if is_unsigned(s) {
+        if s.is_unsigned() {
             return b;
         }
         let min = i64::MIN >> (64 - s.bits().max(1));
@@ -1384,7 +1377,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     fn binary_of(&mut self, f: &str, s: ScalarType, a: &str, b: &str) -> Result<String, String> {
         let t = llvm_ty(s);
         let float = s.is_float();
-        let u = is_unsigned(s);
+        let u = s.is_unsigned();
         Ok(match (f, float) {
             ("add", true) => self.val(format!("fadd {t} {a}, {b}")),
             ("sub", true) => self.val(format!("fsub {t} {a}, {b}")),
@@ -1637,7 +1630,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             };
             self.val(format!("fcmp {p} {t} {a}, {b}"))
         } else {
-            let u = is_unsigned(s);
+            let u = s.is_unsigned();
             let p = match (pred, u) {
                 ("lt", false) => "slt",
                 ("le", false) => "sle",

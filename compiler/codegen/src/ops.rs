@@ -858,7 +858,7 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     };
     let (s, v) = f.scalar(op, n - 1)?;
     let v = f.convert(&v, s, b.elem);
-    let unsigned = crate::emit::is_unsigned(b.elem);
+    let unsigned = b.elem.is_unsigned();
     let old = if kind == "cas" {
         let (es, e) = f.scalar(op, n - 2)?;
         let e = f.convert(&e, es, b.elem);

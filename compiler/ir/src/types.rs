@@ -88,6 +88,15 @@ impl ScalarType {
         )
     }
 
+    /// Whether this integer type is unsigned (`bool`, `i1`, included: it
+    /// widens with zeros).
+    pub fn is_unsigned(self) -> bool {
+        matches!(
+            self,
+            ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64 | ScalarType::I1
+        )
+    }
+
     /// Whether this is one of the two 8-bit float formats.
     pub fn is_fp8(self) -> bool {
         matches!(self, ScalarType::F8E4M3 | ScalarType::F8E5M2)

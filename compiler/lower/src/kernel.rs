@@ -2480,11 +2480,10 @@ impl<'a> Lower<'_, 'a, '_> {
 /// compares) or, with a `u64` and a signed integer, `f64`.
 fn compared_as(a: ScalarType, b: ScalarType) -> ScalarType {
     use ScalarType as S;
-    let unsigned = |s: S| matches!(s, S::U8 | S::U16 | S::U32 | S::U64 | S::I1);
     let holds = |wide: S, narrow: S| {
         narrow == S::I1
-            || (unsigned(wide) == unsigned(narrow) && wide.bits() >= narrow.bits())
-            || (!unsigned(wide) && unsigned(narrow) && wide.bits() > narrow.bits())
+            || (wide.is_unsigned() == narrow.is_unsigned() && wide.bits() >= narrow.bits())
+            || (!wide.is_unsigned() && narrow.is_unsigned() && wide.bits() > narrow.bits())
     };
     match (a.is_float(), b.is_float()) {
         (true, false) => a,
