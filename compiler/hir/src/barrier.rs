@@ -261,20 +261,11 @@ fn returned_dependence(
 /// The values a function's `return` statements give.
 fn returned_values<'e>(block: &'e Block, out: &mut Vec<&'e Expr>) {
     for stmt in &block.stmts {
-        match &stmt.kind {
-            StmtKind::Return(Some(e)) => out.push(e),
-            StmtKind::If { branches, orelse } => {
-                for b in branches {
-                    returned_values(&b.body, out);
-                }
-                if let Some(o) = orelse {
-                    returned_values(o, out);
-                }
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
-                returned_values(body, out)
-            }
-            _ => {}
+        if let StmtKind::Return(Some(e)) = &stmt.kind {
+            out.push(e);
+        }
+        for b in stmt.kind.blocks() {
+            returned_values(b, out);
         }
     }
 }

@@ -271,16 +271,10 @@ fn cmp_pred(op: BinOp) -> Option<&'static str> {
 fn returns_from_inner_loop(stmt: &Stmt) -> bool {
     match &stmt.kind {
         StmtKind::For { body, .. } | StmtKind::While { body, .. } => body.stmts.iter().any(may_return),
-        StmtKind::If { branches, orelse } => {
-            branches
-                .iter()
-                .any(|b| b.body.stmts.iter().any(returns_from_inner_loop))
-                || orelse
-                    .as_ref()
-                    .is_some_and(|o| o.stmts.iter().any(returns_from_inner_loop))
-        }
-        StmtKind::With { body, .. } => body.stmts.iter().any(returns_from_inner_loop),
-        _ => false,
+        kind => kind
+            .blocks()
+            .iter()
+            .any(|b| b.stmts.iter().any(returns_from_inner_loop)),
     }
 }
 
@@ -290,14 +284,7 @@ fn count_returns(stmts: &[Stmt]) -> usize {
         .iter()
         .map(|stmt| match &stmt.kind {
             StmtKind::Return(_) => 1,
-            StmtKind::If { branches, orelse } => {
-                branches.iter().map(|b| count_returns(&b.body.stmts)).sum::<usize>()
-                    + orelse.as_ref().map_or(0, |o| count_returns(&o.stmts))
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
-                count_returns(&body.stmts)
-            }
-            _ => 0,
+            kind => kind.blocks().iter().map(|b| count_returns(&b.stmts)).sum(),
         })
         .sum()
 }
@@ -306,14 +293,7 @@ fn count_returns(stmts: &[Stmt]) -> usize {
 fn may_return(stmt: &Stmt) -> bool {
     match &stmt.kind {
         StmtKind::Return(_) => true,
-        StmtKind::If { branches, orelse } => {
-            branches.iter().any(|b| b.body.stmts.iter().any(may_return))
-                || orelse.as_ref().is_some_and(|o| o.stmts.iter().any(may_return))
-        }
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
-            body.stmts.iter().any(may_return)
-        }
-        _ => false,
+        kind => kind.blocks().iter().any(|b| b.stmts.iter().any(may_return)),
     }
 }
 
@@ -341,23 +321,13 @@ fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
 /// Names a block's `for` loops bind, nested ones included.
 fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
     for stmt in &block.stmts {
-        match &stmt.kind {
-            StmtKind::For { target, body, .. } => {
-                if let ExprKind::Name(n) = &target.kind {
-                    out.push(n);
-                }
-                loop_targets(body, out);
+        if let StmtKind::For { target, .. } = &stmt.kind {
+            if let ExprKind::Name(n) = &target.kind {
+                out.push(n);
             }
-            StmtKind::If { branches, orelse } => {
-                for b in branches {
-                    loop_targets(&b.body, out);
-                }
-                if let Some(o) = orelse {
-                    loop_targets(o, out);
-                }
-            }
-            StmtKind::While { body, .. } | StmtKind::With { body, .. } => loop_targets(body, out),
-            _ => {}
+        }
+        for b in stmt.kind.blocks() {
+            loop_targets(b, out);
         }
     }
 }
@@ -386,18 +356,11 @@ fn assigned<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
                     out.push((n, target));
                 }
             }
-            StmtKind::If { branches, orelse } => {
-                for b in branches {
-                    assigned(&b.body, out);
-                }
-                if let Some(o) = orelse {
-                    assigned(o, out);
+            kind => {
+                for b in kind.blocks() {
+                    assigned(b, out);
                 }
             }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
-                assigned(body, out)
-            }
-            _ => {}
         }
     }
 }

@@ -89,6 +89,19 @@ pub enum StmtKind {
     Error(Vec<Stmt>),
 }
 
+impl StmtKind {
+    /// The blocks nested in this statement, in order: an `if`'s branches
+    /// and its `else`, the body of a loop or a `with`. None for a nested
+    /// `def`, whose body is a scope of its own.
+    pub fn blocks(&self) -> Vec<&Block> {
+        match self {
+            StmtKind::If { branches, orelse } => branches.iter().map(|b| &b.body).chain(orelse).collect(),
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => vec![body],
+            _ => Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct IfBranch {
     pub cond: Expr,
