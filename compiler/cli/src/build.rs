@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_driver::{Database, Layer, Stage};
+use tessera_driver::{Database, Layer};
 use tessera_hir::{Options, Target};
 
 use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
@@ -101,7 +101,7 @@ pub fn run(args: BuildArgs) -> ExitCode {
     let Some(file) = sources.requested().next() else {
         return ExitCode::from(EXIT_USAGE);
     };
-    let diags = db.check_to(file, Stage::Full);
+    let diags = db.check_program(file);
     if diags.iter().any(Diagnostic::is_error) {
         report(&sources, &diags);
         return ExitCode::from(EXIT_ERRORS);

@@ -119,9 +119,46 @@ impl Database {
         self.files[file.0 as usize]
     }
 
+    /// The path and id of every file the database holds, the imported
+    /// modules' included.
+    pub fn paths(&self) -> Vec<(String, FileId)> {
+        self.files.iter().map(|f| (f.path(self).clone(), f.id(self))).collect()
+    }
+
     /// Every diagnostic of `file`, in source order.
     pub fn check(&self, file: FileId) -> Vec<Diagnostic> {
         self.check_to(file, Stage::Full)
+    }
+
+    /// `file` and the sibling modules it imports, transitively, each once
+    /// and `file` first.
+    pub fn program_files(&self, file: FileId) -> Vec<FileId> {
+        let mut order = vec![file];
+        let mut next = 0;
+        while next < order.len() {
+            let source = self.source(order[next]);
+            next += 1;
+            for import in &tessera_hir::db::item_tree(self, source).imports {
+                let Some(module) = tessera_hir::resolve_module(self, source, &import.module) else {
+                    continue;
+                };
+                let id = module.id(self);
+                if !order.contains(&id) {
+                    order.push(id);
+                }
+            }
+        }
+        order
+    }
+
+    /// The diagnostics of `file` and of the modules it imports: what must
+    /// check clean before `file` is lowered, since the lowering inlines
+    /// what it imports.
+    pub fn check_program(&self, file: FileId) -> Vec<Diagnostic> {
+        self.program_files(file)
+            .into_iter()
+            .flat_map(|f| self.check(f))
+            .collect()
     }
 
     /// The diagnostics of `file` up to `stage`, in source order.

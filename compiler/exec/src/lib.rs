@@ -22,7 +22,7 @@ use tessera_base::FileId;
 use tessera_codegen::{CpuModule, Options as CodegenOptions};
 use tessera_diagnostics::Diagnostic;
 use tessera_driver::tune::Tuning;
-use tessera_driver::{Database, Layers, Sources, Stage};
+use tessera_driver::{Database, Layers, Sources};
 use tessera_hir::db::{signature, FnId};
 use tessera_hir::{Options, Target};
 use tessera_lower::FnRole;
@@ -85,7 +85,7 @@ pub fn build_tuned(sources: &mut Sources, target: Target, tuning: &Tuning) -> Re
     let Some(file) = sources.requested().next() else {
         return Err(vec![]);
     };
-    let diags = db.check_to(file, Stage::Full);
+    let diags = db.check_program(file);
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
