@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use tessera_base::{FileSpan, Span};
+use tessera_base::{FileId, FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 
 /// An error of the runtime: a device, a launch, a file, a value.
@@ -14,9 +14,19 @@ pub struct RunError {
     pub message: String,
     pub notes: Vec<String>,
     pub help: Option<String>,
-    /// A second place in the source that the error concerns, in the file of
-    /// the statement it is reported at, with its label.
-    pub site: Option<(Span, String)>,
+    /// The places in the source that the error concerns (the first is where
+    /// it happened), each with its label.
+    pub sites: Vec<Site>,
+}
+
+/// A place in the source that a [`RunError`] concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The file's path as the compiler names it; None: the file of the
+    /// statement the error is reported at.
+    pub file: Option<String>,
+    pub span: Span,
+    pub label: String,
 }
 
 impl RunError {
@@ -26,7 +36,7 @@ impl RunError {
             message: message.into(),
             notes: Vec::new(),
             help: None,
-            site: None,
+            sites: Vec::new(),
         }
     }
 
@@ -40,8 +50,18 @@ impl RunError {
         self
     }
 
-    pub fn with_site(mut self, span: Span, label: impl Into<String>) -> RunError {
-        self.site = Some((span, label.into()));
+    /// A place in the file of the statement the error is reported at.
+    pub fn with_site(self, span: Span, label: impl Into<String>) -> RunError {
+        self.with_site_in(None, span, label)
+    }
+
+    /// A place in the file `file` names (None: the statement's file).
+    pub fn with_site_in(mut self, file: Option<String>, span: Span, label: impl Into<String>) -> RunError {
+        self.sites.push(Site {
+            file,
+            span,
+            label: label.into(),
+        });
         self
     }
 
@@ -60,22 +80,55 @@ impl RunError {
         RunError::new(Code::E1009, message)
     }
 
-    /// The diagnostic reported at `span` (or without a location).
+    /// The diagnostic reported at `span` (or without a location), its sites
+    /// in the file of `span`: [`RunError::to_diagnostic_in`] without other
+    /// files.
     pub fn to_diagnostic(&self, span: Option<(FileSpan, String)>) -> Diagnostic {
+        self.to_diagnostic_in(span, |_| None)
+    }
+
+    /// The diagnostic reported at `span` (or without a location); `file_of`
+    /// gives the id of a site's file from its path. The place in a kernel
+    /// where the error happened comes first, the other sites next and the
+    /// launch (or call) that ran it last; a site whose file has no id
+    /// becomes a note, so it is never lost.
+    pub fn to_diagnostic_in(
+        &self,
+        span: Option<(FileSpan, String)>,
+        file_of: impl Fn(&str) -> Option<FileId>,
+    ) -> Diagnostic {
         let mut d = Diagnostic::error(self.code, self.message.clone());
-        // The place in a kernel where the error happened comes first; the
-        // launch (or call) that ran it second.
-        if let Some((span, label)) = span {
-            match &self.site {
-                Some((site, site_label)) => {
-                    let site = FileSpan {
-                        file: span.file,
-                        span: *site,
+        let mut primary = false;
+        for site in &self.sites {
+            let file = match &site.file {
+                Some(path) => file_of(path),
+                None => span.as_ref().map(|(s, _)| s.file),
+            };
+            match file {
+                Some(file) => {
+                    let at = FileSpan { file, span: site.span };
+                    d = if primary {
+                        d.with_secondary(at, site.label.clone())
+                    } else {
+                        d.with_primary(at, site.label.clone())
                     };
-                    d = d.with_primary(site, site_label.clone()).with_secondary(span, label);
+                    primary = true;
                 }
-                None => d = d.with_primary(span, label),
+                None => {
+                    let path = site.file.as_deref().unwrap_or("the source");
+                    d = d.with_note(format!(
+                        "{}: {path}, bytes {}..{}",
+                        site.label, site.span.start, site.span.end
+                    ));
+                }
             }
+        }
+        if let Some((span, label)) = span {
+            d = if primary {
+                d.with_secondary(span, label)
+            } else {
+                d.with_primary(span, label)
+            };
         }
         for note in &self.notes {
             d = d.with_note(note.clone());

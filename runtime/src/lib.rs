@@ -29,5 +29,5 @@ pub mod tensor;
 
 pub use device::{Device, DeviceKind, MemoryKind};
 pub use dtype::{DType, ALL_DTYPES};
-pub use error::RunError;
+pub use error::{RunError, Site};
 pub use tensor::Tensor;

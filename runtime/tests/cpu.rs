@@ -71,13 +71,13 @@ unsafe extern "C" fn sum_reduce(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx)
             k += stride;
         }
         *smem.add(i) = acc;
-        tessera_cpu_barrier(ctx);
+        tessera_cpu_barrier(ctx, std::ptr::null());
         let mut s = threads / 2;
         while s > 0 {
             if i < s {
                 *smem.add(i) += *smem.add(i + s);
             }
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
             s /= 2;
         }
         if i == 0 {
@@ -131,7 +131,7 @@ unsafe extern "C" fn butterfly_sum(args: *mut *mut c_void, ctx: *mut TesseraCpuC
         let tid = c.block_id[0] as usize * c.block_dim[0] as usize + linear(c);
         let mut v = *x.add(tid);
         for mask in [16, 8, 4, 2, 1] {
-            let other = tessera_cpu_shfl(ctx, v.to_bits(), mask, SHFL_BFLY, 32);
+            let other = tessera_cpu_shfl(ctx, std::ptr::null(), v.to_bits(), mask, SHFL_BFLY, 32);
             v += f32::from_bits(other);
         }
         *out.add(tid) = v;
@@ -179,7 +179,7 @@ unsafe extern "C" fn shuffles(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
         let tid = linear(c);
         let value = 1000 + tid as u32;
         for (m, mode) in [SHFL_IDX, SHFL_UP, SHFL_DOWN, SHFL_BFLY].into_iter().enumerate() {
-            *out.add(tid * 4 + m) = tessera_cpu_shfl(ctx, value, b, mode, width);
+            *out.add(tid * 4 + m) = tessera_cpu_shfl(ctx, std::ptr::null(), value, b, mode, width);
         }
     }
 }
@@ -250,10 +250,10 @@ unsafe extern "C" fn votes(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
         let limit = scalar::<i32>(args, 1) as usize;
         let c = &*ctx;
         let tid = linear(c);
-        *out.add(tid * 4) = tessera_cpu_vote(ctx, tid.is_multiple_of(3) as u32, VOTE_BALLOT);
-        *out.add(tid * 4 + 1) = tessera_cpu_vote(ctx, (tid < limit) as u32, VOTE_ALL);
-        *out.add(tid * 4 + 2) = tessera_cpu_vote(ctx, (tid >= limit) as u32, VOTE_ANY);
-        *out.add(tid * 4 + 3) = tessera_cpu_vote(ctx, 1, VOTE_BALLOT);
+        *out.add(tid * 4) = tessera_cpu_vote(ctx, std::ptr::null(), tid.is_multiple_of(3) as u32, VOTE_BALLOT);
+        *out.add(tid * 4 + 1) = tessera_cpu_vote(ctx, std::ptr::null(), (tid < limit) as u32, VOTE_ALL);
+        *out.add(tid * 4 + 2) = tessera_cpu_vote(ctx, std::ptr::null(), (tid >= limit) as u32, VOTE_ANY);
+        *out.add(tid * 4 + 3) = tessera_cpu_vote(ctx, std::ptr::null(), 1, VOTE_BALLOT);
     }
 }
 
@@ -405,7 +405,7 @@ unsafe extern "C" fn read_shared(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx
         let tid = linear(c);
         let smem = c.shared as *mut u32;
         *out.add(c.block_id[0] as usize * 64 + tid) = *smem.add(tid) ^ ((c.shared as usize % 128) as u32);
-        tessera_cpu_barrier(ctx);
+        tessera_cpu_barrier(ctx, std::ptr::null());
         *smem.add(tid) = 0;
     }
 }
@@ -433,7 +433,7 @@ unsafe extern "C" fn divergent_barrier(args: *mut *mut c_void, ctx: *mut Tessera
     unsafe {
         let limit = scalar::<i32>(args, 0) as usize;
         if linear(&*ctx) < limit {
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
         }
     }
 }
@@ -442,9 +442,9 @@ unsafe extern "C" fn divergent_barrier(args: *mut *mut c_void, ctx: *mut Tessera
 unsafe extern "C" fn shuffle_against_barrier(_args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
     unsafe {
         if linear(&*ctx) < 16 {
-            tessera_cpu_shfl(ctx, 1, 1, SHFL_DOWN, 32);
+            tessera_cpu_shfl(ctx, std::ptr::null(), 1, 1, SHFL_DOWN, 32);
         } else {
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
         }
     }
 }
@@ -490,7 +490,7 @@ unsafe extern "C" fn some_blocks_deadlock(args: *mut *mut c_void, ctx: *mut Tess
         if x == 10 || x == 11 {
             shuffle_against_barrier(args, ctx);
         } else {
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
         }
     }
 }
@@ -521,12 +521,12 @@ unsafe extern "C" fn rotate(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
         let t = c.thread_id[0] as usize;
         let smem = c.shared as *mut u32;
         *smem.add(t) = t as u32;
-        tessera_cpu_barrier(ctx);
+        tessera_cpu_barrier(ctx, std::ptr::null());
         for _ in 0..steps {
             let v = *smem.add((t + 1) % n);
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
             *smem.add(t) = v;
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
         }
         *out.add(c.block_id[0] as usize * n + t) = *smem.add(t);
     }
@@ -731,7 +731,8 @@ fn host_symbols_name_the_five_functions() {
     );
     assert_eq!(
         symbols[2].1,
-        tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize
+        tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx, *const tessera_runtime::cpu::TesseraCpuSite)
+            as usize
     );
     assert!(symbols.iter().all(|(_, a)| *a != 0));
 }

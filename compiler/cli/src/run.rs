@@ -133,6 +133,7 @@ impl Checked {
             &self.ast,
             tessera_exec::roles(&self.built.db, self.built.file),
         )
+        .with_files(self.built.db.paths())
     }
 }
 

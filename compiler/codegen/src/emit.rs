@@ -652,9 +652,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 self.line("fence syncscope(\"workgroup\") acquire");
             }
             (Abi::Cpu, _) => {
-                self.declare("declare void @tessera_cpu_barrier(ptr)");
+                self.declare("declare void @tessera_cpu_barrier(ptr, ptr)");
                 let ctx = self.ctx.clone();
-                self.line(format!("call void @tessera_cpu_barrier(ptr {ctx})"));
+                let site = self.site();
+                self.line(format!("call void @tessera_cpu_barrier(ptr {ctx}, ptr {site})"));
             }
         }
     }
@@ -1317,19 +1318,41 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         }
     }
 
-    /// A constant holding the source range of the op being emitted (two
-    /// `u32`s), for the CPU runtime's reports.
+    /// A constant holding the source location of the op being emitted (a
+    /// `TesseraCpuSite`: its file's path and byte range), for the CPU
+    /// runtime's reports.
     pub fn site(&mut self) -> String {
-        let (start, end) = match self.current.map(|op| &self.m().op(op).loc) {
-            Some(tessera_ir::Loc::Source { start, end, .. }) => (*start, *end),
-            _ => (0, 0),
+        let (file, start, end) = match self.current.map(|op| &self.m().op(op).loc) {
+            Some(tessera_ir::Loc::Source { file, start, end }) => (file.clone(), *start, *end),
+            _ => (String::new(), 0, 0),
         };
+        let path = self.file_constant(&file);
         let n = self.label("");
         let site = format!("@tsr_site.{}.{n}", self.name);
         self.declare(&format!(
-            "{site} = private unnamed_addr constant [2 x i32] [i32 {start}, i32 {end}]"
+            "{site} = private unnamed_addr constant {{ ptr, i32, i32 }} {{ ptr {path}, i32 {start}, i32 {end} }}"
         ));
         site
+    }
+
+    /// A NUL-terminated constant holding `path`, one per path in a module.
+    fn file_constant(&mut self, path: &str) -> String {
+        let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        let name = format!("@tsr_file.{hash:016x}");
+        let bytes: String = path
+            .bytes()
+            .map(|b| match b {
+                b' '..=b'~' if b != b'"' && b != b'\\' => (b as char).to_string(),
+                _ => format!("\\{b:02X}"),
+            })
+            .collect();
+        self.declare(&format!(
+            "{name} = private unnamed_addr constant [{} x i8] c\"{bytes}\\00\"",
+            path.len() + 1
+        ));
+        name
     }
 
     /// On the CPU, a divisor that cannot trap: an integer division by zero
@@ -2068,7 +2091,7 @@ pub(crate) mod tests {
         lanes: *const Vec<std::sync::atomic::AtomicU32>,
     }
 
-    extern "C" fn barrier(ctx: *mut Ctx) {
+    extern "C" fn barrier(ctx: *mut Ctx, _site: *const u8) {
         // SAFETY: the kernel passes back the context `run` gave it, whose
         // barrier outlives the threads.
         unsafe { (*(*ctx).block).wait() };
@@ -2077,7 +2100,7 @@ pub(crate) mod tests {
     /// `shfl.sync` over the whole block in step (every thread of the test's
     /// kernels calls it at the same point): each thread publishes `value`,
     /// then reads its source lane's within its warp of 32.
-    extern "C" fn shfl(ctx: *mut Ctx, value: u32, lane: u32, mode: u32, width: u32) -> u32 {
+    extern "C" fn shfl(ctx: *mut Ctx, _site: *const u8, value: u32, lane: u32, mode: u32, width: u32) -> u32 {
         use std::sync::atomic::Ordering;
         // SAFETY: as for `barrier`; `lanes` outlives the threads too.
         let (ctx, lanes) = unsafe { (&*ctx, &*(*ctx).lanes) };
@@ -2105,10 +2128,13 @@ pub(crate) mod tests {
     pub(crate) fn run(text: &str, threads: u32, buffers: &mut [Vec<f32>]) {
         let module = tessera_ir::parse(text).expect("the IR parses");
         let symbols = [
-            ("tessera_cpu_barrier", barrier as extern "C" fn(*mut Ctx) as usize),
+            (
+                "tessera_cpu_barrier",
+                barrier as extern "C" fn(*mut Ctx, *const u8) as usize,
+            ),
             (
                 "tessera_cpu_shfl",
-                shfl as extern "C" fn(*mut Ctx, u32, u32, u32, u32) -> u32 as usize,
+                shfl as extern "C" fn(*mut Ctx, *const u8, u32, u32, u32, u32) -> u32 as usize,
             ),
         ];
         let cpu = crate::CpuModule::new(&module, &crate::Options::default(), &symbols).expect("the kernel compiles");

@@ -767,10 +767,11 @@ fn shuffle_word(f: &mut FnEmitter, mask: i32, w: &str, lane: &str, mode: &str, w
                 "xor" | "bfly" => 3,
                 _ => 0,
             };
-            f.declare("declare i32 @tessera_cpu_shfl(ptr, i32, i32, i32, i32)");
+            f.declare("declare i32 @tessera_cpu_shfl(ptr, ptr, i32, i32, i32, i32)");
             let ctx = f.ctx.clone();
+            let site = f.site();
             f.val(format!(
-                "call i32 @tessera_cpu_shfl(ptr {ctx}, i32 {w}, i32 {lane}, i32 {code}, i32 {width})"
+                "call i32 @tessera_cpu_shfl(ptr {ctx}, ptr {site}, i32 {w}, i32 {lane}, i32 {code}, i32 {width})"
             ))
         }
     }
@@ -826,10 +827,13 @@ fn vote(f: &mut FnEmitter, op: OpId, name: &str) -> R {
                 "any" => 1,
                 _ => 2,
             };
-            f.declare("declare i32 @tessera_cpu_vote(ptr, i32, i32)");
+            f.declare("declare i32 @tessera_cpu_vote(ptr, ptr, i32, i32)");
             let ctx = f.ctx.clone();
+            let site = f.site();
             let w = f.val(format!("zext i1 {p} to i32"));
-            let r = f.val(format!("call i32 @tessera_cpu_vote(ptr {ctx}, i32 {w}, i32 {code})"));
+            let r = f.val(format!(
+                "call i32 @tessera_cpu_vote(ptr {ctx}, ptr {site}, i32 {w}, i32 {code})"
+            ));
             if code == 2 {
                 (ScalarType::U32, r)
             } else {

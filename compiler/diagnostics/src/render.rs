@@ -49,9 +49,13 @@ pub fn render_human(diag: &Diagnostic, sources: &dyn SourceLookup, color: bool) 
         .with_message(&diag.message);
     // Labels go in source order, so that ariadne shows the labels of a
     // file as one snippet under one header: out of order, it starts a new
-    // snippet whose header repeats the primary label's location.
+    // snippet whose header repeats the primary label's location. The
+    // primary label's file comes first.
     let mut by_place: Vec<usize> = (0..diag.labels.len()).collect();
-    by_place.sort_by_key(|&i| (diag.labels[i].span.file, diag.labels[i].span.span.start, i));
+    by_place.sort_by_key(|&i| {
+        let at = diag.labels[i].span;
+        (at.file != primary.file, at.file, at.span.start, i)
+    });
     for (order, &i) in by_place.iter().enumerate() {
         let label = &diag.labels[i];
         let label_color = if label.primary { kind_color } else { Color::Blue };

@@ -104,7 +104,9 @@ pub fn lower_layers_tuned(
     let mut module = tessera_lower::lower_file(db, source)?;
     crate::tune::apply(&mut module, tuning);
     let mut files = FileMap::new();
-    files.insert(source.path(db).clone(), file);
+    for (path, id) in db.paths() {
+        files.insert(path, id);
+    }
     let mut layers = Layers::default();
     for layer in Layer::ALL {
         for name in layer.passes() {

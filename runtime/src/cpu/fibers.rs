@@ -21,7 +21,9 @@
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::{block_index, thread_index, BlockCtx, CpuKernelFn, LaunchConfig, LaunchState, TesseraCpuCtx};
+use super::{
+    at_site, block_index, thread_index, BlockCtx, CpuKernelFn, LaunchConfig, LaunchState, TesseraCpuCtx, TesseraCpuSite,
+};
 use crate::buffer::HostBuffer;
 use crate::RunError;
 
@@ -32,28 +34,43 @@ pub const SHARED_POISON: u8 = 0xFF;
 /// The stack of each fiber (GPU thread).
 const FIBER_STACK: usize = 256 * 1024;
 
-/// What a suspended thread waits for.
+/// What a suspended thread waits for, and the site of the call it waits in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wait {
-    Barrier,
+    Barrier {
+        site: *const TesseraCpuSite,
+    },
     /// A shuffle: this lane's value, and the lane it reads (None: its own).
     Shuffle {
         value: u32,
         src: Option<u32>,
+        site: *const TesseraCpuSite,
     },
     /// A vote with this lane's predicate.
     Vote {
         pred: bool,
+        site: *const TesseraCpuSite,
     },
 }
 
 impl Wait {
     fn warp_op(self) -> Option<&'static str> {
         match self {
-            Wait::Barrier => None,
+            Wait::Barrier { .. } => None,
             Wait::Shuffle { .. } => Some("a shuffle"),
             Wait::Vote { .. } => Some("a vote"),
         }
+    }
+
+    fn site(self) -> *const TesseraCpuSite {
+        match self {
+            Wait::Barrier { site } | Wait::Shuffle { site, .. } | Wait::Vote { site, .. } => site,
+        }
+    }
+
+    /// What the thread waits at, for messages.
+    fn what(self) -> &'static str {
+        self.warp_op().map_or("barrier", |op| &op[2..])
     }
 }
 
@@ -145,8 +162,8 @@ impl Worker<'_> {
                 .collect();
             let (error, returned) = run_block(fibers, block_id);
             stacks.extend(returned);
-            if let Some(message) = error {
-                self.launch.fail_in(b, RunError::launch(message));
+            if let Some(error) = error {
+                self.launch.fail_in(b, error);
             }
             b += step;
         }
@@ -167,10 +184,10 @@ fn fiber(stack: DefaultStack, entry: CpuKernelFn, args: usize, mut ctx: TesseraC
 
 /// Runs one block's fibers to their end; gives the first error and the
 /// stacks back.
-fn run_block(mut fibers: Vec<Fiber>, block: [u32; 3]) -> (Option<String>, Vec<DefaultStack>) {
+fn run_block(mut fibers: Vec<Fiber>, block: [u32; 3]) -> (Option<RunError>, Vec<DefaultStack>) {
     let n = fibers.len();
     let mut states = vec![State::Ready(Resume::default()); n];
-    let mut error: Option<String> = None;
+    let mut error: Option<RunError> = None;
     loop {
         for (t, fiber) in fibers.iter_mut().enumerate() {
             let State::Ready(input) = states[t] else { continue };
@@ -188,8 +205,8 @@ fn run_block(mut fibers: Vec<Fiber>, block: [u32; 3]) -> (Option<String>, Vec<De
         }
         match resolve(&mut states, block) {
             Ok(()) => {}
-            Err(message) => {
-                error.get_or_insert(message);
+            Err(e) => {
+                error.get_or_insert(e);
                 for s in &mut states {
                     if let State::Waiting(wait) = *s {
                         *s = State::Ready(broken(wait));
@@ -218,7 +235,7 @@ fn broken(wait: Wait) -> Resume {
 /// Goes on from a point where every thread waits or is done: completes the
 /// warps whose every live lane waits at a warp operation, else releases a
 /// barrier every unfinished thread waits at; an error when neither can be.
-fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
+fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), RunError> {
     let mut progressed = false;
     let n = states.len();
     for w in 0..n.div_ceil(32) {
@@ -236,14 +253,16 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
             continue;
         }
         if ops.iter().any(|(_, op)| op.warp_op() != ops[0].1.warp_op()) {
-            return Err(format!(
+            let message = format!(
                 "warp divergence in block {}: lanes of warp {w} called a shuffle and a vote at the same time",
                 block_text(block)
-            ));
+            );
+            let waits: Vec<Wait> = ops.iter().map(|(_, op)| *op).collect();
+            return Err(with_wait_sites(RunError::launch(message), &waits));
         }
         let taking_part = ops.iter().fold(0u32, |m, (l, _)| m | 1 << l);
         let ballot = ops.iter().fold(0u32, |m, (l, op)| match op {
-            Wait::Vote { pred: true } => m | 1 << l,
+            Wait::Vote { pred: true, .. } => m | 1 << l,
             _ => m,
         });
         let value_of = |j: u32| {
@@ -254,7 +273,7 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
         };
         for &(l, op) in &ops {
             let value = match op {
-                Wait::Shuffle { value, src } => src.and_then(value_of).unwrap_or(value),
+                Wait::Shuffle { value, src, .. } => src.and_then(value_of).unwrap_or(value),
                 _ => ballot,
             };
             lanes[l] = State::Ready(Resume {
@@ -268,7 +287,10 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
     if progressed {
         return Ok(());
     }
-    let at_barrier = states.iter().filter(|s| **s == State::Waiting(Wait::Barrier)).count();
+    let at_barrier = states
+        .iter()
+        .filter(|s| matches!(s, State::Waiting(Wait::Barrier { .. })))
+        .count();
     let done = states.iter().filter(|s| **s == State::Done).count();
     let at_warp = states.len() - at_barrier - done;
     if at_warp == 0 && done == 0 {
@@ -277,11 +299,21 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
         }
         return Ok(());
     }
+    let waits: Vec<Wait> = states
+        .iter()
+        .filter_map(|s| match s {
+            State::Waiting(wait) => Some(*wait),
+            _ => None,
+        })
+        .collect();
     if at_warp == 0 {
-        return Err(format!(
-            "barrier divergence in block {}: some of its threads finished the kernel while others wait at a barrier",
-            block_text(block)
-        ));
+        let message = format!(
+            "barrier divergence in block {}: {done} of its {} threads finished the kernel while the others wait at a barrier",
+            block_text(block),
+            states.len(),
+        );
+        return Err(with_wait_sites(RunError::launch(message), &waits)
+            .with_help("every thread of a block must reach each barrier: move it out of the branch or loop that some threads leave"));
     }
     let (count, what) = if at_barrier > 0 {
         (
@@ -296,11 +328,38 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), String> {
         (done, "finished the kernel")
     };
     let warp_verb = if at_warp == 1 { "waits" } else { "wait" };
-    Err(format!(
+    let message = format!(
         "deadlock in block {}: of its {} threads, {count} {what} and {at_warp} {warp_verb} at a warp shuffle or vote, so none can go on",
         block_text(block),
         states.len(),
-    ))
+    );
+    Err(with_wait_sites(RunError::launch(message), &waits)
+        .with_help("a warp shuffle or vote completes when every lane of the warp that has not finished calls it: call it from all of them"))
+}
+
+/// The sites the threads of a stuck block wait at, each once with the
+/// number of threads there (in thread order; at most four).
+fn with_wait_sites(mut error: RunError, waits: &[Wait]) -> RunError {
+    let mut sites: Vec<(Wait, usize)> = Vec::new();
+    for wait in waits {
+        match sites
+            .iter_mut()
+            .find(|(w, _)| w.site() == wait.site() && w.what() == wait.what())
+        {
+            Some((_, n)) => *n += 1,
+            None => sites.push((*wait, 1)),
+        }
+    }
+    for (wait, n) in sites.into_iter().take(4) {
+        let label = match n {
+            1 => format!("1 thread waits at this {}", wait.what()),
+            n => format!("{n} threads wait at this {}", wait.what()),
+        };
+        // SAFETY: sites point into the kernel's code, which outlives the
+        // launch (the runtime ABI's contract).
+        error = unsafe { at_site(error, wait.site(), &label) };
+    }
+    error
 }
 
 pub(crate) fn block_text(b: [u32; 3]) -> String {

@@ -12,13 +12,21 @@
 //!   void*    block;         // opaque: the runtime's per-block state
 //!   void*    fiber;         // opaque: the thread's fiber, null when the block's threads run one after another
 //! } TesseraCpuCtx;
+//! typedef struct {
+//!   const char* file;       // the source file's path, NUL-terminated; "" when unknown
+//!   uint32_t start, end;    // the byte range of the operation in it
+//! } TesseraCpuSite;
 //! void entry(void** args, TesseraCpuCtx* ctx);  // args[i] points at parameter i's value
-//! void     tessera_cpu_oob(TesseraCpuCtx*, const uint32_t site[2], uint32_t rank, const int64_t* index, const int64_t* shape);
-//! void     tessera_cpu_div0(TesseraCpuCtx*, const uint32_t site[2]);
-//! void     tessera_cpu_barrier(TesseraCpuCtx*);
-//! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
-//! uint32_t tessera_cpu_vote(TesseraCpuCtx*, uint32_t pred, uint32_t mode);
+//! void     tessera_cpu_oob(TesseraCpuCtx*, const TesseraCpuSite*, uint32_t rank, const int64_t* index, const int64_t* shape);
+//! void     tessera_cpu_div0(TesseraCpuCtx*, const TesseraCpuSite*);
+//! void     tessera_cpu_barrier(TesseraCpuCtx*, const TesseraCpuSite*);
+//! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, const TesseraCpuSite*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
+//! uint32_t tessera_cpu_vote(TesseraCpuCtx*, const TesseraCpuSite*, uint32_t pred, uint32_t mode);
 //! ```
+//!
+//! A site is the source location of the call, which the runtime's reports
+//! point at (an out-of-bounds access, a division by zero, the barrier or
+//! warp operation of a deadlock); it lives as long as the kernel's code.
 //!
 //! `args` is laid out as `cuLaunchKernel`'s `kernelParams`: a buffer
 //! parameter's entry points at a `void*` data pointer, a scalar's at the
@@ -57,6 +65,43 @@ pub struct TesseraCpuCtx {
     pub shared: *mut u8,
     pub block: *mut c_void,
     pub fiber: *mut c_void,
+}
+
+/// The source location of a runtime call (`TesseraCpuSite`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct TesseraCpuSite {
+    pub file: *const std::ffi::c_char,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// A site's file path (None when the code generator knew none) and span.
+///
+/// # Safety
+/// `site` must be null or point at a `TesseraCpuSite` whose `file` is null
+/// or a NUL-terminated string.
+unsafe fn read_site(site: *const TesseraCpuSite) -> Option<(String, tessera_base::Span)> {
+    // SAFETY: the caller's contract.
+    let site = unsafe { site.as_ref()? };
+    if site.file.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `file` is NUL-terminated (caller's contract).
+    let file = unsafe { std::ffi::CStr::from_ptr(site.file) }.to_string_lossy();
+    (!file.is_empty()).then(|| (file.into_owned(), tessera_base::Span::new(site.start, site.end)))
+}
+
+/// `error` with the site of a runtime call, labelled `label`.
+///
+/// # Safety
+/// As for [`read_site`].
+unsafe fn at_site(error: RunError, site: *const TesseraCpuSite, label: &str) -> RunError {
+    // SAFETY: the caller's contract.
+    match unsafe { read_site(site) } {
+        Some((file, span)) => error.with_site_in(Some(file), span, label),
+        None => error,
+    }
 }
 
 /// A compiled CPU kernel's entry point.
@@ -419,14 +464,15 @@ pub fn shfl_source(lane: u32, b: u32, mode: u32, width: u32) -> Option<u32> {
 /// `__syncthreads()` for the calling thread's block.
 ///
 /// # Safety
-/// `ctx` must be the context the runtime passed to the calling kernel.
-pub unsafe extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx) {
+/// `ctx` must be the context the runtime passed to the calling kernel, and
+/// `site` null or a site that outlives the launch.
+pub unsafe extern "C" fn tessera_cpu_barrier(ctx: *mut TesseraCpuCtx, site: *const TesseraCpuSite) {
     // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if block.synchronized {
         // SAFETY: a synchronized block's threads are fibers whose context
         // holds their yielder, and this call comes from the fiber.
-        unsafe { suspend(ctx.fiber, Wait::Barrier) };
+        unsafe { suspend(ctx.fiber, Wait::Barrier { site }) };
     } else if block.threads > 1 {
         block.fail(ctx, unsynchronized("tessera_cpu_barrier"));
     }
@@ -444,9 +490,10 @@ fn unsynchronized(function: &str) -> String {
 /// gets its own value.
 ///
 /// # Safety
-/// `ctx` must be the context the runtime passed to the calling kernel.
+/// As for [`tessera_cpu_barrier`].
 pub unsafe extern "C" fn tessera_cpu_shfl(
     ctx: *mut TesseraCpuCtx,
+    site: *const TesseraCpuSite,
     value: u32,
     lane_or_delta: u32,
     mode: u32,
@@ -470,7 +517,7 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
         return value;
     }
     // SAFETY: as in `tessera_cpu_barrier`.
-    unsafe { suspend(ctx.fiber, Wait::Shuffle { value, src }) }.value
+    unsafe { suspend(ctx.fiber, Wait::Shuffle { value, src, site }) }.value
 }
 
 /// A warp vote with a full mask: `mode` 0 all, 1 any, 2 ballot (bit i is
@@ -478,8 +525,13 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
 /// the kernel, do not vote.
 ///
 /// # Safety
-/// `ctx` must be the context the runtime passed to the calling kernel.
-pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mode: u32) -> u32 {
+/// As for [`tessera_cpu_barrier`].
+pub unsafe extern "C" fn tessera_cpu_vote(
+    ctx: *mut TesseraCpuCtx,
+    site: *const TesseraCpuSite,
+    pred: u32,
+    mode: u32,
+) -> u32 {
     // SAFETY: the caller passes the ctx the runtime gave it.
     let (ctx, block) = unsafe { context(ctx) };
     if mode > VOTE_BALLOT {
@@ -491,7 +543,7 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
     }
     let (ballot, lanes) = if block.synchronized {
         // SAFETY: as in `tessera_cpu_barrier`.
-        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0 }) };
+        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0, site }) };
         if r.broken {
             return 0;
         }
@@ -511,29 +563,28 @@ pub unsafe extern "C" fn tessera_cpu_vote(ctx: *mut TesseraCpuCtx, pred: u32, mo
 
 /// An access out of the bounds of its tensor: the CPU code generator
 /// checks every index of a global or shared access, and on a miss reports
-/// it here (the access then goes to a scratch location instead). `site`
-/// holds the access's byte range in the kernel's source file (two `u32`s),
-/// `index` and `shape` `rank` values each. The launch fails with E1007.
+/// it here (the access then goes to a scratch location instead), with
+/// `rank` values each in `index` and `shape`. The launch fails with E1007.
 ///
 /// # Safety
 /// `ctx` must be the context the runtime passed to the calling kernel;
-/// `site` must point at two `u32`s, `index` and `shape` at `rank` `i64`s.
+/// `site` must be null or point at a site, `index` and `shape` at `rank`
+/// `i64`s.
 pub unsafe extern "C" fn tessera_cpu_oob(
     ctx: *mut TesseraCpuCtx,
-    site: *const u32,
+    site: *const TesseraCpuSite,
     rank: u32,
     index: *const i64,
     shape: *const i64,
 ) {
-    // SAFETY: the generated code passes its context, its site and two
-    // arrays of `rank` values (caller's contract).
-    let (ctx, block, site, index, shape) = unsafe {
+    // SAFETY: the generated code passes its context and two arrays of
+    // `rank` values (caller's contract).
+    let (ctx, block, index, shape) = unsafe {
         let (ctx, block) = context(ctx);
         let rank = rank as usize;
         (
             ctx,
             block,
-            [*site, *site.add(1)],
             std::slice::from_raw_parts(index, rank),
             std::slice::from_raw_parts(shape, rank),
         )
@@ -549,61 +600,54 @@ pub unsafe extern "C" fn tessera_cpu_oob(
             block_text(ctx.block_id)
         ),
     )
-    .with_site(
-        tessera_base::Span::new(site[0], site[1]),
-        "this access is out of bounds",
-    )
     .with_help("guard the access with a bounds check (`if i < N:`), or launch fewer threads");
-    block.fail_with(ctx, error);
+    // SAFETY: the caller's contract.
+    block.fail_with(ctx, unsafe { at_site(error, site, "this access is out of bounds") });
 }
 
 /// An integer division (`//`, `%`) by zero: the CPU code generator checks
 /// each divisor, reports a zero here and divides by 1 instead (an x86
-/// division by zero would kill the process). `site` holds the division's
-/// byte range in the kernel's source file. The launch fails with E1009.
+/// division by zero would kill the process). The launch fails with E1009.
 ///
 /// # Safety
 /// `ctx` must be the context the runtime passed to the calling kernel, and
-/// `site` must point at two `u32`s.
-pub unsafe extern "C" fn tessera_cpu_div0(ctx: *mut TesseraCpuCtx, site: *const u32) {
-    // SAFETY: the generated code passes its context and its site.
-    let (ctx, block, site) = unsafe {
-        let (ctx, block) = context(ctx);
-        (ctx, block, [*site, *site.add(1)])
-    };
+/// `site` null or a site.
+pub unsafe extern "C" fn tessera_cpu_div0(ctx: *mut TesseraCpuCtx, site: *const TesseraCpuSite) {
+    // SAFETY: the generated code passes its context.
+    let (ctx, block) = unsafe { context(ctx) };
     let error = RunError::value(format!(
         "integer division by zero in a kernel, by thread {} of block {}",
         block_text(ctx.thread_id),
         block_text(ctx.block_id)
     ))
-    .with_site(tessera_base::Span::new(site[0], site[1]), "this divides by zero")
     .with_help("guard the division (`if d != 0:`)");
-    block.fail_with(ctx, error);
+    // SAFETY: the caller's contract.
+    block.fail_with(ctx, unsafe { at_site(error, site, "this divides by zero") });
 }
 
 /// The functions CPU kernels call, by name and address, for the JIT to define.
 pub fn host_symbols() -> Vec<(&'static str, usize)> {
+    type Site = *const TesseraCpuSite;
     vec![
         (
             "tessera_cpu_oob",
-            tessera_cpu_oob as unsafe extern "C" fn(*mut TesseraCpuCtx, *const u32, u32, *const i64, *const i64)
-                as usize,
+            tessera_cpu_oob as unsafe extern "C" fn(*mut TesseraCpuCtx, Site, u32, *const i64, *const i64) as usize,
         ),
         (
             "tessera_cpu_div0",
-            tessera_cpu_div0 as unsafe extern "C" fn(*mut TesseraCpuCtx, *const u32) as usize,
+            tessera_cpu_div0 as unsafe extern "C" fn(*mut TesseraCpuCtx, Site) as usize,
         ),
         (
             "tessera_cpu_barrier",
-            tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx) as usize,
+            tessera_cpu_barrier as unsafe extern "C" fn(*mut TesseraCpuCtx, Site) as usize,
         ),
         (
             "tessera_cpu_shfl",
-            tessera_cpu_shfl as unsafe extern "C" fn(*mut TesseraCpuCtx, u32, u32, u32, u32) -> u32 as usize,
+            tessera_cpu_shfl as unsafe extern "C" fn(*mut TesseraCpuCtx, Site, u32, u32, u32, u32) -> u32 as usize,
         ),
         (
             "tessera_cpu_vote",
-            tessera_cpu_vote as unsafe extern "C" fn(*mut TesseraCpuCtx, u32, u32) -> u32 as usize,
+            tessera_cpu_vote as unsafe extern "C" fn(*mut TesseraCpuCtx, Site, u32, u32) -> u32 as usize,
         ),
     ]
 }

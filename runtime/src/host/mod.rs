@@ -22,11 +22,13 @@ pub mod print;
 mod shapes;
 mod value;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use tessera_base::{FileId, FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
+
 use tessera_syntax::ast::{FnDef, Module, StmtKind};
 
 pub use value::{TensorValue, Value};
@@ -54,6 +56,9 @@ pub struct Program<'a> {
     text: &'a str,
     pub(crate) module: &'a Module,
     functions: Vec<(&'a FnDef, Role)>,
+    /// The id of each source file by the path the compiler names it by, for
+    /// errors at places in kernels (which may be inlined from other files).
+    files: HashMap<String, FileId>,
 }
 
 impl<'a> Program<'a> {
@@ -71,7 +76,15 @@ impl<'a> Program<'a> {
             text,
             module,
             functions,
+            files: HashMap::new(),
         }
+    }
+
+    /// The program with the ids of its source files, by path: the file
+    /// itself and those it imports.
+    pub fn with_files(mut self, files: impl IntoIterator<Item = (String, FileId)>) -> Program<'a> {
+        self.files.extend(files);
+        self
     }
 
     pub(crate) fn function(&self, name: &str) -> Option<(&'a FnDef, Role)> {
@@ -284,5 +297,7 @@ pub fn run_entry(
 
 /// Turns a runtime error into a diagnostic at `span`.
 pub(crate) fn at(program: &Program<'_>, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
-    Box::new(e.to_diagnostic(Some((program.at(span), label.to_string()))))
+    Box::new(e.to_diagnostic_in(Some((program.at(span), label.to_string())), |path| {
+        program.files.get(path).copied()
+    }))
 }

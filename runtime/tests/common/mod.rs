@@ -56,13 +56,13 @@ unsafe extern "C" fn sum_reduce(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx)
             k += c.block_dim[0] as usize;
         }
         *smem.add(i) = acc;
-        tessera_cpu_barrier(ctx);
+        tessera_cpu_barrier(ctx, std::ptr::null());
         let mut s = 64;
         while s > 0 {
             if i < s {
                 *smem.add(i) += *smem.add(i + s);
             }
-            tessera_cpu_barrier(ctx);
+            tessera_cpu_barrier(ctx, std::ptr::null());
             s /= 2;
         }
         if i == 0 {
@@ -87,7 +87,14 @@ unsafe extern "C" fn warp_reduce_sum(args: *mut *mut c_void, ctx: *mut TesseraCp
         let tid = c.block_id[0] as usize * c.block_dim[0] as usize + c.thread_id[0] as usize;
         let mut v = *x.add(tid);
         for offset in [16, 8, 4, 2, 1] {
-            v += f32::from_bits(tessera_cpu_shfl(ctx, v.to_bits(), offset, SHFL_DOWN, 32));
+            v += f32::from_bits(tessera_cpu_shfl(
+                ctx,
+                std::ptr::null(),
+                v.to_bits(),
+                offset,
+                SHFL_DOWN,
+                32,
+            ));
         }
         if c.thread_id[0].is_multiple_of(32) {
             *out.add(tid / 32) = v;
