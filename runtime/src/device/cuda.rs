@@ -9,6 +9,7 @@
 //! addressing, a managed or mapped pinned address is a device address.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaStream};
@@ -68,6 +69,10 @@ pub struct CudaModule {
 #[derive(Clone)]
 pub struct CudaKernel {
     function: CudaFunction,
+    /// The dynamic shared memory the kernel has been allowed
+    /// ([`CudaDevice::allow_shared`]), so that only its first launch of a
+    /// size asks the driver (not every timed launch).
+    allowed_shared: Arc<AtomicU32>,
 }
 
 pub struct CudaQueue {
@@ -351,8 +356,9 @@ impl CudaDevice {
         let shared = u32::try_from(config.shared_bytes)
             .map_err(|_| RunError::launch(format!("{} bytes of shared memory is too many", config.shared_bytes)))?;
         self.ctx.bind_to_thread().map_err(driver("launch the kernel"))?;
-        if shared > DEFAULT_SHARED_BYTES {
+        if shared > DEFAULT_SHARED_BYTES && shared > kernel.allowed_shared.load(Ordering::Relaxed) {
             self.allow_shared(kernel, shared)?;
+            kernel.allowed_shared.fetch_max(shared, Ordering::Relaxed);
         }
         let [gx, gy, gz] = config.grid;
         let [bx, by, bz] = config.block;
@@ -433,6 +439,9 @@ impl CudaModule {
             .module
             .load_function(name)
             .map_err(|e| RunError::launch(format!("the module has no kernel `{name}`: {e}")))?;
-        Ok(CudaKernel { function })
+        Ok(CudaKernel {
+            function,
+            allowed_shared: Arc::new(AtomicU32::new(0)),
+        })
     }
 }
