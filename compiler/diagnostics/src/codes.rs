@@ -358,6 +358,24 @@ def outer():
         pass
 ```",
 
+    E0108: "local read before it is assigned" =>
+"A kernel or device function reads a local that not every path from its
+start assigns: a local assigned under a condition, in a loop body (which
+may run zero times) or after the read in the source.
+
+```tessera
+@kernel
+def k(x: f32[N], out: mut f32[N]):
+    i = launch.thread_id()
+    if i < 2:
+        v = x[i]
+    out[i] = v
+```
+
+The threads that skip the assignment would read whatever the register
+held. Assign the local before the branch (`v = 0.0`), or on every path
+(an `else`). Host code follows Python and fails when it runs instead.",
+
     E0201: "unknown type" =>
 "A type annotation names something that is not a dtype. The dtypes are
 `f64 f32 tf32 f16 bf16 fp8_e4m3 fp8_e5m2 fp4_e2m1 nvfp4 i8 i16 i32 i64

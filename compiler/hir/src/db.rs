@@ -330,6 +330,7 @@ pub fn check_file(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
     }
     diags.extend(crate::effect_check::check_effects(db, file));
     diags.extend(crate::device::check_device(db, file));
+    diags.extend(crate::assigned::check(db, file));
     diags.sort_by_key(|d| d.primary_span().map(|s| (s.span.start, s.span.end)));
     diags.dedup();
     diags

@@ -6,6 +6,7 @@
 //! Every check reports through query results (never accumulators), and every
 //! rule's builtin facts come from one op table (`builtins`).
 
+mod assigned;
 mod async_copy;
 mod barrier;
 pub mod body;

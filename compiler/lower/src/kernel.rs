@@ -64,8 +64,6 @@ struct Lower<'c, 'a, 'm> {
     /// stages are offset by `n * STAGES_PER_INLINE`, so that they differ
     /// from its caller's.
     inlines: i64,
-    /// The names the function's `for` loops bind.
-    loop_vars: Vec<String>,
 }
 
 /// How deep device functions may call each other (the checker rejects
@@ -154,7 +152,6 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         block_axes,
         inlined: None,
         inlines: 0,
-        loop_vars: Vec::new(),
         draws: 0,
         kernel: String::new(),
         seed: None,
@@ -384,7 +381,6 @@ impl<'a> Lower<'_, 'a, '_> {
         // value after the loop, are Python's (the last one the loop gave).
         let mut looped = Vec::new();
         loop_targets(body, &mut looped);
-        self.loop_vars.extend(looped.iter().map(|n| n.to_string()));
         for &(name, at) in &names {
             if let Some(Binding::Value(param)) = self.env.get(name).cloned() {
                 self.param_slot(entry, name, param, at);
@@ -611,7 +607,6 @@ impl<'a> Lower<'_, 'a, '_> {
             block_axes: self.block_axes,
             inlined: Some(inlined),
             inlines: self.inlines,
-            loop_vars: Vec::new(),
             draws: self.draws,
             kernel: self.kernel.clone(),
             seed: self.seed,
@@ -1639,16 +1634,6 @@ impl<'a> Lower<'_, 'a, '_> {
                     Some(value) => {
                         let ty = self.result_type(e)?;
                         Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
-                    }
-                    None if self.loop_vars.contains(n) => {
-                        self.cx.unsupported(
-                            e.span,
-                            format!(
-                                "the name `{n}` here: a loop variable is read after its loop only when it is \
-                                 assigned before it too (`{n} = 0` before the loop)"
-                            ),
-                        );
-                        None
                     }
                     None => {
                         self.cx.unsupported(e.span, format!("the name `{n}` here"));

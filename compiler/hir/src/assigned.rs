@@ -1,0 +1,323 @@
+//! Definite assignment in device code. A kernel or device function reads a
+//! local only where every path from its entry assigns it first, as Rust,
+//! Java and Swift require: a local assigned under `if i < 2:` and read after
+//! it would hold an unassigned register in the other threads (garbage on a
+//! GPU, whatever its slot held on the CPU), so the read is an error (E0108)
+//! instead. Host code keeps Python's rule and fails when it runs.
+//!
+//! A forward walk over the structured control flow tracks the locals that
+//! are assigned on every path: an `if` assigns what all of its branches
+//! assign (an `if` without `else` adds nothing), a loop's body may run zero
+//! times (what it assigns is not assigned after it, except after `while
+//! True:`, which only a `break` leaves), and a `return`, `break` or
+//! `continue` ends its path. Parameters, module constants and builtins are
+//! not locals. The check runs per file (it needs the text, for the
+//! indentation of its fix) over the functions' cached syntax trees.
+
+use std::collections::{BTreeSet, HashSet};
+
+use tessera_base::Span;
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind};
+
+use crate::db::{self, Db, FnId, SourceFile};
+use crate::ty::{DType, Ty};
+
+/// The E0108 diagnostics of the kernels and device functions of `file`.
+pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    for name in &db::item_tree(db, file).functions {
+        let func = FnId::new(db, file, name.clone());
+        if !db::signature(db, func).kind.is_device_code() {
+            continue;
+        }
+        let Some(def) = db::fn_ast(db, func) else { continue };
+        let offset = *db::fn_offset(db, func);
+        let types = &db::infer(db, func).types;
+        let mut walk = Walk {
+            locals: locals(def),
+            first_assigned: Vec::new(),
+            reported: HashSet::new(),
+            reads: Vec::new(),
+            breaks: Vec::new(),
+            top: None,
+        };
+        walk.block(&def.body, &mut Some(BTreeSet::new()), true);
+        for read in walk.reads {
+            let ty = types.iter().find(|(s, _)| *s == read.span).map(|(_, t)| t);
+            diagnostics.push(diagnostic(db, offset, file, &read, ty));
+        }
+    }
+    diagnostics
+}
+
+/// Every name a function assigns (its locals), less its parameters.
+fn locals(def: &FnDef) -> HashSet<String> {
+    fn targets(e: &Expr, out: &mut HashSet<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => {
+                out.insert(n.clone());
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| targets(i, out)),
+            ExprKind::Paren(inner) => targets(inner, out),
+            _ => {}
+        }
+    }
+    fn block(b: &Block, out: &mut HashSet<String>) {
+        for stmt in &b.stmts {
+            match &stmt.kind {
+                StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, out)),
+                StmtKind::AnnAssign { target, .. } | StmtKind::For { target, .. } => targets(target, out),
+                StmtKind::With { items, .. } => {
+                    for item in items {
+                        if let Some(alias) = &item.alias {
+                            out.insert(alias.name.clone());
+                        }
+                    }
+                }
+                StmtKind::Error(stmts) => block(
+                    &Block {
+                        stmts: stmts.clone(),
+                        span: stmt.span,
+                    },
+                    out,
+                ),
+                _ => {}
+            }
+            for nested in stmt.kind.blocks() {
+                block(nested, out);
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    block(&def.body, &mut out);
+    for p in &def.params {
+        out.remove(&p.name.name);
+    }
+    out
+}
+
+/// The locals assigned on every path to a point; None where no path
+/// reaches (after a `return`, `break` or `continue`).
+type State = Option<BTreeSet<String>>;
+
+/// What paths that meet give: the locals every reachable one assigned.
+fn join(a: State, b: State) -> State {
+    match (a, b) {
+        (None, s) | (s, None) => s,
+        (Some(a), Some(b)) => Some(a.intersection(&b).cloned().collect()),
+    }
+}
+
+/// A read of a local that not every path assigns.
+struct Read {
+    name: String,
+    span: Span,
+    /// Where it is first assigned in the function.
+    assigned: Span,
+    /// Where the fix assigns it: the start of the top-level statement that
+    /// holds its first assignment or the read, whichever comes first.
+    insert_at: u32,
+}
+
+struct Walk {
+    locals: HashSet<String>,
+    /// The first assignment of each local, in walk order, and the start of
+    /// the top-level statement holding it.
+    first_assigned: Vec<(String, Span, u32)>,
+    reported: HashSet<String>,
+    reads: Vec<Read>,
+    /// The states at the `break`s of each enclosing loop.
+    breaks: Vec<State>,
+    /// The top-level statement being walked.
+    top: Option<Span>,
+}
+
+impl Walk {
+    fn block(&mut self, block: &Block, state: &mut State, top: bool) {
+        for stmt in &block.stmts {
+            if top {
+                self.top = Some(stmt.span);
+            }
+            self.stmt(stmt, state);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, state: &mut State) {
+        match &stmt.kind {
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.reads(e, state),
+            StmtKind::Assert { cond, message } => {
+                self.reads(cond, state);
+                if let Some(m) = message {
+                    self.reads(m, state);
+                }
+            }
+            StmtKind::Assign { targets, value } => {
+                self.reads(value, state);
+                for t in targets {
+                    self.assign(t, state);
+                }
+            }
+            StmtKind::AnnAssign { target, value, .. } => {
+                if let Some(v) = value {
+                    self.reads(v, state);
+                    self.assign(target, state);
+                }
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                self.reads(target, state);
+                self.reads(value, state);
+            }
+            StmtKind::If { branches, orelse } => {
+                let mut after: State = None;
+                for branch in branches {
+                    self.reads(&branch.cond, state);
+                    let mut s = state.clone();
+                    self.block(&branch.body, &mut s, false);
+                    after = join(after, s);
+                }
+                let mut s = state.clone();
+                if let Some(orelse) = orelse {
+                    self.block(orelse, &mut s, false);
+                }
+                *state = join(after, s);
+            }
+            StmtKind::For { target, iter, body } => {
+                self.reads(iter, state);
+                let mut s = state.clone();
+                self.assign(target, &mut s);
+                self.looped(body, s);
+            }
+            StmtKind::While { cond, body } => {
+                self.reads(cond, state);
+                let breaks = self.looped(body, state.clone());
+                if matches!(cond.unparen().kind, ExprKind::Bool(true)) {
+                    *state = breaks;
+                }
+            }
+            StmtKind::With { items, body } => {
+                for item in items {
+                    self.reads(&item.expr, state);
+                    if let (Some(alias), Some(s)) = (&item.alias, state.as_mut()) {
+                        s.insert(alias.name.clone());
+                        self.note_assigned(&alias.name, alias.span);
+                    }
+                }
+                self.block(body, state, false);
+            }
+            StmtKind::Return(None) | StmtKind::Continue => *state = None,
+            StmtKind::Break => {
+                if let Some(b) = self.breaks.last_mut() {
+                    *b = join(b.take(), state.take());
+                }
+                *state = None;
+            }
+            // A statement that did not parse: what it assigns is unknown,
+            // so every local counts as assigned after it (no cascade).
+            StmtKind::Error(_) => {
+                if let Some(s) = state.as_mut() {
+                    s.extend(self.locals.iter().cloned());
+                }
+            }
+            StmtKind::Def(_) | StmtKind::Pass | StmtKind::Import(_) | StmtKind::FromImport { .. } => {}
+        }
+    }
+
+    /// Walks a loop body from `entry`; the join of its `break` states. The
+    /// state after the loop is the one before it (the body may not run).
+    fn looped(&mut self, body: &Block, entry: State) -> State {
+        self.breaks.push(None);
+        let mut s = entry;
+        self.block(body, &mut s, false);
+        self.breaks.pop().flatten()
+    }
+
+    fn assign(&mut self, target: &Expr, state: &mut State) {
+        match &target.kind {
+            ExprKind::Name(n) => {
+                self.note_assigned(n, target.span);
+                if let Some(s) = state.as_mut() {
+                    s.insert(n.clone());
+                }
+            }
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                for item in items {
+                    self.assign(item, state);
+                }
+            }
+            ExprKind::Paren(inner) => self.assign(inner, state),
+            // `x[i] = v`, `x.a = v`: reads `x` and the indices.
+            _ => self.reads(target, state),
+        }
+    }
+
+    fn note_assigned(&mut self, name: &str, span: Span) {
+        if !self.first_assigned.iter().any(|(n, _, _)| n == name) {
+            let top = self.top.map_or(span.start, |s| s.start);
+            self.first_assigned.push((name.to_string(), span, top));
+        }
+    }
+
+    fn reads(&mut self, e: &Expr, state: &State) {
+        if let ExprKind::Name(n) = &e.kind {
+            let Some(assigned) = state else { return };
+            // A read before any assignment in the source is an unknown name
+            // (E0101), reported by inference.
+            let first = self.first_assigned.iter().find(|(m, _, _)| m == n);
+            if let Some(&(_, at, first_top)) = first.filter(|_| self.locals.contains(n) && !assigned.contains(n)) {
+                if self.reported.insert(n.clone()) {
+                    let top = self.top.map_or(e.span.start, |s| s.start);
+                    self.reads.push(Read {
+                        name: n.clone(),
+                        span: e.span,
+                        assigned: at,
+                        insert_at: top.min(first_top),
+                    });
+                }
+            }
+            return;
+        }
+        e.kind.for_each_child(|c| self.reads(c, state));
+    }
+}
+
+/// The E0108 diagnostic of a read, in the file's coordinates (`offset` is
+/// where the function starts), with a fix that assigns a zero of the read's
+/// type at [`Read::insert_at`], when that type is a scalar.
+fn diagnostic(db: &dyn Db, offset: u32, file: SourceFile, read: &Read, ty: Option<&Ty>) -> Diagnostic {
+    let text = file.text(db);
+    let id = file.id(db);
+    let at = |span: Span| Span::new(span.start + offset, span.end + offset).in_file(id);
+    let name = &read.name;
+    let mut d = Diagnostic::error(Code::E0108, format!("`{name}` may be read before it is assigned"))
+        .with_primary(at(read.span), "not every path to here assigns it");
+    d = d.with_secondary(at(read.assigned), "assigned here, but not on every path");
+    d = d.with_note("a thread that skipped the assignment would read whatever the local's register held");
+    let zero = match ty {
+        Some(Ty::Scalar(dt)) if dt.is_float() => Some(format!("{name}: {dt} = 0.0")),
+        Some(Ty::Scalar(DType::Bool)) | Some(Ty::Bool) => Some(format!("{name} = False")),
+        Some(Ty::Scalar(dt)) if dt.is_int() => Some(format!("{name}: {dt} = 0")),
+        Some(Ty::Float) => Some(format!("{name} = 0.0")),
+        Some(Ty::Int) => Some(format!("{name} = 0")),
+        _ => None,
+    };
+    let start = (read.insert_at + offset) as usize;
+    let line_start = text.get(..start).map_or(0, |t| t.rfind('\n').map_or(0, |i| i + 1));
+    let indent = text
+        .get(line_start..start)
+        .filter(|s| s.chars().all(|c| c == ' ' || c == '\t'));
+    match (zero, indent) {
+        (Some(zero), Some(indent)) => {
+            d = d.with_help(format!(
+                "assign `{name}` before the branch or loop that assigns it, or on every path"
+            ));
+            d.with_fix(
+                Fix::new(format!("assign `{name}` first"), Applicability::MaybeIncorrect)
+                    .with_edit(Span::empty(start as u32).in_file(id), format!("{zero}\n{indent}")),
+            )
+        }
+        _ => d.with_help(format!(
+            "assign `{name}` before the branch or loop that assigns it (`{name} = ...`), or on every path"
+        )),
+    }
+}
