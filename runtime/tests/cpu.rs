@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tessera_diagnostics::Code;
 use tessera_runtime::cpu::{
-    tessera_cpu_barrier, tessera_cpu_shfl, tessera_cpu_vote, CpuDevice, CpuKernel, LaunchConfig, TesseraCpuCtx,
-    Threading, SHARED_POISON, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, VOTE_ALL, VOTE_ANY, VOTE_BALLOT,
+    tessera_cpu_barrier, tessera_cpu_shfl, tessera_cpu_vote, tessera_cpu_yield, CpuDevice, CpuKernel, LaunchConfig,
+    TesseraCpuCtx, Threading, SHARED_POISON, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, VOTE_ALL, VOTE_ANY, VOTE_BALLOT,
 };
 use tessera_runtime::device::{CopyKind, KernelArgs, ModuleImage};
 use tessera_runtime::reduce::tree_sum;
@@ -482,6 +482,57 @@ fn divergence_and_deadlocks_are_errors_not_hangs() {
     assert!(e.message.contains("`tessera_cpu_barrier`"), "{}", e.message);
 }
 
+/// Thread 0 spins on a flag the last thread sets after a barrier that
+/// thread 0 never reaches (a livelock); with `set_first`, the last thread
+/// sets it first and every thread meets at the barrier.
+unsafe extern "C" fn spin_on_flag(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
+    unsafe {
+        let flag = &*buffer::<u32>(args, 0).cast::<AtomicU32>();
+        let set_first = scalar::<i32>(args, 1) != 0;
+        let c = &*ctx;
+        let t = linear(c);
+        let last = c.block_dim[0] as usize - 1;
+        if t == 0 {
+            loop {
+                let seen = flag.load(Ordering::SeqCst);
+                if seen != 0 {
+                    break;
+                }
+                tessera_cpu_yield(ctx, std::ptr::null(), u64::from(seen));
+            }
+        }
+        if t == last && set_first {
+            flag.store(1, Ordering::SeqCst);
+        }
+        tessera_cpu_barrier(ctx, std::ptr::null());
+        if t == last {
+            flag.store(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn a_spinning_thread_lets_the_others_run_and_a_livelock_is_an_error() {
+    let run = |set_first: i32, flag: &AtomicU32| {
+        let mut args = KernelArgs::new();
+        args.push_address(flag as *const AtomicU32 as u64);
+        args.push_i32(set_first);
+        let device = CpuDevice::new().with_spin_limit(std::time::Duration::from_millis(200));
+        // SAFETY: `spin_on_flag` reads one u32 and one i32.
+        unsafe { device.launch(synchronized(spin_on_flag), &LaunchConfig::linear(1, 64), args.params()) }
+    };
+    run(1, &AtomicU32::new(0)).unwrap();
+    let e = run(0, &AtomicU32::new(0)).unwrap_err();
+    assert_eq!(e.code, Code::E1008);
+    assert!(
+        e.message
+            .contains("livelock in block (0, 0, 0): 1 of its 64 threads spin at an atomic"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("while 63 wait at a barrier"), "{}", e.message);
+}
+
 /// Blocks 10 and 11 (of a row of 12) deadlock as `shuffle_against_barrier`
 /// does; the others finish.
 unsafe extern "C" fn some_blocks_deadlock(args: *mut *mut c_void, ctx: *mut TesseraCpuCtx) {
@@ -716,7 +767,7 @@ fn gpus_without_drivers_are_clear_errors() {
 }
 
 #[test]
-fn host_symbols_name_the_five_functions() {
+fn host_symbols_name_the_six_functions() {
     let symbols = tessera_runtime::cpu::host_symbols();
     let names: Vec<&str> = symbols.iter().map(|(n, _)| *n).collect();
     assert_eq!(
@@ -726,7 +777,8 @@ fn host_symbols_name_the_five_functions() {
             "tessera_cpu_div0",
             "tessera_cpu_barrier",
             "tessera_cpu_shfl",
-            "tessera_cpu_vote"
+            "tessera_cpu_vote",
+            "tessera_cpu_yield"
         ]
     );
     assert_eq!(

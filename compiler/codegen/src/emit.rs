@@ -286,6 +286,9 @@ pub(crate) struct FnEmitter<'e, 'm> {
     scratch_base: Option<String>,
     scratch_uses: Vec<(String, DimExpr)>,
     pub needs_sync: bool,
+    /// How many loops enclose the op being emitted (a `tile.while`'s
+    /// condition counts as inside its loop).
+    pub loop_depth: u32,
     /// The private arrays of one-element tiles that every thread holds
     /// (a whole-tile reduction's result), not only the element's owner.
     pub replicated: BTreeSet<String>,
@@ -352,6 +355,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             scratch_base: None,
             scratch_uses: Vec::new(),
             needs_sync: false,
+            loop_depth: 0,
             replicated: BTreeSet::new(),
             params: Vec::new(),
             known: Multiples::of_function(m, func),
@@ -1761,7 +1765,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             continue_to: latch.clone(),
             break_to: exit.clone(),
         });
+        self.loop_depth += 1;
         self.region(op, 0)?;
+        self.loop_depth -= 1;
         self.loops.pop();
         self.br(&latch);
         self.start_block(&latch);
@@ -1797,6 +1803,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let exit = self.label("whileexit");
         self.br(&head);
         self.start_block(&head);
+        self.loop_depth += 1;
         self.region(op, 0)?;
         // The condition region ends in `tile.condition(%c)`.
         let r = self.m().regions(op)[0];
@@ -1816,6 +1823,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         if self.m().regions(op).len() > 1 {
             self.region(op, 1)?;
         }
+        self.loop_depth -= 1;
         self.loops.pop();
         self.br(&head);
         self.start_block(&exit);

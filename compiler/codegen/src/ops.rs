@@ -903,8 +903,35 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
         };
         f.val(format!("atomicrmw {rmw} {pt} {at}, {t} {v}{scope} monotonic"))
     };
+    if f.info().abi == Abi::Cpu && f.loop_depth > 0 {
+        spin_point(f, b.elem, &old);
+    }
     f.set(op, Val::Scalar(b.elem, old));
     Ok(())
+}
+
+/// On the CPU, an atomic in a loop lets the block's other threads run
+/// (`tessera_cpu_yield`, with the value it read): a thread that spins on a
+/// flag or a lock another thread of its block sets would otherwise never
+/// let that thread run. The kernel's threads then run as fibers.
+fn spin_point(f: &mut FnEmitter, elem: ScalarType, old: &str) {
+    f.needs_sync = true;
+    let bits = elem.bits().max(1);
+    let as_int = if elem.is_float() {
+        f.val(format!("bitcast {} {old} to i{bits}", llvm_ty(elem)))
+    } else {
+        old.to_string()
+    };
+    let value = match bits.cmp(&64) {
+        std::cmp::Ordering::Less => f.val(format!("zext i{bits} {as_int} to i64")),
+        _ => as_int,
+    };
+    let site = f.site();
+    let ctx = f.ctx.clone();
+    f.declare("declare void @tessera_cpu_yield(ptr, ptr, i64)");
+    f.line(format!(
+        "call void @tessera_cpu_yield(ptr {ctx}, ptr {site}, i64 {value})"
+    ));
 }
 
 /// The copy of a `dst`-shaped tile at `offs` of `src` into shared `dst`,

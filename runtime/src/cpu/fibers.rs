@@ -1,22 +1,29 @@
 //! The threads of a block that synchronizes, run as fibers: each GPU thread
 //! is a coroutine on a stack of its own, and one OS thread runs every
-//! thread of a block, switching at each barrier, shuffle and vote (a few
-//! nanoseconds a switch, where an OS thread per GPU thread cost a context
-//! switch of the kernel's scheduler each time).
+//! thread of a block, switching at each barrier, shuffle and vote, and at
+//! each atomic in a loop (a few nanoseconds a switch, where an OS thread
+//! per GPU thread cost a context switch of the kernel's scheduler each
+//! time).
 //!
 //! A thread runs until it reaches a barrier, a warp operation or the end of
-//! the kernel, and *suspends* there with what it waits for ([`Wait`]).
-//! When every thread has suspended, the block resolves what it can: a warp
-//! whose every live lane waits at a warp operation exchanges their values
-//! and its lanes go on; otherwise a barrier that every unfinished thread
+//! the kernel, and *suspends* there with what it waits for ([`Wait`]); at an
+//! atomic in a loop it suspends for a round, so that a thread spinning on a
+//! flag lets the others run. A warp whose every live lane waits at a warp
+//! operation exchanges their values and its lanes go on; when every thread
+//! has suspended and no warp can, a barrier that every unfinished thread
 //! waits at, with none finished, releases them all. When nothing can be
 //! resolved, the block is stuck: a barrier some threads finished the kernel
-//! without reaching is *barrier divergence*, anything else a *deadlock*;
-//! both are errors, never hangs. After an error the block is *broken*:
-//! every wait returns at once, so the kernel's threads run to their end (a
-//! fiber is never dropped while suspended in the kernel's frames, which
-//! have no unwind information). The order the threads run in is fixed, so a
-//! launch runs the same way every time.
+//! without reaching is *barrier divergence*, anything else a *deadlock*; a
+//! block whose spinning threads read the same values for the spin limit is
+//! a *livelock*. All are errors, never hangs. After an error the block is
+//! *broken*: every wait returns at once, so the kernel's threads run to
+//! their end (a fiber is never dropped while suspended in the kernel's
+//! frames, which have no unwind information), and a thread that spins
+//! again is stopped (its stack reset: no frame there needs dropping). The
+//! order the threads run in is fixed, so a launch runs the same way every
+//! time.
+
+use std::time::{Duration, Instant};
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -51,12 +58,18 @@ pub(crate) enum Wait {
         pred: bool,
         site: *const TesseraCpuSite,
     },
+    /// An atomic in a loop, with the value it read: the thread goes on
+    /// after the others have had their turn.
+    Spin {
+        value: u64,
+        site: *const TesseraCpuSite,
+    },
 }
 
 impl Wait {
     fn warp_op(self) -> Option<&'static str> {
         match self {
-            Wait::Barrier { .. } => None,
+            Wait::Barrier { .. } | Wait::Spin { .. } => None,
             Wait::Shuffle { .. } => Some("a shuffle"),
             Wait::Vote { .. } => Some("a vote"),
         }
@@ -64,13 +77,20 @@ impl Wait {
 
     fn site(self) -> *const TesseraCpuSite {
         match self {
-            Wait::Barrier { site } | Wait::Shuffle { site, .. } | Wait::Vote { site, .. } => site,
+            Wait::Barrier { site } | Wait::Shuffle { site, .. } | Wait::Vote { site, .. } | Wait::Spin { site, .. } => {
+                site
+            }
         }
     }
 
     /// What the thread waits at, for messages.
     fn what(self) -> &'static str {
-        self.warp_op().map_or("barrier", |op| &op[2..])
+        match self {
+            Wait::Barrier { .. } => "barrier",
+            Wait::Shuffle { .. } => "shuffle",
+            Wait::Vote { .. } => "vote",
+            Wait::Spin { .. } => "atomic",
+        }
     }
 }
 
@@ -114,6 +134,8 @@ pub(crate) struct Worker<'a> {
     pub config: &'a LaunchConfig,
     pub args: &'a [usize],
     pub launch: &'a LaunchState,
+    /// How long a block's threads may spin without progress.
+    pub spin_limit: Duration,
 }
 
 impl Worker<'_> {
@@ -160,7 +182,7 @@ impl Worker<'_> {
                     fiber(stack, self.entry, args.as_mut_ptr() as usize, ctx)
                 })
                 .collect();
-            let (error, returned) = run_block(fibers, block_id);
+            let (error, returned) = run_block(fibers, block_id, self.spin_limit);
             stacks.extend(returned);
             if let Some(error) = error {
                 self.launch.fail_in(b, error);
@@ -184,39 +206,139 @@ fn fiber(stack: DefaultStack, entry: CpuKernelFn, args: usize, mut ctx: TesseraC
 
 /// Runs one block's fibers to their end; gives the first error and the
 /// stacks back.
-fn run_block(mut fibers: Vec<Fiber>, block: [u32; 3]) -> (Option<RunError>, Vec<DefaultStack>) {
+///
+/// A thread at an atomic in a loop (a [`Wait::Spin`]) goes on in the next
+/// round, after the others have run, so that a thread spinning on a flag or
+/// a lock lets the thread that sets it run. Rounds in which no thread
+/// reached a barrier, a warp operation or its end and every spinning thread
+/// read what it read before make no progress; after `spin_limit` of them
+/// the block is stuck in a *livelock*, an error. In a block that failed, a
+/// thread that spins again is stopped there (its stack reset), since what
+/// it waits for may never come.
+fn run_block(mut fibers: Vec<Fiber>, block: [u32; 3], spin_limit: Duration) -> (Option<RunError>, Vec<DefaultStack>) {
     let n = fibers.len();
     let mut states = vec![State::Ready(Resume::default()); n];
+    let mut spun: Vec<Option<Wait>> = vec![None; n];
+    let mut idle = Idle::default();
     let mut error: Option<RunError> = None;
     loop {
+        let mut progressed = false;
         for (t, fiber) in fibers.iter_mut().enumerate() {
             let State::Ready(input) = states[t] else { continue };
             states[t] = match fiber.resume(input) {
+                // A thread that spins in a broken block may wait for a value
+                // that never comes: it stops there, its stack reset.
+                CoroutineResult::Yield(Wait::Spin { .. }) if error.is_some() => {
+                    // SAFETY: the fiber is suspended in `tessera_cpu_yield`,
+                    // under the kernel's frames and the runtime's, none of
+                    // which holds a value that needs dropping.
+                    unsafe { fiber.force_reset() };
+                    State::Done
+                }
                 CoroutineResult::Yield(wait) if error.is_some() => State::Ready(broken(wait)),
-                CoroutineResult::Yield(wait) => State::Waiting(wait),
-                CoroutineResult::Return(()) => State::Done,
+                CoroutineResult::Yield(wait @ Wait::Spin { .. }) => {
+                    progressed |= spun[t] != Some(wait);
+                    spun[t] = Some(wait);
+                    State::Ready(Resume::default())
+                }
+                CoroutineResult::Yield(wait) => {
+                    progressed = true;
+                    State::Waiting(wait)
+                }
+                CoroutineResult::Return(()) => {
+                    progressed = true;
+                    State::Done
+                }
             };
         }
         if states.iter().all(|s| *s == State::Done) {
             break;
         }
-        if states.iter().any(|s| matches!(s, State::Ready(_))) {
-            continue;
-        }
-        match resolve(&mut states, block) {
-            Ok(()) => {}
-            Err(e) => {
-                error.get_or_insert(e);
-                for s in &mut states {
-                    if let State::Waiting(wait) = *s {
-                        *s = State::Ready(broken(wait));
-                    }
+        let outcome = match complete_warps(&mut states, block) {
+            Ok(true) => Ok(()),
+            Ok(false) if states.iter().any(|s| matches!(s, State::Ready(_))) => {
+                match idle.after_round(progressed, spin_limit) {
+                    true => Err(livelock(&states, &spun, block, spin_limit)),
+                    false => Ok(()),
+                }
+            }
+            Ok(false) => resolve(&mut states, block),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = outcome {
+            error.get_or_insert(e);
+            for s in &mut states {
+                if let State::Waiting(wait) = *s {
+                    *s = State::Ready(broken(wait));
                 }
             }
         }
     }
     let stacks = fibers.into_iter().map(Fiber::into_stack).collect();
     (error, stacks)
+}
+
+/// How long a block has gone without progress.
+#[derive(Default)]
+struct Idle {
+    rounds: u64,
+    since: Option<Instant>,
+}
+
+impl Idle {
+    /// Counts a round; whether the block has made no progress for `limit`
+    /// (the clock is read every 1024 idle rounds).
+    fn after_round(&mut self, progressed: bool, limit: Duration) -> bool {
+        if progressed {
+            *self = Idle::default();
+            return false;
+        }
+        self.rounds += 1;
+        if self.rounds % 1024 != 1 {
+            return false;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        since.elapsed() >= limit
+    }
+}
+
+/// The error of a block whose spinning threads made no progress.
+fn livelock(states: &[State], spun: &[Option<Wait>], block: [u32; 3], limit: Duration) -> RunError {
+    let spinning: Vec<Wait> = states
+        .iter()
+        .zip(spun)
+        .filter_map(|(s, w)| matches!(s, State::Ready(_)).then_some(*w).flatten())
+        .collect();
+    let waiting: Vec<Wait> = states
+        .iter()
+        .filter_map(|s| match s {
+            State::Waiting(wait) => Some(*wait),
+            _ => None,
+        })
+        .collect();
+    let done = states.iter().filter(|s| **s == State::Done).count();
+    let mut others = Vec::new();
+    if !waiting.is_empty() {
+        others.push(format!("{} wait at a barrier or warp operation", waiting.len()));
+    }
+    if done > 0 {
+        others.push(format!("{done} finished the kernel"));
+    }
+    let others = match others.is_empty() {
+        true => String::new(),
+        false => format!(", while {}", others.join(" and ")),
+    };
+    let message = format!(
+        "livelock in block {}: {} of its {} threads spin at an atomic that read the same value for {} s{others}",
+        block_text(block),
+        spinning.len(),
+        states.len(),
+        limit.as_secs_f64(),
+    );
+    let all: Vec<Wait> = spinning.into_iter().chain(waiting).collect();
+    with_wait_sites(RunError::launch(message), &all).with_help(
+        "a thread that spins waits for another to change the value: make sure one does (threads of other blocks may not run while it spins)",
+    )
 }
 
 /// What a wait returns in a broken block: a shuffle its own value.
@@ -232,10 +354,10 @@ fn broken(wait: Wait) -> Resume {
     }
 }
 
-/// Goes on from a point where every thread waits or is done: completes the
-/// warps whose every live lane waits at a warp operation, else releases a
-/// barrier every unfinished thread waits at; an error when neither can be.
-fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), RunError> {
+/// Completes the warps whose every live lane waits at a warp operation:
+/// their lanes exchange values and go on. Whether any did; an error when
+/// the lanes of a warp wait at different kinds of operation.
+fn complete_warps(states: &mut [State], block: [u32; 3]) -> Result<bool, RunError> {
     let mut progressed = false;
     let n = states.len();
     for w in 0..n.div_ceil(32) {
@@ -284,9 +406,13 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), RunError> {
         }
         progressed = true;
     }
-    if progressed {
-        return Ok(());
-    }
+    Ok(progressed)
+}
+
+/// Goes on from a point where every thread waits or is done and no warp
+/// can complete: releases a barrier every unfinished thread waits at; an
+/// error when none is.
+fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), RunError> {
     let at_barrier = states
         .iter()
         .filter(|s| matches!(s, State::Waiting(Wait::Barrier { .. })))

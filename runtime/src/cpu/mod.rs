@@ -22,6 +22,7 @@
 //! void     tessera_cpu_barrier(TesseraCpuCtx*, const TesseraCpuSite*);
 //! uint32_t tessera_cpu_shfl(TesseraCpuCtx*, const TesseraCpuSite*, uint32_t value, uint32_t lane_or_delta, uint32_t mode, uint32_t width);
 //! uint32_t tessera_cpu_vote(TesseraCpuCtx*, const TesseraCpuSite*, uint32_t pred, uint32_t mode);
+//! void     tessera_cpu_yield(TesseraCpuCtx*, const TesseraCpuSite*, uint64_t value);
 //! ```
 //!
 //! A site is the source location of the call, which the runtime's reports
@@ -33,18 +34,21 @@
 //! scalar (`f32`, `f64`, `i32`, `i64`; `index` is `i64`; `i1`/`bool` a `u8`).
 //! Warps are 32 consecutive linear thread ids (x fastest).
 //!
-//! A kernel that calls no barrier, shuffle or vote is launched without
-//! synchronization: the threads of a block run one after another on one OS
-//! thread, and blocks spread over the cores. Otherwise every thread of a
-//! block is a fiber (`fibers.rs`): one OS thread runs a block's threads,
-//! switching between them at each barrier, shuffle and vote; worker `w` of
-//! `W` runs blocks `w, w + W, w + 2W, …`, and the workers run side by side.
+//! A kernel that calls no barrier, shuffle, vote or yield is launched
+//! without synchronization: the threads of a block run one after another on
+//! one OS thread, and blocks spread over the cores. Otherwise every thread
+//! of a block is a fiber (`fibers.rs`): one OS thread runs a block's
+//! threads, switching between them at each barrier, shuffle, vote and
+//! yield; worker `w` of `W` runs blocks `w, w + W, w + 2W, …`, and the
+//! workers run side by side. The code generator calls `tessera_cpu_yield`
+//! after each atomic in a loop, with the value the atomic read.
 
 mod fibers;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use fibers::{block_text, suspend, Wait, Worker};
 
@@ -242,10 +246,16 @@ impl BlockCtx<'_> {
     }
 }
 
+/// How long the threads of a block may spin at atomics that read the same
+/// values, with no thread reaching a barrier, a warp operation or its end,
+/// before the launch fails with a livelock.
+pub const SPIN_LIMIT: Duration = Duration::from_secs(10);
+
 /// The CPU device: runs kernels on this process's threads.
 #[derive(Clone, Debug)]
 pub struct CpuDevice {
     workers: usize,
+    spin_limit: Duration,
     pub(crate) common: Common,
 }
 
@@ -265,8 +275,15 @@ impl CpuDevice {
     pub fn with_workers(workers: usize) -> CpuDevice {
         CpuDevice {
             workers: workers.max(1),
+            spin_limit: SPIN_LIMIT,
             common: Common::default(),
         }
+    }
+
+    /// The device with another [`SPIN_LIMIT`].
+    pub fn with_spin_limit(mut self, limit: Duration) -> CpuDevice {
+        self.spin_limit = limit;
+        self
     }
 
     pub fn workers(&self) -> usize {
@@ -368,6 +385,7 @@ impl CpuDevice {
                     config,
                     args: addresses,
                     launch,
+                    spin_limit: self.spin_limit,
                 };
                 let spawned = std::thread::Builder::new()
                     .stack_size(THREAD_STACK)
@@ -561,6 +579,25 @@ pub unsafe extern "C" fn tessera_cpu_vote(
     }
 }
 
+/// An atomic in a loop has read `value`: the other threads of the block run
+/// before the calling thread goes on, so that a thread spinning on a flag
+/// or a lock lets the one that sets it run. Threads that spin without
+/// progress for the device's spin limit fail the launch (a livelock,
+/// E1008). One after another (a block of one thread) it returns at once.
+///
+/// # Safety
+/// As for [`tessera_cpu_barrier`].
+pub unsafe extern "C" fn tessera_cpu_yield(ctx: *mut TesseraCpuCtx, site: *const TesseraCpuSite, value: u64) {
+    // SAFETY: the caller passes the ctx the runtime gave it.
+    let (ctx, block) = unsafe { context(ctx) };
+    if block.synchronized {
+        // SAFETY: as in `tessera_cpu_barrier`.
+        unsafe { suspend(ctx.fiber, Wait::Spin { value, site }) };
+    } else if block.threads > 1 {
+        block.fail(ctx, unsynchronized("tessera_cpu_yield"));
+    }
+}
+
 /// An access out of the bounds of its tensor: the CPU code generator
 /// checks every index of a global or shared access, and on a miss reports
 /// it here (the access then goes to a scratch location instead), with
@@ -648,6 +685,10 @@ pub fn host_symbols() -> Vec<(&'static str, usize)> {
         (
             "tessera_cpu_vote",
             tessera_cpu_vote as unsafe extern "C" fn(*mut TesseraCpuCtx, Site, u32, u32) -> u32 as usize,
+        ),
+        (
+            "tessera_cpu_yield",
+            tessera_cpu_yield as unsafe extern "C" fn(*mut TesseraCpuCtx, Site, u64) as usize,
         ),
     ]
 }

@@ -835,3 +835,76 @@ fn float_floor_division_modulo_and_power_are_pythons() {
         );
     }
 }
+
+#[test]
+fn threads_take_turns_through_a_spinning_atomic() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "spin_wait");
+    let blocks = 1 + rng.below(4) as usize;
+    let threads = 32 * (1 + rng.below(4) as usize);
+    let n = blocks * threads;
+    let tickets = poisoned(DType::I32, &[n]);
+    let turn = int_tensor(&vec![0; blocks]);
+    let drawn = int_tensor(&vec![0; blocks]);
+    let args = [
+        Value::Tensor(tickets.clone()),
+        Value::Tensor(turn.clone()),
+        Value::Tensor(drawn.clone()),
+    ];
+    run(
+        &device,
+        &loaded,
+        "descending_turns",
+        blocks as u32,
+        threads as u32,
+        &args,
+        &[("N", n), ("B", blocks)],
+    );
+    let got = ints(&device, &tickets);
+    for (i, &ticket) in got.iter().enumerate() {
+        let t = i % threads;
+        assert_eq!(
+            ticket,
+            (threads - 1 - t) as i64,
+            "thread {t} of block {} (seed {seed:#x})",
+            i / threads
+        );
+    }
+    assert!(
+        ints(&device, &turn).iter().all(|&t| t == threads as i64),
+        "seed {seed:#x}"
+    );
+}
+
+#[test]
+fn a_thread_waits_for_every_arrival_of_its_block() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "spin_wait");
+    let blocks = 1 + rng.below(6) as usize;
+    let threads = 32 * (1 + rng.below(8) as usize);
+    let n = blocks * threads;
+    let xs: Vec<i32> = (0..n).map(|_| rng.below(100_000) as i32).collect();
+    let acc = TensorValue::new(Tensor::from_slice(&[blocks], &vec![0i64; blocks]).unwrap());
+    let total = poisoned(DType::I64, &[blocks]);
+    let args = [
+        Value::Tensor(int_tensor(&xs)),
+        Value::Tensor(acc),
+        Value::Tensor(total.clone()),
+    ];
+    run(
+        &device,
+        &loaded,
+        "arrivals",
+        blocks as u32,
+        threads as u32,
+        &args,
+        &[("N", n), ("B", blocks)],
+    );
+    let got = ints(&device, &total);
+    for (b, &sum) in got.iter().enumerate() {
+        let want: i64 = xs[b * threads..(b + 1) * threads].iter().map(|&x| i64::from(x)).sum();
+        assert_eq!(sum, want, "block {b} (seed {seed:#x})");
+    }
+}
