@@ -142,6 +142,21 @@ pub(crate) fn transpose(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
         .map(|p| p.max(0) as usize)
         .collect();
     let out = result_tile(f, op)?;
+    let moved: Vec<usize> = perm
+        .iter()
+        .copied()
+        .filter(|&p| !matches!(src.dims.get(p), Some(Ext::Const(1))))
+        .collect();
+    if moved.windows(2).all(|w| w[0] < w[1]) && same_elements(&src, &out) {
+        // Only unit dims move (`[1, n]` to `[n, 1]`): the elements keep
+        // their order, and each stays where it is.
+        f.for_own(&out, |f, pos| {
+            let v = f.load_slot(&src, pos);
+            f.store_slot(&out, pos, &v);
+        });
+        f.set(op, Val::Tile(out));
+        return Ok(());
+    }
     let view = stage(f, &src, 0);
     let (odims, sdims) = (out.dims.clone(), src.dims.clone());
     f.for_own(&out, |f, pos| {
@@ -217,9 +232,10 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
     Ok(())
 }
 
-/// Whether the broadcast of `src` into `out` moves no element between
-/// threads: both blocked and thread-private with the same element count
-/// (so `out` only adds unit dims, and element `e` is slot `e` of both).
+/// Whether `src` and `out` hold each element in the same slot of the same
+/// thread: both blocked and thread-private with the same element count (so
+/// a broadcast into `out` only adds unit dims, and element `e` is slot `e`
+/// of both).
 fn same_elements(src: &Tile, out: &Tile) -> bool {
     matches!(
         (&src.storage, &out.storage),

@@ -1045,23 +1045,42 @@ impl<'a> Lower<'_, 'a, '_> {
             return;
         };
         let v = if sliced {
-            // A tile stored with some dims indexed (`w[1, :] = row`) takes
-            // those dims back as unit dims: leading ones by broadcasting.
-            let rank = self.m.value_type(v).dims().map_or(0, <[_]>::len);
-            if rank < kept.len() {
-                let leading = kept.iter().take_while(|k| !**k).count();
-                if kept[leading..].iter().any(|k| !*k) || kept.len() - leading != rank {
-                    self.cx.unsupported(
-                        target.span,
-                        "storing a tile where an index other than the leading ones is a number (`w[:, 1] = col`)",
-                    );
-                    return;
-                }
-                let mut dims: Vec<Dim> = vec![Dim::constant(1); leading];
-                dims.extend(self.m.value_type(v).dims().unwrap_or_default().iter().cloned());
-                self.broadcast(block, target, v, &dims)
-            } else {
+            // A tile stored with some dims indexed (`w[1, :] = row`, `w[:,
+            // 1] = col`) takes those dims back as unit dims: leading ones by
+            // broadcasting, then moved where the indices are.
+            let dims = self.m.value_type(v).dims().unwrap_or_default().to_vec();
+            let unit = kept.len() - dims.len().min(kept.len());
+            if dims.len() != kept.iter().filter(|k| **k).count() {
+                self.cx.unsupported(
+                    target.span,
+                    format!(
+                        "storing a tile of rank {} into {} slices",
+                        dims.len(),
+                        kept.iter().filter(|k| **k).count()
+                    ),
+                );
+                return;
+            }
+            let mut leading: Vec<Dim> = vec![Dim::constant(1); unit];
+            leading.extend(dims);
+            let v = self.broadcast(block, target, v, &leading);
+            let (mut units, mut slices) = (0..unit, unit..kept.len());
+            let perm: Vec<i64> = kept
+                .iter()
+                .map(|&k| if k { slices.next() } else { units.next() }.unwrap_or(0) as i64)
+                .collect();
+            if perm.iter().enumerate().all(|(j, &p)| p == j as i64) {
                 v
+            } else {
+                let moved = Type::tensor(perm.iter().map(|&p| leading[p as usize].clone()), elem_ty);
+                self.op1(
+                    block,
+                    target.span,
+                    "tile.transpose",
+                    &[v],
+                    vec![("perm", Attr::ints(perm))],
+                    moved,
+                )
             }
         } else {
             self.convert(block, v, &Type::Scalar(elem_ty))
