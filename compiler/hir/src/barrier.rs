@@ -182,7 +182,7 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
                 return Some(Dependence::Call(b));
             }
             if let Some(CallTarget::Function { file, name }) = ctx.calls.get(&e.span).map(|c| &c.target) {
-                if let Some(d) = returned_dependence(ctx, locals, *file, name, args) {
+                if let Some(d) = returned_dependence(ctx, locals, *file, name, args, None) {
                     return Some(d);
                 }
             }
@@ -210,13 +210,17 @@ const MAX_CALL_DEPTH: usize = 8;
 /// What makes the value of a call of function `name` (in `file`) with
 /// `args` thread-dependent: a thread-dependent builtin its returned value
 /// depends on (`return launch.local_id(0)`), or a caller's argument for a
-/// parameter it depends on.
+/// parameter it depends on — through the returned expression or through a
+/// condition that decides which `return` runs (`if launch.local_id() < 16:
+/// return 1`). With `element`, only that element of a returned tuple
+/// (`return i, 0`) counts among the expressions.
 fn returned_dependence(
     ctx: &BodyCtx,
     locals: &HashMap<String, Source>,
     file: crate::db::SourceFile,
     name: &str,
     args: &[Arg],
+    element: Option<usize>,
 ) -> Option<Dependence> {
     let depth = CALL_DEPTH.with(std::cell::Cell::get);
     if depth >= MAX_CALL_DEPTH {
@@ -234,9 +238,13 @@ fn returned_dependence(
         let info = db::infer(db, func);
         let callee = BodyCtx::new(db, file, def, sig, info);
         let callee_locals = Taint::compute(&callee, true);
-        let mut values = Vec::new();
-        returned_values(&def.body, &mut values);
-        for value in values {
+        let mut returns = Returns::default();
+        returns.block(&def.body, &mut Vec::new());
+        let values = returns.values.iter().map(|v| match (&v.unparen().kind, element) {
+            (ExprKind::Tuple(items), Some(k)) if k < items.len() => &items[k],
+            _ => *v,
+        });
+        for value in values.chain(returns.conditions.iter().copied()) {
             match dependence(&callee, &callee_locals, value).map(|d| d.origin()) {
                 Some(Origin::Builtin(b)) => return Some(Dependence::Call(b)),
                 Some(Origin::Param(i)) => {
@@ -258,14 +266,40 @@ fn returned_dependence(
     found
 }
 
-/// The values a function's `return` statements give.
-fn returned_values<'e>(block: &'e Block, out: &mut Vec<&'e Expr>) {
-    for stmt in &block.stmts {
-        if let StmtKind::Return(Some(e)) = &stmt.kind {
-            out.push(e);
-        }
-        for b in stmt.kind.blocks() {
-            returned_values(b, out);
+/// What a function's `return` statements give and what decides which one
+/// runs.
+#[derive(Default)]
+struct Returns<'e> {
+    values: Vec<&'e Expr>,
+    /// The conditions of the branches and loops that hold a `return`: with
+    /// more than one way out, they pick the value (a function with one
+    /// `return`, its last statement, has none).
+    conditions: Vec<&'e Expr>,
+}
+
+impl<'e> Returns<'e> {
+    fn block(&mut self, block: &'e Block, enclosing: &mut Vec<&'e Expr>) {
+        for stmt in &block.stmts {
+            if let StmtKind::Return(value) = &stmt.kind {
+                self.values.extend(value);
+                for c in enclosing.iter() {
+                    if !self.conditions.iter().any(|k| std::ptr::eq(*k, *c)) {
+                        self.conditions.push(c);
+                    }
+                }
+            }
+            let conditions: Vec<&'e Expr> = match &stmt.kind {
+                StmtKind::If { branches, .. } => branches.iter().map(|b| &b.cond).collect(),
+                StmtKind::While { cond, .. } => vec![cond],
+                StmtKind::For { iter, .. } => vec![iter],
+                _ => Vec::new(),
+            };
+            let depth = enclosing.len();
+            enclosing.extend(conditions);
+            for b in stmt.kind.blocks() {
+                self.block(b, enclosing);
+            }
+            enclosing.truncate(depth);
         }
     }
 }
@@ -348,12 +382,29 @@ impl<'a> Taint<'a> {
         }
     }
 
-    /// `target = value` under `control`; tuples are matched element-wise.
+    /// `target = value` under `control`; tuples are matched element-wise,
+    /// those a function returns too (`i, n = split()`).
     fn assign(&mut self, target: &Expr, value: &Expr, control: Option<Source>) {
         if let (ExprKind::Tuple(targets), ExprKind::Tuple(values)) = (&target.unparen().kind, &value.unparen().kind) {
             if targets.len() == values.len() {
                 for (t, v) in targets.iter().zip(values) {
                     self.assign(t, v, control);
+                }
+                return;
+            }
+        }
+        if let (ExprKind::Tuple(targets), ExprKind::Call { args, .. }) = (&target.unparen().kind, &value.unparen().kind)
+        {
+            let callee = self.ctx.calls.get(&value.unparen().span).map(|c| &c.target);
+            if let Some(CallTarget::Function { file, name }) = callee {
+                for (k, t) in targets.iter().enumerate() {
+                    let source = returned_dependence(self.ctx, &self.locals, *file, name, args, Some(k))
+                        .map(|d| Source {
+                            direct: false,
+                            ..d.source(value, self.ctx)
+                        })
+                        .or(control);
+                    self.bind(t, source);
                 }
                 return;
             }
