@@ -198,22 +198,56 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
     found
 }
 
+/// A call's result in the memo of [`returned_dependence`]: the function,
+/// the tuple element, and the thread dependence of each argument.
+type CallKey = (crate::db::SourceFile, String, Option<usize>, Vec<Option<(usize, bool)>>);
+
 thread_local! {
     /// How many calls deep [`returned_dependence`] is looking.
     static CALL_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// What the calls looked into below the outermost one gave: a call
+    /// repeated with arguments of the same dependence gives the same, so
+    /// nested calls cost once each (a chain of functions that each call the
+    /// one below four times took seconds). Emptied when the outermost call
+    /// returns, so nothing outlives one query.
+    static CALL_MEMO: std::cell::RefCell<HashMap<CallKey, Option<Source>>> = std::cell::RefCell::new(HashMap::new());
 }
 
 /// How deep [`returned_dependence`] follows calls (recursion is an error
 /// of its own, E0216, and must not make this one loop).
 const MAX_CALL_DEPTH: usize = 8;
 
+/// Puts [`CALL_DEPTH`] back when a look into a call ends, and empties the
+/// memo when the outermost one does — also when a query is cancelled
+/// (salsa unwinds), so that neither outlives it.
+struct DepthGuard(usize);
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        CALL_DEPTH.with(|d| d.set(self.0));
+        if self.0 == 0 {
+            CALL_MEMO.with(|m| m.borrow_mut().clear());
+        }
+    }
+}
+
+/// A source as a memo key: its origin (a builtin's address, or a parameter)
+/// and whether it is direct.
+fn source_key(s: &Source) -> (usize, bool) {
+    let origin = match s.origin {
+        Origin::Builtin(b) => b as *const Builtin as usize,
+        Origin::Param(i) => usize::MAX - i,
+    };
+    (origin, s.direct)
+}
+
 /// What makes the value of a call of function `name` (in `file`) with
-/// `args` thread-dependent: a thread-dependent builtin its returned value
-/// depends on (`return launch.local_id(0)`), or a caller's argument for a
-/// parameter it depends on — through the returned expression or through a
-/// condition that decides which `return` runs (`if launch.local_id() < 16:
-/// return 1`). With `element`, only that element of a returned tuple
-/// (`return i, 0`) counts among the expressions.
+/// `args` thread-dependent: the callee's body is looked at with each
+/// parameter as thread-dependent as its argument, and the value depends on
+/// the thread when a returned expression does, or a condition that decides
+/// which `return` runs (`if launch.local_id() < 16: return 1`). With
+/// `element`, only that element of a returned tuple (`return i, 0`) counts
+/// among the expressions.
 fn returned_dependence(
     ctx: &BodyCtx,
     locals: &HashMap<String, Source>,
@@ -226,44 +260,65 @@ fn returned_dependence(
     if depth >= MAX_CALL_DEPTH {
         return None;
     }
-    CALL_DEPTH.with(|d| d.set(depth + 1));
-    let found = (|| {
-        let db = ctx.db;
-        let func = FnId::new(db, file, name.to_string());
-        let sig = db::signature(db, func);
-        if sig.kind == crate::signature::FnKind::Kernel {
-            return None;
-        }
-        let def = db::fn_ast(db, func).as_deref()?;
-        let info = db::infer(db, func);
-        let callee = BodyCtx::new(db, file, def, sig, info);
-        let callee_locals = Taint::compute(&callee, true);
-        let mut returns = Returns::default();
-        returns.block(&def.body, &mut Vec::new());
-        let values = returns.values.iter().map(|v| match (&v.unparen().kind, element) {
-            (ExprKind::Tuple(items), Some(k)) if k < items.len() => &items[k],
-            _ => *v,
-        });
-        for value in values.chain(returns.conditions.iter().copied()) {
-            match dependence(&callee, &callee_locals, value).map(|d| d.origin()) {
-                Some(Origin::Builtin(b)) => return Some(Dependence::Call(b)),
-                Some(Origin::Param(i)) => {
-                    let param = &sig.params.get(i)?.name;
-                    let arg = args
-                        .iter()
-                        .find(|a| a.name.as_ref().is_some_and(|n| n.name == *param))
-                        .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(i));
-                    if let Some(d) = arg.and_then(|a| dependence(ctx, locals, &a.value)) {
-                        return Some(d);
-                    }
-                }
-                None => {}
+    let db = ctx.db;
+    let func = FnId::new(db, file, name.to_string());
+    let sig = db::signature(db, func);
+    if sig.kind == crate::signature::FnKind::Kernel {
+        return None;
+    }
+    let arg_sources: Vec<Option<Source>> = sig
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let arg = args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| n.name == p.name))
+                .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(i))?;
+            dependence(ctx, locals, &arg.value).map(|d| d.source(&arg.value, ctx))
+        })
+        .collect();
+    let key: CallKey = (
+        file,
+        name.to_string(),
+        element,
+        arg_sources.iter().map(|s| s.as_ref().map(source_key)).collect(),
+    );
+    let memo = CALL_MEMO.with(|m| m.borrow().get(&key).copied());
+    let found = match memo {
+        Some(found) => found,
+        None => {
+            let _restore = DepthGuard(depth);
+            CALL_DEPTH.with(|d| d.set(depth + 1));
+            let found = db::fn_ast(db, func).as_deref().and_then(|def| {
+                let info = db::infer(db, func);
+                let callee = BodyCtx::new(db, file, def, sig, info);
+                let callee_locals = Taint::compute(&callee, &arg_sources);
+                let mut returns = Returns::default();
+                returns.block(&def.body, &mut Vec::new());
+                let values = returns.values.iter().map(|v| match (&v.unparen().kind, element) {
+                    (ExprKind::Tuple(items), Some(k)) if k < items.len() => &items[k],
+                    _ => *v,
+                });
+                values
+                    .chain(returns.conditions.iter().copied())
+                    .find_map(|e| dependence(&callee, &callee_locals, e).map(|d| d.source(e, &callee)))
+            });
+            if depth > 0 {
+                CALL_MEMO.with(|m| m.borrow_mut().insert(key, found));
             }
+            found
         }
-        None
-    })();
-    CALL_DEPTH.with(|d| d.set(depth));
-    found
+    };
+    // The caller's terms: a builtin, or (when the caller is summarized) one
+    // of its own parameters.
+    found.map(|s| match s.origin {
+        Origin::Builtin(b) => Dependence::Call(b),
+        Origin::Param(i) => Dependence::Local(
+            ctx.sig.params.get(i).map_or_else(String::new, |p| p.name.clone()),
+            Source { direct: false, ..s },
+        ),
+    })
 }
 
 /// What a function's `return` statements give and what decides which one
@@ -316,17 +371,13 @@ struct Taint<'a> {
 }
 
 impl<'a> Taint<'a> {
-    /// The thread-dependent locals; with `params`, a device function's
-    /// parameters count as sources.
-    fn compute(ctx: &'a BodyCtx<'a>, params: bool) -> HashMap<String, Source> {
+    /// The thread-dependent locals, the parameters with the sources of
+    /// `params` (by position; none for those past its end).
+    fn compute(ctx: &'a BodyCtx<'a>, params: &[Option<Source>]) -> HashMap<String, Source> {
         let mut locals = HashMap::new();
-        if params {
-            for (i, p) in ctx.sig.params.iter().enumerate() {
-                let source = Source {
-                    origin: Origin::Param(i),
-                    direct: true,
-                };
-                locals.insert(p.name.clone(), source);
+        for (p, source) in ctx.sig.params.iter().zip(params) {
+            if let Some(source) = source {
+                locals.insert(p.name.clone(), *source);
             }
         }
         let mut taint = Taint {
@@ -572,7 +623,20 @@ struct Walker<'a> {
 
 impl<'a> Walker<'a> {
     fn run(ctx: &'a BodyCtx<'a>, mode: Mode<'a>) -> Walker<'a> {
-        let locals = Taint::compute(ctx, matches!(mode, Mode::Summarize(_)));
+        // Summarizing a device function, each parameter is a source of its
+        // own: the summary says which parameters decide its barriers.
+        let params: Vec<Option<Source>> = match mode {
+            Mode::Summarize(_) => (0..ctx.sig.params.len())
+                .map(|i| {
+                    Some(Source {
+                        origin: Origin::Param(i),
+                        direct: true,
+                    })
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let locals = Taint::compute(ctx, &params);
         let mut walker = Walker {
             ctx,
             mode,
