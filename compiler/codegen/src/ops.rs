@@ -52,6 +52,10 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             f.barrier();
             Ok(())
         }
+        "tile.fence" => {
+            fence(f, attr_str(f, op, "scope").unwrap_or("device"));
+            Ok(())
+        }
         "nvptx.sreg" => {
             let reg = attr_str(f, op, "reg").unwrap_or("tid.x");
             let v = match reg {
@@ -908,6 +912,32 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     }
     f.set(op, Val::Scalar(b.elem, old));
     Ok(())
+}
+
+/// A memory fence for the threads of `scope`: NVPTX's `membar` (LLVM 19
+/// selects no scoped `fence` there), a scoped `fence` on AMDGPU, and a
+/// sequentially consistent one on the CPU (whose threads share one
+/// coherent memory).
+fn fence(f: &mut FnEmitter, scope: &str) {
+    match f.info().abi {
+        Abi::Nvptx => {
+            let level = match scope {
+                "block" => "cta",
+                "system" => "sys",
+                _ => "gl",
+            };
+            f.intrinsic("void", &format!("llvm.nvvm.membar.{level}"), &[]);
+        }
+        Abi::Amdgpu => {
+            let sync = match scope {
+                "block" => "syncscope(\"workgroup\") ",
+                "system" => "",
+                _ => "syncscope(\"agent\") ",
+            };
+            f.line(format!("fence {sync}seq_cst"));
+        }
+        Abi::Cpu => f.line("fence seq_cst"),
+    }
 }
 
 /// On the CPU, an atomic in a loop lets the block's other threads run

@@ -180,6 +180,9 @@ pub const GEOMETRY: [&str; 5] = [
     "launch.grid_dim",
 ];
 
+/// The scopes of `tile.fence`: the threads that see its ordering.
+pub const FENCE_SCOPES: [&str; 3] = ["block", "device", "system"];
+
 /// The builtin namespaces.
 pub const NAMESPACES: [&str; 14] = [
     "op", "tile", "launch", "tshared", "rng", "dist", "numerics", "effects", "tensor", "stream", "graph", "autotune",
@@ -250,6 +253,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
     op("tile.cp_async", "(src)", "Copies the tile `src` into shared memory and returns the copy (seed form; completes by the next `tile.barrier()`).", SameAsFirst).kernel(),
     op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
+    op("tile.fence", "(scope = \"device\")", "Orders this thread's memory accesses: the threads of `scope` (\"block\", \"device\" or \"system\") see those before it before those after it (CUDA's `__threadfence_block()`, `__threadfence()`, `__threadfence_system()`).", Unit).kernel(),
     op("tile.range", "(x, axis, step)", "Iterates the tile blocks of `x` along `axis`.", Range).kernel(),
     op("tile.mma", "(A, B, C, BM, BN, BK)", "Iterates the tensor-core fragments of `C += A @ B`.", Range).kernel().accumulates().writes(2, "C"),
     op("tile.mma_sync", "(m, n, k)", "One tensor-core multiply-accumulate step.", Unit).kernel(),

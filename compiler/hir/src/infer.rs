@@ -1189,6 +1189,30 @@ impl<'a> Infer<'a> {
             }
             return;
         }
+        if b.path == "tile.fence" {
+            let scope = args.iter().find(|a| a.name == Some("scope")).or(first);
+            if let Some(scope) = scope {
+                let named = match &scope.expr.unparen().kind {
+                    ExprKind::Str(s) => Some(s.as_str()),
+                    _ => None,
+                };
+                if !named.is_some_and(|s| crate::builtins::FENCE_SCOPES.contains(&s)) {
+                    let label = match named {
+                        Some(s) => format!("\"{s}\""),
+                        None => "not a string literal".to_string(),
+                    };
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0204,
+                            "the `scope` of `tile.fence` is \"block\", \"device\" or \"system\"",
+                        )
+                        .with_primary(self.at(scope.expr.span), label)
+                        .with_help("\"device\" (the default) orders the accesses for every thread of the grid, as `__threadfence()` does"),
+                    );
+                }
+            }
+            return;
+        }
         if b.path == "bitcast" {
             let to = args.iter().filter(|a| a.name.is_none()).nth(1).map(|a| &a.ty);
             if let (Some(first), Some(Ty::DTypeValue(to))) = (first, to) {

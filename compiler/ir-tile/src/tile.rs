@@ -182,6 +182,12 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.fence",
+        doc: "orders the calling thread's memory accesses: the threads of `scope` (`block`, `device` or `system`) see those before it before those after it",
+        attrs: &[AttrDef::required("scope", AttrKind::Str)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.mma",
         doc: "matrix multiply-accumulate `%a · %b + %acc` (a and b tiles or shared memrefs) in `accumulate` precision",
         operands: Arity::Exact(3),
@@ -515,6 +521,9 @@ fn verify(c: &mut Check, name: &str) {
         }
         "tile.wait_async" => c.int_at_least("stage", 0),
         "tile.barrier" => c.one_of_opt("scope", &["block", "group"]),
+        "tile.fence" => {
+            c.one_of("scope", &["block", "device", "system"]);
+        }
         "tile.mma" => mma(c),
         "tile.reduce" => reduce(c),
         "tile.transpose" => transpose(c),

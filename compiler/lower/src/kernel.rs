@@ -2051,6 +2051,17 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.op0(block, e.span, "tile.barrier", &[], vec![("scope", Attr::str("block"))]);
                 None
             }
+            "tile.fence" => {
+                let scope = match keyword(args, "scope")
+                    .or_else(|| arg(args, 0, "scope"))
+                    .map(|e| &e.unparen().kind)
+                {
+                    Some(ExprKind::Str(s)) => s.clone(),
+                    _ => "device".to_string(),
+                };
+                self.op0(block, e.span, "tile.fence", &[], vec![("scope", Attr::str(scope))]);
+                None
+            }
             "tshared.alloc" | "tile.alloc_shared" => {
                 let Some(Ty::Tensor(t)) = self.cx.ty(e) else {
                     self.cx.unsupported(e.span, "a shared buffer without a known shape");

@@ -908,3 +908,39 @@ fn a_thread_waits_for_every_arrival_of_its_block() {
         assert_eq!(sum, want, "block {b} (seed {seed:#x})");
     }
 }
+
+#[test]
+fn the_last_block_adds_the_fenced_partial_sums() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "fence_reduction");
+    let n = 1 + rng.below(20_000) as usize;
+    let blocks = n.div_ceil(128);
+    let (x, xs) = f32_tensor(&mut rng, &[n], 10.0);
+    let partial = poisoned(DType::F32, &[blocks]);
+    let count = TensorValue::new(Tensor::from_slice(&[1], &[0u32]).unwrap());
+    let total = poisoned(DType::F32, &[1]);
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(partial),
+        Value::Tensor(count.clone()),
+        Value::Tensor(total.clone()),
+    ];
+    run(
+        &device,
+        &loaded,
+        "last_block_sum",
+        blocks as u32,
+        128,
+        &args,
+        &[("N", n), ("B", blocks)],
+    );
+    let want: f64 = xs.iter().sum();
+    let abs: f64 = xs.iter().map(|v| v.abs()).sum();
+    let got = values(&device, &total)[0];
+    assert!(
+        (got - want).abs() <= sum_bound(abs, 2.0 * (n as f64).log2() + 8.0),
+        "total {got}, float64 {want} (seed {seed:#x})"
+    );
+    assert_eq!(ints(&device, &count), vec![blocks as i64], "tickets (seed {seed:#x})");
+}
