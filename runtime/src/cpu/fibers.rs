@@ -302,6 +302,17 @@ impl Idle {
     }
 }
 
+/// What the waiting threads wait for, in thread order.
+fn waits(states: &[State]) -> Vec<Wait> {
+    states
+        .iter()
+        .filter_map(|s| match s {
+            State::Waiting(wait) => Some(*wait),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The error of a block whose spinning threads made no progress.
 fn livelock(states: &[State], spun: &[Option<Wait>], block: [u32; 3], limit: Duration) -> RunError {
     let spinning: Vec<Wait> = states
@@ -309,13 +320,7 @@ fn livelock(states: &[State], spun: &[Option<Wait>], block: [u32; 3], limit: Dur
         .zip(spun)
         .filter_map(|(s, w)| matches!(s, State::Ready(_)).then_some(*w).flatten())
         .collect();
-    let waiting: Vec<Wait> = states
-        .iter()
-        .filter_map(|s| match s {
-            State::Waiting(wait) => Some(*wait),
-            _ => None,
-        })
-        .collect();
+    let waiting = waits(states);
     let done = states.iter().filter(|s| **s == State::Done).count();
     let mut others = Vec::new();
     if !waiting.is_empty() {
@@ -425,13 +430,7 @@ fn resolve(states: &mut [State], block: [u32; 3]) -> Result<(), RunError> {
         }
         return Ok(());
     }
-    let waits: Vec<Wait> = states
-        .iter()
-        .filter_map(|s| match s {
-            State::Waiting(wait) => Some(*wait),
-            _ => None,
-        })
-        .collect();
+    let waits = waits(states);
     if at_warp == 0 {
         let message = format!(
             "barrier divergence in block {}: {done} of its {} threads finished the kernel while the others wait at a barrier",
