@@ -53,44 +53,7 @@ pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
 
 /// Every name a function assigns (its locals), less its parameters.
 fn locals(def: &FnDef) -> HashSet<String> {
-    fn targets(e: &Expr, out: &mut HashSet<String>) {
-        match &e.kind {
-            ExprKind::Name(n) => {
-                out.insert(n.clone());
-            }
-            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| targets(i, out)),
-            ExprKind::Paren(inner) => targets(inner, out),
-            _ => {}
-        }
-    }
-    fn block(b: &Block, out: &mut HashSet<String>) {
-        for stmt in &b.stmts {
-            match &stmt.kind {
-                StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, out)),
-                StmtKind::AnnAssign { target, .. } | StmtKind::For { target, .. } => targets(target, out),
-                StmtKind::With { items, .. } => {
-                    for item in items {
-                        if let Some(alias) = &item.alias {
-                            out.insert(alias.name.clone());
-                        }
-                    }
-                }
-                StmtKind::Error(stmts) => block(
-                    &Block {
-                        stmts: stmts.clone(),
-                        span: stmt.span,
-                    },
-                    out,
-                ),
-                _ => {}
-            }
-            for nested in stmt.kind.blocks() {
-                block(nested, out);
-            }
-        }
-    }
-    let mut out = HashSet::new();
-    block(&def.body, &mut out);
+    let mut out: HashSet<String> = def.body.bound_names().into_iter().map(str::to_string).collect();
     for p in &def.params {
         out.remove(&p.name.name);
     }

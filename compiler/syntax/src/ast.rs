@@ -25,6 +25,43 @@ pub struct Block {
     pub span: Span,
 }
 
+impl Block {
+    /// Every name the block binds, nested blocks included, in source order
+    /// (repeats kept): assignment targets (tuples too), annotated targets,
+    /// `for` targets and `with … as` aliases — a function body's locals,
+    /// less its parameters. Statements that did not parse count with what
+    /// they hold.
+    pub fn bound_names(&self) -> Vec<&str> {
+        fn targets<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
+            match &e.kind {
+                ExprKind::Name(n) => out.push(n),
+                ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| targets(i, out)),
+                ExprKind::Paren(inner) => targets(inner, out),
+                _ => {}
+            }
+        }
+        fn stmts<'e>(list: &'e [Stmt], out: &mut Vec<&'e str>) {
+            for stmt in list {
+                match &stmt.kind {
+                    StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, out)),
+                    StmtKind::AnnAssign { target, .. } | StmtKind::For { target, .. } => targets(target, out),
+                    StmtKind::With { items, .. } => {
+                        out.extend(items.iter().filter_map(|i| i.alias.as_ref()).map(|a| a.name.as_str()))
+                    }
+                    StmtKind::Error(inner) => stmts(inner, out),
+                    _ => {}
+                }
+                for nested in stmt.kind.blocks() {
+                    stmts(&nested.stmts, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        stmts(&self.stmts, &mut out);
+        out
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Stmt {
     pub kind: StmtKind,

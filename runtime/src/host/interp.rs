@@ -52,6 +52,8 @@ pub(crate) struct Interp<'a, 'p> {
     out: &'a mut dyn Write,
     globals: HashMap<String, Value>,
     depth: usize,
+    /// The host functions being run, innermost last.
+    running: Vec<String>,
 }
 
 fn unsupported(message: impl Into<String>) -> RunError {
@@ -102,6 +104,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             out,
             globals: HashMap::new(),
             depth: 0,
+            running: Vec::new(),
         }
     }
 
@@ -138,7 +141,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             locals.insert(p.name.name.clone(), v);
         }
         self.depth += 1;
+        self.running.push(def.name.name.clone());
         let flow = self.block(&mut locals, &def.body);
+        self.running.pop();
         self.depth -= 1;
         match flow? {
             Flow::Return(v) => Ok(v),
@@ -602,6 +607,22 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         if let Some(ns) = builtins::NAMESPACES.iter().find(|ns| **ns == n) {
             return Ok(Value::Namespace(ns));
+        }
+        let local = self
+            .running
+            .last()
+            .and_then(|f| self.program.function(f))
+            .is_some_and(|(def, _)| def.body.bound_names().contains(&n));
+        if local {
+            // Python's UnboundLocalError: the assignment did not run.
+            return Err(self.fail(
+                span,
+                "not assigned on the path taken",
+                RunError::value(format!(
+                    "`{n}` is read before it is assigned: the branch or loop that assigns it did not run"
+                ))
+                .with_help(format!("assign `{n}` before the branch or loop, or on every path")),
+            ));
         }
         let why = if self.program.imports(n) {
             format!(
