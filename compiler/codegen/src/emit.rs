@@ -1527,7 +1527,24 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let r = self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]);
                 self.val(format!("fdiv {t} {}, {r}", float_lit(s, 1.0)))
             }
-            ("exp" | "log" | "tanh", true) => self.math(f, s, a)?,
+            ("exp" | "log" | "tanh" | "sin" | "cos", true) => self.math(f, s, a)?,
+            ("floor" | "ceil", true) => {
+                // Exact at every width: the halves round through f32.
+                let wide = matches!(s, ScalarType::F16 | ScalarType::BF16);
+                let (wt, ws) = if wide { ("float", ScalarType::F32) } else { (t, s) };
+                let x = if wide {
+                    self.val(format!("fpext {t} {a} to float"))
+                } else {
+                    a.to_string()
+                };
+                let r = self.intrinsic(wt, &format!("llvm.{f}.{}", float_suffix(ws)), &[(wt, x)]);
+                if wide {
+                    self.val(format!("fptrunc float {r} to {t}"))
+                } else {
+                    r
+                }
+            }
+            ("floor" | "ceil", false) => a.to_string(),
             ("sigmoid", true) => {
                 let n = self.val(format!("fneg {t} {a}"));
                 let e = self.math("exp", s, &n)?;

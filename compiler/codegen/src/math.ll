@@ -248,6 +248,106 @@ entry:
   ret double %out
 }
 
+; sin (%phase 0) and cos (%phase 1) in f64 (within 2 ulp for |x| below
+; 2^20 * pi/2; larger arguments keep fewer bits): x = k*(pi/2) + r, k the
+; nearest integer to x*(2/pi) and |r| <= pi/4, r by three-part Cody-Waite
+; reduction (P1 and P2 have 33 bits, so k*P1 and k*P2 are exact for
+; |k| < 2^20); sin(r) and cos(r) by fdlibm's kernel polynomials, and the
+; quadrant (k + %phase) mod 4 picks one and its sign. |x| < 2^-27 gives x
+; (sin) or 1 (cos); an infinite or NaN argument gives NaN.
+define internal double @tsr_trig_f64(double %x, i64 %phase) {
+entry:
+  %a = call double @llvm.fabs.f64(double %x)
+  %finite = fcmp olt double %a, 0x7FF0000000000000
+  %tiny = fcmp olt double %a, 0x3E40000000000000
+  %t = fmul double %x, 0x3FE45F306DC9C883
+  %th = fadd double %t, 0.5
+  %k0 = call double @llvm.floor.f64(double %th)
+  %inrange = fcmp olt double %a, 0x4330000000000000
+  %k = select i1 %inrange, double %k0, double 0.0
+  %h1 = fmul double %k, 0x3FF921FB54400000
+  %r1 = fsub double %x, %h1
+  %h2 = fmul double %k, 0x3DD0B4611A600000
+  %r2 = fsub double %r1, %h2
+  %h3 = fmul double %k, 0x3BA3198A2E037073
+  %r = fsub double %r2, %h3
+  %z = fmul double %r, %r
+  %s5 = fmul double %z, 0x3DE5D93A5ACFD57C
+  %s4 = fadd double %s5, 0xBE5AE5E68A2B9CEB
+  %s4z = fmul double %z, %s4
+  %s3 = fadd double %s4z, 0x3EC71DE357B1FE7D
+  %s3z = fmul double %z, %s3
+  %s2 = fadd double %s3z, 0xBF2A01A019C161D5
+  %s2z = fmul double %z, %s2
+  %s1 = fadd double %s2z, 0x3F8111111110F8A6
+  %s1z = fmul double %z, %s1
+  %s0 = fadd double %s1z, 0xBFC5555555555549
+  %v = fmul double %z, %r
+  %vs = fmul double %v, %s0
+  %sin = fadd double %r, %vs
+  %c6 = fmul double %z, 0xBDA8FAE9BE8838D4
+  %c5 = fadd double %c6, 0x3E21EE9EBDB4B1C4
+  %c5z = fmul double %z, %c5
+  %c4 = fadd double %c5z, 0xBE927E4F809C52AD
+  %c4z = fmul double %z, %c4
+  %c3 = fadd double %c4z, 0x3EFA01A019CB1590
+  %c3z = fmul double %z, %c3
+  %c2 = fadd double %c3z, 0xBF56C16C16C15177
+  %c2z = fmul double %z, %c2
+  %c1 = fadd double %c2z, 0x3FA555555555554C
+  %rc = fmul double %z, %c1
+  %hz = fmul double %z, 0.5
+  %w = fsub double 1.0, %hz
+  %w1 = fsub double 1.0, %w
+  %w2 = fsub double %w1, %hz
+  %zr = fmul double %z, %rc
+  %w3 = fadd double %w2, %zr
+  %cos = fadd double %w, %w3
+  %ki = fptosi double %k to i64
+  %kp = add i64 %ki, %phase
+  %q = and i64 %kp, 3
+  %odd = trunc i64 %q to i1
+  %qh = lshr i64 %q, 1
+  %neg = trunc i64 %qh to i1
+  %pick = select i1 %odd, double %cos, double %sin
+  %negpick = fneg double %pick
+  %signed = select i1 %neg, double %negpick, double %pick
+  %issin = icmp eq i64 %phase, 0
+  %small = select i1 %issin, double %x, double 1.0
+  %res = select i1 %tiny, double %small, double %signed
+  %nan = fsub double %x, %x
+  %out = select i1 %finite, double %res, double %nan
+  ret double %out
+}
+
+define internal double @tsr_sin_f64(double %x) {
+entry:
+  %r = call double @tsr_trig_f64(double %x, i64 0)
+  ret double %r
+}
+
+define internal double @tsr_cos_f64(double %x) {
+entry:
+  %r = call double @tsr_trig_f64(double %x, i64 1)
+  ret double %r
+}
+
+define internal float @tsr_sin_f32(float %x) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %r = call double @tsr_trig_f64(double %d, i64 0)
+  %f = fptrunc double %r to float
+  ret float %f
+}
+
+define internal float @tsr_cos_f32(float %x) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %r = call double @tsr_trig_f64(double %d, i64 1)
+  %f = fptrunc double %r to float
+  ret float %f
+}
+
 declare double @llvm.floor.f64(double)
 declare float @llvm.floor.f32(float)
 declare double @llvm.fabs.f64(double)

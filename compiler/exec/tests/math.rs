@@ -1,8 +1,10 @@
-//! Tessera's own `exp`, `log` and `tanh` (compiler/codegen/src/math.ll),
-//! compiled for the CPU and run over every float exponent: within their
-//! documented error of the float64 function (`exp` 2 ulp in f32, `log` and
-//! `tanh` correctly rounded but for rare ties, so 1 ulp), with the special
-//! values exact. The same IR is what every GPU target runs.
+//! Tessera's own `exp`, `log`, `tanh`, `sin` and `cos`
+//! (compiler/codegen/src/math.ll), compiled for the CPU and run over every
+//! float exponent (`sin` and `cos` over those below 2^20, where their
+//! reduction keeps every bit): within their documented error of the float64
+//! function (`exp` 2 ulp in f32, the others correctly rounded but for rare
+//! ties, so 1 ulp), with the special values exact. The same IR is what
+//! every GPU target runs.
 
 // Each test binary uses part of the shared module.
 #[allow(dead_code)]
@@ -113,5 +115,64 @@ fn transcendentals_are_within_their_error_bounds() {
             }
         }
         eprintln!("{name}: worst {:.3} ulp at {:e}", worst.0, x[worst.1]);
+    }
+}
+
+const TRIG: &str = "\
+@kernel
+def trig(x: f32[N], s: mut f32[N], c: mut f32[N]):
+    i = launch.thread_id()
+    if i < N:
+        s[i] = sin(x[i])
+        c[i] = cos(x[i])
+";
+
+#[test]
+fn sine_and_cosine_are_within_one_ulp_below_2_to_the_20() {
+    let device = Device::open(DeviceKind::Cpu).unwrap();
+    let loaded = common::load_program(&device, "trig", TRIG, 3);
+    let limit = 2f32.powi(20);
+    let mut x: Vec<f32> = inputs()
+        .into_iter()
+        .filter(|v| !v.is_finite() || v.abs() < limit)
+        .collect();
+    for k in -40i32..=40 {
+        // Multiples of pi/2, where the reduction cancels most.
+        x.push((f64::from(k) * std::f64::consts::FRAC_PI_2) as f32);
+    }
+    let n = x.len();
+    let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
+    let outputs: Vec<TensorValue> = (0..2)
+        .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![f32::NAN; n]).unwrap()))
+        .collect();
+    let mut args = vec![Value::Tensor(input)];
+    args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
+    let config = LaunchConfig {
+        grid: [n.div_ceil(256) as u32, 1, 1],
+        block: [256, 1, 1],
+        shared_bytes: 0,
+    };
+    loaded
+        .launch_kernel(&device, "trig", config, &args, &[("N".to_string(), n as i64)])
+        .unwrap();
+    type Reference = fn(f64) -> f64;
+    let functions: [(&str, Reference); 2] = [("sin", f64::sin), ("cos", f64::cos)];
+    for ((name, reference), out) in functions.iter().zip(&outputs) {
+        let got = out.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec();
+        for (&g, &xi) in got.iter().zip(&x) {
+            let want = reference(f64::from(xi));
+            let err = ulps(g, want);
+            assert!(
+                err <= 1.0,
+                "{name}({xi:e} = {:#010x}) is {g:e}, the float64 value {want:e}: {err} ulp",
+                xi.to_bits()
+            );
+        }
+        // sin keeps the sign of a zero; infinities give NaN.
+        let at = |v: f32| got[x.iter().position(|&xi| xi.to_bits() == v.to_bits()).unwrap()];
+        if *name == "sin" {
+            assert_eq!(at(-0.0).to_bits(), (-0.0f32).to_bits());
+        }
+        assert!(at(f32::INFINITY).is_nan() && at(f32::NEG_INFINITY).is_nan());
     }
 }

@@ -40,6 +40,9 @@ pub enum Shape {
     Index,
     /// Returns a value of the first argument's type.
     SameAsFirst,
+    /// Returns a value of the first argument's shape, in its float type:
+    /// `f32` for an integer or bool (`exp(2)`, `sqrt(i)`).
+    FloatOfFirst,
     /// Elementwise over its tensor arguments, with NumPy broadcasting.
     Broadcast,
     /// `A[.., M, K] @ B[.., K, N] -> [.., M, N]`.
@@ -197,10 +200,14 @@ pub static BUILTINS: &[Builtin] = &[
     op("max", "(a, b)", "The larger of two values.", SameAsFirst),
     op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst),
     op("ceil_div", "(a, b)", "`a` divided by `b`, rounded up.", Index),
-    op("sqrt", "(x)", "Square root, elementwise.", SameAsFirst),
-    op("exp", "(x)", "Exponential, elementwise.", SameAsFirst),
-    op("log", "(x)", "Natural logarithm, elementwise.", SameAsFirst),
-    op("tanh", "(x)", "Hyperbolic tangent, elementwise.", SameAsFirst),
+    op("sqrt", "(x)", "Square root, elementwise.", FloatOfFirst),
+    op("exp", "(x)", "Exponential, elementwise.", FloatOfFirst),
+    op("log", "(x)", "Natural logarithm, elementwise.", FloatOfFirst),
+    op("tanh", "(x)", "Hyperbolic tangent, elementwise.", FloatOfFirst),
+    op("sin", "(x)", "Sine of radians, elementwise.", FloatOfFirst),
+    op("cos", "(x)", "Cosine of radians, elementwise.", FloatOfFirst),
+    op("floor", "(x)", "The largest integer not above `x`, elementwise, in `x`'s type.", SameAsFirst),
+    op("ceil", "(x)", "The smallest integer not below `x`, elementwise, in `x`'s type.", SameAsFirst),
     op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast),
     op("bitcast", "(x, dtype)", "The bits of `x` read as `dtype`, a type of the same width: `bitcast(1.0, u32)` is 1065353216.", Cast),
     op("print", "(*values, sep = \" \")", "Prints values on the host.", Unit).host().effects(&[Io]),

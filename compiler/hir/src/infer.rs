@@ -1026,6 +1026,16 @@ impl<'a> Infer<'a> {
             Shape::Opaque => Ty::Unknown,
             Shape::Policy => Ty::Policy(b.name().to_string()),
             Shape::SameAsFirst => first,
+            Shape::FloatOfFirst => match first {
+                Ty::Int => Ty::Float,
+                Ty::Bool => Ty::Scalar(DType::F32),
+                Ty::Scalar(d) if !d.is_float() => Ty::Scalar(DType::F32),
+                Ty::Tensor(t) if t.dtype.is_some_and(|d| !d.is_float()) => Ty::Tensor(TensorTy {
+                    dtype: Some(DType::F32),
+                    ..t
+                }),
+                other => other,
+            },
             Shape::Cast => match positional.get(1).map(|a| &a.ty) {
                 Some(Ty::DTypeValue(d)) => match first {
                     Ty::Tensor(t) => Ty::Tensor(TensorTy { dtype: Some(*d), ..t }),

@@ -725,9 +725,12 @@ const EPILOGUE_ELEMENTS_PER_THREAD: i64 = 32;
 /// Whether `op` is an elementwise op computing a transcendental function.
 fn transcendental(m: &Module, op: OpId) -> bool {
     m.op(op).name == "graph.elementwise"
-        && m.attr(op, "fn")
-            .and_then(Attr::as_str)
-            .is_some_and(|f| matches!(f, "exp" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow"))
+        && m.attr(op, "fn").and_then(Attr::as_str).is_some_and(|f| {
+            matches!(
+                f,
+                "exp" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow" | "sin" | "cos"
+            )
+        })
 }
 
 /// The most stages, up to `wanted` and at least 1, whose shared memory

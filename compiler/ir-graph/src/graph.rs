@@ -226,8 +226,9 @@ const OPS: &[OpDef] = &[
 
 /// The binary and unary functions of `graph.elementwise`.
 pub const BINARY_FNS: [&str; 7] = ["add", "sub", "mul", "div", "max", "min", "pow"];
-pub const UNARY_FNS: [&str; 11] = [
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu",
+pub const UNARY_FNS: [&str; 15] = [
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos", "floor",
+    "ceil",
 ];
 const REDUCE_KINDS: [&str; 5] = ["sum", "mean", "max", "min", "prod"];
 const ROUNDINGS: [&str; 6] = [

@@ -430,9 +430,12 @@ const BINARY_FNS: &[&str] = &[
 ];
 const BITWISE_FNS: &[&str] = &["and", "or", "xor", "shl", "shr"];
 const UNARY_FNS: &[&str] = &[
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount",
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount", "sin",
+    "cos", "floor", "ceil",
 ];
-const FLOAT_UNARY_FNS: &[&str] = &["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu"];
+const FLOAT_UNARY_FNS: &[&str] = &[
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "sin", "cos",
+];
 pub(crate) const CMP_PREDS: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
 const REDUCE_KINDS: &[&str] = &["sum", "max", "min", "prod"];
 const REDUCE_ORDERS: &[&str] = &["tree", "any"];

@@ -2172,7 +2172,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 Some(self.convert(block, product, &ty))
             }
-            "tile.relu" | "tile.exp" | "exp" | "sqrt" | "log" | "tanh" | "abs" => {
+            "tile.relu" | "tile.exp" | "exp" | "sqrt" | "log" | "tanh" | "abs" | "sin" | "cos" | "floor" | "ceil" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let x = if matches!(ty, Type::Tensor { .. }) {
@@ -2180,6 +2180,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 } else {
                     x
                 };
+                // An integer argument of a float function (`exp(i)`) is
+                // converted to the result's float type first.
+                let x = self.convert(block, x, &ty);
                 let f = path.trim_start_matches("tile.");
                 Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }

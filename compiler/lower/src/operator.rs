@@ -424,6 +424,10 @@ impl<'a> Lower<'_, 'a, '_> {
             "sqrt" => unary("sqrt"),
             "tanh" => unary("tanh"),
             "abs" => unary("abs"),
+            "sin" => unary("sin"),
+            "cos" => unary("cos"),
+            "floor" => unary("floor"),
+            "ceil" => unary("ceil"),
             _ => None,
         };
         if let Some(f) = elementwise_unary {

@@ -1113,7 +1113,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             "range" => self.range(args),
             "len" => self.len(args),
             "min" | "max" => self.min_max(path, args),
-            "abs" | "sqrt" | "exp" | "log" | "tanh" | "op.relu" | "op.gelu" => self.math(path, args),
+            "abs" | "sqrt" | "exp" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil" | "op.relu" | "op.gelu" => {
+                self.math(path, args)
+            }
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
             "bitcast" => self.bitcast(args),
@@ -1252,6 +1254,10 @@ impl<'a, 'p> Interp<'a, 'p> {
             "exp" => MathFn::Exp,
             "log" => MathFn::Log,
             "tanh" => MathFn::Tanh,
+            "sin" => MathFn::Sin,
+            "cos" => MathFn::Cos,
+            "floor" => MathFn::Floor,
+            "ceil" => MathFn::Ceil,
             "op.gelu" => MathFn::Gelu,
             _ => MathFn::Relu,
         };
@@ -1261,6 +1267,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let host = t.host(self.device)?;
                 Ok(Value::Tensor(TensorValue::new(ops::math(f, &host)?)))
             }
+            Value::Int(i) if matches!(f, MathFn::Floor | MathFn::Ceil) => Ok(Value::Int(*i)),
             Value::Int(i) if matches!(f, MathFn::Abs | MathFn::Relu) => Ok(Value::Int(if f == MathFn::Abs {
                 i.checked_abs().ok_or_else(|| RunError::value("integer overflow"))?
             } else {

@@ -372,6 +372,10 @@ pub(crate) enum MathFn {
     Exp,
     Log,
     Tanh,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
     Relu,
     /// The tanh form the code generator uses:
     /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
@@ -386,6 +390,10 @@ impl MathFn {
             MathFn::Exp => x.exp(),
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Floor => x.floor(),
+            MathFn::Ceil => x.ceil(),
             MathFn::Relu => x.max(0.0),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
         }
@@ -398,6 +406,10 @@ impl MathFn {
             MathFn::Exp => x.exp(),
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Floor => x.floor(),
+            MathFn::Ceil => x.ceil(),
             MathFn::Relu => x.max(0.0),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()),
         }
@@ -407,7 +419,7 @@ impl MathFn {
 /// `f(x)` elementwise, in the tensor's precision (`f32` for the halves;
 /// integers stay integers for `abs` and `relu` and become `f32` otherwise).
 pub(crate) fn math(f: MathFn, t: &Tensor) -> Result<Tensor, RunError> {
-    let keeps_ints = matches!(f, MathFn::Abs | MathFn::Relu);
+    let keeps_ints = matches!(f, MathFn::Abs | MathFn::Relu | MathFn::Floor | MathFn::Ceil);
     let dtype = if t.dtype().is_float() || keeps_ints {
         t.dtype()
     } else {

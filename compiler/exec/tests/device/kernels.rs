@@ -944,3 +944,101 @@ fn the_last_block_adds_the_fenced_partial_sums() {
     );
     assert_eq!(ints(&device, &count), vec![blocks as i64], "tickets (seed {seed:#x})");
 }
+
+/// The distance between `got` and `want` in units of `f32`'s spacing at
+/// `want`.
+fn f32_ulps(got: f64, want: f64) -> f64 {
+    let spacing = f64::from(f32::EPSILON) * want.abs().max(f64::from(f32::MIN_POSITIVE)) / 2.0;
+    (got - want).abs() / spacing
+}
+
+#[test]
+fn sin_cos_floor_and_ceil_match_float64() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "trig");
+    let n = 1 + rng.below(5000) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 2000.0);
+    let xd: Vec<f64> = (0..n).map(|_| rng.uniform() * 2000.0).collect();
+    let xd_tensor = TensorValue::new(Tensor::from_slice(&[n], &xd).unwrap());
+    let o = poisoned(DType::F32, &[4, n]);
+    let od = poisoned(DType::F64, &[2, n]);
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(xd_tensor),
+        Value::Tensor(o.clone()),
+        Value::Tensor(od.clone()),
+    ];
+    run(
+        &device,
+        &loaded,
+        "elementwise",
+        n.div_ceil(128) as u32,
+        128,
+        &args,
+        &[("N", n)],
+    );
+    let (o, od) = (values(&device, &o), values(&device, &od));
+    for (i, &v) in xs.iter().enumerate() {
+        // One rounding to f32 of a result within 2 ulp of f64.
+        assert!(f32_ulps(o[i], v.sin()) <= 2.0, "sin({v}) = {} (seed {seed:#x})", o[i]);
+        assert!(
+            f32_ulps(o[n + i], v.cos()) <= 2.0,
+            "cos({v}) = {} (seed {seed:#x})",
+            o[n + i]
+        );
+        assert_eq!(o[2 * n + i], v.floor(), "floor({v}) (seed {seed:#x})");
+        assert_eq!(o[3 * n + i], v.ceil(), "ceil({v}) (seed {seed:#x})");
+        let w = xd[i];
+        for (got, want) in [(od[i], w.sin()), (od[n + i], w.cos())] {
+            let ulp = f64::EPSILON * want.abs().max(f64::MIN_POSITIVE);
+            assert!(
+                (got - want).abs() <= 2.0 * ulp,
+                "f64 trig of {w}: {got} vs {want} (seed {seed:#x})"
+            );
+        }
+    }
+}
+
+#[test]
+fn rotary_pairs_turn_by_their_angles() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "trig");
+    let (s, d) = (1 + rng.below(200) as usize, 2 * (1 + rng.below(64) as usize));
+    let (x, xs) = f32_tensor(&mut rng, &[s, d], 1.0);
+    let y = poisoned(DType::F32, &[s, d]);
+    let theta = 10_000.0f32;
+    let args = [
+        Value::Tensor(x),
+        Value::Tensor(y.clone()),
+        Value::Float(f64::from(theta)),
+    ];
+    run(
+        &device,
+        &loaded,
+        "rotate_pairs",
+        s as u32,
+        64,
+        &args,
+        &[("S", s), ("D", d)],
+    );
+    let y = values(&device, &y);
+    for pos in 0..s {
+        for k in 0..d / 2 {
+            let angle = pos as f64 * f64::from(theta).powf(-2.0 * k as f64 / d as f64);
+            let (a, b) = (xs[pos * d + 2 * k], xs[pos * d + 2 * k + 1]);
+            let want = [a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()];
+            // The angle is computed in f32 (exp, log, a product): its
+            // rounding, times the position, bounds the error.
+            let bound = 1e-5 * (1.0 + angle.abs()) * (a.abs() + b.abs()) + 1e-6;
+            for (j, w) in want.iter().enumerate() {
+                let got = y[pos * d + 2 * k + j];
+                assert!(
+                    (got - w).abs() <= bound,
+                    "pos {pos} pair {k}: {got} vs {w} (seed {seed:#x})"
+                );
+            }
+        }
+    }
+}
