@@ -36,7 +36,9 @@
 #     7. the example references in managed and pinned memory;
 #   and writes the log, the benchmark's tables and a table of what passed
 #   to $OUT (else target/gpu-check/out); $GPU_CHECK_BENCH, when set, is a
-#   second benchmark run's options, after the sanitizers. One command may take
+#   second benchmark run's options, after the sanitizers, and
+#   $GPU_CHECK_NCU one whose kernels also run under Nsight Compute
+#   (reports in $OUT/ncu). One command may take
 #   4 minutes ($limit), all of them $GPU_CHECK_BUDGET seconds (what is
 #   left is skipped); the exit status is 1 when a check fails.
 set -uo pipefail
@@ -221,6 +223,14 @@ run() {
                 compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda
         done
     done
+    # $GPU_CHECK_NCU: the harness's options for cases to run once more
+    # under Nsight Compute (say `--quick --only gemm`), a report each in
+    # $out/ncu (the device tool brings back 8 files: leave
+    # $GPU_CHECK_BENCH unset then).
+    if [ -n "${GPU_CHECK_NCU:-}" ]; then
+        # shellcheck disable=SC2086
+        check "Nsight Compute: $GPU_CHECK_NCU" bench ncu $GPU_CHECK_NCU --ncu "$out/ncu"
+    fi
     # $GPU_CHECK_BENCH: the harness's options for a longer table (say
     # `--only softmax,layernorm`).
     if [ -n "${GPU_CHECK_BENCH:-}" ]; then

@@ -223,16 +223,40 @@ def kernel_ms(trace_path):
     return median(per_run.values()) / 1000.0, sorted(names)
 
 
-def run_ours(tessera, case, inputs, device, repeat, warmup):
+# What `--ncu` asks Nsight Compute for: where the time goes in a kernel
+# (throughput against the peaks, warp stall reasons, the pipes and the
+# memory hierarchy), with the clocks left alone (device/METHOD.md).
+NCU_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "ComputeWorkloadAnalysis",
+                "MemoryWorkloadAnalysis", "SchedulerStats")
+
+
+def ncu_command(command):
+    """`command` under Nsight Compute: its second kernel launch (after one
+    warm-up) profiled, the sections of NCU_SECTIONS printed."""
+    sections = [arg for name in NCU_SECTIONS for arg in ("--section", name)]
+    return ["ncu", "--clock-control", "none", "--launch-skip", "1", "--launch-count", "1", *sections, *command]
+
+
+def run_ours(tessera, case, inputs, device, repeat, warmup, ncu_dir=None):
     """Writes `inputs` (name → numpy array) as .npy files, profiles the
-    case's entry on them; (median ms, kernel names, output as f32 numpy)."""
+    case's entry on them; (median ms, kernel names, output as f32 numpy).
+    With `ncu_dir`, one more run under Nsight Compute writes its report
+    there (a text file named after the case)."""
     with tempfile.TemporaryDirectory(prefix="tessera-bench-") as tmp:
         work = Path(tmp)
         for t in case.inputs:
             save_npy(work / f"{t.name}.npy", inputs[t.name])
         run_tessera(profile_command(tessera, case, work, device, repeat, warmup))
         ms, kernels = kernel_ms(work / "profile" / "trace.json")
-        return ms, kernels, load_npy(work / "out.npy")
+        output = load_npy(work / "out.npy")
+        if ncu_dir is not None:
+            command = ncu_command(profile_command(tessera, case, work, device, repeat=1, warmup=1))
+            proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+            name = re.sub(r"[^A-Za-z0-9]+", "-", f"{case.entry} {case.shape}").strip("-")
+            ncu_dir.mkdir(parents=True, exist_ok=True)
+            (ncu_dir / f"{name}.txt").write_text(
+                f"$ {shlex.join(command)}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+        return ms, kernels, output
 
 
 def save_npy(path, array):
@@ -491,7 +515,7 @@ def cuda_ms(fn, warmup, repeat, flush):
     return median(start.elapsed_time(end) for start, end in events)
 
 
-def measure(case, seed, tessera, repeat, warmup, flush):
+def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None):
     """One case on the GPU: a dict of what the results record."""
     generator = torch.Generator(device="cuda").manual_seed(seed)
     dtypes = {"bf16": torch.bfloat16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
@@ -502,7 +526,7 @@ def measure(case, seed, tessera, repeat, warmup, flush):
             for name, x in t.items()}
     result = {"entry": case.entry, "shape": case.shape, "seed": seed, "flops": case.flops, "bytes": case.bytes}
     try:
-        result["ours_ms"], result["kernels"], ours = run_ours(tessera, case, host, "cuda", repeat, warmup)
+        result["ours_ms"], result["kernels"], ours = run_ours(tessera, case, host, "cuda", repeat, warmup, ncu_dir)
     except HarnessError as e:
         result["error"] = str(e)
         return result
@@ -648,7 +672,7 @@ def gpu_run(cases, args):
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
     results = []
     for i, case in enumerate(cases):
-        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush)
+        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu)
         results.append(result)
         print(f"[{i + 1}/{len(cases)}] " + " | ".join(table_row(result)), flush=True)
         if "error" in result:
@@ -679,6 +703,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs first")
     parser.add_argument("--seed", type=int, help="the first case's seed (default: random, printed)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results", help="where the results go")
+    parser.add_argument("--ncu", type=Path, metavar="DIR",
+                        help="also run each of our kernels once under Nsight Compute, its report a text file in DIR")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan and check what runs without a GPU (no torch needed)")
     args = parser.parse_args()
