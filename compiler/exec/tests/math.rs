@@ -74,48 +74,57 @@ fn ulps(got: f32, want: f64) -> f64 {
     (f64::from(got) - want).abs() / ulp
 }
 
-#[test]
-fn transcendentals_are_within_their_error_bounds() {
+/// Runs kernel `name` of `program` on the CPU over `x`, with `outputs`
+/// NaN-filled output tensors after it; their values.
+fn run_over(name: &str, program: &str, x: &[f32], outputs: usize) -> Vec<Vec<f32>> {
     let device = Device::open(DeviceKind::Cpu).unwrap();
-    let loaded = common::load_program(&device, "math", PROGRAM, 3);
-
-    let x = inputs();
+    let loaded = common::load_program(&device, name, program, 3);
     let n = x.len();
-    let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
-    let outputs: Vec<TensorValue> = (0..3)
+    let input = TensorValue::new(Tensor::from_slice(&[n], x).unwrap());
+    let outs: Vec<TensorValue> = (0..outputs)
         .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![f32::NAN; n]).unwrap()))
         .collect();
     let mut args = vec![Value::Tensor(input)];
-    args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
+    args.extend(outs.iter().map(|t| Value::Tensor(t.clone())));
     let config = LaunchConfig {
         grid: [n.div_ceil(256) as u32, 1, 1],
         block: [256, 1, 1],
         shared_bytes: 0,
     };
     loaded
-        .launch_kernel(&device, "math", config, &args, &[("N".to_string(), n as i64)])
+        .launch_kernel(&device, name, config, &args, &[("N".to_string(), n as i64)])
         .unwrap();
+    outs.iter()
+        .map(|t| t.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec())
+        .collect()
+}
 
-    type Reference = fn(f64) -> f64;
-    let functions: [(&str, Reference, f64); 3] =
-        [("exp", f64::exp, 2.0), ("log", f64::ln, 1.0), ("tanh", f64::tanh, 1.0)];
-    for ((name, reference, bound), out) in functions.iter().zip(&outputs) {
-        let got = out.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec();
-        let mut worst = (0.0f64, 0usize);
-        for (i, (&g, &xi)) in got.iter().zip(&x).enumerate() {
-            let want = reference(f64::from(xi));
-            let err = ulps(g, want);
-            assert!(
-                err <= *bound,
-                "{name}({xi:e} = {:#010x}) is {g:e}, the float64 value {want:e}: {err} ulp (bound {bound})",
-                xi.to_bits()
-            );
-            if err > worst.0 {
-                worst = (err, i);
-            }
+/// Asserts that `got[i]` is within `bound` ulp of `reference(x[i])` for
+/// every input; prints the worst.
+fn within(name: &str, reference: fn(f64) -> f64, bound: f64, x: &[f32], got: &[f32]) {
+    let mut worst = (0.0f64, 0usize);
+    for (i, (&g, &xi)) in got.iter().zip(x).enumerate() {
+        let want = reference(f64::from(xi));
+        let err = ulps(g, want);
+        assert!(
+            err <= bound,
+            "{name}({xi:e} = {:#010x}) is {g:e}, the float64 value {want:e}: {err} ulp (bound {bound})",
+            xi.to_bits()
+        );
+        if err > worst.0 {
+            worst = (err, i);
         }
-        eprintln!("{name}: worst {:.3} ulp at {:e}", worst.0, x[worst.1]);
     }
+    eprintln!("{name}: worst {:.3} ulp at {:e}", worst.0, x[worst.1]);
+}
+
+#[test]
+fn transcendentals_are_within_their_error_bounds() {
+    let x = inputs();
+    let got = run_over("math", PROGRAM, &x, 3);
+    within("exp", f64::exp, 2.0, &x, &got[0]);
+    within("log", f64::ln, 1.0, &x, &got[1]);
+    within("tanh", f64::tanh, 1.0, &x, &got[2]);
 }
 
 const TRIG: &str = "\
@@ -129,8 +138,6 @@ def trig(x: f32[N], s: mut f32[N], c: mut f32[N]):
 
 #[test]
 fn sine_and_cosine_are_within_one_ulp_below_2_to_the_20() {
-    let device = Device::open(DeviceKind::Cpu).unwrap();
-    let loaded = common::load_program(&device, "trig", TRIG, 3);
     let limit = 2f32.powi(20);
     let mut x: Vec<f32> = inputs()
         .into_iter()
@@ -140,39 +147,13 @@ fn sine_and_cosine_are_within_one_ulp_below_2_to_the_20() {
         // Multiples of pi/2, where the reduction cancels most.
         x.push((f64::from(k) * std::f64::consts::FRAC_PI_2) as f32);
     }
-    let n = x.len();
-    let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
-    let outputs: Vec<TensorValue> = (0..2)
-        .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![f32::NAN; n]).unwrap()))
-        .collect();
-    let mut args = vec![Value::Tensor(input)];
-    args.extend(outputs.iter().map(|t| Value::Tensor(t.clone())));
-    let config = LaunchConfig {
-        grid: [n.div_ceil(256) as u32, 1, 1],
-        block: [256, 1, 1],
-        shared_bytes: 0,
-    };
-    loaded
-        .launch_kernel(&device, "trig", config, &args, &[("N".to_string(), n as i64)])
-        .unwrap();
-    type Reference = fn(f64) -> f64;
-    let functions: [(&str, Reference); 2] = [("sin", f64::sin), ("cos", f64::cos)];
-    for ((name, reference), out) in functions.iter().zip(&outputs) {
-        let got = out.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec();
-        for (&g, &xi) in got.iter().zip(&x) {
-            let want = reference(f64::from(xi));
-            let err = ulps(g, want);
-            assert!(
-                err <= 1.0,
-                "{name}({xi:e} = {:#010x}) is {g:e}, the float64 value {want:e}: {err} ulp",
-                xi.to_bits()
-            );
-        }
-        // sin keeps the sign of a zero; infinities give NaN.
-        let at = |v: f32| got[x.iter().position(|&xi| xi.to_bits() == v.to_bits()).unwrap()];
-        if *name == "sin" {
-            assert_eq!(at(-0.0).to_bits(), (-0.0f32).to_bits());
-        }
-        assert!(at(f32::INFINITY).is_nan() && at(f32::NEG_INFINITY).is_nan());
+    let got = run_over("trig", TRIG, &x, 2);
+    within("sin", f64::sin, 1.0, &x, &got[0]);
+    within("cos", f64::cos, 1.0, &x, &got[1]);
+    // sin keeps the sign of a zero; infinities give NaN.
+    let at = |k: usize, v: f32| got[k][x.iter().position(|&xi| xi.to_bits() == v.to_bits()).unwrap()];
+    assert_eq!(at(0, -0.0).to_bits(), (-0.0f32).to_bits());
+    for k in 0..2 {
+        assert!(at(k, f32::INFINITY).is_nan() && at(k, f32::NEG_INFINITY).is_nan());
     }
 }
