@@ -72,22 +72,30 @@ fn join(a: State, b: State) -> State {
     }
 }
 
+/// Where a local is first bound in the walk.
+#[derive(Clone, Copy)]
+struct First {
+    span: Span,
+    /// The start of the top-level statement holding it.
+    top: u32,
+    /// Bound by a declaration without a value (`v: f32`): the statement.
+    declared: Option<Span>,
+}
+
 /// A read of a local that not every path assigns.
 struct Read {
     name: String,
     span: Span,
-    /// Where it is first assigned in the function.
-    assigned: Span,
+    first: First,
     /// Where the fix assigns it: the start of the top-level statement that
-    /// holds its first assignment or the read, whichever comes first.
+    /// holds its first binding or the read, whichever comes first.
     insert_at: u32,
 }
 
 struct Walk {
     locals: HashSet<String>,
-    /// The first assignment of each local, in walk order, and the start of
-    /// the top-level statement holding it.
-    first_assigned: Vec<(String, Span, u32)>,
+    /// The first binding of each local, in walk order.
+    first_assigned: Vec<(String, First)>,
     reported: HashSet<String>,
     reads: Vec<Read>,
     /// The states at the `break`s of each enclosing loop.
@@ -121,12 +129,18 @@ impl Walk {
                     self.assign(t, state);
                 }
             }
-            StmtKind::AnnAssign { target, value, .. } => {
-                if let Some(v) = value {
+            StmtKind::AnnAssign { target, value, .. } => match value {
+                Some(v) => {
                     self.reads(v, state);
                     self.assign(target, state);
                 }
-            }
+                // `v: f32` declares `v` and assigns nothing.
+                None => {
+                    if let ExprKind::Name(n) = &target.kind {
+                        self.note_bound(n, target.span, Some(stmt.span));
+                    }
+                }
+            },
             StmtKind::AugAssign { target, value, .. } => {
                 self.reads(target, state);
                 self.reads(value, state);
@@ -215,9 +229,14 @@ impl Walk {
     }
 
     fn note_assigned(&mut self, name: &str, span: Span) {
-        if !self.first_assigned.iter().any(|(n, _, _)| n == name) {
+        self.note_bound(name, span, None);
+    }
+
+    fn note_bound(&mut self, name: &str, span: Span, declared: Option<Span>) {
+        if !self.first_assigned.iter().any(|(n, _)| n == name) {
             let top = self.top.map_or(span.start, |s| s.start);
-            self.first_assigned.push((name.to_string(), span, top));
+            self.first_assigned
+                .push((name.to_string(), First { span, top, declared }));
         }
     }
 
@@ -226,15 +245,15 @@ impl Walk {
             let Some(assigned) = state else { return };
             // A read before any assignment in the source is an unknown name
             // (E0101), reported by inference.
-            let first = self.first_assigned.iter().find(|(m, _, _)| m == n);
-            if let Some(&(_, at, first_top)) = first.filter(|_| self.locals.contains(n) && !assigned.contains(n)) {
+            let first = self.first_assigned.iter().find(|(m, _)| m == n).map(|(_, f)| *f);
+            if let Some(first) = first.filter(|_| self.locals.contains(n) && !assigned.contains(n)) {
                 if self.reported.insert(n.clone()) {
                     let top = self.top.map_or(e.span.start, |s| s.start);
                     self.reads.push(Read {
                         name: n.clone(),
                         span: e.span,
-                        assigned: at,
-                        insert_at: top.min(first_top),
+                        first,
+                        insert_at: top.min(first.top),
                     });
                 }
             }
@@ -254,16 +273,39 @@ fn diagnostic(db: &dyn Db, offset: u32, file: SourceFile, read: &Read, ty: Optio
     let name = &read.name;
     let mut d = Diagnostic::error(Code::E0108, format!("`{name}` may be read before it is assigned"))
         .with_primary(at(read.span), "not every path to here assigns it");
-    d = d.with_secondary(at(read.assigned), "assigned here, but not on every path");
+    d = match read.first.declared {
+        Some(_) => d.with_secondary(at(read.first.span), "declared here, without a value"),
+        None => d.with_secondary(at(read.first.span), "assigned here, but not on every path"),
+    };
     d = d.with_note("a thread that skipped the assignment would read whatever the local's register held");
+    // The zero of the read's type, and its annotation when the literal
+    // alone would not give the type.
     let zero = match ty {
-        Some(Ty::Scalar(dt)) if dt.is_float() => Some(format!("{name}: {dt} = 0.0")),
-        Some(Ty::Scalar(DType::Bool)) | Some(Ty::Bool) => Some(format!("{name} = False")),
-        Some(Ty::Scalar(dt)) if dt.is_int() => Some(format!("{name}: {dt} = 0")),
-        Some(Ty::Float) => Some(format!("{name} = 0.0")),
-        Some(Ty::Int) => Some(format!("{name} = 0")),
+        Some(Ty::Scalar(dt)) if dt.is_float() => Some(("0.0", Some(*dt))),
+        Some(Ty::Scalar(DType::Bool)) | Some(Ty::Bool) => Some(("False", None)),
+        Some(Ty::Scalar(dt)) if dt.is_int() => Some(("0", Some(*dt))),
+        Some(Ty::Float) => Some(("0.0", None)),
+        Some(Ty::Int) => Some(("0", None)),
         _ => None,
     };
+    if let (Some(declared), Some((value, _))) = (read.first.declared, zero) {
+        // `v: f32` becomes `v: f32 = 0.0`.
+        return d
+            .with_help(format!(
+                "give the declaration of `{name}` a value, or assign `{name}` on every path"
+            ))
+            .with_fix(
+                Fix::new(
+                    format!("give `{name}` a value where it is declared"),
+                    Applicability::MaybeIncorrect,
+                )
+                .with_edit(at(Span::empty(declared.end)), format!(" = {value}")),
+            );
+    }
+    let zero = zero.map(|(value, dt)| match dt {
+        Some(dt) => format!("{name}: {dt} = {value}"),
+        None => format!("{name} = {value}"),
+    });
     let start = (read.insert_at + offset) as usize;
     let line_start = text.get(..start).map_or(0, |t| t.rfind('\n').map_or(0, |i| i + 1));
     let indent = text
