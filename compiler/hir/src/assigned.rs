@@ -9,8 +9,9 @@
 //! are assigned on every path: an `if` assigns what all of its branches
 //! assign (an `if` without `else` adds nothing), a loop's body may run zero
 //! times (what it assigns is not assigned after it, except after `while
-//! True:`, which only a `break` leaves), and a `return`, `break` or
-//! `continue` ends its path. Parameters, module constants and builtins are
+//! True:`, which only a `break` leaves, and a `for` over a non-empty
+//! literal range or list, which runs at least once), and a `return`,
+//! `break` or `continue` ends its path. Parameters, module constants and builtins are
 //! not locals. The check runs per file (it needs the text, for the
 //! indentation of its fix) over the functions' cached syntax trees.
 
@@ -18,7 +19,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind};
+use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
 
 use crate::db::{self, Db, FnId, SourceFile};
 use crate::ty::{DType, Ty};
@@ -39,7 +40,7 @@ pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
             first_assigned: Vec::new(),
             reported: HashSet::new(),
             reads: Vec::new(),
-            breaks: Vec::new(),
+            loops: Vec::new(),
             top: None,
         };
         walk.block(&def.body, &mut Some(BTreeSet::new()), true);
@@ -82,6 +83,37 @@ struct First {
     declared: Option<Span>,
 }
 
+/// Whether a `for` loop over `iter` runs its body at least once: a
+/// `range` of integer literals that is not empty, or a literal list or
+/// tuple with an element.
+fn surely_runs(iter: &Expr) -> bool {
+    fn int(e: &Expr) -> Option<i64> {
+        match &e.unparen().kind {
+            ExprKind::Int(v) => i64::try_from(*v).ok(),
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand,
+            } => int(operand).map(|v| -v),
+            _ => None,
+        }
+    }
+    match &iter.unparen().kind {
+        ExprKind::List(items) | ExprKind::Tuple(items) => !items.is_empty(),
+        ExprKind::Call { callee, args }
+            if matches!(&callee.kind, ExprKind::Name(n) if n == "range") && args.iter().all(|a| a.name.is_none()) =>
+        {
+            let values: Option<Vec<i64>> = args.iter().map(|a| int(&a.value)).collect();
+            match values.as_deref() {
+                Some([stop]) => *stop > 0,
+                Some([start, stop]) => stop > start,
+                Some([start, stop, step]) => (*step > 0 && stop > start) || (*step < 0 && stop < start),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 /// A read of a local that not every path assigns.
 struct Read {
     name: String,
@@ -98,8 +130,9 @@ struct Walk {
     first_assigned: Vec<(String, First)>,
     reported: HashSet<String>,
     reads: Vec<Read>,
-    /// The states at the `break`s of each enclosing loop.
-    breaks: Vec<State>,
+    /// The states at the `break`s and the `continue`s of each enclosing
+    /// loop.
+    loops: Vec<(State, State)>,
     /// The top-level statement being walked.
     top: Option<Span>,
 }
@@ -163,11 +196,16 @@ impl Walk {
                 self.reads(iter, state);
                 let mut s = state.clone();
                 self.assign(target, &mut s);
-                self.looped(body, s);
+                let (breaks, end) = self.looped(body, s);
+                // A loop that surely runs leaves after an iteration or at a
+                // `break`.
+                if surely_runs(iter) {
+                    *state = join(end, breaks);
+                }
             }
             StmtKind::While { cond, body } => {
                 self.reads(cond, state);
-                let breaks = self.looped(body, state.clone());
+                let (breaks, _) = self.looped(body, state.clone());
                 if matches!(cond.unparen().kind, ExprKind::Bool(true)) {
                     *state = breaks;
                 }
@@ -182,10 +220,16 @@ impl Walk {
                 }
                 self.block(body, state, false);
             }
-            StmtKind::Return(None) | StmtKind::Continue => *state = None,
+            StmtKind::Return(None) => *state = None,
             StmtKind::Break => {
-                if let Some(b) = self.breaks.last_mut() {
+                if let Some((b, _)) = self.loops.last_mut() {
                     *b = join(b.take(), state.take());
+                }
+                *state = None;
+            }
+            StmtKind::Continue => {
+                if let Some((_, c)) = self.loops.last_mut() {
+                    *c = join(c.take(), state.take());
                 }
                 *state = None;
             }
@@ -202,11 +246,12 @@ impl Walk {
 
     /// Walks a loop body from `entry`; the join of its `break` states. The
     /// state after the loop is the one before it (the body may not run).
-    fn looped(&mut self, body: &Block, entry: State) -> State {
-        self.breaks.push(None);
+    fn looped(&mut self, body: &Block, entry: State) -> (State, State) {
+        self.loops.push((None, None));
         let mut s = entry;
         self.block(body, &mut s, false);
-        self.breaks.pop().flatten()
+        let (breaks, continues) = self.loops.pop().unwrap_or((None, None));
+        (breaks, join(s, continues))
     }
 
     fn assign(&mut self, target: &Expr, state: &mut State) {

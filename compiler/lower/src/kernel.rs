@@ -329,6 +329,65 @@ fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
     }
 }
 
+/// The `for` targets of a body that are read outside their loop (after
+/// it: a loop over a non-empty literal range or list surely binds them),
+/// each with its target expression.
+fn loop_targets_read_outside<'e>(body: &'e Block) -> Vec<(&'e str, &'e Expr)> {
+    fn names(e: &Expr, out: &mut Vec<(String, Span)>) {
+        if let ExprKind::Name(n) = &e.kind {
+            out.push((n.clone(), e.span));
+        }
+        e.kind.for_each_child(|c| names(c, out));
+    }
+    fn walk<'e>(block: &'e Block, reads: &mut Vec<(String, Span)>, loops: &mut Vec<(&'e str, &'e Expr, Span)>) {
+        for stmt in &block.stmts {
+            match &stmt.kind {
+                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => names(e, reads),
+                StmtKind::Assign { targets, value } => {
+                    names(value, reads);
+                    targets
+                        .iter()
+                        .filter(|t| !matches!(t.kind, ExprKind::Name(_) | ExprKind::Tuple(_)))
+                        .for_each(|t| names(t, reads));
+                }
+                StmtKind::AnnAssign { value, .. } => value.iter().for_each(|v| names(v, reads)),
+                StmtKind::AugAssign { target, value, .. } => {
+                    names(target, reads);
+                    names(value, reads);
+                }
+                StmtKind::If { branches, .. } => branches.iter().for_each(|b| names(&b.cond, reads)),
+                StmtKind::While { cond, .. } => names(cond, reads),
+                StmtKind::For { target, iter, .. } => {
+                    names(iter, reads);
+                    if let ExprKind::Name(n) = &target.kind {
+                        loops.push((n, target, stmt.span));
+                    }
+                }
+                StmtKind::With { items, .. } => items.iter().for_each(|i| names(&i.expr, reads)),
+                StmtKind::Assert { cond, message } => {
+                    names(cond, reads);
+                    message.iter().for_each(|m| names(m, reads));
+                }
+                _ => {}
+            }
+            for nested in stmt.kind.blocks() {
+                walk(nested, reads, loops);
+            }
+        }
+    }
+    let (mut reads, mut loops) = (Vec::new(), Vec::new());
+    walk(body, &mut reads, &mut loops);
+    loops
+        .into_iter()
+        .filter(|(n, _, at)| {
+            reads
+                .iter()
+                .any(|(r, span)| r == n && (span.start < at.start || span.end > at.end))
+        })
+        .map(|(n, target, _)| (n, target))
+        .collect()
+}
+
 /// Names a block assigns, in order (not those bound by `for`).
 fn assigned<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     for stmt in &block.stmts {
@@ -381,6 +440,9 @@ impl<'a> Lower<'_, 'a, '_> {
         // value after the loop, are Python's (the last one the loop gave).
         let mut looped = Vec::new();
         loop_targets(body, &mut looped);
+        // A loop variable read after its loop keeps a slot too, which holds
+        // the last value the loop gave it.
+        names.extend(loop_targets_read_outside(body));
         for &(name, at) in &names {
             if let Some(Binding::Value(param)) = self.env.get(name).cloned() {
                 self.param_slot(entry, name, param, at);
