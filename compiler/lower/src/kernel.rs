@@ -332,7 +332,7 @@ fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
 /// The `for` targets of a body that are read outside their loop (after
 /// it: a loop over a non-empty literal range or list surely binds them),
 /// each with its target expression.
-fn loop_targets_read_outside<'e>(body: &'e Block) -> Vec<(&'e str, &'e Expr)> {
+fn loop_targets_read_outside(body: &Block) -> Vec<(&str, &Expr)> {
     fn names(e: &Expr, out: &mut Vec<(String, Span)>) {
         if let ExprKind::Name(n) = &e.kind {
             out.push((n.clone(), e.span));
