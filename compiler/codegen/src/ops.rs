@@ -952,9 +952,10 @@ fn spin_point(f: &mut FnEmitter, elem: ScalarType, old: &str) {
     } else {
         old.to_string()
     };
-    let value = match bits.cmp(&64) {
-        std::cmp::Ordering::Less => f.val(format!("zext i{bits} {as_int} to i64")),
-        _ => as_int,
+    let value = if bits < 64 {
+        f.val(format!("zext i{bits} {as_int} to i64"))
+    } else {
+        as_int
     };
     let site = f.site();
     let ctx = f.ctx.clone();

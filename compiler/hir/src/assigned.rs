@@ -11,15 +11,15 @@
 //! times (what it assigns is not assigned after it, except after `while
 //! True:`, which only a `break` leaves, and a `for` over a non-empty
 //! literal range or list, which runs at least once), and a `return`,
-//! `break` or `continue` ends its path. Parameters, module constants and builtins are
-//! not locals. The check runs per file (it needs the text, for the
-//! indentation of its fix) over the functions' cached syntax trees.
+//! `break` or `continue` ends its path. Parameters, module constants and
+//! builtins are not locals. The check runs per file (it needs the text, for
+//! the indentation of its fix) over the functions' cached syntax trees.
 
 use std::collections::{BTreeSet, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
+use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind};
 
 use crate::db::{self, Db, FnId, SourceFile};
 use crate::ty::{DType, Ty};
@@ -87,22 +87,12 @@ struct First {
 /// `range` of integer literals that is not empty, or a literal list or
 /// tuple with an element.
 fn surely_runs(iter: &Expr) -> bool {
-    fn int(e: &Expr) -> Option<i64> {
-        match &e.unparen().kind {
-            ExprKind::Int(v) => i64::try_from(*v).ok(),
-            ExprKind::Unary {
-                op: UnaryOp::Neg,
-                operand,
-            } => int(operand).map(|v| -v),
-            _ => None,
-        }
-    }
     match &iter.unparen().kind {
         ExprKind::List(items) | ExprKind::Tuple(items) => !items.is_empty(),
         ExprKind::Call { callee, args }
             if matches!(&callee.kind, ExprKind::Name(n) if n == "range") && args.iter().all(|a| a.name.is_none()) =>
         {
-            let values: Option<Vec<i64>> = args.iter().map(|a| int(&a.value)).collect();
+            let values: Option<Vec<i64>> = args.iter().map(|a| a.value.int_value()).collect();
             match values.as_deref() {
                 Some([stop]) => *stop > 0,
                 Some([start, stop]) => stop > start,
@@ -244,8 +234,10 @@ impl Walk {
         }
     }
 
-    /// Walks a loop body from `entry`; the join of its `break` states. The
-    /// state after the loop is the one before it (the body may not run).
+    /// Walks a loop body from `entry`; the join of its `break` states, and
+    /// the state at the end of an iteration (its end joined with its
+    /// `continue`s). Unless the loop surely runs, the state after it is the
+    /// one before it (the body may not run).
     fn looped(&mut self, body: &Block, entry: State) -> (State, State) {
         self.loops.push((None, None));
         let mut s = entry;

@@ -79,7 +79,7 @@ enum Mode<'s> {
 }
 
 /// Where a thread-dependent value comes from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Origin {
     Builtin(&'static Builtin),
     /// A device function's parameter (only when summarizing it).
@@ -87,7 +87,7 @@ enum Origin {
 }
 
 /// Where a thread-dependent local gets its value from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Source {
     origin: Origin,
     /// Assigned straight from the builtin's call (`i = tile_linear_id()`).
@@ -200,7 +200,7 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
 
 /// A call's result in the memo of [`returned_dependence`]: the function,
 /// the tuple element, and the thread dependence of each argument.
-type CallKey = (crate::db::SourceFile, String, Option<usize>, Vec<Option<(usize, bool)>>);
+type CallKey = (crate::db::SourceFile, String, Option<usize>, Vec<Option<Source>>);
 
 thread_local! {
     /// How many calls deep [`returned_dependence`] is looking.
@@ -229,16 +229,6 @@ impl Drop for DepthGuard {
             CALL_MEMO.with(|m| m.borrow_mut().clear());
         }
     }
-}
-
-/// A source as a memo key: its origin (a builtin's address, or a parameter)
-/// and whether it is direct.
-fn source_key(s: &Source) -> (usize, bool) {
-    let origin = match s.origin {
-        Origin::Builtin(b) => b as *const Builtin as usize,
-        Origin::Param(i) => usize::MAX - i,
-    };
-    (origin, s.direct)
 }
 
 /// What makes the value of a call of function `name` (in `file`) with
@@ -278,12 +268,7 @@ fn returned_dependence(
             dependence(ctx, locals, &arg.value).map(|d| d.source(&arg.value, ctx))
         })
         .collect();
-    let key: CallKey = (
-        file,
-        name.to_string(),
-        element,
-        arg_sources.iter().map(|s| s.as_ref().map(source_key)).collect(),
-    );
+    let key: CallKey = (file, name.to_string(), element, arg_sources.clone());
     let memo = CALL_MEMO.with(|m| m.borrow().get(&key).copied());
     let found = match memo {
         Some(found) => found,
@@ -838,7 +823,7 @@ impl<'a> Walker<'a> {
             .cloned();
         if let Some(exit) = carried {
             let mut barriers = Vec::new();
-            each_expr(body, &mut |e| self.collect_barriers(e, &mut barriers));
+            body.each_expr(&mut |e| self.collect_barriers(e, &mut barriers));
             for point in barriers {
                 self.report(point, |p| barrier_after_exit(p, &exit), exit.cause.origin);
             }
@@ -1061,71 +1046,4 @@ fn barrier_after_exit(point: &Point, exit: &Exit) -> Diagnostic {
     .with_secondary(relative(exit.span, 0), here)
     .with_secondary(relative(exit.cause.span, 0), exit.cause.label.clone())
     .with_help(help)
-}
-
-/// Calls `f` on each expression of the statements of `block` (the outermost
-/// ones: `f` looks into their children itself), nested blocks included.
-fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
-    for stmt in &block.stmts {
-        each_expr_in(stmt, f);
-    }
-}
-
-fn each_expr_in(stmt: &Stmt, f: &mut dyn FnMut(&Expr)) {
-    match &stmt.kind {
-        StmtKind::Expr(e) => f(e),
-        StmtKind::Assign { targets, value } => {
-            f(value);
-            for target in targets {
-                f(target);
-            }
-        }
-        StmtKind::AnnAssign { target, value, .. } => {
-            if let Some(value) = value {
-                f(value);
-            }
-            f(target);
-        }
-        StmtKind::AugAssign { target, value, .. } => {
-            f(target);
-            f(value);
-        }
-        StmtKind::If { branches, orelse } => {
-            for branch in branches {
-                f(&branch.cond);
-                each_expr(&branch.body, f);
-            }
-            if let Some(orelse) = orelse {
-                each_expr(orelse, f);
-            }
-        }
-        StmtKind::For { target, iter, body } => {
-            f(iter);
-            f(target);
-            each_expr(body, f);
-        }
-        StmtKind::While { cond, body } => {
-            f(cond);
-            each_expr(body, f);
-        }
-        StmtKind::With { items, body } => {
-            items.iter().for_each(|item| f(&item.expr));
-            each_expr(body, f);
-        }
-        StmtKind::Return(Some(value)) => f(value),
-        StmtKind::Assert { cond, message } => {
-            f(cond);
-            if let Some(message) = message {
-                f(message);
-            }
-        }
-        StmtKind::Error(children) => children.iter().for_each(|s| each_expr_in(s, f)),
-        StmtKind::Return(None)
-        | StmtKind::Def(_)
-        | StmtKind::Import(_)
-        | StmtKind::FromImport { .. }
-        | StmtKind::Break
-        | StmtKind::Continue
-        | StmtKind::Pass => {}
-    }
 }

@@ -1184,7 +1184,7 @@ impl<'a> Infer<'a> {
         if builtins::GEOMETRY.contains(&b.path) {
             let axis = args.iter().find(|a| a.name == Some("axis")).or(first);
             if let Some(axis) = axis.filter(|a| !matches!(a.expr.unparen().kind, ExprKind::None)) {
-                let value = int_value(axis.expr);
+                let value = axis.expr.int_value();
                 if !value.is_some_and(|v| (0..3).contains(&v)) {
                     let label = match value {
                         Some(v) => format!("axis {v}"),
@@ -1264,7 +1264,7 @@ impl<'a> Infer<'a> {
     /// bytes, over the last two dims (rows in multiples of 8, rows of whole
     /// spans), and never beside `bank_pad` (`spec/memory.md`).
     fn check_swizzle(&mut self, e: &Expr, swizzle: &ArgTy, pad: Option<&ArgTy>, dims: &[Poly], dtype: Option<DType>) {
-        let Some(span) = int_value(swizzle.expr) else {
+        let Some(span) = swizzle.expr.int_value() else {
             return;
         };
         let at = self.at(swizzle.expr.span);
@@ -1279,7 +1279,7 @@ impl<'a> Infer<'a> {
             );
             return;
         }
-        if let Some(pad) = pad.filter(|p| int_value(p.expr).is_some_and(|v| v > 0)) {
+        if let Some(pad) = pad.filter(|p| p.expr.int_value().is_some_and(|v| v > 0)) {
             self.error(
                 error(
                     "a shared buffer is swizzled or padded, not both".into(),
@@ -1323,7 +1323,7 @@ impl<'a> Infer<'a> {
         let Some(axis) = axis else {
             return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
         };
-        let (Some(dims), Some(k)) = (&t.dims, int_value(axis.expr)) else {
+        let (Some(dims), Some(k)) = (&t.dims, axis.expr.int_value()) else {
             return Ty::Tensor(TensorTy {
                 dtype: t.dtype,
                 dims: None,
@@ -1408,7 +1408,7 @@ impl<'a> Infer<'a> {
                 _ => None,
             })
             .collect();
-        let axis = axis.and_then(|a| int_value(a.expr)).unwrap_or(0);
+        let axis = axis.and_then(|a| a.expr.int_value()).unwrap_or(0);
         let Some(first) = parts.first() else { return Ty::Unknown };
         let Some(first_dims) = &first.dims else {
             return Ty::Unknown;
@@ -1910,17 +1910,6 @@ pub(crate) fn suspended_effect(e: &Expr) -> Option<Effect> {
     }
     match &args.first()?.value.kind {
         ExprKind::Str(s) => Effect::from_name(s),
-        _ => None,
-    }
-}
-
-fn int_value(e: &Expr) -> Option<i64> {
-    match &e.unparen().kind {
-        ExprKind::Int(v) => i64::try_from(*v).ok(),
-        ExprKind::Unary {
-            op: UnaryOp::Neg,
-            operand,
-        } => int_value(operand).map(|v| -v),
         _ => None,
     }
 }

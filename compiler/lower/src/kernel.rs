@@ -315,12 +315,13 @@ fn assigned_here<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     }
 }
 
-/// Names a block's `for` loops bind, nested ones included.
-fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
+/// The `for` loops of a block that bind a name, nested ones included: the
+/// name, the target and the loop statement's span.
+fn loop_targets<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr, Span)>) {
     for stmt in &block.stmts {
         if let StmtKind::For { target, .. } = &stmt.kind {
             if let ExprKind::Name(n) = &target.kind {
-                out.push(n);
+                out.push((n, target, stmt.span));
             }
         }
         for b in stmt.kind.blocks() {
@@ -329,62 +330,26 @@ fn loop_targets<'e>(block: &'e Block, out: &mut Vec<&'e str>) {
     }
 }
 
-/// The `for` targets of a body that are read outside their loop (after
-/// it: a loop over a non-empty literal range or list surely binds them),
-/// each with its target expression.
-fn loop_targets_read_outside(body: &Block) -> Vec<(&str, &Expr)> {
+/// The targets of `loops` that are named outside their loop in `body`
+/// (read after it: a loop over a non-empty literal range or list surely
+/// binds them).
+fn named_outside<'e>(body: &Block, loops: &[(&'e str, &'e Expr, Span)]) -> Vec<(&'e str, &'e Expr)> {
     fn names(e: &Expr, out: &mut Vec<(String, Span)>) {
         if let ExprKind::Name(n) = &e.kind {
             out.push((n.clone(), e.span));
         }
         e.kind.for_each_child(|c| names(c, out));
     }
-    fn walk<'e>(block: &'e Block, reads: &mut Vec<(String, Span)>, loops: &mut Vec<(&'e str, &'e Expr, Span)>) {
-        for stmt in &block.stmts {
-            match &stmt.kind {
-                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => names(e, reads),
-                StmtKind::Assign { targets, value } => {
-                    names(value, reads);
-                    targets
-                        .iter()
-                        .filter(|t| !matches!(t.kind, ExprKind::Name(_) | ExprKind::Tuple(_)))
-                        .for_each(|t| names(t, reads));
-                }
-                StmtKind::AnnAssign { value, .. } => value.iter().for_each(|v| names(v, reads)),
-                StmtKind::AugAssign { target, value, .. } => {
-                    names(target, reads);
-                    names(value, reads);
-                }
-                StmtKind::If { branches, .. } => branches.iter().for_each(|b| names(&b.cond, reads)),
-                StmtKind::While { cond, .. } => names(cond, reads),
-                StmtKind::For { target, iter, .. } => {
-                    names(iter, reads);
-                    if let ExprKind::Name(n) = &target.kind {
-                        loops.push((n, target, stmt.span));
-                    }
-                }
-                StmtKind::With { items, .. } => items.iter().for_each(|i| names(&i.expr, reads)),
-                StmtKind::Assert { cond, message } => {
-                    names(cond, reads);
-                    message.iter().for_each(|m| names(m, reads));
-                }
-                _ => {}
-            }
-            for nested in stmt.kind.blocks() {
-                walk(nested, reads, loops);
-            }
-        }
-    }
-    let (mut reads, mut loops) = (Vec::new(), Vec::new());
-    walk(body, &mut reads, &mut loops);
+    let mut named = Vec::new();
+    body.each_expr(&mut |e| names(e, &mut named));
     loops
-        .into_iter()
+        .iter()
         .filter(|(n, _, at)| {
-            reads
+            named
                 .iter()
-                .any(|(r, span)| r == n && (span.start < at.start || span.end > at.end))
+                .any(|(m, span)| m == n && (span.start < at.start || span.end > at.end))
         })
-        .map(|(n, target, _)| (n, target))
+        .map(|&(n, target, _)| (n, target))
         .collect()
 }
 
@@ -442,7 +407,7 @@ impl<'a> Lower<'_, 'a, '_> {
         loop_targets(body, &mut looped);
         // A loop variable read after its loop keeps a slot too, which holds
         // the last value the loop gave it.
-        names.extend(loop_targets_read_outside(body));
+        names.extend(named_outside(body, &looped));
         for &(name, at) in &names {
             if let Some(Binding::Value(param)) = self.env.get(name).cloned() {
                 self.param_slot(entry, name, param, at);
@@ -450,7 +415,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             let single = names.iter().filter(|(n, _)| *n == name).count() == 1
                 && once.iter().any(|(n, _)| *n == name)
-                && !looped.contains(&name);
+                && !looped.iter().any(|(n, ..)| *n == name);
             if self.env.contains_key(name) || single {
                 continue;
             }

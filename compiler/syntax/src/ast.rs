@@ -68,6 +68,80 @@ pub struct Stmt {
     pub span: Span,
 }
 
+impl Block {
+    /// Calls `f` on each expression of the block's statements — values,
+    /// assignment and `for` targets, conditions, `with` items — nested
+    /// blocks included. Only the outermost expressions: `f` looks into
+    /// their children itself.
+    pub fn each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        for stmt in &self.stmts {
+            stmt.each_expr(f);
+        }
+    }
+}
+
+impl Stmt {
+    /// [`Block::each_expr`] for one statement.
+    pub fn each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match &self.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { targets, value } => {
+                f(value);
+                for target in targets {
+                    f(target);
+                }
+            }
+            StmtKind::AnnAssign { target, value, .. } => {
+                if let Some(value) = value {
+                    f(value);
+                }
+                f(target);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::If { branches, orelse } => {
+                for branch in branches {
+                    f(&branch.cond);
+                    branch.body.each_expr(f);
+                }
+                if let Some(orelse) = orelse {
+                    orelse.each_expr(f);
+                }
+            }
+            StmtKind::For { target, iter, body } => {
+                f(iter);
+                f(target);
+                body.each_expr(f);
+            }
+            StmtKind::While { cond, body } => {
+                f(cond);
+                body.each_expr(f);
+            }
+            StmtKind::With { items, body } => {
+                items.iter().for_each(|item| f(&item.expr));
+                body.each_expr(f);
+            }
+            StmtKind::Return(Some(value)) => f(value),
+            StmtKind::Assert { cond, message } => {
+                f(cond);
+                if let Some(message) = message {
+                    f(message);
+                }
+            }
+            StmtKind::Error(children) => children.iter().for_each(|s| s.each_expr(f)),
+            StmtKind::Return(None)
+            | StmtKind::Def(_)
+            | StmtKind::Import(_)
+            | StmtKind::FromImport { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Pass => {}
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StmtKind {
     Expr(Expr),
@@ -462,6 +536,20 @@ impl Expr {
         match &self.kind {
             ExprKind::Paren(inner) => inner.unparen(),
             _ => self,
+        }
+    }
+
+    /// The value of an integer literal, negated ones (`-3`) and
+    /// parenthesized ones included; None for anything else and for a
+    /// literal past `i64`.
+    pub fn int_value(&self) -> Option<i64> {
+        match &self.unparen().kind {
+            ExprKind::Int(v) => i64::try_from(*v).ok(),
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand,
+            } => operand.int_value().map(|v| -v),
+            _ => None,
         }
     }
 }
