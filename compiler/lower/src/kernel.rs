@@ -1123,14 +1123,37 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// Loads the element or tile at `place`, `e` the subscript it came from.
     fn load_place(&mut self, block: tessera_ir::BlockId, e: &'a Expr, place: Place) -> Option<ValueId> {
-        let (mem, index, sliced, _) = place;
-        let mut operands = vec![mem];
-        operands.extend(index);
+        let (mem, index, sliced, kept) = place;
         if sliced {
             let ty = self.result_type(e)?;
+            // Leading dims given by numbers (`x[r, :]`, `x[b, h, 0:64]`) are
+            // fixed by a view, whose rank the tile then has.
+            let fixed = kept.iter().take_while(|k| !**k).count();
+            if kept[fixed..].iter().any(|k| !*k) {
+                self.cx.unsupported(
+                    e.span,
+                    "a tile load with a number after a slice (as `x[0:4, c]`); keep the dim, `x[0:4, c:c+1]`, for a tile of shape [4, 1]",
+                );
+                return None;
+            }
+            let mem = if fixed > 0 {
+                let Type::MemRef { dims, elem, space, .. } = self.m.value_type(mem).clone() else {
+                    return None;
+                };
+                let mut operands = vec![mem];
+                operands.extend(&index[..fixed]);
+                let view = Type::memref(dims[fixed..].to_vec(), elem, space);
+                self.op1(block, e.span, "tile.view", &operands, vec![], view)
+            } else {
+                mem
+            };
+            let mut operands = vec![mem];
+            operands.extend(&index[fixed..]);
             Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
         } else {
             let ty = Type::Scalar(self.m.value_type(mem).elem()?);
+            let mut operands = vec![mem];
+            operands.extend(index);
             Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
         }
     }
