@@ -20,6 +20,7 @@ use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
 use crate::minifloat;
 use crate::mma::layout::{self, Layout};
+use crate::print::{self, PrintSite};
 use crate::rng::RngStream;
 use crate::swizzle::Swizzle;
 use crate::target::{Abi, TargetInfo};
@@ -299,6 +300,8 @@ pub(crate) struct FnEmitter<'e, 'm> {
     tma: Vec<TmaDescriptor>,
     /// The random streams drawn from, one hidden key parameter each.
     rng: Vec<RngStream>,
+    /// The kernel's prints, in the order of their records' site numbers.
+    prints: Vec<PrintSite>,
     terminated: bool,
     pub ctx: String,
 }
@@ -362,6 +365,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             hidden: Vec::new(),
             tma: Vec::new(),
             rng: Vec::new(),
+            prints: Vec::new(),
             terminated: false,
             ctx: "%ctx".to_string(),
         })
@@ -1892,6 +1896,12 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         format!("%rngkey{i}")
     }
 
+    /// Adds a print of the kernel and gives its site number.
+    pub(crate) fn print_site(&mut self, site: PrintSite) -> usize {
+        self.prints.push(site);
+        self.prints.len() - 1
+    }
+
     // ----- finishing ----------------------------------------------------
 
     fn finish(mut self) -> KernelInfo {
@@ -1950,6 +1960,12 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 replacements.push((format!("@SCRATCH{k}@"), at));
             }
         }
+        if !self.prints.is_empty() && info.abi == Abi::Cpu {
+            let slot = self.params.len() + self.rng.len() + usize::from(self.scratch_base.is_some());
+            let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
+            let p = self.val(format!("load ptr, ptr {at}"));
+            self.line(format!("{} = load ptr, ptr {p}", print::BUFFER));
+        }
         let setup = std::mem::replace(&mut self.body, saved);
         let mut body = self
             .body
@@ -1979,6 +1995,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
             if self.scratch_base.is_some() {
                 params.push(format!("{} noalias %scratch", info.global_ptr()));
+            }
+            if !self.prints.is_empty() {
+                params.push(format!("{} noalias {}", info.global_ptr(), print::BUFFER));
             }
             params.join(", ")
         };
@@ -2031,6 +2050,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             },
             tma: self.tma.clone(),
             rng: self.rng.clone(),
+            prints: self.prints.clone(),
             needs_sync: self.needs_sync,
             registers: None,
             spill_bytes: None,

@@ -15,6 +15,7 @@ pub mod llvm;
 mod minifloat;
 mod mma;
 mod ops;
+pub mod print;
 pub mod rng;
 mod swizzle;
 mod target;
@@ -193,6 +194,10 @@ pub struct KernelInfo {
     /// hidden `i64` parameter after the TMA descriptors, in this order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rng: Vec<rng::RngStream>,
+    /// The kernel's prints: such a kernel takes the address of a print
+    /// buffer as a hidden parameter after the scratch (`print`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prints: Vec<print::PrintSite>,
     /// Whether the kernel synchronises threads (barriers, shuffles, votes):
     /// the CPU launcher runs each thread of such a block as a fiber.
     pub needs_sync: bool,

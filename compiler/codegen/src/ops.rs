@@ -52,6 +52,7 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             f.barrier();
             Ok(())
         }
+        "tile.print" => crate::print::emit(f, op),
         "tile.fence" => {
             fence(f, attr_str(f, op, "scope").unwrap_or("device"));
             Ok(())

@@ -465,14 +465,17 @@ def f() -> i32:
 ```",
 
     E0209: "host-only operation inside a kernel" =>
-"Tensor creation, printing, random tensors and stream operations run on
-the host, not inside kernels.
+"Tensor creation, random tensors and stream operations run on the host,
+not inside kernels. A kernel prints scalars and string literals, each
+thread its own line; a whole tensor is printed on the host.
 
 ```tessera
 @kernel
 def k(x: f32[N]):
     print(x)
-```",
+```
+
+Print an element, `print(x[i])`, or print `x` after the launch.",
 
     E0210: "kernel called without launch brackets" =>
 "A kernel runs as a grid of blocks; calling it like a function does not

@@ -22,7 +22,7 @@ use tessera_runtime::minifloat::{E4M3, E5M2};
 use tessera_runtime::rng::{stream_key, StreamId};
 use tessera_runtime::{DType, Device, RunError, Tensor};
 
-use crate::expr;
+use crate::{expr, print};
 
 /// A module compiled for a device and loaded there.
 pub struct Loaded {
@@ -107,7 +107,8 @@ impl Loaded {
 
     /// Launches kernel `name`: `args` bind its parameters in order (tensors,
     /// scalars; dim parameters may be left out and are then taken from
-    /// `dims`). Returns when the host may read what the kernel wrote.
+    /// `dims`). Returns when the host may read what the kernel wrote, with
+    /// the lines the kernel printed.
     pub fn launch_kernel(
         &self,
         device: &Device,
@@ -115,7 +116,7 @@ impl Loaded {
         config: LaunchConfig,
         args: &[Value],
         dims: &[(String, i64)],
-    ) -> Result<(), RunError> {
+    ) -> Result<String, RunError> {
         self.launch_by_rank(device, name, config, args, dims, &[])
     }
 
@@ -129,9 +130,18 @@ impl Loaded {
         args: &[Value],
         dims: &[(String, i64)],
         mesh: &[u32],
-    ) -> Result<(), RunError> {
+    ) -> Result<String, RunError> {
         let bound = self.bind(device, name, config, args, dims, mesh)?;
-        fire(device, bound, None)
+        let printed = fire(device, bound, None)?;
+        self.printed(device, name, printed)
+    }
+
+    /// The lines a launch of `name` printed into `buffer` (none without).
+    fn printed(&self, device: &Device, name: &str, buffer: Option<Buffer>) -> Result<String, RunError> {
+        match buffer {
+            Some(b) => print::read(device, self.kernel_info(name)?, &b),
+            None => Ok(String::new()),
+        }
     }
 
     /// Launches as [`Loaded::launch_kernel`] does, with device events
@@ -152,12 +162,13 @@ impl Loaded {
         let config = bound.config;
         let mut events = [device.event()?, device.event()?];
         let started = Instant::now();
-        fire(device, bound, Some(&mut events))?;
+        let printed = fire(device, bound, Some(&mut events))?;
         let ms = device.elapsed_ms(&events[0], &events[1])?;
         Ok(Timed {
             config,
             started,
             device_ms: f64::from(ms),
+            printed: self.printed(device, name, printed)?,
         })
     }
 
@@ -276,12 +287,21 @@ impl Loaded {
             kargs.push_address(buffer.address());
             scratch = Some(buffer);
         }
+        // The print buffer, after the scratch.
+        let print = if info.prints.is_empty() {
+            None
+        } else {
+            let mut buffer = print::buffer(device)?;
+            kargs.push_address(buffer.address());
+            Some(buffer)
+        };
         Ok(Bound {
             kernel: self.module.kernel(name)?,
             config,
             args: kargs,
             scratch,
             tensor_maps,
+            print,
         })
     }
 
@@ -315,7 +335,7 @@ impl Loaded {
         dims: &[(String, i64)],
     ) -> Result<Vec<Value>, RunError> {
         self.ranks_with(device, function, args, dims, &mut |kernel, config, a, mesh| {
-            self.launch_by_rank(device, kernel, config, a, dims, mesh)
+            self.launch_by_rank(device, kernel, config, a, dims, mesh).map(drop)
         })
     }
 
@@ -547,20 +567,24 @@ fn collective(device: &Device, host: &HostInfo, c: &CollectiveInfo, values: &[Ve
 }
 
 impl Executor for Loaded {
-    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<String, RunError> {
         self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
     }
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = &*self;
         loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
-            loaded.launch_by_rank(device, kernel, config, args, call.dims, mesh)
+            loaded
+                .launch_by_rank(device, kernel, config, args, call.dims, mesh)
+                .map(drop)
         })
     }
 }
 
 /// How [`Loaded::call_with`] launches a kernel: its name, the launch
-/// configuration, the arguments and the mesh coordinates of the rank.
+/// configuration, the arguments and the mesh coordinates of the rank. The
+/// kernels of operator functions print nothing (only `@kernel` code has
+/// prints).
 pub(crate) type LaunchWith<'f> = dyn FnMut(&str, LaunchConfig, &[Value], &[u32]) -> Result<(), RunError> + 'f;
 
 /// A launch whose arguments are bound.
@@ -572,6 +596,8 @@ struct Bound {
     scratch: Option<Buffer>,
     /// The TMA tensor maps, likewise.
     tensor_maps: Vec<Buffer>,
+    /// The print buffer of a kernel that prints.
+    print: Option<Buffer>,
 }
 
 /// What a timed launch ran with and how long the kernel took.
@@ -582,11 +608,13 @@ pub(crate) struct Timed {
     pub started: Instant,
     /// The kernel's time between the events around it.
     pub device_ms: f64,
+    /// The lines the kernel printed.
+    pub printed: String,
 }
 
 /// Launches `bound` and waits for it, with `events` recorded around the
-/// kernel.
-fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) -> Result<(), RunError> {
+/// kernel; gives back its print buffer.
+fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) -> Result<Option<Buffer>, RunError> {
     if let Some(events) = events.as_mut() {
         device.record(&mut events[0], None)?;
     }
@@ -605,7 +633,7 @@ fn fire(device: &Device, mut bound: Bound, mut events: Option<&mut [Event; 2]>) 
     device.synchronize()?;
     drop(bound.scratch);
     drop(bound.tensor_maps);
-    Ok(())
+    Ok(bound.print)
 }
 
 /// A tensor for a result or scratch parameter, its dims evaluated, filled
@@ -634,7 +662,7 @@ fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunE
 }
 
 /// The host dtype of a kernel parameter's element type (its IR name).
-fn host_dtype(ir: &str) -> Option<DType> {
+pub(crate) fn host_dtype(ir: &str) -> Option<DType> {
     match ir {
         "f8e4m3" => Some(DType::Fp8E4m3),
         "f8e5m2" => Some(DType::Fp8E5m2),

@@ -16,6 +16,7 @@
 
 mod executor;
 pub mod expr;
+mod print;
 pub mod profile;
 
 use tessera_base::FileId;

@@ -1163,6 +1163,43 @@ impl<'a> Infer<'a> {
     /// The arguments the rules of a few builtins constrain: the launch
     /// geometry's `axis` is 0, 1 or 2; bitwise atomics and `tile.popcount`
     /// take integers.
+    /// A kernel's `print` formats scalars and string literals (the runtime
+    /// formats the values it records, `spec/kernels.md`, "Printing"); a
+    /// tensor is printed on the host.
+    fn check_kernel_print(&mut self, args: &[ArgTy]) {
+        for a in args {
+            let literal = matches!(a.expr.unparen().kind, ExprKind::Str(_));
+            if a.name == Some("sep") {
+                if !literal {
+                    self.error(
+                        Diagnostic::error(Code::E0204, "the `sep` of a kernel's `print` is a string literal")
+                            .with_primary(self.at(a.expr.span), "not a string literal")
+                            .with_help("write the separator in the call, `sep=\", \"`"),
+                    );
+                }
+                continue;
+            }
+            let (label, help) = match &a.ty {
+                Ty::Unknown | Ty::Int | Ty::Float | Ty::Bool | Ty::Scalar(_) => continue,
+                Ty::Str if literal => continue,
+                Ty::Str => (
+                    "a string that is not a literal".to_string(),
+                    "a kernel prints string literals: write the text in the call",
+                ),
+                Ty::Tensor(_) => (
+                    format!("`{}`", a.ty),
+                    "print one element, `x[i]`, or print the tensor on the host after the launch",
+                ),
+                other => (format!("`{other}`"), "print its scalars one by one"),
+            };
+            self.error(
+                Diagnostic::error(Code::E0209, "a kernel prints scalars and string literals")
+                    .with_primary(self.at(a.expr.span), label)
+                    .with_help(help),
+            );
+        }
+    }
+
     fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) {
         let names = b.param_names();
         for arg in args {
@@ -1221,6 +1258,10 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
+            return;
+        }
+        if b.path == "print" && self.in_device_code() {
+            self.check_kernel_print(args);
             return;
         }
         if b.path == "bitcast" {

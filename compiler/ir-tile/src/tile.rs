@@ -188,6 +188,13 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.print",
+        doc: "records a line of output: `text` with each `{}` replaced by a value (`{{` and `}}` are braces); the first two operands, the block's and the thread's linear index, order the launch's lines",
+        operands: Arity::AtLeast(2),
+        attrs: &[AttrDef::required("text", AttrKind::Str)],
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.mma",
         doc: "matrix multiply-accumulate `%a · %b + %acc` (a and b tiles or shared memrefs) in `accumulate` precision",
         operands: Arity::Exact(3),
@@ -527,6 +534,7 @@ fn verify(c: &mut Check, name: &str) {
         "tile.fence" => {
             c.one_of("scope", &["block", "device", "system"]);
         }
+        "tile.print" => print(c),
         "tile.mma" => mma(c),
         "tile.reduce" => reduce(c),
         "tile.transpose" => transpose(c),
@@ -875,6 +883,56 @@ fn rng(c: &mut Check) {
     if !ty.elem().is_some_and(ScalarType::is_float) || !is_value(&ty) {
         c.fail(format!("`tile.rng` gives floats (a scalar or a tile), not `{ty}`"));
     }
+}
+
+/// `tile.print`: two index operands, then one scalar for each placeholder
+/// of `text`.
+fn print(c: &mut Check) {
+    for i in 0..2.min(c.operand_count()) {
+        c.operand_is(i, &Type::INDEX);
+    }
+    for i in 2..c.operand_count() {
+        let ty = c.operand_type(i);
+        if !matches!(ty, Type::Scalar(_)) {
+            c.fail(format!("`tile.print` prints scalars, and operand {i} is `{ty}`"));
+        }
+    }
+    let Some(text) = c.attr("text").and_then(Attr::as_str) else {
+        return;
+    };
+    match placeholders(text) {
+        Ok(n) if n + 2 == c.operand_count() => {}
+        Ok(n) => {
+            let values = c.operand_count().saturating_sub(2);
+            let plural = if values == 1 { "" } else { "s" };
+            c.fail(format!(
+                "the `text` of `tile.print` has {n} placeholders for {values} value{plural}"
+            ))
+        }
+        Err(message) => c.fail(format!("the `text` of `tile.print` {message}")),
+    }
+}
+
+/// The `{}` placeholders of a `tile.print` text, whose literal braces are
+/// doubled.
+fn placeholders(text: &str) -> Result<usize, &'static str> {
+    let mut n = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match (ch, chars.peek()) {
+            ('{', Some('{')) | ('}', Some('}')) => {
+                chars.next();
+            }
+            ('{', Some('}')) => {
+                chars.next();
+                n += 1;
+            }
+            ('{', _) => return Err("has a `{` that is neither `{}` nor `{{`"),
+            ('}', _) => return Err("has a `}` that is not doubled"),
+            _ => {}
+        }
+    }
+    Ok(n)
 }
 
 fn for_(c: &mut Check) {

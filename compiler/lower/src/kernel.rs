@@ -2025,6 +2025,33 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// A kernel's `print`: one `tile.print` whose text holds the string
+    /// literals and the separators, with a `{}` where each value goes
+    /// (braces of the literals doubled), and the block's and the thread's
+    /// linear index before the values, to order the output.
+    fn print(&mut self, block: tessera_ir::BlockId, e: &'a Expr, args: &'a [Arg]) {
+        let sep = match keyword(args, "sep").map(|s| &s.unparen().kind) {
+            Some(ExprKind::Str(s)) => s.clone(),
+            _ => " ".to_string(),
+        };
+        let mut pieces = Vec::new();
+        let mut operands = vec![
+            self.geometry(block, e, "group_linear_id", &[]),
+            self.geometry(block, e, "tile_linear_id", &[]),
+        ];
+        for a in args.iter().filter(|a| a.name.is_none()) {
+            if let ExprKind::Str(s) = &a.value.unparen().kind {
+                pieces.push(s.replace('{', "{{").replace('}', "}}"));
+                continue;
+            }
+            let Some(v) = self.expr(block, &a.value) else { return };
+            operands.push(v);
+            pieces.push("{}".to_string());
+        }
+        let text = pieces.join(&sep.replace('{', "{{").replace('}', "}}"));
+        self.op0(block, e.span, "tile.print", &operands, vec![("text", Attr::str(text))]);
+    }
+
     fn call(&mut self, block: tessera_ir::BlockId, e: &'a Expr, callee: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
         // Methods of compile-time values: `g.sync()`, `g.thread_rank()`.
         if let ExprKind::Attr { base, name } = &callee.kind {
@@ -2110,6 +2137,10 @@ impl<'a> Lower<'_, 'a, '_> {
                     _ => "device".to_string(),
                 };
                 self.op0(block, e.span, "tile.fence", &[], vec![("scope", Attr::str(scope))]);
+                None
+            }
+            "print" => {
+                self.print(block, e, args);
                 None
             }
             "tshared.alloc" | "tile.alloc_shared" => {

@@ -1046,9 +1046,17 @@ impl<'a, 'p> Interp<'a, 'p> {
             args: &values,
             dims: &dims,
         };
-        self.executor
+        let printed = self
+            .executor
             .launch(self.device, &launch)
             .map_err(|err| self.fail(e.span, "this launch", err))?;
+        self.out.write_all(printed.as_bytes()).map_err(|err| {
+            self.fail(
+                e.span,
+                "this launch",
+                RunError::new(Code::E1006, format!("cannot print: {err}")),
+            )
+        })?;
         Ok(Value::None)
     }
 

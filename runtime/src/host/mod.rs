@@ -142,8 +142,9 @@ pub struct Call<'a> {
 /// Runs kernels and operator functions for the interpreter.
 pub trait Executor {
     /// Launches a kernel on `device` and returns when the host may read what
-    /// it wrote (a GPU executor may queue it: reads synchronize).
-    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError>;
+    /// it wrote (a GPU executor may queue it: reads synchronize), with the
+    /// lines the kernel printed (a kernel that prints is waited for).
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<String, RunError>;
 
     /// Calls an operator function; its result is a tensor, a scalar or a
     /// tuple of them.

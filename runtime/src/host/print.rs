@@ -36,6 +36,13 @@ fn shortest(x: f64, dtype: DType) -> (String, i32) {
 
 /// Python's `repr` of a float.
 pub fn python_float(x: f64) -> String {
+    float_repr(x, DType::F64)
+}
+
+/// Python's `repr` of a float, with the shortest digits that read back as
+/// `x` in `dtype` (NumPy's for a scalar of that dtype: `0.1` for the `f32`
+/// nearest 0.1).
+pub fn float_repr(x: f64, dtype: DType) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -46,7 +53,7 @@ pub fn python_float(x: f64) -> String {
     if x == 0.0 {
         return format!("{sign}0.0");
     }
-    let (digits, exp) = shortest(x, DType::F64);
+    let (digits, exp) = shortest(x, dtype);
     if (-4..16).contains(&exp) {
         format!("{sign}{}", positional(&digits, exp, 1))
     } else {

@@ -135,7 +135,7 @@ impl<'l> Profiler<'l> {
         launch: &Launch<'_>,
         caller: Option<&str>,
         mesh: &[u32],
-    ) -> Result<(), RunError> {
+    ) -> Result<String, RunError> {
         let loaded = self.loaded;
         let info = loaded.kernel_info(launch.kernel)?;
         let timed = loaded.launch_timed(device, launch.kernel, launch.config, launch.args, launch.dims, mesh)?;
@@ -152,12 +152,12 @@ impl<'l> Profiler<'l> {
             flops,
             bytes,
         });
-        Ok(())
+        Ok(timed.printed)
     }
 }
 
 impl Executor for Profiler<'_> {
-    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<(), RunError> {
+    fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<String, RunError> {
         self.timed(device, launch, None, &[])
     }
 
@@ -170,7 +170,7 @@ impl Executor for Profiler<'_> {
                 args,
                 dims: call.dims,
             };
-            self.timed(device, &launch, Some(call.function), mesh)
+            self.timed(device, &launch, Some(call.function), mesh).map(drop)
         })
     }
 }
@@ -238,6 +238,7 @@ mod tests {
             scratch_bytes_per_block: None,
             tma: vec![],
             rng: vec![],
+            prints: vec![],
             needs_sync: false,
             registers: None,
             spill_bytes: None,

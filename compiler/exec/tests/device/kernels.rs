@@ -10,7 +10,9 @@ use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::host::{TensorValue, Value};
 use tessera_runtime::{DType, Device, Tensor};
 
-use crate::examples::{check, f32_tensor, poisoned, program, values, Rng};
+use tessera_runtime::host::print::float_repr;
+
+use crate::examples::{bf16_tensor, check, f32_tensor, poisoned, program, values, Rng};
 
 /// The values of an integer tensor.
 fn ints(device: &Device, t: &TensorValue) -> Vec<i64> {
@@ -23,7 +25,7 @@ fn int_tensor(values: &[i32]) -> TensorValue {
 }
 
 /// Launches `kernel` on a 1-D grid of 1-D blocks, its symbolic dims bound
-/// by name.
+/// by name; gives what it printed.
 fn run(
     device: &Device,
     loaded: &tessera_exec::Loaded,
@@ -32,7 +34,7 @@ fn run(
     block: u32,
     args: &[Value],
     dims: &[(&str, usize)],
-) {
+) -> String {
     let config = LaunchConfig {
         grid: [grid, 1, 1],
         block: [block, 1, 1],
@@ -41,7 +43,7 @@ fn run(
     let dims: Vec<(String, i64)> = dims.iter().map(|&(d, v)| (d.to_string(), v as i64)).collect();
     loaded
         .launch_kernel(device, kernel, config, args, &dims)
-        .unwrap_or_else(|e| panic!("{kernel}: {e:?}"));
+        .unwrap_or_else(|e| panic!("{kernel}: {e:?}"))
 }
 
 /// `f32` rounding error bounds of a sum: `scale` ulps of the sum of magnitudes.
@@ -1040,5 +1042,79 @@ fn rotary_pairs_turn_by_their_angles() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn kernels_print_their_lines_in_block_and_thread_order() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "print");
+    let n = 100 + rng.below(900) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 4.0);
+    let ks: Vec<i32> = (0..n).map(|_| rng.below(2_000_001) as i32 - 1_000_000).collect();
+    let (h, hs) = bf16_tensor(&mut rng, &[n], 100.0);
+    let ds: Vec<f64> = (0..n).map(|_| (rng.uniform() - 0.5) * 1e-6).collect();
+    let d = TensorValue::new(Tensor::from_slice(&[n], &ds).unwrap());
+    let args = [x, int_tensor(&ks), h, d].map(Value::Tensor);
+    let printed = run(
+        &device,
+        &loaded,
+        "report",
+        n.div_ceil(64) as u32,
+        64,
+        &args,
+        &[("N", n)],
+    );
+    let f32_text = |v: f64| float_repr(v, DType::F32);
+    let mut want = String::new();
+    for i in 0..n {
+        want += &format!("x: {i}: {}\n", f32_text(xs[i]));
+        if xs[i] < 0.0 {
+            want += &format!("thread {i} has a negative value {}\n", f32_text(xs[i]));
+        }
+        want += &format!(
+            "{{k}} {} {} {} {} {} {}\n",
+            ks[i],
+            if ks[i] > 0 { "True" } else { "False" },
+            i as u64 + 4_000_000_000,
+            float_repr(hs[i], DType::Bf16),
+            float_repr(ds[i], DType::F64),
+            f32_text(xs[i] * 2.0),
+        );
+    }
+    assert!(
+        printed == want,
+        "seed {seed:#x}: the kernel printed\n{printed}\ninstead of\n{want}"
+    );
+}
+
+#[test]
+fn a_launch_that_prints_more_than_its_buffer_holds_keeps_whole_lines() {
+    let mut rng = Rng::fresh();
+    let (device, loaded) = program("tests/kernels", "print");
+    let n = 16 * 256;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1.0);
+    let printed = run(&device, &loaded, "flood", 16, 256, &[Value::Tensor(x)], &[("N", n)]);
+    // A record is its print's number, the block, the thread and 30 values
+    // (the index and 29 copies of x[i]).
+    let fits = tessera_codegen::print::CAPACITY_WORDS / 33;
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), fits + 1, "{}", lines.last().unwrap_or(&""));
+    assert_eq!(
+        lines[fits],
+        format!(
+            "[{} more lines printed by `flood` dropped: a launch's print buffer holds 1048576 bytes]",
+            n - fits
+        )
+    );
+    let mut last = None;
+    for line in &lines[..fits] {
+        let words: Vec<&str> = line.split(' ').collect();
+        let i: usize = words[0].parse().unwrap();
+        assert!(last < Some(i), "line of thread {i} after that of {last:?}");
+        last = Some(i);
+        assert_eq!(words.len(), 30);
+        assert!(words[1..].iter().all(|w| *w == float_repr(xs[i], DType::F32)), "{line}");
     }
 }
