@@ -1,9 +1,11 @@
 //! The row templates: one block per row (softmax, norm) or per output
 //! element (reduce), the row walked in chunks of `tile_shape`'s column
-//! count. Each chunk is a register tile; `tile.reduce` folds it into
-//! running values kept in `tile.local` slots; a final walk computes and
-//! stores the output. A chunk that can run past the end of the row is
-//! masked (`tile.iota` + `tile.cmp` + `tile.select`).
+//! count. Each chunk is a register tile, folded lane by lane into tiles of
+//! running values kept in `tile.local` slots (lane `c` of every chunk into
+//! lane `c`, in chunk order: no thread waits for another inside a walk);
+//! `tile.reduce` reduces the lanes once after the walk, and a final walk
+//! computes and stores the output. A chunk that can run past the end of
+//! the row is masked (`tile.iota` + `tile.cmp` + `tile.select`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -98,6 +100,47 @@ fn walk(
     body(&mut l, j)?;
     end(&mut l);
     Ok(())
+}
+
+/// The register tile of `shape` held in the tile slot `slot`.
+fn load_lanes(b: &mut Builder<'_>, slot: ValueId, shape: &[i64], elem: ScalarType) -> ValueId {
+    let c0 = index(b, 0);
+    b.op("tile.load_tile")
+        .operand(slot)
+        .operands(&vec![c0; shape.len()])
+        .result(tile_type(shape, elem))
+        .build_value()
+}
+
+/// A walk that keeps tiles of running values, one per entry of `inits`
+/// (each lane starting there): `step` gets the chunk's start and the
+/// running tiles and gives their new values. Gives the running tiles
+/// after the last chunk, for the caller to reduce once.
+#[allow(clippy::too_many_arguments)]
+fn walk_lanes(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    n: &DimExpr,
+    chunk: i64,
+    shape: &[i64],
+    acc: ScalarType,
+    inits: &[f64],
+    step: &mut dyn FnMut(&mut Builder<'_>, ValueId, &[ValueId]) -> Result<Vec<ValueId>>,
+) -> Result<Vec<ValueId>> {
+    let slots: Vec<ValueId> = inits.iter().map(|&init| g.tile_slot(b, shape, acc, init)).collect();
+    walk(g, b, n, chunk, &mut |l, j| {
+        let old: Vec<ValueId> = slots.iter().map(|&s| load_lanes(l, s, shape, acc)).collect();
+        let new = step(l, j, &old)?;
+        for (value, &slot) in new.into_iter().zip(&slots) {
+            let c0 = index(l, 0);
+            l.op("tile.store_tile")
+                .operands(&[value, slot])
+                .operands(&vec![c0; shape.len()])
+                .build();
+        }
+        Ok(())
+    })?;
+    Ok(slots.iter().map(|&s| load_lanes(b, s, shape, acc)).collect())
 }
 
 /// The shape of a row tile of a tensor of rank `rank`: `[1, .., 1, chunk]`
@@ -204,8 +247,10 @@ const ROW_IN_REGISTERS: i64 = 4096;
 
 /// Runs `whole(l, width)` for rows that fit in a register tile of
 /// `width` columns, `walks(l)` for longer ones: one of them when the
-/// row's length `n` is a constant (the tile then its length), else both,
-/// under a `tile.if` on `n`.
+/// row's length `n` is a constant (the tile then its length), else each
+/// under a `tile.if` on `n`, the whole row in the narrowest of a quarter,
+/// a half or all of the registers' capacity that holds it (a row of 1000
+/// columns does not compute on 4096 lanes).
 fn by_row_length(
     g: &Gen,
     b: &mut Builder<'_>,
@@ -222,23 +267,53 @@ fn by_row_length(
             walks(b)
         };
     }
+    let mut widths: Vec<i64> = [cap / 4, cap / 2, cap]
+        .into_iter()
+        .filter(|w| *w >= threads && w % threads == 0)
+        .collect();
+    widths.dedup();
+    tiers(g, b, n, &widths, whole, walks)
+}
+
+/// `whole(l, widths[0])` when `n` fits in it, else the next width, …,
+/// else `walks(l)`: nested `tile.if`s.
+fn tiers(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    n: &DimExpr,
+    widths: &[i64],
+    whole: &mut dyn FnMut(&mut Builder<'_>, i64) -> Result<()>,
+    walks: &mut dyn FnMut(&mut Builder<'_>) -> Result<()>,
+) -> Result<()> {
+    let Some((&width, wider)) = widths.split_first() else {
+        return walks(b);
+    };
     let len = g.dim(b, n)?;
-    let limit = index(b, cap);
+    let limit = index(b, width);
     let fits = compare(b, len, limit, "le");
     let (then, other) = if_else(b, fits);
     let mut l = g.at(b, then);
-    whole(&mut l, cap)?;
+    whole(&mut l, width)?;
     end(&mut l);
     let mut l = g.at(b, other);
-    walks(&mut l)?;
+    tiers(g, &mut l, n, wider, whole, walks)?;
     end(&mut l);
     Ok(())
 }
 
+/// `1 / x`, once per row: the outputs are multiplied by it (a division
+/// per element costs the GPU a dozen instructions).
+fn reciprocal(b: &mut Builder<'_>, x: ValueId, acc: ScalarType) -> ValueId {
+    let one = number(b, 1.0, Type::Scalar(acc));
+    binary(b, "div", one, x, Type::Scalar(acc))
+}
+
 /// Softmax of a row held whole (`width` columns, masked past its end):
-/// its maximum, the sum of its exponentials, the output; or in two walks:
-/// the running maximum and the running sum of exponentials (rescaled when
-/// the maximum grows), then the output.
+/// its maximum, the sum of its exponentials, the output; or in three
+/// walks, each lane keeping its running value: the maximum, the sum of
+/// exponentials, then the output (an online softmax would read the row
+/// once less, for a second exponential per element — the dearer of the
+/// two where the exponential is Tessera's own polynomial).
 pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let sm = k
         .anchor("graph.softmax")
@@ -251,7 +326,6 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let chunk = chunk_size(k)?;
     let n = dims[dims.len() - 1].clone();
     let coords = row_coords(g, b, &dims)?;
-    let scalar = Type::Scalar(acc);
     let mut whole = |l: &mut Builder<'_>, width: i64| -> Result<()> {
         let tile = tile_type(&row_shape(dims.len(), width), acc);
         let j = index(l, 0);
@@ -261,39 +335,35 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let shifted = binary(l, "sub", x, max, tile.clone());
         let e = unary(l, "exp", shifted, tile.clone());
         let sum = reduce_tile(g, l, e, "sum", acc);
-        let y = binary(l, "div", e, sum, tile);
+        let inverse = reciprocal(l, sum, acc);
+        let y = binary(l, "mul", e, inverse, tile);
         store_row(g, l, k, sm, y, &dims, &coords, j, width)
     };
     let mut walks = |b: &mut Builder<'_>| -> Result<()> {
-        let max_slot = g.slot(b, acc, Attr::Float(f64::NEG_INFINITY));
-        let sum_slot = g.slot(b, acc, Attr::Float(0.0));
-        let tile = tile_type(&row_shape(dims.len(), chunk), acc);
-        walk(g, b, &n, chunk, &mut |l, j| {
+        let shape = row_shape(dims.len(), chunk);
+        let tile = tile_type(&shape, acc);
+        let inf = f64::INFINITY;
+        let maxes = walk_lanes(g, b, &n, chunk, &shape, acc, &[-inf], &mut |l, j, old| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(f64::NEG_INFINITY))?;
-            let chunk_max = reduce_tile(g, l, x, "max", acc);
-            let old_max = load(l, max_slot, acc);
-            let new_max = binary(l, "max", old_max, chunk_max, scalar.clone());
-            let shifted = binary(l, "sub", x, new_max, tile.clone());
-            let e = unary(l, "exp", shifted, tile.clone());
-            let chunk_sum = reduce_tile(g, l, e, "sum", acc);
-            let old_sum = load(l, sum_slot, acc);
-            let growth = binary(l, "sub", old_max, new_max, scalar.clone());
-            let rescale = unary(l, "exp", growth, scalar.clone());
-            let rescaled = binary(l, "mul", old_sum, rescale, scalar.clone());
-            let new_sum = binary(l, "add", rescaled, chunk_sum, scalar.clone());
-            store(l, new_max, max_slot);
-            store(l, new_sum, sum_slot);
-            Ok(())
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+            Ok(vec![binary(l, "max", old[0], x, tile.clone())])
         })?;
+        let max = reduce_tile(g, b, maxes[0], "max", acc);
+        let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
+            let mut eval = row_eval(k, &dims, &coords, j, chunk);
+            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+            let shifted = binary(l, "sub", x, max, tile.clone());
+            let e = unary(l, "exp", shifted, tile.clone());
+            Ok(vec![binary(l, "add", old[0], e, tile.clone())])
+        })?;
+        let sum = reduce_tile(g, b, sums[0], "sum", acc);
+        let inverse = reciprocal(b, sum, acc);
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
-            let max = load(l, max_slot, acc);
-            let sum = load(l, sum_slot, acc);
             let shifted = binary(l, "sub", x, max, tile.clone());
             let e = unary(l, "exp", shifted, tile.clone());
-            let y = binary(l, "div", e, sum, tile.clone());
+            let y = binary(l, "mul", e, inverse, tile.clone());
             store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
         })
     };
@@ -436,30 +506,26 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         norm.output(g, l, &mut eval, x, mean, rstd, j, width)
     };
     let mut walks = |b: &mut Builder<'_>| -> Result<()> {
+        let shape = row_shape(dims.len(), chunk);
+        let tile = tile_type(&shape, acc);
         let mean = if norm.layer {
-            let sum_slot = g.slot(b, acc, Attr::Float(0.0));
-            walk(g, b, &n, chunk, &mut |l, j| {
+            let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
                 let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
-                let s = reduce_tile(g, l, x, "sum", acc);
-                fold_into(l, sum_slot, s, "add", acc);
-                Ok(())
+                Ok(vec![binary(l, "add", old[0], x, tile.clone())])
             })?;
-            let sum = load(b, sum_slot, acc);
+            let sum = reduce_tile(g, b, sums[0], "sum", acc);
             Some(binary(b, "div", sum, count, scalar.clone()))
         } else {
             None
         };
-        let square_slot = g.slot(b, acc, Attr::Float(0.0));
-        walk(g, b, &n, chunk, &mut |l, j| {
+        let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
             let sq = norm.squares(g, l, x, mean, j, chunk)?;
-            let s = reduce_tile(g, l, sq, "sum", acc);
-            fold_into(l, square_slot, s, "add", acc);
-            Ok(())
+            Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
         })?;
-        let squares = load(b, square_slot, acc);
+        let squares = reduce_tile(g, b, squares[0], "sum", acc);
         let rstd = norm.rstd(b, squares, count);
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
@@ -516,8 +582,9 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let kept_coords = g.unflatten(b, element, &kept_dims)?;
     let slot = g.slot(b, acc, number_attr(identity, acc));
     let outer: Vec<usize> = axes.iter().copied().filter(|&a| a != rank - 1).collect();
+    let shape = row_shape(rank, chunk);
     let mut inner = |l: &mut Builder<'_>, ivs: &[(usize, ValueId)]| -> Result<()> {
-        walk(g, l, &n, chunk, &mut |l, j| {
+        let lanes = walk_lanes(g, l, &n, chunk, &shape, acc, &[identity], &mut |l, j, old| {
             let coords: Vec<ValueId> = (0..rank - 1)
                 .map(|a| match kept.iter().position(|&x| x == a) {
                     Some(p) => kept_coords[p],
@@ -530,10 +597,11 @@ pub(crate) fn reduce(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
                 .collect();
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(identity))?;
-            let part = reduce_tile(g, l, x, tile_kind, acc);
-            fold_into(l, slot, part, combine, acc);
-            Ok(())
-        })
+            Ok(vec![binary(l, combine, old[0], x, tile_type(&shape, acc))])
+        })?;
+        let part = reduce_tile(g, l, lanes[0], tile_kind, acc);
+        fold_into(l, slot, part, combine, acc);
+        Ok(())
     };
     nest(g, b, &dims, &outer, &mut Vec::new(), &mut inner)?;
     finish_reduce(g, b, k, at, &dims, &axes, &kept, &kept_coords, slot, &fold_kind)?;
