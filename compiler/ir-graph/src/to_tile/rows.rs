@@ -112,6 +112,10 @@ fn load_lanes(b: &mut Builder<'_>, slot: ValueId, shape: &[i64], elem: ScalarTyp
         .build_value()
 }
 
+/// A walk's step over running values: the chunk's start and the running
+/// tiles give their new values.
+type LaneStep<'s> = dyn FnMut(&mut Builder<'_>, ValueId, &[ValueId]) -> Result<Vec<ValueId>> + 's;
+
 /// A walk that keeps tiles of running values, one per entry of `inits`
 /// (each lane starting there): `step` gets the chunk's start and the
 /// running tiles and gives their new values. Gives the running tiles
@@ -125,7 +129,7 @@ fn walk_lanes(
     shape: &[i64],
     acc: ScalarType,
     inits: &[f64],
-    step: &mut dyn FnMut(&mut Builder<'_>, ValueId, &[ValueId]) -> Result<Vec<ValueId>>,
+    step: &mut LaneStep<'_>,
 ) -> Result<Vec<ValueId>> {
     let slots: Vec<ValueId> = inits.iter().map(|&init| g.tile_slot(b, shape, acc, init)).collect();
     walk(g, b, n, chunk, &mut |l, j| {
