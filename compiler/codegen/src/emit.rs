@@ -1503,6 +1503,26 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     /// `fn a` on a scalar of type `s`.
+    /// `exp` where the IR allows the hardware's approximation (`approx`,
+    /// never in deterministic code): on NVIDIA GPUs, of an `f32` or a
+    /// narrower float, `ex2.approx.ftz.f32` of `x · log2(e)` — CUDA's
+    /// `__expf`, a multiply and one special-function instruction in place
+    /// of Tessera's polynomial of some thirty; elsewhere, and for `f64`,
+    /// Tessera's own `exp`.
+    pub fn approx_exp(&mut self, s: ScalarType, a: &str) -> Result<String, String> {
+        let narrow = matches!(s, ScalarType::F16 | ScalarType::BF16);
+        if self.info().abi != Abi::Nvptx || !(s == ScalarType::F32 || narrow) {
+            return self.unary("exp", s, a);
+        }
+        let x = self.convert(a, s, ScalarType::F32);
+        let t = self.val(format!(
+            "fmul float {x}, {}",
+            float_lit(ScalarType::F32, std::f64::consts::LOG2_E)
+        ));
+        let e = self.intrinsic("float", "llvm.nvvm.ex2.approx.ftz.f", &[("float", t)]);
+        Ok(self.convert(&e, ScalarType::F32, s))
+    }
+
     pub fn unary(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
         let t = llvm_ty(s);
         let float = s.is_float();

@@ -223,9 +223,11 @@ fn elementwise(f: &mut FnEmitter, op: OpId, kind: Elementwise) -> R {
         .to_string();
     let saturate = f.m().attr(op, "saturate").is_some();
     let bitcast = f.m().attr(op, "bitcast").is_some();
+    let approx = f.m().attr(op, "approx").is_some();
     let apply = |f: &mut FnEmitter, args: &[(ScalarType, String)]| -> Result<String, String> {
         match kind {
             Elementwise::Binary => f.binary(&fname, args[0].0, &args[0].1, &args[1].1),
+            Elementwise::Unary if approx && fname == "exp" => f.approx_exp(args[0].0, &args[0].1),
             Elementwise::Unary => f.unary(&fname, args[0].0, &args[0].1),
             Elementwise::Cmp => Ok(f.cmp(&fname, args[0].0, &args[0].1, &args[1].1)),
             Elementwise::Cast if bitcast => {

@@ -73,10 +73,10 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.unary",
-        doc: "an elementwise unary operation `fn` on a scalar or a tile",
+        doc: "an elementwise unary operation `fn` on a scalar or a tile; with `approx`, an `exp` a GPU may compute with its hardware approximation",
         operands: Arity::Exact(1),
         results: Arity::Exact(1),
-        attrs: &[AttrDef::required("fn", AttrKind::Str)],
+        attrs: &[AttrDef::required("fn", AttrKind::Str), AttrDef::optional("approx", AttrKind::Unit)],
         pure: true,
         ..OpDef::DEFAULT
     },
@@ -636,6 +636,12 @@ fn unary(c: &mut Check) {
             c.fail(format!("`{f}` needs an integer operand, not `{}`", elem.name()))
         }
         _ => {}
+    }
+    if c.attr("approx").is_some() && f.as_deref() != Some("exp") {
+        c.fail(format!(
+            "`approx` is for `exp`, not `{}`: no other function has a hardware approximation here",
+            f.as_deref().unwrap_or("?")
+        ));
     }
 }
 

@@ -25,7 +25,7 @@
 use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, pipeline, tile_type, transpose, unary, view,
+    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, pipeline, tile_type, transpose, view,
     with_elem, Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
@@ -163,9 +163,9 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let m_safe = replace_equal(&mut l, m_new, f64::NEG_INFINITY, 0.0, &col);
         let shifted = broadcast(&mut l, m_safe, &[bm, bn]);
         let p = binary(&mut l, "sub", s, shifted, scores.clone());
-        let p = unary(&mut l, "exp", p, scores.clone());
+        let p = g.exp(&mut l, p, scores.clone());
         let alpha = binary(&mut l, "sub", m_old, m_safe, col.clone());
-        let alpha = unary(&mut l, "exp", alpha, col.clone());
+        let alpha = g.exp(&mut l, alpha, col.clone());
         let l_old = load_tile(&mut l, l_slot, c0, &col);
         let l_scaled = binary(&mut l, "mul", l_old, alpha, col.clone());
         let row_sum = row_reduce(g, &mut l, p, "sum", &col);

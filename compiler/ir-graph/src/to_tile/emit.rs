@@ -28,6 +28,16 @@ pub(crate) struct Gen {
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
 impl Gen {
+    /// `exp(x)`: outside deterministic functions a GPU may compute it with
+    /// its hardware approximation (`approx`; `spec/ir-tile.md`).
+    pub fn exp(&self, b: &mut Builder<'_>, x: ValueId, ty: Type) -> ValueId {
+        let mut op = b.op("tile.unary").operand(x).attr("fn", "exp");
+        if self.order != "tree" {
+            op = op.flag("approx");
+        }
+        op.result(ty).build_value()
+    }
+
     /// A builder at the end of `block`, with the kernel's location.
     pub fn at<'m>(&self, b: &'m mut Builder<'_>, block: BlockId) -> Builder<'m> {
         let mut inner = Builder::at_end(b, block);

@@ -337,7 +337,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(f64::NEG_INFINITY))?;
         let max = reduce_tile(g, l, x, "max", acc);
         let shifted = binary(l, "sub", x, max, tile.clone());
-        let e = unary(l, "exp", shifted, tile.clone());
+        let e = g.exp(l, shifted, tile.clone());
         let sum = reduce_tile(g, l, e, "sum", acc);
         let inverse = reciprocal(l, sum, acc);
         let y = binary(l, "mul", e, inverse, tile);
@@ -357,7 +357,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
             let shifted = binary(l, "sub", x, max, tile.clone());
-            let e = unary(l, "exp", shifted, tile.clone());
+            let e = g.exp(l, shifted, tile.clone());
             Ok(vec![binary(l, "add", old[0], e, tile.clone())])
         })?;
         let sum = reduce_tile(g, b, sums[0], "sum", acc);
@@ -366,7 +366,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
             let shifted = binary(l, "sub", x, max, tile.clone());
-            let e = unary(l, "exp", shifted, tile.clone());
+            let e = g.exp(l, shifted, tile.clone());
             let y = binary(l, "mul", e, inverse, tile.clone());
             store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
         })
