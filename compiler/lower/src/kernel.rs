@@ -70,6 +70,12 @@ struct Lower<'c, 'a, 'm> {
 /// recursion; this bounds what it might miss).
 const MAX_INLINE_DEPTH: usize = 64;
 
+/// How many device-function calls one kernel may inline: each is a copy of
+/// its function's body, so calls that call each other several times grow
+/// the kernel exponentially (six calls a level, eight levels deep, is
+/// 1.7 million copies) — an error, not a build that never ends.
+const MAX_INLINES: i64 = 20_000;
+
 /// The stages an inlined device function's own stage numbers are offset by.
 const STAGES_PER_INLINE: i64 = 1000;
 
@@ -536,6 +542,20 @@ impl<'a> Lower<'_, 'a, '_> {
     ) -> Option<Vec<ValueId>> {
         let db = self.cx.db;
         let depth = self.inlined.as_ref().map_or(0, |i| i.depth) + 1;
+        if self.inlines >= MAX_INLINES {
+            // Reported once, at the call that reached the limit.
+            if self.inlines == MAX_INLINES {
+                self.cx.unsupported(
+                    e.span,
+                    format!(
+                        "`{}`, which inlines more than {MAX_INLINES} device-function calls (this call of `{name}` is one too many; each call is a copy of the function's body)",
+                        self.kernel
+                    ),
+                );
+                self.inlines += 1;
+            }
+            return None;
+        }
         if depth > MAX_INLINE_DEPTH {
             self.cx.unsupported(
                 e.span,
