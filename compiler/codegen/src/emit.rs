@@ -333,6 +333,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             Abi::Cpu => layout::plan_from_attributes(m, func, threads),
             _ => HashMap::new(),
         };
+        // Without fragments, the tiles that move through global memory do
+        // so in 16-byte runs, on every target (so the CPU runs the same
+        // layout as the GPUs).
+        let layouts = if layouts.is_empty() {
+            layout::strips(m, func, threads)
+        } else {
+            layouts
+        };
         Ok(FnEmitter {
             me,
             func,
@@ -769,6 +777,17 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             {
                 layout
             }
+            Layout::Strips(width)
+                if width > 1
+                    && dims.last().and_then(DimExpr::as_const).is_some_and(|c| c % width == 0)
+                    && dims
+                        .iter()
+                        .map(DimExpr::as_const)
+                        .product::<Option<i64>>()
+                        .is_some_and(|n| n % (width * self.threads) == 0) =>
+            {
+                layout
+            }
             _ => Layout::Blocked,
         };
         let exts = dims
@@ -782,6 +801,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let per_thread = match layout {
                     Layout::Frag(frag) => frag.per_thread(),
                     Layout::Rows(frag) => frag.row_slots(),
+                    Layout::Strips(_) => n / self.threads,
                     Layout::Blocked => (n + self.threads - 1) / self.threads,
                 };
                 let array = self.alloca(&format!("[{} x {}]", per_thread.max(1), llvm_ty(elem)));
@@ -857,6 +877,19 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 }
                 body(self, &Pos { e, i: i.to_string() });
             }
+            return;
+        }
+        if let (Layout::Strips(width), Storage::Private { per_thread, .. }) = (tile.layout, &tile.storage) {
+            let per_thread = *per_thread;
+            self.counted_loop(&per_thread.to_string(), true, |f, i| {
+                let e = f.strip_element(width, i);
+                if let Some(shape) = &shape {
+                    if let Some(idx) = f.strips_index(width, i, shape) {
+                        f.indices.insert(e.clone(), (shape.clone(), idx));
+                    }
+                }
+                body(f, &Pos { e, i: i.to_string() });
+            });
             return;
         }
         let t = self.threads;
@@ -1067,6 +1100,62 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         }
         let lead = self.val(format!("mul nuw nsw i64 {i}, {threads}"));
         idx[0] = self.val(format!("add nuw nsw i64 {t}, {lead}"));
+        Some(idx)
+    }
+
+    /// The element index of this thread's slot `i` (an `i64` value) of a
+    /// tile in runs of `width`: `(i / width)·width·T + t·width + i % width`.
+    pub fn strip_element(&mut self, width: i64, i: &str) -> String {
+        let run = self.val(format!("udiv i64 {i}, {width}"));
+        let lane = self.val(format!("urem i64 {i}, {width}"));
+        let base = self.val(format!("mul nuw nsw i64 {run}, {}", width * self.threads));
+        let own = self.val(format!("mul nuw nsw i64 {}, {width}", self.tid));
+        let first = self.val(format!("add nuw nsw i64 {base}, {own}"));
+        self.val(format!("add nuw nsw i64 {first}, {lane}"))
+    }
+
+    /// The multi-index of slot `i` of a tile in runs of `width` over the
+    /// constant row-major `shape`, when its last dim `C` holds whole sets of
+    /// every thread's runs (`C % (width·T) == 0`: the column is
+    /// `(r % (C / width·T))·width·T + t·width + i % width` for run `r =
+    /// i / width`) or a set holds whole rows (`width·T % C == 0`: the column
+    /// is `(t % (C / width))·width + i % width`); `None` otherwise.
+    fn strips_index(&mut self, width: i64, i: &str, shape: &[i64]) -> Option<Vec<String>> {
+        let (&cols, lead) = shape.split_last()?;
+        let set = width * self.threads;
+        let run = self.val(format!("udiv i64 {i}, {width}"));
+        let lane = self.val(format!("urem i64 {i}, {width}"));
+        let tid = self.tid.clone();
+        let (col, row) = if cols % set == 0 {
+            let per_row = cols / set;
+            let within = self.val(format!("urem i64 {run}, {per_row}"));
+            let base = self.val(format!("mul nuw nsw i64 {within}, {set}"));
+            let own = self.val(format!("mul nuw nsw i64 {tid}, {width}"));
+            let first = self.val(format!("add nuw nsw i64 {base}, {own}"));
+            let col = self.val(format!("add nuw nsw i64 {first}, {lane}"));
+            (col, self.val(format!("udiv i64 {run}, {per_row}")))
+        } else if cols % width == 0 && set % cols == 0 {
+            let runs_per_row = cols / width;
+            let t_col = self.val(format!("urem i64 {tid}, {runs_per_row}"));
+            let first = self.val(format!("mul nuw nsw i64 {t_col}, {width}"));
+            let col = self.val(format!("add nuw nsw i64 {first}, {lane}"));
+            let t_row = self.val(format!("udiv i64 {tid}, {runs_per_row}"));
+            let rows = self.val(format!("mul nuw nsw i64 {run}, {}", set / cols));
+            (col, self.val(format!("add nuw nsw i64 {rows}, {t_row}")))
+        } else {
+            return None;
+        };
+        let mut idx = vec![String::new(); shape.len()];
+        idx[shape.len() - 1] = col;
+        let mut rest = row;
+        for (k, &d) in lead.iter().enumerate().rev() {
+            if k == 0 {
+                idx[0] = rest.clone();
+            } else {
+                idx[k] = self.val(format!("urem i64 {rest}, {d}"));
+                rest = self.val(format!("udiv i64 {rest}, {d}"));
+            }
+        }
         Some(idx)
     }
 

@@ -233,15 +233,15 @@ pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
 }
 
 /// Whether `src` and `out` hold each element in the same slot of the same
-/// thread: both blocked and thread-private with the same element count (so
-/// a broadcast into `out` only adds unit dims, and element `e` is slot `e`
-/// of both).
+/// thread: both thread-private in one layout, blocked or in runs, with the
+/// same element count (so a broadcast into `out` only adds unit dims, and
+/// element `e` is in the same slot of both).
 fn same_elements(src: &Tile, out: &Tile) -> bool {
     matches!(
         (&src.storage, &out.storage),
         (Storage::Private { .. }, Storage::Private { .. })
-    ) && src.layout == Layout::Blocked
-        && out.layout == Layout::Blocked
+    ) && src.layout == out.layout
+        && matches!(src.layout, Layout::Blocked | Layout::Strips(_))
         && src.count.as_const().is_some()
         && src.count.as_const() == out.count.as_const()
 }
@@ -734,7 +734,8 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
 ///
 /// - a one-element tile every thread holds (what this gives as a tile):
 ///   that element;
-/// - a blocked thread-private tile of at least one element per thread:
+/// - a blocked thread-private tile of at least one element per thread, or
+///   one in runs:
 ///   each thread combines its own elements, each warp's 32 lanes theirs by
 ///   XOR shuffles (16, 8, 4, 2, 1; the CPU's fibers and the AMD GPUs'
 ///   `ds_bpermute` shuffle the same 32-lane segments), and every thread the
@@ -757,7 +758,10 @@ fn reduce_whole(
     let Storage::Private { array, per_thread } = &src.storage else {
         return None;
     };
-    if !free_order || !one_result || acc.bits() != 32 || src.layout != Layout::Blocked {
+    // In runs every slot holds an element (the count is whole runs for
+    // every thread), and which thread combines which elements is free.
+    let whole_runs = matches!(src.layout, Layout::Strips(_));
+    if !free_order || !one_result || acc.bits() != 32 || !(src.layout == Layout::Blocked || whole_runs) {
         return None;
     }
     if src.count.as_const() == Some(1) && f.replicated.contains(array) {

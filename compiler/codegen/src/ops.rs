@@ -3,7 +3,8 @@
 
 use tessera_ir::{Attr, MemSpace, OpId, ScalarType, Type};
 
-use crate::emit::{elem_bytes, float_lit, llvm_ty, Buffer, Ext, FnEmitter, Tile, Val};
+use crate::emit::{elem_bytes, float_lit, llvm_ty, Buffer, Ext, FnEmitter, Pos, Storage, Tile, Val};
+use crate::mma::layout::Layout;
 use crate::swizzle::Swizzle;
 use crate::target::Abi;
 use crate::CodegenError;
@@ -479,6 +480,11 @@ fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
     };
     let offs = indices(f, op, 1, f.m().operands(op).len() - 1)?;
     let tile = f.new_tile(dims, *elem, op)?;
+    if let Some(width) = runs_in_memory(&tile, &b) {
+        move_runs(f, &b, &tile, &offs, width, RunMove::Load);
+        f.set(op, Val::Tile(tile));
+        return Ok(());
+    }
     let bp = f.buffer_ptr_ty(&b);
     let tdims = tile.dims.clone();
     f.for_own(&tile, |f, pos| {
@@ -527,6 +533,10 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     }
     let b = f.buffer(op, 1)?;
     let offs = indices(f, op, 2, f.m().operands(op).len() - 2)?;
+    if let Some(width) = runs_in_memory(&v, &b) {
+        move_runs(f, &b, &v, &offs, width, RunMove::Store);
+        return Ok(());
+    }
     let bp = f.buffer_ptr_ty(&b);
     let vdims = v.dims.clone();
     let bt = llvm_ty(b.elem);
@@ -546,6 +556,138 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
         }
     });
     Ok(())
+}
+
+/// The run length of `tile` when it is held in runs ([`Layout::Strips`])
+/// that lie contiguous in global buffer `b` (no padding or swizzle, a
+/// rank no higher than the buffer's).
+fn runs_in_memory(tile: &Tile, b: &Buffer) -> Option<i64> {
+    match (tile.layout, &tile.storage) {
+        (Layout::Strips(width), Storage::Private { .. })
+            if b.space == MemSpace::Global && b.pad == 0 && b.swizzle.is_none() && tile.dims.len() <= b.dims.len() =>
+        {
+            Some(width)
+        }
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum RunMove {
+    Load,
+    Store,
+}
+
+/// Loads `tile` from (or stores it to) global buffer `b` at `offs` one
+/// run at a time: a run that lies inside the buffer at an address aligned
+/// to its size moves as one vector access (`ld.global.v4` of 16 bytes on
+/// NVIDIA GPUs); one at an edge of the buffer, or misaligned, element by
+/// element with the bounds checks of the scalar path.
+fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width: i64, how: RunMove) {
+    let Storage::Private { per_thread, .. } = tile.storage else {
+        return;
+    };
+    let bp = f.buffer_ptr_ty(b);
+    let bytes = elem_bytes(b.elem);
+    let lane_ty = format!("i{}", bytes * 8);
+    let vec_ty = format!("<{width} x {lane_ty}>");
+    let bt = llvm_ty(b.elem);
+    let (te, be) = (tile.elem, b.elem);
+    let tdims = tile.dims.clone();
+    let rank = b.dims.len();
+    f.counted_loop(&(per_thread / width).to_string(), true, |f, r| {
+        let i0 = f.val(format!("mul nuw nsw i64 {r}, {width}"));
+        let e0 = f.strip_element(width, &i0);
+        let idx = f.unravel(&e0, &tdims);
+        let idx = offset_indices(f, &idx, offs, rank);
+        let at = f.element_ptr(b, &idx);
+        let address = f.val(format!("ptrtoint {bp} {at} to i64"));
+        let low = f.val(format!("and i64 {address}, {}", width * bytes - 1));
+        let aligned = f.val(format!("icmp eq i64 {low}, 0"));
+        let whole = match chunk_in_bounds(f, b, &idx, width, true) {
+            Some(inside) => f.val(format!("and i1 {inside}, {aligned}")),
+            None => aligned,
+        };
+        let slot = |f: &mut FnEmitter, j: i64| {
+            let i = f.val(format!("add nuw nsw i64 {i0}, {j}"));
+            let e = f.val(format!("add nuw nsw i64 {e0}, {j}"));
+            Pos { e, i }
+        };
+        let lane_idx = |f: &mut FnEmitter, j: i64| {
+            let mut idx = idx.clone();
+            if let Some(last) = idx.last_mut() {
+                *last = f.val(format!("add i64 {last}, {j}"));
+            }
+            idx
+        };
+        let as_lane = |f: &mut FnEmitter, x: &str| {
+            if b.elem.is_float() {
+                f.val(format!("bitcast {bt} {x} to {lane_ty}"))
+            } else {
+                x.to_string()
+            }
+        };
+        let from_lane = |f: &mut FnEmitter, x: &str| {
+            if b.elem.is_float() {
+                f.val(format!("bitcast {lane_ty} {x} to {bt}"))
+            } else {
+                x.to_string()
+            }
+        };
+        let split = f.val(format!("xor i1 {whole}, true"));
+        match how {
+            RunMove::Load => {
+                f.when(&whole, |f| {
+                    let v = f.val(format!("load {vec_ty}, {bp} {at}, align {}", width * bytes));
+                    for j in 0..width {
+                        let x = f.val(format!("extractelement {vec_ty} {v}, i64 {j}"));
+                        let x = from_lane(f, &x);
+                        let x = f.convert(&x, be, te);
+                        let pos = slot(f, j);
+                        f.store_slot(tile, &pos, &x);
+                    }
+                });
+                f.when(&split, |f| {
+                    for j in 0..width {
+                        let idx = lane_idx(f, j);
+                        let x = guarded_load(f, b, &idx, &bp);
+                        let x = f.convert(&x, be, te);
+                        let pos = slot(f, j);
+                        f.store_slot(tile, &pos, &x);
+                    }
+                });
+            }
+            RunMove::Store => {
+                let mut lanes = Vec::with_capacity(width as usize);
+                for j in 0..width {
+                    let pos = slot(f, j);
+                    let x = f.load_slot(tile, &pos);
+                    lanes.push(f.convert(&x, te, be));
+                }
+                f.when(&whole, |f| {
+                    let mut v = "poison".to_string();
+                    for (j, x) in lanes.iter().enumerate() {
+                        let x = as_lane(f, x);
+                        v = f.val(format!("insertelement {vec_ty} {v}, {lane_ty} {x}, i64 {j}"));
+                    }
+                    f.line(format!("store {vec_ty} {v}, {bp} {at}, align {}", width * bytes));
+                });
+                f.when(&split, |f| {
+                    for (j, x) in lanes.iter().enumerate() {
+                        let idx = lane_idx(f, j as i64);
+                        let store = |f: &mut FnEmitter| {
+                            let at = f.element_ptr(b, &idx);
+                            f.line(format!("store {bt} {x}, {bp} {at}"));
+                        };
+                        match in_bounds(f, b, &idx) {
+                            Some(inside) => f.when(&inside, store),
+                            None => store(f),
+                        }
+                    }
+                });
+            }
+        }
+    });
 }
 
 /// Whether `idx` lies inside a global buffer whose dims are known only at

@@ -41,6 +41,10 @@ pub(crate) enum Layout {
     Blocked,
     /// The accumulator fragments of a tensor-core engine.
     Frag(Frag),
+    /// Thread `t` of `T` holds runs of `v` consecutive elements: its slot
+    /// `i` is element `(i / v)·v·T + t·v + i % v`, so that each run is one
+    /// vector access of global memory ([`strips`] plans it).
+    Strips(i64),
     /// A `[rows, 1]` column of per-row values (a row reduction of, or a
     /// column broadcast into, fragment tiles): each thread holds the rows
     /// its slots of the fragments lie in, the 4 lanes of a quad the same
@@ -543,6 +547,115 @@ pub(crate) fn coords_exact(frag: Frag, t: i64, i: i64) -> (i64, i64) {
 }
 
 /// Union-find over values.
+/// The strips plan of a kernel that has no tensor-core fragments: each
+/// class of tiles (joined by elementwise ops, whole-tile locals and
+/// broadcasts that only add unit dims) that a `tile.load_tile` reads from
+/// global memory or a `tile.store_tile` writes there holds runs of 16
+/// bytes of the narrowest such global element ([`Layout::Strips`]) — or
+/// the longest shorter run of at least two elements that fits — when every
+/// member has a constant shape whose element count is a multiple of a run
+/// for every thread and whose last dim is whole runs. The tiles of a
+/// row kernel then move through global memory in 16-byte accesses, where
+/// the blocked layout gives each thread elements a block apart (a 2-byte
+/// access each for `bf16`).
+pub(crate) fn strips(m: &Module, func: OpId, threads: i64) -> HashMap<ValueId, Layout> {
+    let mut classes = Classes::default();
+    let mut global: Vec<(ValueId, i64)> = Vec::new();
+    let in_global = |v: ValueId| {
+        matches!(
+            m.value_type(v),
+            Type::MemRef {
+                space: tessera_ir::MemSpace::Global,
+                ..
+            }
+        )
+    };
+    for op in m.walk_op(func) {
+        let operands = m.operands(op);
+        let result = m.results(op).first().copied();
+        match (m.op(op).name.as_str(), result) {
+            ("tile.store_tile", _) => match operands {
+                [value, local, ..] if is_local_tile(m, *local) => classes.union(*value, *local),
+                [value, mem, ..] if in_global(*mem) => {
+                    global.push((*value, elem_bytes_of(m.value_type(*mem))));
+                }
+                _ => {}
+            },
+            ("tile.load_tile", Some(r)) => match operands.first() {
+                Some(&l) if is_local_tile(m, l) => classes.union(r, l),
+                Some(&mem) if in_global(mem) => global.push((r, elem_bytes_of(m.value_type(mem)))),
+                _ => {}
+            },
+            ("tile.binary" | "tile.unary" | "tile.cmp" | "tile.cast" | "tile.select" | "tile.broadcast", Some(r))
+                if matches!(m.value_type(r), Type::Tensor { .. }) =>
+            {
+                for &v in operands {
+                    if matches!(m.value_type(v), Type::Tensor { .. })
+                        && count(m.value_type(v)) == count(m.value_type(r))
+                    {
+                        classes.union(r, v);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut bytes: HashMap<ValueId, i64> = HashMap::new();
+    for (v, b) in global {
+        let root = classes.find(v);
+        let e = bytes.entry(root).or_insert(b);
+        *e = (*e).min(b);
+    }
+    let members: Vec<ValueId> = classes.parent.keys().copied().collect();
+    let mut run: HashMap<ValueId, i64> = bytes
+        .into_iter()
+        .filter(|&(_, b)| (1..=16).contains(&b))
+        .map(|(root, b)| (root, 16 / b))
+        .collect();
+    // A class whose tiles give a thread fewer elements than a 16-byte run
+    // takes the longest shorter run (of at least 2 elements) they hold.
+    for &v in &members {
+        let root = classes.find(v);
+        if let Some(width) = run.get_mut(&root) {
+            while *width > 1 && !fits_strips(m.value_type(v), *width, threads) {
+                *width /= 2;
+            }
+        }
+    }
+    run.retain(|_, width| *width > 1);
+    members
+        .into_iter()
+        .filter_map(|v| {
+            let root = classes.find(v);
+            run.get(&root).map(|&width| (v, Layout::Strips(width)))
+        })
+        .collect()
+}
+
+/// Bytes of one element of a memref or tile type (0 when unknown).
+fn elem_bytes_of(ty: &Type) -> i64 {
+    ty.elem().map_or(0, |e| match e {
+        ScalarType::I1 => 0,
+        e => i64::from(e.bits()) / 8,
+    })
+}
+
+/// The constant element count of a tile or memref type.
+fn count(ty: &Type) -> Option<i64> {
+    ty.dims()?.iter().map(|d| d.as_const()).product()
+}
+
+/// Whether a tile of `ty` can be held in runs of `width`: a constant shape
+/// whose last dim is whole runs and whose element count gives every one of
+/// `threads` threads the same whole number of runs.
+fn fits_strips(ty: &Type, width: i64, threads: i64) -> bool {
+    let last = ty.dims().and_then(|d| d.last()).and_then(|d| d.as_const());
+    match (count(ty), last) {
+        (Some(n), Some(last)) => width > 1 && last % width == 0 && n % (width * threads) == 0,
+        _ => false,
+    }
+}
+
 #[derive(Default)]
 struct Classes {
     parent: HashMap<ValueId, ValueId>,
