@@ -174,7 +174,7 @@ impl From<KernelCost> for CostInfo {
 }
 
 /// What the manifest says about one kernel.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct KernelInfo {
     pub name: String,
     pub params: Vec<ParamInfo>,

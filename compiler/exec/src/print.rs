@@ -114,20 +114,8 @@ mod tests {
     fn info(prints: Vec<PrintSite>) -> KernelInfo {
         KernelInfo {
             name: "k".into(),
-            params: vec![],
-            block: vec![32],
-            block_required: false,
-            shared_bytes: 0,
-            scratch_bytes_per_block: None,
-            tma: vec![],
-            rng: vec![],
             prints,
-            needs_sync: false,
-            registers: None,
-            spill_bytes: None,
-            ptxas_notes: vec![],
-            cost: None,
-            warp_specialize: None,
+            ..KernelInfo::default()
         }
     }
 

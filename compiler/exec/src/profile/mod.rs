@@ -231,20 +231,10 @@ mod tests {
     fn kernel(cost: Option<CostInfo>) -> KernelInfo {
         KernelInfo {
             name: "k".into(),
-            params: vec![],
             block: vec![128],
             block_required: true,
-            shared_bytes: 0,
-            scratch_bytes_per_block: None,
-            tma: vec![],
-            rng: vec![],
-            prints: vec![],
-            needs_sync: false,
-            registers: None,
-            spill_bytes: None,
-            ptxas_notes: vec![],
             cost,
-            warp_specialize: None,
+            ..KernelInfo::default()
         }
     }
 
