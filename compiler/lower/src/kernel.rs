@@ -2392,18 +2392,33 @@ impl<'a> Lower<'_, 'a, '_> {
                     Some(Attr::Str(k)) => k,
                     _ => "sum".to_string(),
                 };
-                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
                 let ordered = self.cx.info.tree_reductions.contains(&e.span)
                     || keyword(args, "order").and_then(literal_attr) == Some(Attr::str("tree"));
                 let order = if ordered { "tree" } else { "any" };
-                Some(self.op1(
-                    block,
-                    e.span,
-                    "tile.reduce",
-                    &[x],
-                    vec![("kind", Attr::Str(kind)), ("axis", axis), ("order", Attr::str(order))],
-                    ty,
-                ))
+                let attrs = |axis: Attr| {
+                    vec![
+                        ("kind", Attr::Str(kind.clone())),
+                        ("axis", axis),
+                        ("order", Attr::str(order)),
+                    ]
+                };
+                if let Some(axis) = keyword(args, "axis").and_then(literal_attr) {
+                    return Some(self.op1(block, e.span, "tile.reduce", &[x], attrs(axis), ty));
+                }
+                // The whole tile: its last axis first, down to one value (a
+                // fixed order, the same on every target).
+                let mut value = x;
+                while let Type::Tensor { dims, elem } = self.m.value_type(value).clone() {
+                    let Some((_, lead)) = dims.split_last() else { break };
+                    let reduced = if lead.is_empty() {
+                        ty.clone()
+                    } else {
+                        Type::tensor(lead.to_vec(), elem)
+                    };
+                    let axis = Attr::Int(lead.len() as i64);
+                    value = self.op1(block, e.span, "tile.reduce", &[value], attrs(axis), reduced);
+                }
+                Some(value)
             }
             "tile.cp_async" | "tile.async_copy" => self.async_copy(block, e, path, args),
             "tile.wait_async" => {
