@@ -211,6 +211,28 @@ thread_local! {
     /// one below four times took seconds). Emptied when the outermost call
     /// returns, so nothing outlives one query.
     static CALL_MEMO: std::cell::RefCell<HashMap<CallKey, Option<Source>>> = std::cell::RefCell::new(HashMap::new());
+    /// The functions whose `infer` query runs on this thread, innermost
+    /// last. A call of one of them is recursion (E0216, reported by the
+    /// device-function check), which [`returned_dependence`] must not
+    /// look into: the callee's `infer` would be a cycle of queries.
+    static INFERRING: std::cell::RefCell<Vec<(crate::db::SourceFile, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks a function's `infer` query as running on this thread until it is
+/// dropped (also when salsa cancels the query and unwinds).
+pub(crate) struct Inferring;
+
+impl Inferring {
+    pub(crate) fn enter(file: crate::db::SourceFile, name: &str) -> Inferring {
+        INFERRING.with(|s| s.borrow_mut().push((file, name.to_string())));
+        Inferring
+    }
+}
+
+impl Drop for Inferring {
+    fn drop(&mut self) {
+        INFERRING.with(|s| s.borrow_mut().pop());
+    }
 }
 
 /// How deep [`returned_dependence`] follows calls (recursion is an error
@@ -247,7 +269,8 @@ fn returned_dependence(
     element: Option<usize>,
 ) -> Option<Dependence> {
     let depth = CALL_DEPTH.with(std::cell::Cell::get);
-    if depth >= MAX_CALL_DEPTH {
+    let recursive = INFERRING.with(|s| s.borrow().iter().any(|(f, n)| *f == file && n == name));
+    if depth >= MAX_CALL_DEPTH || recursive {
         return None;
     }
     let db = ctx.db;

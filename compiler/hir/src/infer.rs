@@ -24,6 +24,7 @@ use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
 
 pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
     let file = func.file(db);
+    let _running = crate::barrier::Inferring::enter(file, func.name(db));
     let sig = db::signature(db, func);
     let mut cx = Infer {
         db,
