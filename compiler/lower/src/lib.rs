@@ -14,6 +14,8 @@ mod kernel;
 mod operator;
 mod visibility;
 
+use std::collections::HashMap;
+
 use tessera_diagnostics::Diagnostic;
 use tessera_hir::body::CallTarget;
 use tessera_hir::builtins::Context;
@@ -39,6 +41,24 @@ pub enum FnRole {
 
 /// The role of a function of `file`.
 pub fn role(db: &dyn Db, file: SourceFile, name: &str) -> FnRole {
+    role_of(db, file, name, &mut Roles::default())
+}
+
+/// What [`role_of`] knows: the functions whose role is being decided (a
+/// call back into one of them decides nothing: recursion) and the roles
+/// decided so far (each function is looked at once, however many paths
+/// of calls reach it).
+#[derive(Default)]
+struct Roles {
+    visiting: Vec<(SourceFile, String)>,
+    decided: HashMap<(SourceFile, String), FnRole>,
+}
+
+fn role_of(db: &dyn Db, file: SourceFile, name: &str, roles: &mut Roles) -> FnRole {
+    let key = (file, name.to_string());
+    if let Some(&known) = roles.decided.get(&key) {
+        return known;
+    }
     let func = FnId::new(db, file, name.to_string());
     let sig = db::signature(db, func);
     match sig.kind {
@@ -51,19 +71,29 @@ pub fn role(db: &dyn Db, file: SourceFile, name: &str) -> FnRole {
     // kernel): an operator function computes tensors.
     let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
     let scalar_only = !sig.params.iter().any(|p| tensor(&p.ty)) && !tensor(&sig.ret);
+    // Host work: a launch, a host-only builtin, printing (which kernels do
+    // too, but a plain function prints on the host), or a call of a
+    // function that is host code itself.
+    roles.visiting.push(key.clone());
     let host = name == "main"
         || sig.is_test
         || scalar_only
         || info.calls.iter().any(|c| {
             c.launched
-                || matches!(&c.target, CallTarget::Builtin(b)
-                    if b.context == Context::Host && b.namespace() != Some("dist"))
+                || match &c.target {
+                    CallTarget::Builtin(b) => {
+                        (b.context == Context::Host && b.namespace() != Some("dist")) || b.path == "print"
+                    }
+                    CallTarget::Function { file, name } => {
+                        !roles.visiting.iter().any(|(f, n)| f == file && n == name)
+                            && role_of(db, *file, name, roles) == FnRole::Host
+                    }
+                }
         });
-    if host {
-        FnRole::Host
-    } else {
-        FnRole::Operator
-    }
+    roles.visiting.pop();
+    let role = if host { FnRole::Host } else { FnRole::Operator };
+    roles.decided.insert(key, role);
+    role
 }
 
 /// Lowers the functions of a checked file into one module: operator
