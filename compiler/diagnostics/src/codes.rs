@@ -559,6 +559,18 @@ def k(y: mut f32[N]):
 Split the work over more blocks: `tile[(256,)]` and a grid of
 `cdiv(N, 256)`.",
 
+    E0218: "missing return value" =>
+"A function that declares a result (`-> f32[N]`) returns one on every
+path: falling off the end of its body would give no value.
+
+```tessera
+def clipped(x: f32[N], on: bool) -> f32[N]:
+    if on:
+        return op.relu(x)
+```
+
+Add the missing `return`, here `return x` after the `if`.",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges

@@ -53,6 +53,36 @@ pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
 }
 
 /// Every name a function assigns (its locals), less its parameters.
+/// Whether the end of `def`'s body can be reached — some path falls off
+/// its last statement — as the definite-assignment walk sees the control
+/// flow (a `while True:` without a `break` never falls through). A body
+/// with a statement that did not parse is taken to return (its error is
+/// enough).
+pub(crate) fn end_reachable(def: &FnDef) -> bool {
+    let mut walk = Walk {
+        locals: HashSet::new(),
+        first_assigned: Vec::new(),
+        reported: HashSet::new(),
+        reads: Vec::new(),
+        loops: Vec::new(),
+        top: None,
+    };
+    let mut state = Some(BTreeSet::new());
+    walk.block(&def.body, &mut state, true);
+    state.is_some() && !has_errors(&def.body)
+}
+
+fn has_errors(block: &Block) -> bool {
+    block.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Error(_) => true,
+        StmtKind::If { branches, orelse } => {
+            branches.iter().any(|b| has_errors(&b.body)) || orelse.as_ref().is_some_and(has_errors)
+        }
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => has_errors(body),
+        _ => false,
+    })
+}
+
 fn locals(def: &FnDef) -> HashSet<String> {
     let mut out: HashSet<String> = def.body.bound_names().into_iter().map(str::to_string).collect();
     for p in &def.params {
@@ -139,7 +169,11 @@ impl Walk {
 
     fn stmt(&mut self, stmt: &Stmt, state: &mut State) {
         match &stmt.kind {
-            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.reads(e, state),
+            StmtKind::Expr(e) => self.reads(e, state),
+            StmtKind::Return(Some(e)) => {
+                self.reads(e, state);
+                *state = None;
+            }
             StmtKind::Assert { cond, message } => {
                 self.reads(cond, state);
                 if let Some(m) = message {

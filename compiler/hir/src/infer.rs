@@ -51,6 +51,25 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
         );
     }
     cx.block(&def.body);
+    if let Some(ret) = def.ret.as_ref().filter(|_| sig.kind != FnKind::Kernel) {
+        if !matches!(sig.ret, Ty::Unknown | Ty::None) && crate::assigned::end_reachable(def) {
+            cx.error(
+                Diagnostic::error(
+                    Code::E0218,
+                    format!(
+                        "`{}` declares a result, but can end without returning one",
+                        def.name.name
+                    ),
+                )
+                .with_primary(cx.at(ret.span), format!("declared to return `{}`", sig.ret))
+                .with_secondary(
+                    cx.at(def.name.span),
+                    "some path through this function falls off its end",
+                )
+                .with_help("end every path with `return …`"),
+            );
+        }
+    }
     let mut info = cx.info;
     let ctx = crate::body::BodyCtx::new(db, file, def, sig, &info);
     let determinism = crate::determinism::check(&ctx);

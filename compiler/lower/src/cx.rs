@@ -121,6 +121,19 @@ impl<'a> FnCx<'a> {
     /// The accumulate dtype of a reducing op: stated with `accumulate=`,
     /// else the policy's, else f32 (the rule of `spec/numerics.md` when no
     /// policy is in force and the inputs are narrower).
+    /// [`FnCx::accumulate`] for an op over values of `operand`: without a
+    /// stated type or a policy, `f64` values accumulate in `f64` (the
+    /// checker's rule: values accumulate in their own type when no policy
+    /// says otherwise), narrower ones in `f32`.
+    pub fn accumulate_over(&self, stated: Option<&Expr>, operand: Option<ScalarType>) -> ScalarType {
+        let acc = self.accumulate(stated);
+        let chosen = stated.is_some() || self.sig.numerics.is_some();
+        match operand {
+            Some(ScalarType::F64) if !chosen => ScalarType::F64,
+            _ => acc,
+        }
+    }
+
     pub fn accumulate(&self, stated: Option<&Expr>) -> ScalarType {
         if let Some(d) = stated.and_then(expr_dtype) {
             return scalar_of(d);

@@ -453,7 +453,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 let a = self.operand(args, 0, "a", e)?;
                 let b = self.operand(args, 1, "b", e)?;
                 let ty = self.result_type(e)?;
-                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(a).elem());
                 let mut op = self
                     .b
                     .op("graph.matmul")
@@ -468,7 +470,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
-                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
                 Some(
                     self.b
                         .op("graph.softmax")
@@ -509,7 +513,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 let ty = self.result_type(e)?;
                 let kind = if path == "op.layernorm" { "layer" } else { "rms" };
                 let eps = keyword(args, "eps").and_then(literal_attr).unwrap_or(Attr::Float(1e-5));
-                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(operands[0]).elem());
                 Some(
                     self.b
                         .op("graph.norm")
@@ -534,7 +540,9 @@ impl<'a> Lower<'_, 'a, '_> {
                     _ => (0..rank).map(Attr::Int).collect(),
                 };
                 let ty = self.result_type(e)?;
-                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
                 let mut op = self
                     .b
                     .op("graph.reduce")
