@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use tessera_ir::{BlockId, Module, OpId, RegionId};
+use tessera_ir::{Attr, BlockId, Module, OpId, RegionId};
 
 /// What an analysis does at each op.
 pub(crate) trait Transfer {
@@ -214,7 +214,11 @@ impl<T: Transfer> Walker<'_, '_, T> {
     ) -> (Flow<T::State>, Flow<T::State>) {
         let mut state = head.clone();
         self.region(cond, &mut state);
-        let mut exit = state.clone();
+        let mut exit = if always_true(self.m, cond) {
+            Flow::unreachable()
+        } else {
+            state.clone()
+        };
         self.loops.push(LoopExits {
             breaks: Flow::unreachable(),
             continues: Flow::unreachable(),
@@ -226,4 +230,20 @@ impl<T: Transfer> Walker<'_, '_, T> {
         }
         (state, exit)
     }
+}
+
+/// Whether a `tile.while`'s condition region ends in a `tile.condition` of
+/// the constant true (`while True:`): the loop is left at a `break` only.
+fn always_true(m: &Module, cond: Option<&RegionId>) -> bool {
+    let Some(&region) = cond else { return false };
+    let Some(&last) = m.block_ops(m.region_block(region)).last() else {
+        return false;
+    };
+    let Some(&c) = m.operands(last).first().filter(|_| m.op(last).name == "tile.condition") else {
+        return false;
+    };
+    // The lowering writes `True` as the `i1` constant 1.
+    m.defining_op(c).is_some_and(|d| {
+        m.op(d).name == "tile.const" && matches!(m.attr(d, "value"), Some(Attr::Bool(true) | Attr::Int(1)))
+    })
 }

@@ -10,7 +10,11 @@
 //! The analysis is per straight-line block, conservative across regions: a
 //! region starts with what is pending outside plus every buffer copied
 //! inside it (a loop's next iteration reads what the last one copied), and
-//! what is pending after it is what was pending before or at its end.
+//! what is pending after it is what was pending before or at its end. A
+//! pending buffer read anywhere inside an op's regions gets its barrier
+//! before that op, not at the read: the read may be in a branch that only
+//! some threads take, and a barrier there would wait for the others
+//! forever.
 
 use std::collections::BTreeMap;
 
@@ -43,7 +47,11 @@ fn walk(m: &mut Module, block: BlockId, pending: &mut Vec<ValueId>) {
             }
             _ => {}
         }
-        if m.operands(op).iter().any(|v| pending.contains(v)) {
+        // A read inside a region (a branch some threads may skip) gets
+        // its barrier before the op that holds the region, where every
+        // thread that got here passes.
+        let reads = |o: OpId| m.operands(o).iter().any(|v| pending.contains(v));
+        if reads(op) || m.walk_op(op).into_iter().any(reads) {
             barrier_before(m, op);
             pending.clear();
         }
