@@ -107,6 +107,23 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     let mut inputs = Vec::new();
     for p in &cx.sig.params {
         match ir_type(&p.ty, TensorAs::Memory) {
+            // A launch passes global memory: a kernel parameter cannot be a
+            // block's shared memory or a thread's registers.
+            Some(Type::MemRef { space, .. }) if matches!(space, MemSpace::Shared | MemSpace::Local) => {
+                let name = if space == MemSpace::Shared {
+                    "shared"
+                } else {
+                    "register or local"
+                };
+                cx.unsupported(
+                    p.span,
+                    format!(
+                        "parameter `{}` of a kernel in {name} memory (a launch passes global memory: declare it `global`, or leave the space out)",
+                        p.name
+                    ),
+                );
+                return;
+            }
             Some(t) => inputs.push(t),
             None => {
                 cx.unsupported(p.span, format!("parameter `{}` without a complete type", p.name));
