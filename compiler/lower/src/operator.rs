@@ -469,7 +469,7 @@ impl<'a> Lower<'_, 'a, '_> {
             "op.softmax" => {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
-                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
+                let axis = arg(args, 1, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
@@ -534,7 +534,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     Some(Ty::Tensor(t)) => t.rank().unwrap_or(0) as i64,
                     _ => 0,
                 };
-                let axes = match keyword(args, "axis").and_then(literal_attr) {
+                let axes = match arg(args, 1, "axis").and_then(literal_attr) {
                     Some(Attr::Int(a)) => vec![Attr::Int(if a < 0 { a + rank } else { a })],
                     Some(Attr::Array(items)) => items,
                     _ => (0..rank).map(Attr::Int).collect(),
@@ -594,7 +594,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 for item in items {
                     operands.push(self.expr(item, None)?);
                 }
-                let axis = keyword(args, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
+                let axis = arg(args, 1, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
                 let ty = self.result_type(e)?;
                 Some(
                     self.b
