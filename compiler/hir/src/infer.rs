@@ -283,6 +283,20 @@ impl<'a> Infer<'a> {
                 return;
             }
         }
+        if matches!(declared, Ty::Tensor(_)) && matches!(ty, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool) {
+            self.error(
+                Diagnostic::error(
+                    Code::E0203,
+                    format!(
+                        "this returns a scalar, and `{}` declares the tensor `{declared}`",
+                        self.sig.name
+                    ),
+                )
+                .with_primary(self.at(value.span), format!("this is {ty}"))
+                .with_help("return a tensor of the declared shape"),
+            );
+            return;
+        }
         self.check_assignable(&ty, &declared, value, "the returned value");
     }
 
