@@ -375,7 +375,14 @@ impl<'a> Lower<'_, 'a, '_> {
         let target = self.cx.body.calls.get(&e.span).map(|c| c.target.clone());
         match target {
             Some(CallTarget::Builtin(b)) => self.builtin(e, b.path, args),
-            Some(CallTarget::Function { name, .. }) => {
+            Some(CallTarget::Function { file, name }) => {
+                if file != self.cx.file {
+                    self.cx.unsupported(
+                        e.span,
+                        format!("a call of `{name}`, an operator function of another module (a module is lowered with its own functions only: define it in this file)"),
+                    );
+                    return None;
+                }
                 let mut operands = Vec::new();
                 for a in args {
                     operands.push(self.expr(&a.value, None)?);
