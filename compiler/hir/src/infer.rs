@@ -237,7 +237,19 @@ impl<'a> Infer<'a> {
     }
 
     fn ret(&mut self, stmt: &Stmt, value: Option<&Expr>) {
-        let Some(value) = value else { return };
+        let Some(value) = value else {
+            if self.sig.kind != FnKind::Kernel && !matches!(self.sig.ret, Ty::Unknown | Ty::None) {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0218,
+                        format!("`{}` declares a result, but this `return` gives none", self.sig.name),
+                    )
+                    .with_primary(self.at(stmt.span), "returns no value")
+                    .with_help(format!("return a value of type `{}`", self.sig.ret)),
+                );
+            }
+            return;
+        };
         let ty = self.expr(value);
         if self.sig.kind == FnKind::Kernel {
             self.error(
