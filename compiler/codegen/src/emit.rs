@@ -777,17 +777,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             {
                 layout
             }
-            Layout::Strips(width)
-                if width > 1
-                    && dims.last().and_then(DimExpr::as_const).is_some_and(|c| c % width == 0)
-                    && dims
-                        .iter()
-                        .map(DimExpr::as_const)
-                        .product::<Option<i64>>()
-                        .is_some_and(|n| n % (width * self.threads) == 0) =>
-            {
-                layout
-            }
+            Layout::Strips(width) if layout::fits_strips(dims, width, self.threads) => layout,
             _ => Layout::Blocked,
         };
         let exts = dims
@@ -882,9 +872,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         if let (Layout::Strips(width), Storage::Private { per_thread, .. }) = (tile.layout, &tile.storage) {
             let per_thread = *per_thread;
             self.counted_loop(&per_thread.to_string(), true, |f, i| {
-                let e = f.strip_element(width, i);
+                let (run, lane) = f.run_and_lane(width, i);
+                let e = f.strip_element(width, &run, &lane);
                 if let Some(shape) = &shape {
-                    if let Some(idx) = f.strips_index(width, i, shape) {
+                    if let Some(idx) = f.strips_index(width, &run, &lane, shape) {
                         f.indices.insert(e.clone(), (shape.clone(), idx));
                     }
                 }
@@ -1103,28 +1094,33 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         Some(idx)
     }
 
-    /// The element index of this thread's slot `i` (an `i64` value) of a
-    /// tile in runs of `width`: `(i / width)·width·T + t·width + i % width`.
-    pub fn strip_element(&mut self, width: i64, i: &str) -> String {
-        let run = self.val(format!("udiv i64 {i}, {width}"));
-        let lane = self.val(format!("urem i64 {i}, {width}"));
+    /// The run of slot `i` (an `i64` value) of a tile in runs of `width`,
+    /// and its place in the run: `i / width`, `i % width`.
+    pub fn run_and_lane(&mut self, width: i64, i: &str) -> (String, String) {
+        (
+            self.val(format!("udiv i64 {i}, {width}")),
+            self.val(format!("urem i64 {i}, {width}")),
+        )
+    }
+
+    /// The element index of this thread's `lane` of `run` in a tile in runs
+    /// of `width`: `run·width·T + t·width + lane`.
+    pub fn strip_element(&mut self, width: i64, run: &str, lane: &str) -> String {
         let base = self.val(format!("mul nuw nsw i64 {run}, {}", width * self.threads));
         let own = self.val(format!("mul nuw nsw i64 {}, {width}", self.tid));
         let first = self.val(format!("add nuw nsw i64 {base}, {own}"));
         self.val(format!("add nuw nsw i64 {first}, {lane}"))
     }
 
-    /// The multi-index of slot `i` of a tile in runs of `width` over the
-    /// constant row-major `shape`, when its last dim `C` holds whole sets of
-    /// every thread's runs (`C % (width·T) == 0`: the column is
-    /// `(r % (C / width·T))·width·T + t·width + i % width` for run `r =
-    /// i / width`) or a set holds whole rows (`width·T % C == 0`: the column
-    /// is `(t % (C / width))·width + i % width`); `None` otherwise.
-    fn strips_index(&mut self, width: i64, i: &str, shape: &[i64]) -> Option<Vec<String>> {
+    /// The multi-index of this thread's `lane` of `run` in a tile in runs
+    /// of `width` over the constant row-major `shape`, when its last dim
+    /// `C` holds whole sets of every thread's runs (`C % (width·T) == 0`:
+    /// the column is `(run % (C / width·T))·width·T + t·width + lane`) or a
+    /// set holds whole rows (`width·T % C == 0`: the column is
+    /// `(t % (C / width))·width + lane`); `None` otherwise.
+    fn strips_index(&mut self, width: i64, run: &str, lane: &str, shape: &[i64]) -> Option<Vec<String>> {
         let (&cols, lead) = shape.split_last()?;
         let set = width * self.threads;
-        let run = self.val(format!("udiv i64 {i}, {width}"));
-        let lane = self.val(format!("urem i64 {i}, {width}"));
         let tid = self.tid.clone();
         let (col, row) = if cols % set == 0 {
             let per_row = cols / set;
@@ -1591,7 +1587,6 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         })
     }
 
-    /// `fn a` on a scalar of type `s`.
     /// `exp` where the IR allows the hardware's approximation (`approx`,
     /// never in deterministic code): on NVIDIA GPUs, of an `f32` or a
     /// narrower float, `ex2.approx.ftz.f32` of `x · log2(e)` — CUDA's
@@ -1612,6 +1607,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         Ok(self.convert(&e, ScalarType::F32, s))
     }
 
+    /// `fn a` on a scalar of type `s`.
     pub fn unary(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
         let t = llvm_ty(s);
         let float = s.is_float();
@@ -2003,6 +1999,15 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
         };
         format!("%rngkey{i}")
+    }
+
+    /// The `syncscope` of an atomic on global memory: the whole device on
+    /// a GPU (`agent`); the CPU's default, the system.
+    pub(crate) fn device_scope(&self) -> &'static str {
+        match self.info().abi {
+            Abi::Cpu => "",
+            _ => " syncscope(\"agent\")",
+        }
     }
 
     /// Adds a print of the kernel and gives its site number.

@@ -760,8 +760,8 @@ fn reduce_whole(
     };
     // In runs every slot holds an element (the count is whole runs for
     // every thread), and which thread combines which elements is free.
-    let whole_runs = matches!(src.layout, Layout::Strips(_));
-    if !free_order || !one_result || acc.bits() != 32 || !(src.layout == Layout::Blocked || whole_runs) {
+    let own_slots = matches!(src.layout, Layout::Blocked | Layout::Strips(_));
+    if !free_order || !one_result || acc.bits() != 32 || !own_slots {
         return None;
     }
     if src.count.as_const() == Some(1) && f.replicated.contains(array) {

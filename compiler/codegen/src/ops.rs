@@ -539,21 +539,13 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     }
     let bp = f.buffer_ptr_ty(&b);
     let vdims = v.dims.clone();
-    let bt = llvm_ty(b.elem);
     let (ve, be) = (v.elem, b.elem);
     f.for_own(&v, |f, pos| {
         let idx = f.unravel(&pos.e, &vdims);
         let idx = offset_indices(f, &idx, &offs, b.dims.len());
         let x = f.load_slot(&v, pos);
         let x = f.convert(&x, ve, be);
-        let store = |f: &mut FnEmitter| {
-            let at = f.element_ptr(&b, &idx);
-            f.line(format!("store {bt} {x}, {bp} {at}"));
-        };
-        match in_bounds(f, &b, &idx) {
-            Some(inside) => f.when(&inside, store),
-            None => store(f),
-        }
+        guarded_store(f, &b, &idx, &bp, &x);
     });
     Ok(())
 }
@@ -597,7 +589,7 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
     let rank = b.dims.len();
     f.counted_loop(&(per_thread / width).to_string(), true, |f, r| {
         let i0 = f.val(format!("mul nuw nsw i64 {r}, {width}"));
-        let e0 = f.strip_element(width, &i0);
+        let e0 = f.strip_element(width, r, "0");
         let idx = f.unravel(&e0, &tdims);
         let idx = offset_indices(f, &idx, offs, rank);
         let at = f.element_ptr(b, &idx);
@@ -675,14 +667,7 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
                 f.when(&split, |f| {
                     for (j, x) in lanes.iter().enumerate() {
                         let idx = lane_idx(f, j as i64);
-                        let store = |f: &mut FnEmitter| {
-                            let at = f.element_ptr(b, &idx);
-                            f.line(format!("store {bt} {x}, {bp} {at}"));
-                        };
-                        match in_bounds(f, b, &idx) {
-                            Some(inside) => f.when(&inside, store),
-                            None => store(f),
-                        }
+                        guarded_store(f, b, &idx, &bp, x);
                     }
                 });
             }
@@ -722,6 +707,20 @@ fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> Stri
     let safe = f.val(format!("select i1 {inside}, {bp} {at}, {bp} {}", b.base));
     let v = f.val(format!("load {t}, {bp} {safe}"));
     f.val(format!("select i1 {inside}, {t} {v}, {t} zeroinitializer"))
+}
+
+/// Stores `x` at `buffer[idx]` when that lies inside the buffer (nothing
+/// outside it is written).
+fn guarded_store(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str, x: &str) {
+    let t = llvm_ty(b.elem);
+    let store = |f: &mut FnEmitter| {
+        let at = f.element_ptr(b, idx);
+        f.line(format!("store {t} {x}, {bp} {at}"));
+    };
+    match in_bounds(f, b, idx) {
+        Some(inside) => f.when(&inside, store),
+        None => store(f),
+    }
 }
 
 /// Whether the `len`-element chunk at `idx` lies inside a global buffer
@@ -1005,10 +1004,7 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
     let pt = f.buffer_ptr_ty(&b);
     let t = llvm_ty(b.elem);
     let float = b.elem.is_float();
-    let scope = match f.info().abi {
-        Abi::Cpu => "",
-        _ => " syncscope(\"agent\")",
-    };
+    let scope = f.device_scope();
     let (s, v) = f.scalar(op, n - 1)?;
     let v = f.convert(&v, s, b.elem);
     let unsigned = b.elem.is_unsigned();

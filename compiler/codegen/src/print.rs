@@ -89,10 +89,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     let site = f.print_site(PrintSite { text, values });
     let buf = BUFFER;
     let gp = f.info().global_ptr();
-    let scope = match f.info().abi {
-        crate::Abi::Cpu => "",
-        _ => " syncscope(\"agent\")",
-    };
+    let scope = f.device_scope();
     let n = words.len() + 1;
     let at = f.val(format!("atomicrmw add {gp} {buf}, i64 {n}{scope} monotonic"));
     let end = f.val(format!("add i64 {at}, {n}"));

@@ -28,7 +28,7 @@
 
 use std::collections::HashMap;
 
-use tessera_ir::{Attr, Module, OpId, ScalarType, Type, ValueId};
+use tessera_ir::{Attr, DimExpr, Module, OpId, ScalarType, Type, ValueId};
 
 use crate::emit::FnEmitter;
 pub(crate) use tessera_ir_tile::locals::{accumulates_in_place, is_local_tile, is_tile_local, load_shares_local};
@@ -546,7 +546,6 @@ pub(crate) fn coords_exact(frag: Frag, t: i64, i: i64) -> (i64, i64) {
     frag.coords(&mut Exact, &t, &i)
 }
 
-/// Union-find over values.
 /// The strips plan of a kernel that has no tensor-core fragments: each
 /// class of tiles (joined by elementwise ops, whole-tile locals and
 /// broadcasts that only add unit dims) that a `tile.load_tile` reads from
@@ -617,7 +616,8 @@ pub(crate) fn strips(m: &Module, func: OpId, threads: i64) -> HashMap<ValueId, L
     for &v in &members {
         let root = classes.find(v);
         if let Some(width) = run.get_mut(&root) {
-            while *width > 1 && !fits_strips(m.value_type(v), *width, threads) {
+            let dims = m.value_type(v).dims().unwrap_or_default();
+            while *width > 1 && !fits_strips(dims, *width, threads) {
                 *width /= 2;
             }
         }
@@ -645,17 +645,18 @@ fn count(ty: &Type) -> Option<i64> {
     ty.dims()?.iter().map(|d| d.as_const()).product()
 }
 
-/// Whether a tile of `ty` can be held in runs of `width`: a constant shape
-/// whose last dim is whole runs and whose element count gives every one of
-/// `threads` threads the same whole number of runs.
-fn fits_strips(ty: &Type, width: i64, threads: i64) -> bool {
-    let last = ty.dims().and_then(|d| d.last()).and_then(|d| d.as_const());
-    match (count(ty), last) {
+/// Whether a tile of `dims` can be held in runs of `width`: a constant
+/// shape whose last dim is whole runs and whose element count gives every
+/// one of `threads` threads the same whole number of runs.
+pub(crate) fn fits_strips(dims: &[DimExpr], width: i64, threads: i64) -> bool {
+    let n: Option<i64> = dims.iter().map(DimExpr::as_const).product();
+    match (n, dims.last().and_then(DimExpr::as_const)) {
         (Some(n), Some(last)) => width > 1 && last % width == 0 && n % (width * threads) == 0,
         _ => false,
     }
 }
 
+/// Union-find over values.
 #[derive(Default)]
 struct Classes {
     parent: HashMap<ValueId, ValueId>,
