@@ -5,6 +5,7 @@
 
 use tessera_codegen::print::{PrintSite, BUFFER_BYTES, CAPACITY_WORDS, HEADER_WORDS, RECORD_HEADER_WORDS};
 use tessera_codegen::KernelInfo;
+use tessera_ir_tile::{print_pieces, PrintPiece};
 use tessera_runtime::device::Buffer;
 use tessera_runtime::host::print::float_repr;
 use tessera_runtime::{DType, Device, RunError};
@@ -71,22 +72,18 @@ pub(crate) fn format(info: &KernelInfo, words: &[u64]) -> Result<String, RunErro
 
 /// One record's line: `site.text` with its values in the placeholders.
 fn line(site: &PrintSite, values: &[u64]) -> String {
-    let mut out = String::new();
+    // The verifier checked the text before the kernel was built.
+    let pieces = print_pieces(&site.text).unwrap_or_default();
     let mut values = site.values.iter().zip(values);
-    let mut chars = site.text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match (ch, chars.peek()) {
-            ('{', Some('{')) | ('}', Some('}')) => {
-                chars.next();
-                out.push(ch);
-            }
-            ('{', Some('}')) => {
-                chars.next();
+    let mut out = String::new();
+    for piece in pieces {
+        match piece {
+            PrintPiece::Char(ch) => out.push(ch),
+            PrintPiece::Value => {
                 if let Some((ty, &bits)) = values.next() {
                     out.push_str(&value(ty, bits));
                 }
             }
-            _ => out.push(ch),
         }
     }
     out

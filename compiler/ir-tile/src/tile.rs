@@ -906,7 +906,8 @@ fn print(c: &mut Check) {
     let Some(text) = c.attr("text").and_then(Attr::as_str) else {
         return;
     };
-    match placeholders(text) {
+    let placeholders = print_pieces(text).map(|p| p.iter().filter(|p| **p == PrintPiece::Value).count());
+    match placeholders {
         Ok(n) if n + 2 == c.operand_count() => {}
         Ok(n) => {
             let values = c.operand_count().saturating_sub(2);
@@ -919,26 +920,36 @@ fn print(c: &mut Check) {
     }
 }
 
-/// The `{}` placeholders of a `tile.print` text, whose literal braces are
-/// doubled.
-fn placeholders(text: &str) -> Result<usize, &'static str> {
-    let mut n = 0;
+/// A piece of a `tile.print` text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrintPiece {
+    /// A character printed as it is (a doubled brace is one brace).
+    Char(char),
+    /// `{}`: where the next value goes.
+    Value,
+}
+
+/// The pieces of a `tile.print` text, whose literal braces are doubled;
+/// what is wrong with it, when a brace is neither.
+pub fn print_pieces(text: &str) -> Result<Vec<PrintPiece>, &'static str> {
+    let mut pieces = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(ch) = chars.next() {
         match (ch, chars.peek()) {
             ('{', Some('{')) | ('}', Some('}')) => {
                 chars.next();
+                pieces.push(PrintPiece::Char(ch));
             }
             ('{', Some('}')) => {
                 chars.next();
-                n += 1;
+                pieces.push(PrintPiece::Value);
             }
             ('{', _) => return Err("has a `{` that is neither `{}` nor `{{`"),
             ('}', _) => return Err("has a `}` that is not doubled"),
-            _ => {}
+            _ => pieces.push(PrintPiece::Char(ch)),
         }
     }
-    Ok(n)
+    Ok(pieces)
 }
 
 fn for_(c: &mut Check) {
