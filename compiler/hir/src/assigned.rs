@@ -73,14 +73,10 @@ pub(crate) fn end_reachable(def: &FnDef) -> bool {
 }
 
 fn has_errors(block: &Block) -> bool {
-    block.stmts.iter().any(|s| match &s.kind {
-        StmtKind::Error(_) => true,
-        StmtKind::If { branches, orelse } => {
-            branches.iter().any(|b| has_errors(&b.body)) || orelse.as_ref().is_some_and(has_errors)
-        }
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => has_errors(body),
-        _ => false,
-    })
+    block
+        .stmts
+        .iter()
+        .any(|s| matches!(s.kind, StmtKind::Error(_)) || s.kind.blocks().into_iter().any(has_errors))
 }
 
 fn locals(def: &FnDef) -> HashSet<String> {

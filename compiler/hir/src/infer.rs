@@ -51,8 +51,8 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
         );
     }
     cx.block(&def.body);
-    if let Some(ret) = def.ret.as_ref().filter(|_| sig.kind != FnKind::Kernel) {
-        if !matches!(sig.ret, Ty::Unknown | Ty::None) && crate::assigned::end_reachable(def) {
+    if let Some(ret) = def.ret.as_ref().filter(|_| sig.returns_value()) {
+        if crate::assigned::end_reachable(def) {
             cx.error(
                 Diagnostic::error(
                     Code::E0218,
@@ -238,7 +238,7 @@ impl<'a> Infer<'a> {
 
     fn ret(&mut self, stmt: &Stmt, value: Option<&Expr>) {
         let Some(value) = value else {
-            if self.sig.kind != FnKind::Kernel && !matches!(self.sig.ret, Ty::Unknown | Ty::None) {
+            if self.sig.returns_value() {
                 self.error(
                     Diagnostic::error(
                         Code::E0218,

@@ -86,6 +86,12 @@ impl Signature {
         }
     }
 
+    /// Whether every path through the function must return a value: it
+    /// declares a result, and is not a kernel (which returns none, E0206).
+    pub fn returns_value(&self) -> bool {
+        self.kind != FnKind::Kernel && !matches!(self.ret, Ty::Unknown | Ty::None)
+    }
+
     pub fn param(&self, name: &str) -> Option<&ParamSig> {
         self.params.iter().find(|p| p.name == name)
     }

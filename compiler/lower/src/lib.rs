@@ -20,6 +20,7 @@ use tessera_diagnostics::Diagnostic;
 use tessera_hir::body::CallTarget;
 use tessera_hir::builtins::Context;
 use tessera_hir::db::{self, Db, FnId, SourceFile};
+use tessera_hir::effects::Effect;
 use tessera_hir::signature::FnKind;
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Module};
@@ -71,9 +72,9 @@ fn role_of(db: &dyn Db, file: SourceFile, name: &str, roles: &mut Roles) -> FnRo
     // kernel): an operator function computes tensors.
     let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
     let scalar_only = !sig.params.iter().any(|p| tensor(&p.ty)) && !tensor(&sig.ret);
-    // Host work: a launch, a host-only builtin, printing (which kernels do
-    // too, but a plain function prints on the host), or a call of a
-    // function that is host code itself.
+    // Host work: a launch, a host-only builtin, input or output (`print`,
+    // which kernels do too, but a plain function prints on the host), or a
+    // call of a function that is host code itself.
     roles.visiting.push(key.clone());
     let host = name == "main"
         || sig.is_test
@@ -82,7 +83,7 @@ fn role_of(db: &dyn Db, file: SourceFile, name: &str, roles: &mut Roles) -> FnRo
             c.launched
                 || match &c.target {
                     CallTarget::Builtin(b) => {
-                        (b.context == Context::Host && b.namespace() != Some("dist")) || b.path == "print"
+                        (b.context == Context::Host && b.namespace() != Some("dist")) || b.effects.contains(Effect::Io)
                     }
                     CallTarget::Function { file, name } => {
                         !roles.visiting.iter().any(|(f, n)| f == file && n == name)
