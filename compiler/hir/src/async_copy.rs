@@ -52,6 +52,9 @@ struct InFlight {
     stage: Stage,
     /// The root name of the destination (`buf` for `buf[0:64]`).
     buffer: Option<String>,
+    /// The slot of a buffer of slots the copy fills: `1` for `bufs[1]`
+    /// (a leading index given by a literal); `None` for the whole buffer.
+    slot: Option<i64>,
 }
 
 /// A stage: an integer literal, or `None` when computed at run time.
@@ -287,7 +290,10 @@ impl Copies<'_> {
 
     fn expr(&mut self, e: &Expr, flow: &mut Flow) {
         match &e.kind {
-            ExprKind::Name(n) => self.use_(n, e.span, Access::Read, flow),
+            ExprKind::Name(n) => self.use_(n, e.span, None, Access::Read, flow),
+            ExprKind::Subscript { base, .. } if matches!(base.kind, ExprKind::Name(_)) => {
+                self.place(e, Some(Access::Read), flow);
+            }
             ExprKind::Call { args, .. } => match self.ctx.builtin(e.span).map(|b| b.path) {
                 Some("tile.async_copy") => self.async_copy(e.span, args, flow),
                 Some("tile.wait_async") => {
@@ -317,12 +323,15 @@ impl Copies<'_> {
         match &e.kind {
             ExprKind::Name(n) => {
                 if let Some(access) = access {
-                    self.use_(n, e.span, access, flow);
+                    self.use_(n, e.span, None, access, flow);
                 }
             }
             ExprKind::Subscript { base, args } => {
                 args.iter().for_each(|a| self.expr(&a.value, flow));
-                self.place(base, access, flow);
+                match (&base.kind, access) {
+                    (ExprKind::Name(n), Some(access)) => self.use_(n, base.span, slot(args), access, flow),
+                    _ => self.place(base, access, flow),
+                }
             }
             ExprKind::Attr { base, .. } => self.place(base, access, flow),
             ExprKind::Paren(inner) => self.place(inner, access, flow),
@@ -330,11 +339,22 @@ impl Copies<'_> {
         }
     }
 
-    fn use_(&mut self, name: &str, span: Span, access: Access, flow: &Flow) {
+    /// A use of buffer `name` (of its slot `slot`, `bufs[1, i]`) races
+    /// with a copy in flight into it, unless both name different slots.
+    fn use_(&mut self, name: &str, span: Span, slot: Option<i64>, access: Access, flow: &Flow) {
         if !self.loud || !flow.reachable {
             return;
         }
-        let Some(copy) = flow.copies.iter().find(|c| c.buffer.as_deref() == Some(name)) else {
+        let overlaps = |c: &&InFlight| match (c.slot, slot) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        let Some(copy) = flow
+            .copies
+            .iter()
+            .filter(overlaps)
+            .find(|c| c.buffer.as_deref() == Some(name))
+        else {
             return;
         };
         if !self.reported_uses.insert(copy.copy) {
@@ -373,6 +393,10 @@ impl Copies<'_> {
             .or(positional.get(2).copied())
             .and_then(|a| int(&a.value));
         let buffer = dst.and_then(|d| root(&d.value)).map(str::to_string);
+        let slot = dst.and_then(|d| match &d.value.kind {
+            ExprKind::Subscript { base, args } if matches!(base.kind, ExprKind::Name(_)) => slot(args),
+            _ => None,
+        });
         if let (true, true, Some(stage)) = (self.loud, flow.reachable, stage) {
             if let Some(previous) = flow.in_stage(stage) {
                 let diag = reused_stage(span, stage, previous);
@@ -383,6 +407,7 @@ impl Copies<'_> {
             copy: span,
             stage,
             buffer,
+            slot,
         });
     }
 
@@ -492,6 +517,12 @@ fn int(e: &Expr) -> Option<i64> {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
         _ => None,
     }
+}
+
+/// The slot a subscript's leading literal index names: `1` for
+/// `bufs[1, i]` and `bufs[1]`.
+fn slot(args: &[Arg]) -> Option<i64> {
+    args.first().filter(|a| a.name.is_none()).and_then(|a| int(&a.value))
 }
 
 /// The buffer a place names: `buf` for `buf[i][0:64]`.
@@ -650,6 +681,7 @@ mod tests {
             copy: Span::new(start, start + 1),
             stage: Some(stage),
             buffer: Some("buf".into()),
+            slot: None,
         }
     }
 

@@ -1173,17 +1173,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 return None;
             }
-            let mem = if fixed > 0 {
-                let Type::MemRef { dims, elem, space, .. } = self.m.value_type(mem).clone() else {
-                    return None;
-                };
-                let mut operands = vec![mem];
-                operands.extend(&index[..fixed]);
-                let view = Type::memref(dims[fixed..].to_vec(), elem, space);
-                self.op1(block, e.span, "tile.view", &operands, vec![], view)
-            } else {
-                mem
-            };
+            let mem = self.leading_view(block, e.span, mem, &index[..fixed])?;
             let mut operands = vec![mem];
             operands.extend(&index[fixed..]);
             Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
@@ -1193,6 +1183,55 @@ impl<'a> Lower<'_, 'a, '_> {
             operands.extend(index);
             Some(self.op1(block, e.span, "tile.load", &operands, vec![], ty))
         }
+    }
+
+    /// `mem` with its leading dims fixed at `index` (a `tile.view`), or
+    /// `mem` itself when `index` is empty.
+    fn leading_view(&mut self, block: tessera_ir::BlockId, span: Span, mem: ValueId, index: &[ValueId]) -> Option<ValueId> {
+        if index.is_empty() {
+            return Some(mem);
+        }
+        let Type::MemRef { dims, elem, space, .. } = self.m.value_type(mem).clone() else {
+            return None;
+        };
+        let mut operands = vec![mem];
+        operands.extend(index);
+        let view = Type::memref(dims[index.len()..].to_vec(), elem, space);
+        Some(self.op1(block, span, "tile.view", &operands, vec![], view))
+    }
+
+    /// The memref an async copy writes, from its destination `d`: a
+    /// shared buffer, or one with leading dims fixed (`bufs[s]`,
+    /// `bufs[s, :]`), which is a view. A part of a dim (`buf[0:128]` of
+    /// 256) is not a buffer of its own; it is E0903.
+    fn copy_destination(&mut self, block: tessera_ir::BlockId, d: &'a Expr) -> Option<ValueId> {
+        let ExprKind::Subscript { base, args } = &d.kind else {
+            return self.expr(block, d);
+        };
+        let (mem, index, _, kept) = self.place(block, base, args)?;
+        let fixed = kept.iter().take_while(|k| !**k).count();
+        let dims = self.m.value_type(mem).dims().map(<[_]>::to_vec).unwrap_or_default();
+        let whole_from_zero = |a: &Arg| match &a.value.kind {
+            ExprKind::Slice { lower, step: None, .. } => {
+                lower.as_ref().is_none_or(|lo| matches!(lo.kind, ExprKind::Int(0)))
+            }
+            _ => false,
+        };
+        let sliced_dims = match self.cx.ty(d) {
+            Some(Ty::Tensor(t)) => t.dims.as_ref().and_then(|ds| ds.iter().map(dim_of).collect::<Option<Vec<_>>>()),
+            _ => None,
+        };
+        let whole = fixed < dims.len()
+            && args[fixed..].iter().all(whole_from_zero)
+            && sliced_dims.is_some_and(|s| s[..] == dims[fixed..]);
+        if !whole {
+            self.cx.unsupported(
+                d.span,
+                "an async copy into part of a shared buffer: copy into a whole buffer, or into `bufs[s]` of a buffer allocated with a leading dim of slots",
+            );
+            return None;
+        }
+        self.leading_view(block, d.span, mem, &index[..fixed])
     }
 
     fn zeros_index(&mut self, block: tessera_ir::BlockId, mem: ValueId) -> Vec<ValueId> {
@@ -2539,8 +2578,23 @@ impl<'a> Lower<'_, 'a, '_> {
         };
         let (src, offsets) = match &src_expr.kind {
             ExprKind::Subscript { base, args: index } => {
-                let (mem, offsets, _, _) = self.place(block, base, index)?;
-                (mem, offsets)
+                let (mem, offsets, _, kept) = self.place(block, base, index)?;
+                // Leading dims fixed by numbers (`x[b, 0:128]`, `x[b]`) are a view.
+                let fixed = kept.iter().take_while(|k| !**k).count();
+                let rank = self.m.value_type(mem).dims().map_or(0, <[_]>::len);
+                if fixed >= rank || kept[fixed..].iter().any(|k| !*k) {
+                    self.cx.unsupported(
+                        src_expr.span,
+                        "an async copy from a number after a slice or of one element: keep the dim, `x[0:4, c:c+1]`",
+                    );
+                    return None;
+                }
+                let mem = self.leading_view(block, src_expr.span, mem, &offsets[..fixed])?;
+                let mut rest = offsets[fixed..].to_vec();
+                while rest.len() < rank - fixed {
+                    rest.push(self.index_const(block, 0));
+                }
+                (mem, rest)
             }
             _ => {
                 let mem = self.expr(block, src_expr)?;
@@ -2549,7 +2603,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
         };
         let dst = match dst_expr {
-            Some(d) => self.expr(block, d)?,
+            Some(d) => self.copy_destination(block, d)?,
             None => {
                 let Some(Ty::Tensor(t)) = self.cx.ty(src_expr) else {
                     self.cx

@@ -34,11 +34,12 @@ fn walk(m: &mut Module, block: BlockId, pending: &mut Vec<ValueId>) {
         match m.op(op).name.as_str() {
             "tile.async_copy" => {
                 if let Some(&dst) = m.operands(op).first() {
-                    pending.push(dst);
+                    pending.push(root(m, dst));
                 }
                 continue;
             }
-            "tile.wait_async" => continue,
+            // A view reads no memory.
+            "tile.wait_async" | "tile.view" => continue,
             "tile.barrier" => {
                 if m.attr(op, "scope").and_then(Attr::as_str).unwrap_or("block") == "block" {
                     pending.clear();
@@ -50,7 +51,7 @@ fn walk(m: &mut Module, block: BlockId, pending: &mut Vec<ValueId>) {
         // A read inside a region (a branch some threads may skip) gets
         // its barrier before the op that holds the region, where every
         // thread that got here passes.
-        let reads = |o: OpId| m.operands(o).iter().any(|v| pending.contains(v));
+        let reads = |o: OpId| m.operands(o).iter().any(|&v| pending.contains(&root(m, v)));
         if reads(op) || m.walk_op(op).into_iter().any(reads) {
             barrier_before(m, op);
             pending.clear();
@@ -74,8 +75,17 @@ fn copies_in(m: &Module, block: BlockId) -> Vec<ValueId> {
     m.walk_block(block)
         .into_iter()
         .filter(|&op| m.op(op).name.as_str() == "tile.async_copy")
-        .filter_map(|op| m.operands(op).first().copied())
+        .filter_map(|op| m.operands(op).first().map(|&dst| root(m, dst)))
         .collect()
+}
+
+/// The buffer `v` is a view of (`bufs[s]` copies into a view of `bufs`,
+/// which reads of `bufs[s, i]` index directly), or `v`.
+fn root(m: &Module, mut v: ValueId) -> ValueId {
+    while let Some(def) = m.defining_op(v).filter(|&d| m.op(d).name.as_str() == "tile.view") {
+        v = m.operands(def)[0];
+    }
+    v
 }
 
 fn barrier_before(m: &mut Module, op: OpId) {
