@@ -138,6 +138,16 @@ impl<'a> Infer<'a> {
         self.info.types.push((span, ty.clone()));
     }
 
+    /// The type last recorded for the expression at `span`.
+    fn recorded(&self, span: Span) -> Ty {
+        self.info
+            .types
+            .iter()
+            .rev()
+            .find(|(s, _)| *s == span)
+            .map_or(Ty::Unknown, |(_, ty)| ty.clone())
+    }
+
     // ------------------------------------------------------------ statements
 
     fn block(&mut self, block: &Block) {
@@ -1116,7 +1126,7 @@ impl<'a> Infer<'a> {
             Shape::Reshape => self.reshape(e, &first, keyword("shape").or(positional.get(1).copied())),
             Shape::Concat => self.concat(
                 e,
-                positional.first().copied(),
+                keyword("tensors").or(positional.first().copied()),
                 keyword("axis").or(positional.get(1).copied()),
             ),
             Shape::Create | Shape::AllocShared => {
@@ -1485,8 +1495,12 @@ impl<'a> Infer<'a> {
     }
 
     fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
-        let Some(Ty::Tuple(parts)) = tensors.map(|t| &t.ty) else {
-            return Ty::Unknown;
+        // A tuple's type has each part's; a list literal's type has only
+        // its first item's, so each item's is looked up.
+        let parts: Vec<Ty> = match tensors.map(|t| (&t.ty, &t.expr.unparen().kind)) {
+            Some((Ty::Tuple(parts), _)) => parts.clone(),
+            Some((Ty::List(_), ExprKind::List(items))) => items.iter().map(|i| self.recorded(i.span)).collect(),
+            _ => return Ty::Unknown,
         };
         let parts: Vec<TensorTy> = parts
             .iter()

@@ -589,7 +589,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.b.op("graph.reshape").operand(x).result(ty).build_value())
             }
             "op.concat" => {
-                let items = match arg(args, 0, "xs").map(|x| &x.kind) {
+                let items = match arg(args, 0, "tensors").map(|x| &x.unparen().kind) {
                     Some(ExprKind::List(items) | ExprKind::Tuple(items)) => items,
                     _ => {
                         self.cx
