@@ -1781,7 +1781,7 @@ impl<'a> Infer<'a> {
             for (i, (pd, ad)) in pdims.iter().zip(adims).enumerate() {
                 let Some(sym) = pd.as_sym() else { continue };
                 match bindings.get(sym) {
-                    Some(prev) if !may_equal(&prev.value, ad) => {
+                    Some(prev) if !self.dims_agree(e.span, fn_name, &prev.value, ad) => {
                         self.error(
                             Diagnostic::error(
                                 Code::E0302,
@@ -1820,7 +1820,13 @@ impl<'a> Infer<'a> {
                     continue;
                 }
                 let expected = pd.substitute(&|s| bindings.get(s).map(|b| b.value.clone()));
-                if !may_equal(&expected, ad) {
+                let bound = pd.symbols().all(|s| bindings.contains_key(s));
+                let agree = if bound {
+                    self.dims_agree(e.span, fn_name, &expected, ad)
+                } else {
+                    may_equal(&expected, ad)
+                };
+                if !agree {
                     self.error(
                         Diagnostic::error(
                             Code::E0302,
@@ -1844,6 +1850,34 @@ impl<'a> Infer<'a> {
             }
         }
         ok.then_some(bindings)
+    }
+
+    /// Whether dims `a` and `b` that a call of `fn_name` binds to one dim
+    /// of the callee may be equal. When the caller's constraints decide
+    /// neither way (`M` and 16, `M` and `N`), the call leaves the runtime
+    /// guard `a == b`, as for an unproven constraint of the callee.
+    fn dims_agree(&mut self, call: Span, fn_name: &str, a: &Poly, b: &Poly) -> bool {
+        if a == b {
+            return true;
+        }
+        let equal = ConstraintKind::Compare {
+            lhs: a.clone(),
+            op: solve::CmpOp::Eq,
+            rhs: b.clone(),
+        };
+        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
+        match solve::decide(&equal, &facts) {
+            Verdict::Holds => true,
+            Verdict::Unknown => {
+                self.info.guards.push(Guard {
+                    call,
+                    callee: fn_name.to_string(),
+                    constraint: equal.to_string(),
+                });
+                true
+            }
+            Verdict::Violated(_) => false,
+        }
     }
 
     /// Checks the callee's constraints; returns every dim symbol's value,

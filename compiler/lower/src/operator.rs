@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 
 use tessera_hir::body::CallTarget;
+use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
-use tessera_ir::{Attr, Builder, Module, ScalarType, ShapeConstraint, Type, ValueId};
+use tessera_ir::{Attr, Builder, Dim, Module, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
 use crate::cx::{arg, ir_type, keyword, positional, saturates, FnCx, TensorAs};
@@ -383,10 +384,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     );
                     return None;
                 }
-                let mut operands = Vec::new();
-                for a in args {
-                    operands.push(self.expr(&a.value, None)?);
-                }
+                let operands = self.call_operands(e, file, &name, args)?;
                 let results: Vec<Type> = match self.cx.ty(e) {
                     Some(Ty::None) | None => Vec::new(),
                     Some(_) => vec![self.result_type(e)?],
@@ -408,6 +406,93 @@ impl<'a> Lower<'_, 'a, '_> {
                 None
             }
         }
+    }
+
+    /// The operands of a call of operator function `name`, one per
+    /// parameter in its order: by keyword or position, or the default (a
+    /// number). A callee dim bound to different dims of the caller (`S`
+    /// to `M` and to 16) was left a runtime guard `M == 16` by the
+    /// checker; the tensors that give it the later sizes are reshaped to
+    /// the first's, which the guard makes the same.
+    fn call_operands(&mut self, e: &'a Expr, file: SourceFile, name: &str, args: &'a [Arg]) -> Option<Vec<ValueId>> {
+        let db = self.cx.db;
+        let func = FnId::new(db, file, name.to_string());
+        let sig = db::signature(db, func);
+        let def = db::fn_ast(db, func);
+        let mut operands = Vec::new();
+        for (i, param) in sig.params.iter().enumerate() {
+            let want = ir_type(&param.ty, TensorAs::Value);
+            let scalar = match &want {
+                Some(Type::Scalar(s)) => Some(*s),
+                _ => None,
+            };
+            let given = keyword(args, &param.name).or_else(|| positional(args, i));
+            let v = match given {
+                Some(a) => self.expr(a, scalar)?,
+                None => {
+                    let default = def.as_ref().and_then(|d| d.params.get(i)).and_then(|p| p.default.as_ref());
+                    let Some(value) = default.and_then(literal_attr) else {
+                        self.cx.unsupported(
+                            e.span,
+                            format!("a call of `{name}` that leaves `{}` to a default that is not a number", param.name),
+                        );
+                        return None;
+                    };
+                    self.constant(value, scalar)
+                }
+            };
+            let v = match (scalar, self.b.value_type(v).clone()) {
+                (Some(want), Type::Scalar(have)) if have != want => self
+                    .b
+                    .op("graph.cast")
+                    .operand(v)
+                    .attr("rounding", Attr::str("nearest_even"))
+                    .result(Type::Scalar(want))
+                    .build_value(),
+                _ => v,
+            };
+            operands.push((v, want));
+        }
+        let mut bound: HashMap<String, Dim> = HashMap::new();
+        for (v, want) in &operands {
+            let (Some(Type::Tensor { dims, .. }), Some(have)) = (want, self.b.value_type(*v).dims()) else {
+                continue;
+            };
+            for (d, have) in dims.iter().zip(have) {
+                if let Some(sym) = d.as_sym() {
+                    bound.entry(sym.to_string()).or_insert_with(|| have.clone());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (v, want) in operands {
+            let Type::Tensor { elem, .. } = self.b.value_type(v).clone() else {
+                out.push(v);
+                continue;
+            };
+            let (Some(Type::Tensor { dims, .. }), Some(have)) = (want, self.b.value_type(v).dims().map(<[_]>::to_vec)) else {
+                out.push(v);
+                continue;
+            };
+            let expected: Vec<Dim> = dims
+                .iter()
+                .zip(&have)
+                .map(|(d, h)| {
+                    if d.symbols().iter().all(|s| bound.contains_key(*s)) {
+                        d.substitute(|s| bound.get(s).cloned())
+                    } else {
+                        h.clone()
+                    }
+                })
+                .collect();
+            if expected == have {
+                out.push(v);
+            } else {
+                let ty = Type::tensor(expected, elem);
+                out.push(self.b.op("graph.reshape").operand(v).result(ty).build_value());
+            }
+        }
+        Some(out)
     }
 
     fn operand(&mut self, args: &'a [Arg], index: usize, name: &str, at: &Expr) -> Option<ValueId> {
