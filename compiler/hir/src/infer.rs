@@ -320,6 +320,54 @@ impl<'a> Infer<'a> {
             return;
         }
         self.check_assignable(&ty, &declared, value, "the returned value");
+        self.check_returned_dims(&ty, &declared, value);
+    }
+
+    /// E0203 for a returned tensor whose dims are not the declared ones as
+    /// far as the function's constraints show: `N` returned for `-> f32[K]`
+    /// (a result dim no parameter binds), or `N` for `M` without `where N
+    /// == M`. Dims the checker cannot write as polynomials (`N // 2`) are
+    /// left alone; constants that differ are reported by
+    /// [`Infer::check_assignable`].
+    fn check_returned_dims(&mut self, actual: &Ty, declared: &Ty, value: &Expr) {
+        let (Ty::Tensor(a), Ty::Tensor(d)) = (actual, declared) else {
+            return;
+        };
+        let (Some(ad), Some(dd)) = (&a.dims, &d.dims) else {
+            return;
+        };
+        if ad.len() != dd.len() {
+            return;
+        }
+        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
+        for (i, (have, want)) in ad.iter().zip(dd).enumerate() {
+            if have == want || have.has_opaque() || want.has_opaque() || (have.as_const().is_some() && want.as_const().is_some()) {
+                continue;
+            }
+            let equal = ConstraintKind::Compare {
+                lhs: have.clone(),
+                op: solve::CmpOp::Eq,
+                rhs: want.clone(),
+            };
+            if solve::decide(&equal, &facts) == Verdict::Holds {
+                continue;
+            }
+            self.error(
+                Diagnostic::error(
+                    Code::E0203,
+                    format!("`{}` returns {actual}, but declares {declared}", self.sig.name),
+                )
+                .with_primary(
+                    self.at(value.span),
+                    format!("dim {i} of the returned value is {have}, and the result's is {want}"),
+                )
+                .with_help(match self.equate_help(want, have) {
+                    Some(equate) => format!("return a tensor of the declared shape, or {equate}"),
+                    None => "return a tensor of the declared shape".to_string(),
+                }),
+            );
+            return;
+        }
     }
 
     /// `a, b = value`: the value has as many parts as there are names.
@@ -866,16 +914,21 @@ impl<'a> Infer<'a> {
             return self.binary(BinOp::Add, l, r, span, lhs, rhs);
         };
         let dims = match (&a.dims, &b.dims) {
-            (Some(x), Some(y)) => match broadcast(x, y) {
+            (Some(x), Some(y)) => match broadcast(x, y, &|p, q| self.same_dim(p, q)) {
                 Some(d) => Some(d),
                 None => {
-                    self.error(
-                        Diagnostic::error(Code::E0306, format!("cannot broadcast {l} with {r}"))
-                            .with_primary(self.at(span), format!("{what} does not broadcast"))
-                            .with_secondary(self.at(lhs.span), format!("this is {l}"))
-                            .with_secondary(self.at(rhs.span), format!("this is {r}"))
-                            .with_note("dims are matched from the right; each pair must be equal or one of them 1"),
-                    );
+                    let mut diag = Diagnostic::error(Code::E0306, format!("cannot broadcast {l} with {r}"))
+                        .with_primary(self.at(span), format!("{what} does not broadcast"))
+                        .with_secondary(self.at(lhs.span), format!("this is {l}"))
+                        .with_secondary(self.at(rhs.span), format!("this is {r}"))
+                        .with_note("dims are matched from the right; each pair must be equal or one of them 1");
+                    let apart = x.iter().rev().zip(y.iter().rev()).find(|(p, q)| {
+                        p.as_const() != Some(1) && q.as_const() != Some(1) && !self.same_dim(p, q)
+                    });
+                    if let Some(help) = apart.and_then(|(p, q)| self.equate_help(p, q)) {
+                        diag = diag.with_help(help);
+                    }
+                    self.error(diag);
                     return Ty::Unknown;
                 }
             },
@@ -909,17 +962,21 @@ impl<'a> Infer<'a> {
         }
         let (m, k1) = (&ad[ad.len() - 2], &ad[ad.len() - 1]);
         let (k2, n) = (&bd[bd.len() - 2], &bd[bd.len() - 1]);
-        if !may_equal(k1, k2) {
+        if !self.same_dim(k1, k2) {
+            let help = match self.equate_help(k1, k2) {
+                Some(equate) => format!("the left operand's columns must equal the right operand's rows; {equate}"),
+                None => "the left operand's columns must equal the right operand's rows".to_string(),
+            };
             self.error(
                 Diagnostic::error(Code::E0305, format!("matmul inner dims differ: {k1} and {k2}"))
                     .with_primary(self.at(span), format!("{l} @ {r}"))
                     .with_secondary(self.at(lhs.span), format!("the last dim of this is {k1}"))
                     .with_secondary(self.at(rhs.span), format!("the second-to-last dim of this is {k2}"))
-                    .with_help("the left operand's columns must equal the right operand's rows"),
+                    .with_help(help),
             );
             return Ty::Unknown;
         }
-        let batch = match broadcast(&ad[..ad.len() - 2], &bd[..bd.len() - 2]) {
+        let batch = match broadcast(&ad[..ad.len() - 2], &bd[..bd.len() - 2], &|p, q| self.same_dim(p, q)) {
             Some(b) => b,
             None => {
                 self.error(
@@ -1534,8 +1591,17 @@ impl<'a> Infer<'a> {
                     .iter()
                     .zip(first_dims)
                     .enumerate()
-                    .all(|(i, (a, b))| i as i64 == index || may_equal(a, b));
+                    .all(|(i, (a, b))| i as i64 == index || self.same_dim(a, b));
             if !same {
+                let apart = dims
+                    .iter()
+                    .zip(first_dims)
+                    .enumerate()
+                    .find(|(i, (a, b))| *i as i64 != index && !self.same_dim(a, b));
+                let help = match apart.and_then(|(_, (a, b))| self.equate_help(b, a)) {
+                    Some(equate) => format!("only dim {index} may differ; {equate}"),
+                    None => format!("only dim {index} may differ"),
+                };
                 self.error(
                     Diagnostic::error(
                         Code::E0309,
@@ -1549,7 +1615,7 @@ impl<'a> Infer<'a> {
                             join(dims)
                         ),
                     )
-                    .with_help(format!("only dim {index} may differ")),
+                    .with_help(help),
                 );
                 return Ty::Unknown;
             }
@@ -1852,6 +1918,41 @@ impl<'a> Infer<'a> {
         ok.then_some(bindings)
     }
 
+    /// Whether dims `a` and `b` are known to be equal: the same polynomial,
+    /// or equal by the function's constraints (`where N == M`). Two dims
+    /// named differently may differ at run time, and an op that needs them
+    /// equal is an error unless a constraint says they are. A dim the
+    /// checker cannot write as a polynomial (`N // 2`) is taken at its
+    /// word.
+    fn same_dim(&self, a: &Poly, b: &Poly) -> bool {
+        if a == b || a.has_opaque() || b.has_opaque() {
+            return true;
+        }
+        if a.as_const().is_some() && b.as_const().is_some() {
+            return false;
+        }
+        let equal = ConstraintKind::Compare {
+            lhs: a.clone(),
+            op: solve::CmpOp::Eq,
+            rhs: b.clone(),
+        };
+        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
+        solve::decide(&equal, &facts) == Verdict::Holds
+    }
+
+    /// The help that states two dims equal (`add `where N == M` to `f` if
+    /// the two are always equal`), when a constraint could say so: one of
+    /// them is not a constant.
+    fn equate_help(&self, a: &Poly, b: &Poly) -> Option<String> {
+        let symbolic = a.as_const().is_none() || b.as_const().is_none();
+        (symbolic && !a.has_opaque() && !b.has_opaque()).then(|| {
+            format!(
+                "add `where {a} == {b}` to `{}` if the two are always equal",
+                self.sig.name
+            )
+        })
+    }
+
     /// Whether dims `a` and `b` that a call of `fn_name` binds to one dim
     /// of the callee may be equal. When the caller's constraints decide
     /// neither way (`M` and 16, `M` and `N`), the call leaves the runtime
@@ -2058,7 +2159,9 @@ fn may_equal(a: &Poly, b: &Poly) -> bool {
 }
 
 /// NumPy broadcasting over dims aligned from the right.
-fn broadcast(a: &[Poly], b: &[Poly]) -> Option<Vec<Poly>> {
+/// NumPy's broadcast of shapes `a` and `b`, `same` deciding whether two
+/// dims that are not 1 are equal.
+fn broadcast(a: &[Poly], b: &[Poly], same: &dyn Fn(&Poly, &Poly) -> bool) -> Option<Vec<Poly>> {
     let n = a.len().max(b.len());
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -2069,7 +2172,7 @@ fn broadcast(a: &[Poly], b: &[Poly]) -> Option<Vec<Poly>> {
             (None, Some(y)) => y.clone(),
             (Some(x), Some(y)) if x.as_const() == Some(1) => y.clone(),
             (Some(x), Some(y)) if y.as_const() == Some(1) => x.clone(),
-            (Some(x), Some(y)) if may_equal(x, y) => x.clone(),
+            (Some(x), Some(y)) if same(x, y) => x.clone(),
             _ => return None,
         });
     }

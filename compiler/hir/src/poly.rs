@@ -81,6 +81,11 @@ impl Poly {
         })
     }
 
+    /// Whether some term has a factor that is not a symbol (`N // 2`).
+    pub fn has_opaque(&self) -> bool {
+        self.terms.keys().flatten().any(|a| matches!(a, Atom::Opaque(_)))
+    }
+
     fn insert(&mut self, monomial: Vec<Atom>, coeff: i64) {
         let entry = self.terms.entry(monomial).or_insert(0);
         *entry = entry.saturating_add(coeff);

@@ -113,6 +113,21 @@ pub fn decide(constraint: &ConstraintKind, facts: &[ConstraintKind]) -> Verdict 
                 if let Some(why) = no_integer_solution(&diff) {
                     return Verdict::Violated(why);
                 }
+                // A fact that says the same (`N == M` for `M == N`).
+                let stated = facts.iter().any(|f| match f {
+                    ConstraintKind::Compare {
+                        lhs: l,
+                        op: CmpOp::Eq,
+                        rhs: r,
+                    } => {
+                        let d = l.sub(r);
+                        d == diff || d.neg() == diff
+                    }
+                    _ => false,
+                });
+                if stated {
+                    return Verdict::Holds;
+                }
             }
             match (lhs.as_sym(), rhs.as_const()) {
                 (Some(sym), Some(bound)) if proves_bound(sym, *op, bound, facts) => Verdict::Holds,
@@ -320,6 +335,19 @@ mod tests {
             by: 8,
         };
         assert_eq!(decide(&eight_n, &[]), Verdict::Holds);
+    }
+
+    #[test]
+    fn an_equality_follows_from_the_same_fact_either_way_round() {
+        let eq = |a: &str, b: &str| ConstraintKind::Compare {
+            lhs: Poly::sym(a),
+            op: CmpOp::Eq,
+            rhs: Poly::sym(b),
+        };
+        assert_eq!(decide(&eq("M", "N"), &[eq("N", "M")]), Verdict::Holds);
+        assert_eq!(decide(&eq("M", "N"), &[eq("M", "N")]), Verdict::Holds);
+        assert_eq!(decide(&eq("M", "N"), &[eq("M", "K")]), Verdict::Unknown);
+        assert_eq!(decide(&eq("M", "N"), &[]), Verdict::Unknown);
     }
 
     #[test]

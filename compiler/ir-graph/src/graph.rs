@@ -919,9 +919,15 @@ impl Verifier<'_, '_> {
             return;
         }
         let (n_in, n_out) = (num_elements(&dims), num_elements(&out));
+        // Equal by a guard or constraint: the element counts, or (the same
+        // rank) each pair of dims, `[B, N]` into `[B, M]` with `N == M`.
         let guarded = || {
             let func = self.m.enclosing_function(self.op);
-            func.is_some_and(|f| known_equal(self.m, f, &n_in, &n_out))
+            func.is_some_and(|f| {
+                known_equal(self.m, f, &n_in, &n_out)
+                    || (dims.len() == out.len()
+                        && dims.iter().zip(&out).all(|(a, b)| a == b || known_equal(self.m, f, a, b)))
+            })
         };
         if n_in != n_out && !guarded() {
             self.error_note(

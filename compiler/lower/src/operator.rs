@@ -86,6 +86,9 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
                 // A result the checker lets widen to the declared type is
                 // converted explicitly.
                 if let ([v], [declared]) = (values.as_mut_slice(), results.as_slice()) {
+                    if let Some(dims) = declared.dims() {
+                        *v = l.conform(*v, dims);
+                    }
                     if l.b.value_type(*v) != declared {
                         *v = l.convert(*v, declared.clone());
                     }
@@ -307,9 +310,16 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     fn elementwise(&mut self, f: &str, operands: &[ValueId], ty: Type) -> ValueId {
+        let operands: Vec<ValueId> = match ty.dims() {
+            Some(dims) => {
+                let dims = dims.to_vec();
+                operands.iter().map(|&v| self.broadcast_dims(v, &dims)).collect()
+            }
+            None => operands.to_vec(),
+        };
         self.b
             .op("graph.elementwise")
-            .operands(operands)
+            .operands(&operands)
             .attr("fn", f)
             .result(ty)
             .build_value()
@@ -320,6 +330,7 @@ impl<'a> Lower<'_, 'a, '_> {
             let a = self.expr(lhs, None)?;
             let b = self.expr(rhs, None)?;
             let ty = self.result_type(e)?;
+            let (a, b) = self.matmul_operands(a, b, &ty);
             let acc = self.cx.accumulate(None);
             return Some(
                 self.b
@@ -344,6 +355,69 @@ impl<'a> Lower<'_, 'a, '_> {
             None => (a, b),
         };
         Some(self.elementwise(f, &[a, b], ty))
+    }
+
+    /// `v` with dims `want` (the same rank), reshaped when its own dims
+    /// are other names for them: the checker accepts two dims named
+    /// differently where the function's constraints make them equal
+    /// (`where N == M`), and the graph's ops need them spelled the same.
+    fn conform(&mut self, v: ValueId, want: &[Dim]) -> ValueId {
+        let Type::Tensor { dims, elem } = self.b.value_type(v).clone() else {
+            return v;
+        };
+        if dims.len() != want.len() || dims == want {
+            return v;
+        }
+        self.b
+            .op("graph.reshape")
+            .operand(v)
+            .result(Type::tensor(want.to_vec(), elem))
+            .build_value()
+    }
+
+    /// [`Self::conform`] for an operand broadcast to `result`: each dim,
+    /// matched from the end, is the result's unless it is 1.
+    fn broadcast_dims(&mut self, v: ValueId, result: &[Dim]) -> ValueId {
+        let Some(dims) = self.b.value_type(v).dims().map(<[_]>::to_vec) else {
+            return v;
+        };
+        let Some(skip) = result.len().checked_sub(dims.len()) else {
+            return v;
+        };
+        let want: Vec<Dim> = dims
+            .iter()
+            .zip(&result[skip..])
+            .map(|(d, r)| if d.as_const() == Some(1) { d.clone() } else { r.clone() })
+            .collect();
+        self.conform(v, &want)
+    }
+
+    /// The operands of a matmul of result type `ty`, `b`'s rows named as
+    /// `a`'s columns and each one's batch dims as the result's.
+    fn matmul_operands(&mut self, a: ValueId, b: ValueId, ty: &Type) -> (ValueId, ValueId) {
+        let (Some(ad), Some(bd), Some(rd)) = (
+            self.b.value_type(a).dims().map(<[_]>::to_vec),
+            self.b.value_type(b).dims().map(<[_]>::to_vec),
+            ty.dims().map(<[_]>::to_vec),
+        ) else {
+            return (a, b);
+        };
+        let (Some(ab), Some(bb), Some(rb)) = (ad.len().checked_sub(2), bd.len().checked_sub(2), rd.len().checked_sub(2))
+        else {
+            return (a, b);
+        };
+        let batch = |own: &[Dim], lead: usize| -> Vec<Dim> {
+            own.iter()
+                .zip(&rd[lead..rb])
+                .map(|(d, r)| if d.as_const() == Some(1) { d.clone() } else { r.clone() })
+                .collect()
+        };
+        let mut a_want = batch(&ad[..ab], rb.saturating_sub(ab));
+        a_want.extend(ad[ab..].iter().cloned());
+        let mut b_want = batch(&bd[..bb], rb.saturating_sub(bb));
+        b_want.push(ad[ab + 1].clone());
+        b_want.push(bd[bb + 1].clone());
+        (self.conform(a, &a_want), self.conform(b, &b_want))
     }
 
     /// `v` converted to the element type `elem` when the checker promoted it
@@ -545,6 +619,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let a = self.operand(args, 0, "a", e)?;
                 let b = self.operand(args, 1, "b", e)?;
                 let ty = self.result_type(e)?;
+                let (a, b) = self.matmul_operands(a, b, &ty);
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(a).elem());
@@ -688,6 +763,24 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
                 let axis = arg(args, 1, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
                 let ty = self.result_type(e)?;
+                // Dims other than the axis are named as the first part's.
+                if let (Some(first), Some(Attr::Int(axis))) = (
+                    operands.first().and_then(|&v| self.b.value_type(v).dims().map(<[_]>::to_vec)),
+                    Some(&axis),
+                ) {
+                    let rank = first.len() as i64;
+                    let at = if *axis < 0 { axis + rank } else { *axis };
+                    for v in operands.iter_mut().skip(1) {
+                        if let Some(mut want) = self.b.value_type(*v).dims().map(<[_]>::to_vec) {
+                            for (i, (w, f)) in want.iter_mut().zip(&first).enumerate() {
+                                if i as i64 != at {
+                                    *w = f.clone();
+                                }
+                            }
+                            *v = self.conform(*v, &want);
+                        }
+                    }
+                }
                 Some(
                     self.b
                         .op("graph.concat")
