@@ -218,6 +218,10 @@ pub struct KernelInfo {
     /// for each of its threads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warp_specialize: Option<[i64; 2]>,
+    /// The runtime guards of the device functions it calls, checked over
+    /// the launch's dims before it runs (the kernel's `guards` attribute).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<GuardInfo>,
 }
 
 /// A host launch recorded in the manifest (the runtime interprets host
@@ -249,9 +253,10 @@ pub struct CollectiveInfo {
     pub after_launches: usize,
 }
 
-/// A runtime guard of a host function, recorded in the manifest: a shape
-/// constraint over its dims that the checker could not prove, checked
-/// before its first launch (spec/runtime.md, Runtime guards).
+/// A runtime guard of a host function or kernel, recorded in the
+/// manifest: a shape constraint over its dims that the checker could not
+/// prove, checked before its first launch (spec/runtime.md, Runtime
+/// guards).
 #[derive(Clone, Debug, Serialize)]
 pub struct GuardInfo {
     /// In the canonical text of `tessera_ir::ShapeConstraint`.

@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use tessera_codegen::{CollectiveInfo, CpuModule, HostInfo, KernelInfo, Manifest, ParamInfo};
+use tessera_codegen::{CollectiveInfo, CpuModule, GuardInfo, HostInfo, KernelInfo, Manifest, ParamInfo};
 use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage, TiledMap};
@@ -184,6 +184,7 @@ impl Loaded {
         mesh: &[u32],
     ) -> Result<Bound, RunError> {
         let info = self.kernel_info(name)?;
+        check_guards(name, &info.guards, dims)?;
         let block: Vec<i64> = config.block.iter().map(|&b| i64::from(b)).collect();
         if info.block_required && block != padded(&info.block) {
             return Err(RunError::launch(format!(
@@ -353,7 +354,7 @@ impl Loaded {
         launch: &mut LaunchWith<'_>,
     ) -> Result<Vec<Value>, RunError> {
         let host = self.host_info(function)?;
-        check_guards(host, dims)?;
+        check_guards(&host.name, &host.guards, dims)?;
         let ranks = mesh_ranks(host)?;
         if args.len() != ranks {
             return Err(RunError::launch(format!(
@@ -441,13 +442,13 @@ impl Loaded {
     }
 }
 
-/// Checks the runtime guards of `host` over the dims its call binds: the
-/// first that fails is E0304, at the call the checker could not prove it
-/// for (spec/runtime.md, Runtime guards).
-fn check_guards(host: &HostInfo, dims: &[(String, i64)]) -> Result<(), RunError> {
+/// Checks the runtime guards of host function or kernel `function` over
+/// the dims its call or launch binds: the first that fails is E0304, at
+/// the call the checker could not prove it for (spec/runtime.md, Runtime
+/// guards).
+fn check_guards(function: &str, guards: &[GuardInfo], dims: &[(String, i64)]) -> Result<(), RunError> {
     let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
-    for g in &host.guards {
-        let function = &host.name;
+    for g in guards {
         let callee = g.callee.as_deref().unwrap_or(function);
         let unreadable = || {
             RunError::launch(format!(

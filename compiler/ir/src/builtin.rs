@@ -19,6 +19,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("numerics", AttrKind::Str),
             AttrDef::optional("deterministic", AttrKind::Any),
             AttrDef::optional("constraints", AttrKind::Array),
+            AttrDef::optional("guards", AttrKind::Array),
             AttrDef::optional("dims", AttrKind::Array),
             AttrDef::optional("mutable", AttrKind::Array),
             AttrDef::optional("block", AttrKind::Array),

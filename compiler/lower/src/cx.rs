@@ -118,6 +118,38 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// The runtime guards the checker left in a kernel (constraints of the
+    /// device functions it calls that it could not prove there, dims a
+    /// call binds apart): the kernel's `guards` attribute, each a dict of
+    /// its `constraint` (the canonical text of `ShapeConstraint`), the
+    /// `callee` and the call's byte `span` in the file. The launcher
+    /// checks them over the launch's dims before the kernel runs.
+    pub fn set_kernel_guards(&mut self, m: &mut Module, func: OpId) {
+        let mut guards = Vec::new();
+        for g in &self.info.guards {
+            let Some(constraint) = tessera_ir::ShapeConstraint::parse(&g.constraint) else {
+                self.unsupported(
+                    g.call,
+                    format!("the runtime guard `{}` of `{}`, which is not over dims", g.constraint, g.callee),
+                );
+                continue;
+            };
+            let span = [g.call.start + self.offset, g.call.end + self.offset];
+            guards.push(Attr::Dict(
+                [
+                    ("constraint".to_string(), Attr::Str(constraint.to_string())),
+                    ("callee".to_string(), Attr::Str(g.callee.clone())),
+                    ("span".to_string(), Attr::ints(span.iter().map(|&s| i64::from(s)))),
+                ]
+                .into_iter()
+                .collect(),
+            ));
+        }
+        if !guards.is_empty() {
+            m.set_attr(func, "guards", Attr::Array(guards));
+        }
+    }
+
     /// The accumulate dtype of a reducing op: stated with `accumulate=`,
     /// else the policy's, else f32 (the rule of `spec/numerics.md` when no
     /// policy is in force and the inputs are narrower).

@@ -134,6 +134,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     inputs.extend(dims.iter().map(|_| Type::INDEX));
     let func = m.add_function(&cx.sig.name, &inputs, &[], cx.loc(cx.def.span));
     cx.set_common_attrs(m, func, "kernel");
+    cx.set_kernel_guards(m, func);
     m.set_attr(
         func,
         "dims",
