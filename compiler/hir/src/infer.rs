@@ -282,6 +282,22 @@ impl<'a> Infer<'a> {
             return;
         }
         let declared = self.sig.ret.clone();
+        // A plain function of tensors is an operator function, whose
+        // result type is its signature's: a tensor returned from one that
+        // declares none has nowhere to go (host helpers, which return any
+        // value, have no tensor parameters).
+        let of_tensors = self.sig.params.iter().any(|p| matches!(p.ty, Ty::Tensor(_)));
+        if declared == Ty::None && self.sig.kind == FnKind::Function && of_tensors && matches!(ty, Ty::Tensor(_)) {
+            self.error(
+                Diagnostic::error(
+                    Code::E0203,
+                    format!("`{}` returns {ty}, but declares no result", self.sig.name),
+                )
+                .with_primary(self.at(value.span), format!("this is {ty}"))
+                .with_help(format!("declare the result after the parameters: `-> {ty}`")),
+            );
+            return;
+        }
         let count = |t: &Ty| match t {
             Ty::Tuple(parts) => Some(parts.len()),
             Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool | Ty::Tensor(_) => Some(1),

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
@@ -217,6 +218,31 @@ impl<'a> Lower<'_, 'a, '_> {
                 .build();
             self.token = self.b.results(op).first().copied();
         }
+    }
+
+    /// E0204 for an all-reduce over an `axis` its mesh (axes `axes`, made
+    /// at `mesh_span`) does not have. The op is still built, so that what
+    /// uses its result is not reported too.
+    fn check_mesh_axis(&mut self, args: &[Arg], axes: &Attr, mesh_span: tessera_base::Span) {
+        let Some(axis) = keyword(args, "axis") else {
+            return;
+        };
+        let Some(Attr::Str(name)) = literal_attr(axis) else {
+            return;
+        };
+        let names: Vec<&str> = axes.as_array().unwrap_or_default().iter().filter_map(Attr::as_str).collect();
+        if names.is_empty() || names.contains(&name.as_str()) {
+            return;
+        }
+        let listed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+        let diag = Diagnostic::error(
+            Code::E0204,
+            format!("`op.all_reduce` reduces over axis \"{name}\", which its mesh does not have"),
+        )
+        .with_primary(self.cx.at(axis.span), format!("the mesh's axes are {}", listed.join(", ")))
+        .with_secondary(self.cx.at(mesh_span), "the mesh")
+        .with_help(format!("reduce over one of the mesh's axes: `axis={}`", listed[0]));
+        self.cx.errors.push(diag);
     }
 
     /// Values that exist only at compile time: meshes, policies, streams.
@@ -810,7 +836,23 @@ impl<'a> Lower<'_, 'a, '_> {
                         .unsupported(e.span, "a collective in a function without the collective effect");
                     return None;
                 };
+                let mut mesh_attrs = Vec::new();
+                if let Some(mesh) = keyword(args, "mesh") {
+                    let mesh = meta_value(&self.meta, mesh);
+                    if let ExprKind::Call { args: mesh_args, .. } = &mesh.kind {
+                        if let Some(axes) = keyword(mesh_args, "axes").and_then(literal_attr) {
+                            self.check_mesh_axis(args, &axes, mesh.span);
+                            if let Some(shape) = mesh_shape(mesh_args, &axes) {
+                                mesh_attrs.push(("mesh_shape", Attr::ints(shape)));
+                            }
+                            mesh_attrs.push(("mesh_axes", axes));
+                        }
+                    }
+                }
                 let mut op = self.b.op("graph.all_reduce").operands(&[token, x]);
+                for (key, value) in mesh_attrs {
+                    op = op.attr(key, value);
+                }
                 for key in ["op", "axis", "algo"] {
                     if let Some(v) = keyword(args, key).and_then(literal_attr) {
                         op = op.attr(key, v);
@@ -818,17 +860,6 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
                 if keyword(args, "deterministic").and_then(literal_attr) == Some(Attr::Bool(true)) {
                     op = op.flag("deterministic");
-                }
-                if let Some(mesh) = keyword(args, "mesh") {
-                    let mesh = meta_value(&self.meta, mesh);
-                    if let ExprKind::Call { args: mesh_args, .. } = &mesh.kind {
-                        if let Some(axes) = keyword(mesh_args, "axes").and_then(literal_attr) {
-                            if let Some(shape) = mesh_shape(mesh_args, &axes) {
-                                op = op.attr("mesh_shape", Attr::ints(shape));
-                            }
-                            op = op.attr("mesh_axes", axes);
-                        }
-                    }
                 }
                 let results = op.results([ty, Type::Token]).build();
                 let results = self.b.results(results).to_vec();
