@@ -2156,6 +2156,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             params: self.params.clone(),
             block,
             block_required: has_tiles,
+            any_block: m.attr(self.func, "any_block").is_some(),
             shared_bytes: shared_bytes as u64,
             scratch_bytes_per_block: if self.scratch_base.is_some() {
                 Some(per_block.to_string())

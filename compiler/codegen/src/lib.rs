@@ -182,6 +182,10 @@ pub struct KernelInfo {
     pub block: Vec<i64>,
     /// Whether a launch must use exactly `block` (kernels with tiles).
     pub block_required: bool,
+    /// Declares no block but names its y or z axis: linear indices take
+    /// every axis, and a block of any shape may launch it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub any_block: bool,
     /// Dynamic shared memory to pass at launch.
     pub shared_bytes: u64,
     /// Global scratch per block (a dim expression over the kernel's dims),

@@ -199,7 +199,7 @@ impl Loaded {
         }
         let compiled = trim(&info.block);
         let fits = if compiled.len() == 1 {
-            trim(&block).len() == 1
+            trim(&block).len() == 1 || (info.any_block && !info.block_required)
         } else {
             padded(&compiled) == block
         };

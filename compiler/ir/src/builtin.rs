@@ -23,6 +23,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("dims", AttrKind::Array),
             AttrDef::optional("mutable", AttrKind::Array),
             AttrDef::optional("block", AttrKind::Array),
+            AttrDef::optional("any_block", AttrKind::Unit),
             AttrDef::optional("grid", AttrKind::Array),
             AttrDef::optional("shared_budget", AttrKind::Int),
             AttrDef::optional("shared_bytes", AttrKind::Int),

@@ -161,12 +161,20 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         env.insert(name, Binding::Value(v));
     }
     let loc = cx.loc(cx.def.span);
-    let block_axes = block_shape(cx)
-        .map(|(dims, _)| dims)
-        .unwrap_or_default()
-        .iter()
-        .rposition(|&d| d > 1)
-        .map_or(1, |last| last as i64 + 1);
+    let declared = block_shape(cx).map(|(dims, _)| dims);
+    // A kernel that declares no block but names the y or z axis of its
+    // block (`launch.local_id(1)`) is written for blocks of any shape:
+    // its linear indices take every axis, and any block may launch it.
+    let any_block = declared.is_none() && names_block_axes(cx.db, cx.file, &cx.def.body, &mut Vec::new());
+    let block_axes = if any_block {
+        3
+    } else {
+        declared
+            .unwrap_or_default()
+            .iter()
+            .rposition(|&d| d > 1)
+            .map_or(1, |last| last as i64 + 1)
+    };
     let mut l = Lower {
         cx,
         m,
@@ -204,6 +212,9 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         None => default_block(l.m, func),
     };
     l.m.set_attr(func, "block", Attr::ints(block));
+    if any_block {
+        l.m.set_attr(func, "any_block", Attr::Unit);
+    }
     l.loc = l.cx.loc(l.cx.def.span);
     l.builder(entry).op("tile.return").build();
     crate::visibility::insert_barriers(l.m, func);
@@ -211,6 +222,42 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
 
 /// Threads per block as the header's `tile[(128,)]` gives them (its sizes
 /// literals or module constants).
+/// Whether `body`, or a function of `file` it calls (through any
+/// number of calls; `seen` holds those already looked at), asks for the
+/// y or z axis of the block: `launch.local_id(1)`, `launch.thread_id(axis=2)`,
+/// `launch.block_dim(1)`.
+fn names_block_axes(db: &dyn tessera_hir::db::Db, file: SourceFile, body: &Block, seen: &mut Vec<String>) -> bool {
+    let mut found = false;
+    let mut callees = Vec::new();
+    body.each_expr(&mut |e| visit_block_axes(e, &mut found, &mut callees));
+    found
+        || callees.into_iter().any(|name| {
+            if seen.contains(&name) {
+                return false;
+            }
+            seen.push(name.clone());
+            let func = FnId::new(db, file, name);
+            db::fn_ast(db, func).as_ref().is_some_and(|def| names_block_axes(db, file, &def.body, seen))
+        })
+}
+
+fn visit_block_axes(e: &Expr, found: &mut bool, callees: &mut Vec<String>) {
+    if let ExprKind::Call { callee, args } = &e.kind {
+        match &callee.kind {
+            ExprKind::Attr { base, name } if matches!(&base.kind, ExprKind::Name(n) if n == "launch") => {
+                let per_block = matches!(name.name.as_str(), "thread_id" | "local_id" | "block_dim");
+                let axis = arg(args, 0, "axis").and_then(literal_attr).and_then(|a| a.as_int());
+                if per_block && axis.is_some_and(|a| a >= 1) {
+                    *found = true;
+                }
+            }
+            ExprKind::Name(n) => callees.push(n.clone()),
+            _ => {}
+        }
+    }
+    e.kind.for_each_child(|c| visit_block_axes(c, found, callees));
+}
+
 fn block_shape<'e>(cx: &FnCx<'e>) -> Option<(Vec<i64>, &'e Expr)> {
     for deco in &cx.def.decorators {
         for clause in &deco.clauses {
