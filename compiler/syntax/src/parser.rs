@@ -263,6 +263,14 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn subscript(&mut self, base: Expr, args: Vec<Arg>, span: Span) -> Expr {
         self.check_args(&args);
+        if args.is_empty() {
+            let brackets = Span::new(base.span.end, span.end);
+            self.error(
+                Diagnostic::error(Code::E0030, "a subscript without an index")
+                    .with_primary(self.at(brackets), "nothing between the brackets")
+                    .with_help("index with a number or a slice: `x[i]`, `x[:]`"),
+            );
+        }
         self.expr(
             ExprKind::Subscript {
                 base: Box::new(base),
