@@ -1658,22 +1658,38 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Tensor(TensorValue::new(ops::matmul(&a, &b, out)?)))
     }
 
-    /// `op.softmax(x, axis=-1, accumulate=T)` on the host: in float64 over
-    /// the last axis, converted to `T` (by default the dtype of `x`).
+    /// `op.softmax(x, axis=-1, accumulate=T)` on the host: in float64 along
+    /// `axis` (negative counts from the end), converted to `T` (by default
+    /// the dtype of `x`).
     fn op_softmax(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", "op.softmax")?;
-        if let Some((v, _)) = args.take("axis") {
-            if !matches!(v, Value::Int(-1)) {
-                return Err(unsupported(
-                    "host code computes `op.softmax` over the last axis (`axis=-1`) only",
-                ));
+        let axis = if args.positional.is_empty() {
+            args.take("axis")
+        } else {
+            Some(args.positional.remove(0))
+        };
+        let axis = match axis {
+            None => -1,
+            Some((Value::Int(a), _)) => a,
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "the `axis` of `op.softmax` is an integer, not {}",
+                    v.describe()
+                )))
             }
-        }
+        };
         let accumulate = self.accumulate_arg(args)?;
         self.no_more(args, "op.softmax")?;
         let t = self.to_tensor(&x)?;
+        let rank = t.shape().len() as i64;
+        let at = if axis < 0 { axis + rank } else { axis };
+        if !(0..rank.max(1)).contains(&at) {
+            return Err(RunError::value(format!(
+                "`op.softmax` along axis {axis} of a tensor of {rank} dims"
+            )));
+        }
         let out = accumulate.unwrap_or(t.dtype());
-        Ok(Value::Tensor(TensorValue::new(ops::softmax_last(&t, out)?)))
+        Ok(Value::Tensor(TensorValue::new(ops::softmax(&t, at as usize, out)?)))
     }
 
     /// `op.layernorm(x, weight, bias, eps=…, accumulate=T)` and

@@ -587,18 +587,24 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: DType) -> Result<Tensor, RunEr
     Ok(c)
 }
 
-/// Softmax over the last axis in float64 (the maximum subtracted first),
-/// converted to `out`.
-pub(crate) fn softmax_last(t: &Tensor, out: DType) -> Result<Tensor, RunError> {
-    let n = t.shape().last().copied().unwrap_or(1).max(1);
+/// Softmax along `axis` (an index below the rank) in float64 (the
+/// maximum subtracted first), converted to `out`.
+pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let n = shape.get(axis).copied().unwrap_or(1);
+    let inner: usize = shape.iter().skip(axis + 1).product();
+    let outer: usize = shape.iter().take(axis).product();
     let v = t.to_f64_vec();
-    let mut r = Tensor::zeros(out, t.shape())?;
-    for (row, chunk) in v.chunks(n).enumerate() {
-        let max = chunk.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = chunk.iter().map(|x| (x - max).exp()).collect();
-        let sum: f64 = e.iter().sum();
-        for (j, x) in e.iter().enumerate() {
-            r.set(row * n + j, Elem::Float(x / sum));
+    let mut r = Tensor::zeros(out, shape)?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| (o * n + j) * inner + i;
+            let max = (0..n).map(|j| v[at(j)]).fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = (0..n).map(|j| (v[at(j)] - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            for (j, x) in e.iter().enumerate() {
+                r.set(at(j), Elem::Float(x / sum));
+            }
         }
     }
     Ok(r)
