@@ -176,6 +176,29 @@ pub(crate) fn transpose(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError>
     Ok(())
 }
 
+/// `tile.reshape`: element `e` of the result is element `e` of the
+/// operand (row-major order is kept), so in one thread-private layout
+/// each stays in its slot; otherwise the operand is staged and read back.
+pub(crate) fn reshape(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
+    let src = f.tile(op, 0)?;
+    let out = result_tile(f, op)?;
+    if same_elements(&src, &out) {
+        f.for_own(&out, |f, pos| {
+            let v = f.load_slot(&src, pos);
+            f.store_slot(&out, pos, &v);
+        });
+    } else {
+        let view = stage(f, &src, 0);
+        f.for_own(&out, |f, pos| {
+            let at = view.linear(f, &pos.e);
+            let v = view.load(f, &at);
+            f.store_slot(&out, pos, &v);
+        });
+    }
+    f.set(op, Val::Tile(out));
+    Ok(())
+}
+
 pub(crate) fn broadcast(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     let out = result_tile(f, op)?;
     match f.operand(op, 0)? {

@@ -150,6 +150,7 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         "nvptx.mma_sync" | "nvptx.mma_fma" | "nvptx.wgmma" | "amdgpu.mfma" | "amdgpu.mma_fma" | "cpu.mma"
         | "tile.mma" => crate::mma::emit(f, op, name),
         "tile.transpose" => crate::exchange::transpose(f, op),
+        "tile.reshape" => crate::exchange::reshape(f, op),
         "tile.broadcast" => crate::exchange::broadcast(f, op),
         "tile.reduce" => crate::exchange::reduce(f, op),
         "tile.softmax" => crate::exchange::softmax(f, op),

@@ -211,6 +211,14 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "tile.reshape",
+        doc: "the same elements of a register tile in the same row-major order, under other dims (a column load's unit dim dropped)",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "tile.transpose",
         doc: "permutes the axes of a register tile (`perm`); the result type is the permuted shape",
         operands: Arity::Exact(1),
@@ -405,6 +413,7 @@ pub const WRITES_NO_MEMORY: &[&str] = &[
     "tile.iota",
     "tile.broadcast",
     "tile.transpose",
+    "tile.reshape",
     "tile.view",
     "tile.load",
     "tile.load_tile",
@@ -538,6 +547,7 @@ fn verify(c: &mut Check, name: &str) {
         "tile.mma" => mma(c),
         "tile.reduce" => reduce(c),
         "tile.transpose" => transpose(c),
+        "tile.reshape" => reshape(c),
         "tile.iota" => iota(c),
         "tile.broadcast" => broadcast(c),
         "tile.softmax" => softmax(c),
@@ -782,6 +792,28 @@ fn transpose(c: &mut Check) {
     if result != expected {
         c.fail(format!(
             "`tile.transpose` of `{x}` by {perm:?} gives `{expected}`, not `{result}`"
+        ));
+    }
+}
+
+/// `tile.reshape(%x) -> tile`: a tile of the same element type and the
+/// same number of elements, known when the op is compiled.
+fn reshape(c: &mut Check) {
+    let x = c.operand_type(0);
+    let result = c.result_type(0);
+    let count = |t: &Type| match t {
+        Type::Tensor { dims, .. } => dims.iter().map(tessera_ir::Dim::as_const).product::<Option<i64>>(),
+        _ => None,
+    };
+    let (Some(from), Some(to)) = (count(&x), count(&result)) else {
+        c.fail(format!(
+            "`tile.reshape` takes and gives tiles of constant shapes, not `{x}` to `{result}`"
+        ));
+        return;
+    };
+    if from != to || x.elem() != result.elem() {
+        c.fail(format!(
+            "`tile.reshape` keeps the elements and their type: `{x}` ({from} elements) is not `{result}` ({to})"
         ));
     }
 }

@@ -1214,17 +1214,31 @@ impl<'a> Lower<'_, 'a, '_> {
             // Leading dims given by numbers (`x[r, :]`, `x[b, h, 0:64]`) are
             // fixed by a view, whose rank the tile then has.
             let fixed = kept.iter().take_while(|k| !**k).count();
-            if kept[fixed..].iter().any(|k| !*k) {
-                self.cx.unsupported(
-                    e.span,
-                    "a tile load with a number after a slice (as `x[0:4, c]`); keep the dim, `x[0:4, c:c+1]`, for a tile of shape [4, 1]",
-                );
-                return None;
-            }
             let mem = self.leading_view(block, e.span, mem, &index[..fixed])?;
             let mut operands = vec![mem];
             operands.extend(&index[fixed..]);
-            Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty))
+            if kept[fixed..].iter().all(|k| *k) {
+                return Some(self.op1(block, e.span, "tile.load_tile", &operands, vec![], ty));
+            }
+            // A number after a slice (`x[0:4, c]`, a column): the tile is
+            // loaded with a unit dim there, `[4, 1]`, and reshaped.
+            let Type::Tensor { dims, elem } = ty.clone() else {
+                return None;
+            };
+            let mut sliced = dims.into_iter();
+            let with_units: Vec<Dim> = kept[fixed..]
+                .iter()
+                .map(|&k| if k { sliced.next() } else { Some(Dim::constant(1)) })
+                .collect::<Option<_>>()?;
+            let loaded = self.op1(
+                block,
+                e.span,
+                "tile.load_tile",
+                &operands,
+                vec![],
+                Type::tensor(with_units, elem),
+            );
+            Some(self.op1(block, e.span, "tile.reshape", &[loaded], vec![], ty))
         } else {
             let ty = Type::Scalar(self.m.value_type(mem).elem()?);
             let mut operands = vec![mem];
