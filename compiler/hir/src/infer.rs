@@ -206,6 +206,10 @@ impl<'a> Infer<'a> {
                     Ty::Range => Ty::Int,
                     Ty::List(item) => *item,
                     Ty::Tensor(t) if t.rank() == Some(1) => t.dtype.map_or(Ty::Unknown, Ty::Scalar),
+                    // A tuple of one type (`(0, 64)`) yields that type.
+                    Ty::Tuple(parts) if parts.windows(2).all(|w| w[0] == w[1]) => {
+                        parts.into_iter().next().unwrap_or(Ty::Unknown)
+                    }
                     _ => Ty::Unknown,
                 };
                 self.assign(target, &element, iter);

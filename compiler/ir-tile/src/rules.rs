@@ -386,7 +386,8 @@ fn shared_budget(m: &Module, func: OpId, ops: &[OpId], errors: &mut VerifyErrors
                     ),
                 )
                 .with_label(format!("this allocation brings the total to {running} B"))
-                .with_related(m, func, "the budget is declared here"),
+                .with_related(m, func, "the budget is declared here")
+                .with_code(tessera_diagnostics::Code::E0805),
             );
         }
     }
@@ -402,7 +403,11 @@ fn shared_budget(m: &Module, func: OpId, ops: &[OpId], errors: &mut VerifyErrors
                         target.name()
                     ),
                 )
-                .with_label(format!("this allocation brings the total to {running} B")),
+                .with_label(format!("this allocation brings the total to {running} B"))
+                .with_note(
+                    "each copy of an allocation counts: one in a loop over a literal list, or in a device function called several times, is made once per copy",
+                )
+                .with_code(tessera_diagnostics::Code::E0805),
             );
         }
     }

@@ -1117,6 +1117,16 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
                 Some(Binding::Value(p))
                     if matches!(self.m.value_type(p), Type::MemRef { .. })
+                        && matches!(self.m.value_type(v), Type::MemRef { .. })
+                        && self.m.defining_op(p).and_then(|d| self.m.parent_block(d)) == Some(block) =>
+                {
+                    // A name of a buffer made in this block (`buf =
+                    // tshared.alloc[…](…)` again, a loop over a literal
+                    // list unrolled) names the new one from here on.
+                    self.env.insert(n.clone(), Binding::Value(v));
+                }
+                Some(Binding::Value(p))
+                    if matches!(self.m.value_type(p), Type::MemRef { .. })
                         && matches!(self.m.value_type(v), Type::MemRef { .. }) =>
                 {
                     self.cx.unsupported(
