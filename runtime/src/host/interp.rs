@@ -838,6 +838,12 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn binary(&self, op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
+        if let (BinOp::MatMul, Value::Tensor(x), Value::Tensor(y)) = (op, a, b) {
+            // `a @ b` as `op.matmul(a, b)`: a float64 reference in `a`'s dtype.
+            let (x, y) = (x.host(self.device)?, y.host(self.device)?);
+            let out = x.dtype();
+            return Ok(Value::Tensor(TensorValue::new(ops::matmul(&x, &y, out)?)));
+        }
         if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (a, b) {
             if matches!(op, BinOp::In | BinOp::NotIn | BinOp::MatMul) {
                 return Err(unsupported(format!(
