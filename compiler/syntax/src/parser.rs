@@ -128,6 +128,23 @@ impl<'a> Ctx<'a> {
             );
             return;
         }
+        if let (Some(Tok::Str(_)), Some((start, Tok::Name(prefix), end))) = (&found, self.token_before(span.start)) {
+            let prefixed = *end == span.start && ["f", "r", "b", "rb", "br", "fr", "rf", "u"].contains(&prefix.to_lowercase().as_str());
+            if prefixed {
+                let at = Span::new(*start, span.end);
+                let help = if prefix.to_lowercase().contains('f') {
+                    "pass the values to `print` instead: `print(\"x =\", x)`, or `print(a, b, sep=\"-\")`"
+                } else {
+                    "write the string without the prefix"
+                };
+                self.error(
+                    Diagnostic::error(Code::E0030, format!("string prefix `{prefix}` is not supported"))
+                        .with_primary(self.at(at), "a prefixed string")
+                        .with_help(help),
+                );
+                return;
+            }
+        }
         let described = describe_expected(expected);
         let (code, message, label) = match &found {
             None => (
