@@ -2237,6 +2237,27 @@ fn float_suffix(s: ScalarType) -> &'static str {
     }
 }
 
+/// The `guards` attribute of kernel `func`, as the manifest records them.
+fn kernel_guards(m: &Module, func: OpId) -> Vec<crate::GuardInfo> {
+    let guards = m.attr(func, "guards").and_then(Attr::as_array).unwrap_or_default();
+    guards
+        .iter()
+        .filter_map(Attr::as_dict)
+        .map(|g| crate::GuardInfo {
+            constraint: g
+                .get("constraint")
+                .and_then(Attr::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            callee: g.get("callee").and_then(Attr::as_str).map(str::to_string),
+            span: g
+                .get("span")
+                .and_then(Attr::as_ints)
+                .and_then(|s| Some([u32::try_from(*s.first()?).ok()?, u32::try_from(*s.get(1)?).ok()?])),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -2344,21 +2365,4 @@ pub(crate) mod tests {
             format!("0x{:016X}", f64::from(0.1f32).to_bits())
         );
     }
-}
-
-/// The `guards` attribute of kernel `func`, as the manifest records them.
-fn kernel_guards(m: &Module, func: OpId) -> Vec<crate::GuardInfo> {
-    let guards = m.attr(func, "guards").and_then(Attr::as_array).unwrap_or_default();
-    guards
-        .iter()
-        .filter_map(Attr::as_dict)
-        .map(|g| crate::GuardInfo {
-            constraint: g.get("constraint").and_then(Attr::as_str).unwrap_or_default().to_string(),
-            callee: g.get("callee").and_then(Attr::as_str).map(str::to_string),
-            span: g
-                .get("span")
-                .and_then(Attr::as_ints)
-                .and_then(|s| Some([u32::try_from(*s.first()?).ok()?, u32::try_from(*s.get(1)?).ok()?])),
-        })
-        .collect()
 }

@@ -361,7 +361,11 @@ impl<'a> Infer<'a> {
         }
         let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
         for (i, (have, want)) in ad.iter().zip(dd).enumerate() {
-            if have == want || have.has_opaque() || want.has_opaque() || (have.as_const().is_some() && want.as_const().is_some()) {
+            if have == want
+                || have.has_opaque()
+                || want.has_opaque()
+                || (have.as_const().is_some() && want.as_const().is_some())
+            {
                 continue;
             }
             let equal = ConstraintKind::Compare {
@@ -942,9 +946,11 @@ impl<'a> Infer<'a> {
                         .with_secondary(self.at(lhs.span), format!("this is {l}"))
                         .with_secondary(self.at(rhs.span), format!("this is {r}"))
                         .with_note("dims are matched from the right; each pair must be equal or one of them 1");
-                    let apart = x.iter().rev().zip(y.iter().rev()).find(|(p, q)| {
-                        p.as_const() != Some(1) && q.as_const() != Some(1) && !self.same_dim(p, q)
-                    });
+                    let apart = x
+                        .iter()
+                        .rev()
+                        .zip(y.iter().rev())
+                        .find(|(p, q)| p.as_const() != Some(1) && q.as_const() != Some(1) && !self.same_dim(p, q));
                     if let Some(help) = apart.and_then(|(p, q)| self.equate_help(p, q)) {
                         diag = diag.with_help(help);
                     }

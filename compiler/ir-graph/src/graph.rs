@@ -926,7 +926,10 @@ impl Verifier<'_, '_> {
             func.is_some_and(|f| {
                 known_equal(self.m, f, &n_in, &n_out)
                     || (dims.len() == out.len()
-                        && dims.iter().zip(&out).all(|(a, b)| a == b || known_equal(self.m, f, a, b)))
+                        && dims
+                            .iter()
+                            .zip(&out)
+                            .all(|(a, b)| a == b || known_equal(self.m, f, a, b)))
             })
         };
         if n_in != n_out && !guarded() {

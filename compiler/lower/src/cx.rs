@@ -130,7 +130,10 @@ impl<'a> FnCx<'a> {
             let Some(constraint) = tessera_ir::ShapeConstraint::parse(&g.constraint) else {
                 self.unsupported(
                     g.call,
-                    format!("the runtime guard `{}` of `{}`, which is not over dims", g.constraint, g.callee),
+                    format!(
+                        "the runtime guard `{}` of `{}`, which is not over dims",
+                        g.constraint, g.callee
+                    ),
                 );
                 continue;
             };

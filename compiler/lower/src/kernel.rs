@@ -237,7 +237,9 @@ fn names_block_axes(db: &dyn tessera_hir::db::Db, file: SourceFile, body: &Block
             }
             seen.push(name.clone());
             let func = FnId::new(db, file, name);
-            db::fn_ast(db, func).as_ref().is_some_and(|def| names_block_axes(db, file, &def.body, seen))
+            db::fn_ast(db, func)
+                .as_ref()
+                .is_some_and(|def| names_block_axes(db, file, &def.body, seen))
         })
 }
 
@@ -1259,7 +1261,13 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// `mem` with its leading dims fixed at `index` (a `tile.view`), or
     /// `mem` itself when `index` is empty.
-    fn leading_view(&mut self, block: tessera_ir::BlockId, span: Span, mem: ValueId, index: &[ValueId]) -> Option<ValueId> {
+    fn leading_view(
+        &mut self,
+        block: tessera_ir::BlockId,
+        span: Span,
+        mem: ValueId,
+        index: &[ValueId],
+    ) -> Option<ValueId> {
         if index.is_empty() {
             return Some(mem);
         }
@@ -1290,7 +1298,10 @@ impl<'a> Lower<'_, 'a, '_> {
             _ => false,
         };
         let sliced_dims = match self.cx.ty(d) {
-            Some(Ty::Tensor(t)) => t.dims.as_ref().and_then(|ds| ds.iter().map(dim_of).collect::<Option<Vec<_>>>()),
+            Some(Ty::Tensor(t)) => t
+                .dims
+                .as_ref()
+                .and_then(|ds| ds.iter().map(dim_of).collect::<Option<Vec<_>>>()),
             _ => None,
         };
         let whole = fixed < dims.len()

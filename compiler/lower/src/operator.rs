@@ -230,7 +230,12 @@ impl<'a> Lower<'_, 'a, '_> {
         let Some(Attr::Str(name)) = literal_attr(axis) else {
             return;
         };
-        let names: Vec<&str> = axes.as_array().unwrap_or_default().iter().filter_map(Attr::as_str).collect();
+        let names: Vec<&str> = axes
+            .as_array()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Attr::as_str)
+            .collect();
         if names.is_empty() || names.contains(&name.as_str()) {
             return;
         }
@@ -239,7 +244,10 @@ impl<'a> Lower<'_, 'a, '_> {
             Code::E0204,
             format!("`op.all_reduce` reduces over axis \"{name}\", which its mesh does not have"),
         )
-        .with_primary(self.cx.at(axis.span), format!("the mesh's axes are {}", listed.join(", ")))
+        .with_primary(
+            self.cx.at(axis.span),
+            format!("the mesh's axes are {}", listed.join(", ")),
+        )
         .with_secondary(self.cx.at(mesh_span), "the mesh")
         .with_help(format!("reduce over one of the mesh's axes: `axis={}`", listed[0]));
         self.cx.errors.push(diag);
@@ -428,8 +436,11 @@ impl<'a> Lower<'_, 'a, '_> {
         ) else {
             return (a, b);
         };
-        let (Some(ab), Some(bb), Some(rb)) = (ad.len().checked_sub(2), bd.len().checked_sub(2), rd.len().checked_sub(2))
-        else {
+        let (Some(ab), Some(bb), Some(rb)) = (
+            ad.len().checked_sub(2),
+            bd.len().checked_sub(2),
+            rd.len().checked_sub(2),
+        ) else {
             return (a, b);
         };
         let batch = |own: &[Dim], lead: usize| -> Vec<Dim> {
@@ -530,11 +541,17 @@ impl<'a> Lower<'_, 'a, '_> {
             let v = match given {
                 Some(a) => self.expr(a, scalar)?,
                 None => {
-                    let default = def.as_ref().and_then(|d| d.params.get(i)).and_then(|p| p.default.as_ref());
+                    let default = def
+                        .as_ref()
+                        .and_then(|d| d.params.get(i))
+                        .and_then(|p| p.default.as_ref());
                     let Some(value) = default.and_then(literal_attr) else {
                         self.cx.unsupported(
                             e.span,
-                            format!("a call of `{name}` that leaves `{}` to a default that is not a number", param.name),
+                            format!(
+                                "a call of `{name}` that leaves `{}` to a default that is not a number",
+                                param.name
+                            ),
                         );
                         return None;
                     };
@@ -570,7 +587,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 out.push(v);
                 continue;
             };
-            let (Some(Type::Tensor { dims, .. }), Some(have)) = (want, self.b.value_type(v).dims().map(<[_]>::to_vec)) else {
+            let (Some(Type::Tensor { dims, .. }), Some(have)) = (want, self.b.value_type(v).dims().map(<[_]>::to_vec))
+            else {
                 out.push(v);
                 continue;
             };
@@ -791,7 +809,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 let ty = self.result_type(e)?;
                 // Dims other than the axis are named as the first part's.
                 if let (Some(first), Some(Attr::Int(axis))) = (
-                    operands.first().and_then(|&v| self.b.value_type(v).dims().map(<[_]>::to_vec)),
+                    operands
+                        .first()
+                        .and_then(|&v| self.b.value_type(v).dims().map(<[_]>::to_vec)),
                     Some(&axis),
                 ) {
                     let rank = first.len() as i64;

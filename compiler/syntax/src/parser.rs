@@ -129,7 +129,8 @@ impl<'a> Ctx<'a> {
             return;
         }
         if let (Some(Tok::Str(_)), Some((start, Tok::Name(prefix), end))) = (&found, self.token_before(span.start)) {
-            let prefixed = *end == span.start && ["f", "r", "b", "rb", "br", "fr", "rf", "u"].contains(&prefix.to_lowercase().as_str());
+            let prefixed = *end == span.start
+                && ["f", "r", "b", "rb", "br", "fr", "rf", "u"].contains(&prefix.to_lowercase().as_str());
             if prefixed {
                 let at = Span::new(*start, span.end);
                 let help = if prefix.to_lowercase().contains('f') {
