@@ -67,6 +67,16 @@ impl View {
     pub fn load(&self, f: &mut FnEmitter, ptr: &str) -> String {
         f.val(format!("load {}, {} {ptr}", llvm_ty(self.elem), self.ptr_ty))
     }
+
+    /// Loads each of this thread's elements of `out` from the staged
+    /// element of the same row-major index.
+    fn read_into(&self, f: &mut FnEmitter, out: &Tile) {
+        f.for_own(out, |f, pos| {
+            let at = self.linear(f, &pos.e);
+            let v = self.load(f, &at);
+            f.store_slot(out, pos, &v);
+        });
+    }
 }
 
 /// Makes `tile` readable by the whole block, in the staging area at byte
@@ -188,12 +198,7 @@ pub(crate) fn reshape(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
             f.store_slot(&out, pos, &v);
         });
     } else {
-        let view = stage(f, &src, 0);
-        f.for_own(&out, |f, pos| {
-            let at = view.linear(f, &pos.e);
-            let v = view.load(f, &at);
-            f.store_slot(&out, pos, &v);
-        });
+        stage(f, &src, 0).read_into(f, &out);
     }
     f.set(op, Val::Tile(out));
     Ok(())
@@ -997,11 +1002,7 @@ pub(crate) fn softmax(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
         }
     });
     if in_place {
-        f.for_own(&out, |f, pos| {
-            let at = view.linear(f, &pos.e);
-            let v = view.load(f, &at);
-            f.store_slot(&out, pos, &v);
-        });
+        view.read_into(f, &out);
     }
     f.set(op, Val::Tile(out));
     Ok(())

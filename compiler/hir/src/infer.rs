@@ -359,21 +359,9 @@ impl<'a> Infer<'a> {
         if ad.len() != dd.len() {
             return;
         }
-        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
         for (i, (have, want)) in ad.iter().zip(dd).enumerate() {
-            if have == want
-                || have.has_opaque()
-                || want.has_opaque()
-                || (have.as_const().is_some() && want.as_const().is_some())
-            {
-                continue;
-            }
-            let equal = ConstraintKind::Compare {
-                lhs: have.clone(),
-                op: solve::CmpOp::Eq,
-                rhs: want.clone(),
-            };
-            if solve::decide(&equal, &facts) == Verdict::Holds {
+            // Constants that differ are `check_assignable`'s to report.
+            if (have.as_const().is_some() && want.as_const().is_some()) || self.same_dim(have, want) {
                 continue;
             }
             self.error(
@@ -1957,13 +1945,20 @@ impl<'a> Infer<'a> {
         if a.as_const().is_some() && b.as_const().is_some() {
             return false;
         }
+        self.decide_equal(a, b).1 == Verdict::Holds
+    }
+
+    /// `a == b` as a constraint, and whether the function's own constraints
+    /// prove it, refute it or say nothing.
+    fn decide_equal(&self, a: &Poly, b: &Poly) -> (ConstraintKind, Verdict) {
         let equal = ConstraintKind::Compare {
             lhs: a.clone(),
             op: solve::CmpOp::Eq,
             rhs: b.clone(),
         };
         let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
-        solve::decide(&equal, &facts) == Verdict::Holds
+        let verdict = solve::decide(&equal, &facts);
+        (equal, verdict)
     }
 
     /// The help that states two dims equal (`add `where N == M` to `f` if
@@ -1987,13 +1982,8 @@ impl<'a> Infer<'a> {
         if a == b {
             return true;
         }
-        let equal = ConstraintKind::Compare {
-            lhs: a.clone(),
-            op: solve::CmpOp::Eq,
-            rhs: b.clone(),
-        };
-        let facts: Vec<ConstraintKind> = self.sig.constraints.iter().map(|c| c.kind.clone()).collect();
-        match solve::decide(&equal, &facts) {
+        let (equal, verdict) = self.decide_equal(a, b);
+        match verdict {
             Verdict::Holds => true,
             Verdict::Unknown => {
                 self.info.guards.push(Guard {
