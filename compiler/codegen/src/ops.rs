@@ -578,9 +578,6 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
 fn store_fragment_pairs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, frag: Frag, offs: &[String]) {
     let bp = f.buffer_ptr_ty(b);
     let bytes = elem_bytes(b.elem);
-    let lane_ty = format!("i{}", bytes * 8);
-    let bt = llvm_ty(b.elem);
-    let pair_ty = format!("<2 x {lane_ty}>");
     let (te, be) = (tile.elem, b.elem);
     let tdims = tile.dims.clone();
     let rank = b.dims.len();
@@ -611,19 +608,7 @@ fn store_fragment_pairs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, frag: Frag, 
             Some(inside) => f.val(format!("and i1 {inside}, {aligned}")),
             None => aligned.clone(),
         };
-        let as_lane = |f: &mut FnEmitter, x: &str| {
-            if be.is_float() {
-                f.val(format!("bitcast {bt} {x} to {lane_ty}"))
-            } else {
-                x.to_string()
-            }
-        };
-        f.when(&whole, |f| {
-            let (l0, l1) = (as_lane(f, &x0), as_lane(f, &x));
-            let v = f.val(format!("insertelement {pair_ty} poison, {lane_ty} {l0}, i64 0"));
-            let v = f.val(format!("insertelement {pair_ty} {v}, {lane_ty} {l1}, i64 1"));
-            f.line(format!("store {pair_ty} {v}, {bp} {at}, align {}", 2 * bytes));
-        });
+        f.when(&whole, |f| store_vector(f, b, &at, &[x0.clone(), x.clone()]));
         let split = f.val(format!("xor i1 {whole}, true"));
         f.when(&split, |f| {
             guarded_store(f, b, &idx0, &bp, &x0);
@@ -694,13 +679,6 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
             }
             idx
         };
-        let as_lane = |f: &mut FnEmitter, x: &str| {
-            if b.elem.is_float() {
-                f.val(format!("bitcast {bt} {x} to {lane_ty}"))
-            } else {
-                x.to_string()
-            }
-        };
         let from_lane = |f: &mut FnEmitter, x: &str| {
             if b.elem.is_float() {
                 f.val(format!("bitcast {lane_ty} {x} to {bt}"))
@@ -738,14 +716,7 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
                     let x = f.load_slot(tile, &pos);
                     lanes.push(f.convert(&x, te, be));
                 }
-                f.when(&whole, |f| {
-                    let mut v = "poison".to_string();
-                    for (j, x) in lanes.iter().enumerate() {
-                        let x = as_lane(f, x);
-                        v = f.val(format!("insertelement {vec_ty} {v}, {lane_ty} {x}, i64 {j}"));
-                    }
-                    f.line(format!("store {vec_ty} {v}, {bp} {at}, align {}", width * bytes));
-                });
+                f.when(&whole, |f| store_vector(f, b, &at, &lanes));
                 f.when(&split, |f| {
                     for (j, x) in lanes.iter().enumerate() {
                         let idx = lane_idx(f, j as i64);
@@ -755,6 +726,30 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
             }
         }
     });
+}
+
+/// Stores `values` (of `b`'s element type) as one vector at `at`, an
+/// address of `b` aligned to the vector's size; the lanes are integers of
+/// the element's width (floats bitcast), so bf16 and fp8 elements move as
+/// plain bits.
+fn store_vector(f: &mut FnEmitter, b: &Buffer, at: &str, values: &[String]) {
+    let bytes = elem_bytes(b.elem);
+    let lane_ty = format!("i{}", bytes * 8);
+    let vec_ty = format!("<{} x {lane_ty}>", values.len());
+    let (bt, bp) = (llvm_ty(b.elem), f.buffer_ptr_ty(b));
+    let mut v = "poison".to_string();
+    for (j, x) in values.iter().enumerate() {
+        let x = if b.elem.is_float() {
+            f.val(format!("bitcast {bt} {x} to {lane_ty}"))
+        } else {
+            x.clone()
+        };
+        v = f.val(format!("insertelement {vec_ty} {v}, {lane_ty} {x}, i64 {j}"));
+    }
+    f.line(format!(
+        "store {vec_ty} {v}, {bp} {at}, align {}",
+        values.len() as i64 * bytes
+    ));
 }
 
 /// Whether `idx` lies inside a global buffer whose dims are known only at

@@ -1600,18 +1600,12 @@ impl<'a> Infer<'a> {
         let mut total = Poly::constant(0);
         for part in &parts {
             let Some(dims) = &part.dims else { return Ty::Unknown };
-            let same = dims.len() == first_dims.len()
-                && dims
-                    .iter()
-                    .zip(first_dims)
-                    .enumerate()
-                    .all(|(i, (a, b))| i as i64 == index || self.same_dim(a, b));
-            if !same {
-                let apart = dims
-                    .iter()
-                    .zip(first_dims)
-                    .enumerate()
-                    .find(|(i, (a, b))| *i as i64 != index && !self.same_dim(a, b));
+            let apart = dims
+                .iter()
+                .zip(first_dims)
+                .enumerate()
+                .find(|(i, (a, b))| *i as i64 != index && !self.same_dim(a, b));
+            if dims.len() != first_dims.len() || apart.is_some() {
                 let help = match apart.and_then(|(_, (a, b))| self.equate_help(b, a)) {
                     Some(equate) => format!("only dim {index} may differ; {equate}"),
                     None => format!("only dim {index} may differ"),

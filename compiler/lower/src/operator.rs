@@ -178,6 +178,19 @@ fn mesh_shape(mesh_args: &[Arg], axes: &Attr) -> Option<Vec<i64>> {
     (count > 0).then_some(vec![count])
 }
 
+/// The dims an operand of dims `own` is named by when broadcast to
+/// `result`: matched from the end, each the result's unless it is 1 (or
+/// `own` itself when it has more dims than the result).
+fn broadcast_names(own: &[Dim], result: &[Dim]) -> Vec<Dim> {
+    let Some(skip) = result.len().checked_sub(own.len()) else {
+        return own.to_vec();
+    };
+    own.iter()
+        .zip(&result[skip..])
+        .map(|(d, r)| if d.as_const() == Some(1) { d.clone() } else { r.clone() })
+        .collect()
+}
+
 fn elementwise_fn(op: BinOp) -> Option<&'static str> {
     Some(match op {
         BinOp::Add => "add",
@@ -415,15 +428,7 @@ impl<'a> Lower<'_, 'a, '_> {
         let Some(dims) = self.b.value_type(v).dims().map(<[_]>::to_vec) else {
             return v;
         };
-        let Some(skip) = result.len().checked_sub(dims.len()) else {
-            return v;
-        };
-        let want: Vec<Dim> = dims
-            .iter()
-            .zip(&result[skip..])
-            .map(|(d, r)| if d.as_const() == Some(1) { d.clone() } else { r.clone() })
-            .collect();
-        self.conform(v, &want)
+        self.conform(v, &broadcast_names(&dims, result))
     }
 
     /// The operands of a matmul of result type `ty`, `b`'s rows named as
@@ -443,15 +448,9 @@ impl<'a> Lower<'_, 'a, '_> {
         ) else {
             return (a, b);
         };
-        let batch = |own: &[Dim], lead: usize| -> Vec<Dim> {
-            own.iter()
-                .zip(&rd[lead..rb])
-                .map(|(d, r)| if d.as_const() == Some(1) { d.clone() } else { r.clone() })
-                .collect()
-        };
-        let mut a_want = batch(&ad[..ab], rb.saturating_sub(ab));
+        let mut a_want = broadcast_names(&ad[..ab], &rd[..rb]);
         a_want.extend(ad[ab..].iter().cloned());
-        let mut b_want = batch(&bd[..bb], rb.saturating_sub(bb));
+        let mut b_want = broadcast_names(&bd[..bb], &rd[..rb]);
         b_want.push(ad[ab + 1].clone());
         b_want.push(bd[bb + 1].clone());
         (self.conform(a, &a_want), self.conform(b, &b_want))
@@ -559,13 +558,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
             };
             let v = match (scalar, self.b.value_type(v).clone()) {
-                (Some(want), Type::Scalar(have)) if have != want => self
-                    .b
-                    .op("graph.cast")
-                    .operand(v)
-                    .attr("rounding", Attr::str("nearest_even"))
-                    .result(Type::Scalar(want))
-                    .build_value(),
+                (Some(want), Type::Scalar(have)) if have != want => self.convert(v, Type::Scalar(want)),
                 _ => v,
             };
             operands.push((v, want));
@@ -583,10 +576,6 @@ impl<'a> Lower<'_, 'a, '_> {
         }
         let mut out = Vec::new();
         for (v, want) in operands {
-            let Type::Tensor { elem, .. } = self.b.value_type(v).clone() else {
-                out.push(v);
-                continue;
-            };
             let (Some(Type::Tensor { dims, .. }), Some(have)) = (want, self.b.value_type(v).dims().map(<[_]>::to_vec))
             else {
                 out.push(v);
@@ -603,12 +592,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     }
                 })
                 .collect();
-            if expected == have {
-                out.push(v);
-            } else {
-                let ty = Type::tensor(expected, elem);
-                out.push(self.b.op("graph.reshape").operand(v).result(ty).build_value());
-            }
+            out.push(self.conform(v, &expected));
         }
         Some(out)
     }
@@ -808,11 +792,11 @@ impl<'a> Lower<'_, 'a, '_> {
                 let axis = arg(args, 1, "axis").and_then(literal_attr).unwrap_or(Attr::Int(0));
                 let ty = self.result_type(e)?;
                 // Dims other than the axis are named as the first part's.
-                if let (Some(first), Some(Attr::Int(axis))) = (
+                if let (Some(first), Attr::Int(axis)) = (
                     operands
                         .first()
                         .and_then(|&v| self.b.value_type(v).dims().map(<[_]>::to_vec)),
-                    Some(&axis),
+                    &axis,
                 ) {
                     let rank = first.len() as i64;
                     let at = if *axis < 0 { axis + rank } else { *axis };
