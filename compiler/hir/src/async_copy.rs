@@ -566,7 +566,14 @@ fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
                     "`{dim}` is assigned {times} times at the top level, so it is a variable of the module, not a constant"
                 ));
             }
-            diag.with_help("size the buffer with literals or module constants (`BLOCK = 256` at the top level, assigned once), as large as any launch needs, and guard its indices")
+            let local = crate::constants::local_assignments(ctx.def, &dim);
+            if local > 1 {
+                diag = diag.with_note(format!(
+                    "`{dim}` is assigned {local} times in `{}`, so it is a variable, not a constant",
+                    ctx.def.name.name
+                ));
+            }
+            diag.with_help("size the buffer with literals or constants (`BLOCK = 256`, assigned once, at the top level or in the kernel), as large as any launch needs, and guard its indices")
         })
         .collect()
 }

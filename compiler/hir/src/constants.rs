@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use tessera_syntax::ast::{BinOp, Expr, ExprKind, StmtKind, UnaryOp, F64};
+use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp, F64};
 
 use crate::db::{self, Db, SourceFile};
 use crate::poly::Poly;
@@ -95,6 +95,98 @@ pub fn substitute(db: &dyn Db, file: SourceFile, p: &Poly) -> Poly {
             .and_then(|(_, c)| c.as_int())
             .map(Poly::constant)
     })
+}
+
+/// The sizes a function's body knows when it is compiled: the module
+/// constants of its file, and its locals that hold constants. A local holds
+/// one when the body assigns it exactly once (an augmented assignment, a
+/// `for` target or a `with` alias counts as an assignment), with `NAME =
+/// value` where the value is a constant expression of literals, module
+/// constants and earlier such locals — `BLOCK = 128` in a kernel sizes
+/// `tshared.alloc[f32](BLOCK)` as a module constant would. Any other local
+/// shadows the module constant of its name.
+pub struct Sizes {
+    locals: HashMap<String, Option<Constant>>,
+    module: Vec<(String, Constant)>,
+}
+
+impl Sizes {
+    pub fn new(db: &dyn Db, file: SourceFile, def: &FnDef) -> Sizes {
+        let module = constants(db, file).clone();
+        let (assigned, values) = assignments(def);
+        let mut env: HashMap<&str, Constant> = module.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+        let mut locals: HashMap<String, Option<Constant>> = assigned.keys().map(|n| ((*n).to_string(), None)).collect();
+        for p in &def.params {
+            env.remove(p.name.name.as_str());
+            locals.insert(p.name.name.clone(), None);
+        }
+        for (name, value) in values {
+            if assigned.get(name) != Some(&1) {
+                continue;
+            }
+            if let Some(c) = evaluate(value, &env) {
+                env.insert(name, c);
+                locals.insert(name.to_string(), Some(c));
+            } else {
+                env.remove(name);
+            }
+        }
+        Sizes { locals, module }
+    }
+
+    /// `p` with the integer constants the body knows put in for their names.
+    pub fn substitute(&self, p: &Poly) -> Poly {
+        p.substitute(&|s| {
+            let value = match self.locals.get(s) {
+                Some(local) => *local,
+                None => self.module.iter().find(|(n, _)| n == s).map(|(_, c)| *c),
+            };
+            value.and_then(Constant::as_int).map(Poly::constant)
+        })
+    }
+}
+
+/// How many times the body of `def` assigns each of its locals, and its
+/// plain `NAME = value` assignments in source order.
+fn assignments(def: &FnDef) -> (HashMap<&str, u32>, Vec<(&str, &Expr)>) {
+    let mut assigned: HashMap<&str, u32> = HashMap::new();
+    for name in def.body.bound_names() {
+        *assigned.entry(name).or_default() += 1;
+    }
+    let mut values = Vec::new();
+    collect(&def.body.stmts, &mut assigned, &mut values);
+    (assigned, values)
+}
+
+/// How many times the body of `def` assigns the local `name`.
+pub fn local_assignments(def: &FnDef, name: &str) -> u32 {
+    assignments(def).0.get(name).copied().unwrap_or(0)
+}
+
+/// The plain `NAME = value` assignments of `stmts`, nested blocks included,
+/// in source order; augmented assignments add to `assigned`.
+fn collect<'e>(stmts: &'e [Stmt], assigned: &mut HashMap<&'e str, u32>, values: &mut Vec<(&'e str, &'e Expr)>) {
+    for stmt in stmts {
+        match &stmt.kind {
+            StmtKind::Assign { targets, value } => {
+                for t in targets {
+                    if let ExprKind::Name(n) = &t.kind {
+                        values.push((n, value));
+                    }
+                }
+            }
+            StmtKind::AugAssign { target, .. } => {
+                if let ExprKind::Name(n) = &target.kind {
+                    *assigned.entry(n).or_default() += 1;
+                }
+            }
+            StmtKind::Error(inner) => collect(inner, assigned, values),
+            _ => {}
+        }
+        for nested in stmt.kind.blocks() {
+            collect(&nested.stmts, assigned, values);
+        }
+    }
 }
 
 /// The value of a constant expression: literals, earlier constants, and

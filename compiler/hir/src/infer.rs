@@ -31,6 +31,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
         file,
         sig,
         locals: HashMap::new(),
+        sizes: crate::constants::Sizes::new(db, file, def),
         bound_at: HashMap::new(),
         info: BodyInfo {
             anchors: vec![Anchor {
@@ -92,6 +93,9 @@ struct Infer<'a> {
     file: SourceFile,
     sig: &'a Signature,
     locals: HashMap<String, Local>,
+    /// The sizes known when the function is compiled: module constants and
+    /// locals that hold constants.
+    sizes: crate::constants::Sizes,
     /// Where each local that holds a builtin function got it (`smem =
     /// tshared.alloc`): the value's span, for fixes.
     bound_at: HashMap<String, Span>,
@@ -794,7 +798,7 @@ impl<'a> Infer<'a> {
                             step: None,
                         }) => {
                             let len = slice_len(dim, lower.as_deref(), upper.as_deref());
-                            kept.push(crate::constants::substitute(self.db, self.file, &len));
+                            kept.push(self.sizes.substitute(&len));
                         }
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         // Indexing with an index tensor gathers: its dims replace this one.
@@ -818,7 +822,45 @@ impl<'a> Infer<'a> {
                 }
             }
             Ty::List(item) => (**item).clone(),
-            Ty::Unknown | Ty::Tuple(_) | Ty::Size | Ty::Range | Ty::Namespace(_) => Ty::Unknown,
+            // `x.shape[0]`: the part a literal index names, or the one type
+            // every part has.
+            Ty::Tuple(parts) => {
+                let index = match args {
+                    [a] if a.name.is_none() => crate::signature::int(&a.value),
+                    _ => None,
+                };
+                let len = i64::try_from(parts.len()).unwrap_or(i64::MAX);
+                match index.map(|i| if i < 0 { i + len } else { i }) {
+                    Some(i) if (0..len).contains(&i) => usize::try_from(i)
+                        .ok()
+                        .and_then(|i| parts.get(i))
+                        .cloned()
+                        .unwrap_or(Ty::Unknown),
+                    Some(_) => {
+                        let ExprKind::Subscript { base: shape, .. } = &e.kind else {
+                            return Ty::Unknown;
+                        };
+                        if let ExprKind::Attr { base: tensor, name } = &shape.kind {
+                            if name.name != "shape" {
+                                return Ty::Unknown;
+                            }
+                            let dims = dims_word(parts.len());
+                            self.error(
+                                Diagnostic::error(
+                                    Code::E0307,
+                                    format!("axis {} out of range for a tensor with {dims}", index.unwrap_or(0)),
+                                )
+                                .with_primary(self.at(e.span), format!("`{}` has {dims}", crate::pretty::expr(tensor)))
+                                .with_help("dims count from 0; `.shape[-1]` is the last"),
+                            );
+                        }
+                        Ty::Unknown
+                    }
+                    None if parts.windows(2).all(|w| w[0] == w[1]) => parts.first().cloned().unwrap_or(Ty::Unknown),
+                    None => Ty::Unknown,
+                }
+            }
+            Ty::Unknown | Ty::Size | Ty::Range | Ty::Namespace(_) => Ty::Unknown,
             other => {
                 self.not_indexable(e, other);
                 Ty::Unknown
@@ -1249,10 +1291,7 @@ impl<'a> Infer<'a> {
                     _ => Vec::new(),
                 };
                 let dims: Vec<Poly> = if !items.is_empty() {
-                    items
-                        .into_iter()
-                        .map(|e| crate::constants::substitute(self.db, self.file, &dim_poly(e)))
-                        .collect()
+                    items.into_iter().map(|e| self.sizes.substitute(&dim_poly(e))).collect()
                 } else {
                     sizes
                         .iter()
@@ -1261,7 +1300,7 @@ impl<'a> Infer<'a> {
                             Ty::Scalar(d) => d.is_int(),
                             _ => false,
                         })
-                        .map(|a| crate::constants::substitute(self.db, self.file, &dim_poly(a.expr)))
+                        .map(|a| self.sizes.substitute(&dim_poly(a.expr)))
                         .collect()
                 };
                 // A draw in kernel code without a shape is one value per thread.

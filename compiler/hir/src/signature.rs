@@ -497,7 +497,7 @@ fn is_mod(e: &Expr) -> bool {
     matches!(&e.unparen().kind, ExprKind::Binary { op: BinOp::Mod, .. })
 }
 
-fn int(e: &Expr) -> Option<i64> {
+pub(crate) fn int(e: &Expr) -> Option<i64> {
     match &e.unparen().kind {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
         ExprKind::Unary {

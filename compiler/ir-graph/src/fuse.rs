@@ -26,8 +26,8 @@ use tessera_ir::{
 
 use crate::schedule::{tiled_dims, TiledDim};
 use crate::shape::{
-    call_binding, divisibility, instantiate, is_pointwise, modulus_of, normalize_axis, num_elements, tile_respects,
-    Divisible, GridDim, Layer,
+    call_binding, divisibility, instantiate, is_leaf, is_pointwise, modulus_of, normalize_axis, num_elements,
+    tile_respects, Divisible, GridDim, Layer,
 };
 use crate::targets::{
     attention_shared_bytes, matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS,
@@ -131,6 +131,39 @@ struct Analysis {
     users: HashMap<ValueId, Vec<OpId>>,
     group_of: HashMap<OpId, usize>,
     groups: Vec<Group>,
+    /// The ops each kernel that uses them holds a copy of ([`cloneable`]).
+    cloned: HashSet<OpId>,
+}
+
+/// Whether each kernel using `op`'s value computes it itself: a constant, a
+/// dim, or arithmetic on scalars that only such values feed (`sqrt(cast(D,
+/// f32))`). A kernel takes a scalar computed elsewhere as an argument,
+/// which no kernel would give.
+fn cloneable(m: &Module, op: OpId) -> bool {
+    let name = m.op(op).name.as_str();
+    if is_leaf(name) {
+        return true;
+    }
+    matches!(name, "graph.elementwise" | "graph.cast")
+        && m.results(op)
+            .iter()
+            .all(|&r| matches!(m.value_type(r), Type::Scalar(_)))
+        && m.operands(op)
+            .iter()
+            .all(|&v| m.defining_op(v).is_some_and(|d| cloneable(m, d)))
+}
+
+/// `op` after the cloneable ops it reads, each once, in `order`.
+fn clone_order(m: &Module, op: OpId, order: &mut Vec<OpId>) {
+    if order.contains(&op) {
+        return;
+    }
+    for &v in m.operands(op) {
+        if let Some(d) = m.defining_op(v) {
+            clone_order(m, d, order);
+        }
+    }
+    order.push(op);
 }
 
 impl Analysis {
@@ -142,7 +175,7 @@ impl Analysis {
     }
 
     fn free(&self, op: OpId) -> bool {
-        self.position.contains_key(&op) && !self.group_of.contains_key(&op)
+        self.position.contains_key(&op) && !self.group_of.contains_key(&op) && !self.cloned.contains(&op)
     }
 
     fn add(&mut self, group: usize, op: OpId) {
@@ -160,6 +193,7 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
         users: HashMap::new(),
         group_of: HashMap::new(),
         groups: Vec::new(),
+        cloned: ops.iter().copied().filter(|&o| cloneable(m, o)).collect(),
     };
     for &op in &ops {
         for &v in m.operands(op) {
@@ -273,9 +307,12 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
         let config = schedule(m, group, target, &constraints, &tuned)?;
         build_kernel(m, group, &format!("{name}_k{i}"), config);
     }
-    let counts = m.use_counts();
-    for op in m.block_ops(entry).to_vec() {
-        if m.op(op).name == "graph.constant" && m.results(op).iter().all(|r| counts[r.index()] == 0) {
+    let mut counts = m.use_counts();
+    for op in m.block_ops(entry).iter().rev().copied().collect::<Vec<_>>() {
+        if a.cloned.contains(&op) && m.results(op).iter().all(|r| counts[r.index()] == 0) {
+            for &v in m.operands(op) {
+                counts[v.index()] -= 1;
+            }
             m.erase_op(op);
         }
     }
@@ -438,9 +475,7 @@ fn copy_returned_inputs(m: &mut Module, func: OpId) {
     let mut seen = HashSet::new();
     for i in 0..m.operands(ret).len() {
         let v = m.operands(ret)[i];
-        let computed = m
-            .defining_op(v)
-            .is_some_and(|d| m.op(d).name.as_str() != "graph.constant");
+        let computed = m.defining_op(v).is_some_and(|d| !cloneable(m, d));
         let first = seen.insert(v);
         let ty = m.value_type(v).clone();
         if (computed && first) || !matches!(ty, Type::Tensor { .. } | Type::Scalar(_)) {
@@ -886,11 +921,7 @@ fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
                     stack.push((d, 0));
                 }
             }
-            Some(d) if m.op(d).name == "graph.constant" => {
-                if !constants.contains(&d) {
-                    constants.push(d);
-                }
-            }
+            Some(d) if cloneable(m, d) => clone_order(m, d, &mut constants),
             _ => {
                 if !externals.contains(&v) {
                     externals.push(v);

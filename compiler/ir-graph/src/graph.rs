@@ -37,6 +37,14 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "graph.dim",
+        doc: "the value of a dim of the function (`N`, `R*C`), as an integer",
+        results: Arity::Exact(1),
+        attrs: &[req("dim", AttrKind::Str)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "graph.elementwise",
         doc: "an elementwise function of tensors and scalars, with NumPy broadcasting",
         operands: Arity::AtLeast(1),
@@ -257,6 +265,7 @@ impl Dialect for GraphDialect {
         }
         match m.op(op).name.op() {
             "constant" => v.constant(),
+            "dim" => v.dim(),
             "elementwise" => v.elementwise(),
             "matmul" => v.matmul(),
             "reduce" => v.reduce(),
@@ -501,6 +510,41 @@ impl Verifier<'_, '_> {
                 } else {
                     "an integer type needs an integer value"
                 },
+            );
+        }
+    }
+
+    /// `graph.dim`: an integer scalar holding a dim expression over the
+    /// function's dims, which the runtime binds.
+    fn dim(&mut self) {
+        let m = self.m;
+        let result = self.result();
+        if !matches!(self.ty(result), Type::Scalar(s) if !s.is_float() && *s != ScalarType::I1) {
+            let ty = self.ty(result).clone();
+            self.error(
+                format!("`graph.dim` of type {ty}"),
+                "a dim's value is an integer scalar",
+            );
+        }
+        let text = m.attr(self.op, "dim").and_then(Attr::as_str).unwrap_or_default();
+        let Some(dim) = DimExpr::parse(text) else {
+            self.error_note(
+                format!("the dim {text:?} of `graph.dim` is not a dim expression"),
+                "cannot read this dim",
+                "a dim is a polynomial of the function's dim symbols and integers (`N`, `R*C`, `2*D+1`)",
+            );
+            return;
+        };
+        let Some(func) = m.enclosing_function(self.op) else {
+            return;
+        };
+        let known = function_dims(m, func);
+        if let Some(sym) = dim.symbols().into_iter().find(|s| !known.contains(*s)) {
+            let name = m.func_name(func).unwrap_or_default().to_string();
+            self.error_note(
+                format!("`graph.dim` reads `{sym}`, which is not a dim of `@{name}`"),
+                "the runtime cannot bind this dim",
+                "a dim is bound by the function's parameters, or derived by its `constraints`",
             );
         }
     }

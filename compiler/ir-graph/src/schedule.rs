@@ -10,7 +10,7 @@ use tessera_ir::{
     VerifyErrors,
 };
 
-use crate::shape::{divisibility, is_compute, modulus_of, normalize_axis, tile_respects, GridDim, Layer};
+use crate::shape::{divisibility, is_compute, is_leaf, modulus_of, normalize_axis, tile_respects, GridDim, Layer};
 use crate::targets::{target_names, Target};
 
 /// The `schedule` dialect.
@@ -352,14 +352,14 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
     let body = m.block_ops(m.region_block(region)).to_vec();
     for &inner in &body {
         let inner_name = m.op(inner).name.as_str();
-        let allowed = inner_name == "schedule.yield" || inner_name == "graph.constant" || is_compute(inner_name);
+        let allowed = inner_name == "schedule.yield" || is_leaf(inner_name) || is_compute(inner_name);
         if !allowed {
             errors.push(
                 err(
                     m,
                     inner,
                     format!("`{inner_name}` inside a `schedule.kernel`"),
-                    "a kernel holds compute graph ops and constants only",
+                    "a kernel holds compute graph ops, constants and dims only",
                 )
                 .with_note("side effects, calls and regions stay at the function level"),
             );

@@ -320,6 +320,13 @@ impl Layer {
 
 /// The graph ops that compute on tensors: in Schedule IR they live in
 /// kernels.
+/// Ops without operands that each kernel using them holds a copy of: a
+/// constant, and a dim's value (which every kernel can compute from the
+/// dims it is launched with).
+pub fn is_leaf(name: &str) -> bool {
+    matches!(name, "graph.constant" | "graph.dim")
+}
+
 pub fn is_compute(name: &str) -> bool {
     matches!(
         name,

@@ -284,6 +284,9 @@ impl<'a> Lower<'_, 'a, '_> {
     fn result_type(&mut self, e: &Expr) -> Option<Type> {
         self.b.set_loc(self.cx.loc(e.span));
         match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value)) {
+            // Integers of arithmetic on dims (`C - 1`) are `i64` values in
+            // the graph; `index` is the kernels' type of positions.
+            Some(t) if t == Type::INDEX => Some(Type::I64),
             Some(t) => Some(t),
             None => {
                 self.cx
@@ -302,6 +305,7 @@ impl<'a> Lower<'_, 'a, '_> {
             ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(n)) {
                 (Some(&v), _) => Some(v),
                 (None, Some(value)) => Some(self.constant(value, scalar)),
+                (None, None) if self.is_dim(n) => Some(self.dim(&Dim::sym(n.as_str()))),
                 (None, None) => {
                     self.cx.unsupported(e.span, format!("the name `{n}` here"));
                     None
@@ -321,9 +325,58 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
             ExprKind::Call { callee, args } => self.call(e, callee, args),
+            ExprKind::Subscript { base, args } if matches!(&base.kind, ExprKind::Attr { name, .. } if name.name == "shape") =>
+            {
+                let ExprKind::Attr { base: x, .. } = &base.kind else {
+                    return None;
+                };
+                let axis = match args.as_slice() {
+                    [a] if a.name.is_none() => literal_attr(&a.value).and_then(|a| a.as_int()),
+                    _ => None,
+                };
+                self.dim_of(e, x, axis)
+            }
             _ => {
                 self.cx
                     .unsupported(e.span, "this expression in an operator-level function");
+                None
+            }
+        }
+    }
+
+    /// Whether `name` is a dim of the function's parameters.
+    fn is_dim(&self, name: &str) -> bool {
+        self.cx.sig.params.iter().any(|p| match &p.ty {
+            Ty::Tensor(t) => t.dims.iter().flatten().any(|d| d.symbols().any(|s| s == name)),
+            _ => false,
+        })
+    }
+
+    /// The value of a dim, an `i64`: a constant, or a `graph.dim` the
+    /// runtime binds.
+    fn dim(&mut self, d: &Dim) -> ValueId {
+        match d.as_const() {
+            Some(c) => self.constant(Attr::Int(c), Some(ScalarType::I64)),
+            None => self
+                .b
+                .op("graph.dim")
+                .attr("dim", Attr::str(d.to_string()))
+                .result(Type::I64)
+                .build_value(),
+        }
+    }
+
+    /// Dim `axis` of the tensor `x` (`x.shape[axis]`, `len(x)`).
+    fn dim_of(&mut self, e: &Expr, x: &'a Expr, axis: Option<i64>) -> Option<ValueId> {
+        let v = self.expr(x, None)?;
+        let dims = self.b.value_type(v).dims().map(<[Dim]>::to_vec).unwrap_or_default();
+        let rank = i64::try_from(dims.len()).unwrap_or(i64::MAX);
+        let at = axis.map(|a| if a < 0 { a + rank } else { a });
+        match at.and_then(|a| usize::try_from(a).ok()).and_then(|a| dims.get(a)) {
+            Some(d) => Some(self.dim(&d.clone())),
+            None => {
+                self.cx
+                    .unsupported(e.span, "a dim that is not a constant axis of a tensor");
                 None
             }
         }
@@ -350,6 +403,7 @@ impl<'a> Lower<'_, 'a, '_> {
 
     fn elem_of(&self, e: &Expr) -> Option<ScalarType> {
         match self.cx.ty(e).and_then(|t| ir_type(t, TensorAs::Value))? {
+            Type::Scalar(ScalarType::Index) => Some(ScalarType::I64),
             Type::Scalar(s) => Some(s),
             Type::Tensor { elem, .. } => Some(elem),
             _ => None,
@@ -630,6 +684,10 @@ impl<'a> Lower<'_, 'a, '_> {
             return Some(self.elementwise(f, &[x], ty));
         }
         match path {
+            "len" => {
+                let x = arg(args, 0, "x")?;
+                self.dim_of(e, x, Some(0))
+            }
             "op.add" | "op.mul" | "min" | "max" => {
                 let f = match path {
                     "op.add" => "add",

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Type, ValueId};
 
-use super::{Kernel, Src};
+use super::{Kernel, Node, Src};
 use crate::shape::{modulus_of, Divisible};
 use crate::targets::{shared_layout, Target};
 
@@ -93,6 +93,13 @@ impl Gen {
             });
         }
         Ok(sum.unwrap_or_else(|| index(b, 0)))
+    }
+
+    /// The value of a `graph.dim` node, in its integer type.
+    pub fn dim_value(&self, b: &mut Builder<'_>, node: &Node, elem: ScalarType) -> Result<ValueId> {
+        let d = node.dim().ok_or("a `graph.dim` without a dim")?;
+        let v = self.dim(b, &d)?;
+        Ok(b.op("tile.cast").operand(v).result(Type::Scalar(elem)).build_value())
     }
 
     /// The coordinates of linear index `lin` in row-major `dims`.
@@ -450,6 +457,7 @@ impl TileEval<'_> {
                         let value = node.attrs.get("value").cloned().unwrap_or(Attr::Int(0));
                         (constant(b, value, Type::Scalar(elem)), Vec::new())
                     }
+                    "graph.dim" => (g.dim_value(b, node, elem)?, Vec::new()),
                     "graph.elementwise" | "graph.cast" => {
                         let mut operands = Vec::new();
                         let mut shape: Vec<i64> = Vec::new();

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_ir::{
-    Attr, Builder, Loc, MemSpace, Module, OpId, Pass, PassContext, ShapeConstraint, Type, ValueId, VerifyError,
+    Attr, Builder, DimExpr, Loc, MemSpace, Module, OpId, Pass, PassContext, ShapeConstraint, Type, ValueId, VerifyError,
 };
 
 use crate::shape::{self, is_deterministic, Divisible, GridDim, Layer};
@@ -106,6 +106,11 @@ pub(crate) struct Node {
 impl Node {
     pub fn int(&self, name: &str) -> Option<i64> {
         self.attrs.get(name).and_then(Attr::as_int)
+    }
+
+    /// The dim a `graph.dim` node reads.
+    pub fn dim(&self) -> Option<DimExpr> {
+        self.str("dim").and_then(DimExpr::parse)
     }
 
     pub fn str(&self, name: &str) -> Option<&str> {
@@ -441,6 +446,9 @@ fn lower_kernel(
     params.push(as_output(&k.result).ok_or_else(|| unsupported(m, format!("a result of type {}", k.result)))?);
     let mut dim_names = BTreeSet::new();
     symbols(&params, &mut dim_names);
+    for d in k.nodes.iter().filter_map(Node::dim) {
+        dim_names.extend(d.symbols().into_iter().map(str::to_string));
+    }
     let dims: Vec<String> = dim_names.into_iter().collect();
     params.extend(dims.iter().map(|_| Type::INDEX));
     let kfn = m.add_function(&k.name, &params, &[], k.loc.clone());

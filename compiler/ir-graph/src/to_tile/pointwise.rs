@@ -80,6 +80,7 @@ fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) 
             node.attrs.get("value").cloned().unwrap_or(Attr::Int(0)),
             scalar,
         )),
+        "graph.dim" => g.dim_value(b, node, elem),
         "graph.elementwise" | "graph.broadcast" | "graph.cast" => {
             let mut values = Vec::new();
             for &o in &node.operands {
