@@ -848,7 +848,7 @@ impl<'a> Infer<'a> {
                             self.error(
                                 Diagnostic::error(
                                     Code::E0307,
-                                    format!("axis {} out of range for a tensor with {dims}", index.unwrap_or(0)),
+                                    format!("axis {} is out of range for a tensor with {dims}", index.unwrap_or(0)),
                                 )
                                 .with_primary(self.at(e.span), format!("`{}` has {dims}", crate::pretty::expr(tensor)))
                                 .with_help("dims count from 0; `.shape[-1]` is the last"),
@@ -1232,10 +1232,12 @@ impl<'a> Infer<'a> {
                 _ => Ty::Unknown,
             },
             Shape::Reduce => self.reduce(e, &first, keyword("axis").or(positional.get(1).copied())),
-            Shape::Transpose => match &first {
-                Ty::Tensor(t) => transpose(t).map_or(Ty::Unknown, Ty::Tensor),
-                _ => Ty::Unknown,
-            },
+            Shape::Transpose => self.transpose(
+                e,
+                &first,
+                keyword("perm").or(positional.get(1).copied()),
+                keyword("dims"),
+            ),
             Shape::Reshape => self.reshape(e, &first, keyword("shape").or(positional.get(1).copied())),
             Shape::Concat => self.concat(
                 e,
@@ -1559,6 +1561,95 @@ impl<'a> Infer<'a> {
             dtype: t.dtype,
             dims: Some(kept),
             space: None,
+        })
+    }
+
+    /// `op.transpose(x)` swaps the last two dims; `perm=(2, 0, 1)` puts
+    /// dim `perm[i]` at `i`; `dims=(0, 2)` swaps two dims. Axes may count
+    /// from the end.
+    fn transpose(&mut self, e: &Expr, x: &Ty, perm: Option<&ArgTy>, swap: Option<&ArgTy>) -> Ty {
+        let Ty::Tensor(t) = x else { return Ty::Unknown };
+        let Some(dims) = &t.dims else {
+            return Ty::Tensor(TensorTy {
+                dims: None,
+                ..t.clone()
+            });
+        };
+        let rank = dims.len();
+        let given = perm.or(swap);
+        let axes: Option<Vec<i64>> = given.and_then(|a| match &a.expr.unparen().kind {
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().map(Expr::int_value).collect(),
+            _ => None,
+        });
+        let order: Vec<usize> = match (given, axes) {
+            (None, _) if rank < 2 => return Ty::Unknown,
+            (None, _) => {
+                let mut order: Vec<usize> = (0..rank).collect();
+                order.swap(rank - 1, rank - 2);
+                order
+            }
+            // Not literal: the dims are known when it runs.
+            (Some(_), None) => {
+                return Ty::Tensor(TensorTy {
+                    dims: None,
+                    ..t.clone()
+                })
+            }
+            (Some(arg), Some(axes)) => {
+                let r = i64::try_from(rank).unwrap_or(i64::MAX);
+                let normal: Vec<Option<usize>> = axes
+                    .iter()
+                    .map(|&a| {
+                        usize::try_from(if a < 0 { a + r } else { a })
+                            .ok()
+                            .filter(|&a| a < rank)
+                    })
+                    .collect();
+                let problem = if let Some(bad) = axes.iter().zip(&normal).find(|(_, n)| n.is_none()) {
+                    Some(format!("axis {} is out of range for a tensor with {rank} dims", bad.0))
+                } else if perm.is_some() && axes.len() != rank {
+                    Some(format!(
+                        "`perm` names {} axes, but the tensor has {rank} dims",
+                        axes.len()
+                    ))
+                } else if perm.is_none() && axes.len() != 2 {
+                    Some(format!("`dims` names {} axes; it swaps two", axes.len()))
+                } else {
+                    let mut seen = vec![false; rank];
+                    normal
+                        .iter()
+                        .flatten()
+                        .find(|&&a| std::mem::replace(&mut seen[a], true))
+                        .map(|a| format!("axis {a} appears twice"))
+                };
+                if let Some(problem) = problem {
+                    let help = if perm.is_some() {
+                        format!("`perm` lists each of the {rank} axes once, in the order of the result")
+                    } else {
+                        "`dims=(i, j)` swaps two different axes".to_string()
+                    };
+                    self.error(
+                        Diagnostic::error(Code::E0307, format!("`op.transpose`: {problem}"))
+                            .with_primary(self.at(arg.expr.span), format!("`{x}` has {}", dims_word(rank)))
+                            .with_secondary(self.at(e.span), "in this transpose")
+                            .with_help(help),
+                    );
+                    return Ty::Unknown;
+                }
+                let normal: Vec<usize> = normal.into_iter().flatten().collect();
+                if perm.is_some() {
+                    normal
+                } else {
+                    let mut order: Vec<usize> = (0..rank).collect();
+                    order.swap(normal[0], normal[1]);
+                    order
+                }
+            }
+        };
+        Ty::Tensor(TensorTy {
+            dtype: t.dtype,
+            dims: Some(order.iter().map(|&i| dims[i].clone()).collect()),
+            space: t.space,
         })
     }
 

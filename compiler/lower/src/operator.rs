@@ -667,6 +667,9 @@ impl<'a> Lower<'_, 'a, '_> {
         let elementwise_unary = match path {
             "op.relu" => unary("relu"),
             "op.gelu" => unary("gelu"),
+            "op.sigmoid" => unary("sigmoid"),
+            "op.silu" => unary("silu"),
+            "rsqrt" => unary("rsqrt"),
             "exp" => unary("exp"),
             "log" => unary("log"),
             "sqrt" => unary("sqrt"),
@@ -781,7 +784,7 @@ impl<'a> Lower<'_, 'a, '_> {
                         .build_value(),
                 )
             }
-            "op.sum" | "op.mean" => {
+            "op.sum" | "op.mean" | "op.max" | "op.min" => {
                 let x = self.operand(args, 0, "x", e)?;
                 let rank = match self.cx.ty(arg(args, 0, "x")?) {
                     Some(Ty::Tensor(t)) => t.rank().unwrap_or(0) as i64,
@@ -800,7 +803,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     .b
                     .op("graph.reduce")
                     .operand(x)
-                    .attr("kind", if path == "op.sum" { "sum" } else { "mean" })
+                    .attr("kind", path.trim_start_matches("op."))
                     .attr("axes", Attr::Array(axes))
                     .attr("keepdims", false)
                     .attr("accumulate", Type::Scalar(acc));
@@ -813,13 +816,34 @@ impl<'a> Lower<'_, 'a, '_> {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let rank = ty.dims().map_or(0, <[_]>::len) as i64;
-                let perm = match keyword(args, "perm")
-                    .or_else(|| arg(args, 1, "perm"))
-                    .and_then(literal_attr)
-                {
-                    Some(p) => p,
-                    None => Attr::ints((0..rank).rev()),
+                let axes = |a: Option<&Expr>| -> Option<Vec<i64>> {
+                    let items = literal_attr(a?)?
+                        .as_array()?
+                        .iter()
+                        .map(Attr::as_int)
+                        .collect::<Option<Vec<_>>>()?;
+                    Some(items.into_iter().map(|i| if i < 0 { i + rank } else { i }).collect())
                 };
+                let mut order: Vec<i64> = (0..rank).collect();
+                match (
+                    axes(keyword(args, "perm").or_else(|| arg(args, 1, "perm"))),
+                    axes(keyword(args, "dims")),
+                ) {
+                    (Some(perm), _) => order = perm,
+                    (None, Some(swap)) => {
+                        let at = |i: usize| {
+                            swap.get(i)
+                                .and_then(|&a| usize::try_from(a).ok())
+                                .filter(|&a| a < order.len())
+                        };
+                        if let (Some(i), Some(j)) = (at(0), at(1)) {
+                            order.swap(i, j);
+                        }
+                    }
+                    _ if rank >= 2 => order.swap(rank as usize - 1, rank as usize - 2),
+                    _ => {}
+                }
+                let perm = Attr::ints(order);
                 Some(
                     self.b
                         .op("graph.transpose")

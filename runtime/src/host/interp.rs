@@ -1127,9 +1127,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "range" => self.range(args),
             "len" => self.len(args),
             "min" | "max" => self.min_max(path, args),
-            "abs" | "sqrt" | "exp" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil" | "op.relu" | "op.gelu" => {
-                self.math(path, args)
-            }
+            "abs" | "sqrt" | "rsqrt" | "exp" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil" | "op.relu"
+            | "op.gelu" | "op.sigmoid" | "op.silu" => self.math(path, args),
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
             "bitcast" => self.bitcast(args),
@@ -1140,9 +1139,10 @@ impl<'a, 'p> Interp<'a, 'p> {
             "allclose" => return self.allclose(args, span, false),
             "load" => self.load(args),
             "save" => self.save(args),
-            "op.sum" | "op.mean" => self.reduce(path, args),
+            "op.sum" | "op.mean" | "op.max" | "op.min" => self.reduce(path, args),
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
+            "op.concat" => self.op_concat(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
             "op.softmax" => self.op_softmax(args),
@@ -1273,6 +1273,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             "floor" => MathFn::Floor,
             "ceil" => MathFn::Ceil,
             "op.gelu" => MathFn::Gelu,
+            "rsqrt" => MathFn::Rsqrt,
+            "op.sigmoid" => MathFn::Sigmoid,
+            "op.silu" => MathFn::Silu,
             _ => MathFn::Relu,
         };
         let x = self.positional(args, "x", path)?;
@@ -1625,10 +1628,11 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Some(k as usize)
             }
         };
-        let kind = if path == "op.sum" {
-            Reduction::Sum
-        } else {
-            Reduction::Mean
+        let kind = match path {
+            "op.sum" => Reduction::Sum,
+            "op.mean" => Reduction::Mean,
+            "op.max" => Reduction::Max,
+            _ => Reduction::Min,
         };
         let r = ops::reduce(&t, axis, kind, accumulate)?;
         Ok(if r.shape().is_empty() {
@@ -1644,10 +1648,89 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.binary(if path == "op.add" { BinOp::Add } else { BinOp::Mul }, &a, &b)
     }
 
+    /// `op.transpose(x)` swaps the last two dims, `perm=` permutes them
+    /// all, `dims=(i, j)` swaps two.
     fn op_transpose(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", "op.transpose")?;
+        let perm = match args.take("perm") {
+            Some((v, _)) => Some(v),
+            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
+        };
+        let swap = args.take("dims").map(|(v, _)| v);
+        self.no_more(args, "op.transpose")?;
         let t = self.to_tensor(&x)?;
-        Ok(Value::Tensor(TensorValue::new(ops::transpose(&t)?)))
+        let rank = t.shape().len();
+        let order = match (perm, swap) {
+            (Some(p), _) if !matches!(p, Value::None) => {
+                let p = self.axes_arg(&p, rank, "`perm`")?;
+                let mut seen = vec![false; rank];
+                if p.len() != rank || p.iter().any(|&a| std::mem::replace(&mut seen[a], true)) {
+                    return Err(RunError::value(format!(
+                        "`perm` of `op.transpose` must list each of the {rank} axes once"
+                    )));
+                }
+                p
+            }
+            (_, Some(s)) if !matches!(s, Value::None) => {
+                let s = self.axes_arg(&s, rank, "`dims`")?;
+                let [i, j] = s[..] else {
+                    return Err(RunError::value("`dims` of `op.transpose` names the two axes it swaps"));
+                };
+                let mut order: Vec<usize> = (0..rank).collect();
+                order.swap(i, j);
+                order
+            }
+            _ => return Ok(Value::Tensor(TensorValue::new(ops::transpose(&t)?))),
+        };
+        Ok(Value::Tensor(TensorValue::new(ops::permute(&t, &order)?)))
+    }
+
+    /// A tuple or list of axes of a tensor of `rank` dims, negative ones
+    /// counted from the end.
+    fn axes_arg(&self, v: &Value, rank: usize, what: &str) -> Result<Vec<usize>, RunError> {
+        let Value::Tuple(items) = v else {
+            return Err(RunError::value(format!(
+                "{what} must be a tuple of axes, not {}",
+                v.describe()
+            )));
+        };
+        let r = rank as i64;
+        items
+            .iter()
+            .map(|item| {
+                let a = self.int_arg(item, "an axis")?;
+                let k = if a < 0 { a + r } else { a };
+                usize::try_from(k).ok().filter(|&k| k < rank).ok_or_else(|| {
+                    RunError::new(
+                        Code::E1007,
+                        format!("axis {a} is out of range for a tensor of {rank} dims"),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// `op.concat(tensors, axis=0)` on the host.
+    fn op_concat(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let list = self.positional(args, "tensors", "op.concat")?;
+        let axis = match args.take("axis") {
+            Some((v, _)) => Some(v),
+            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
+        };
+        self.no_more(args, "op.concat")?;
+        let Value::Tuple(items) = &list else {
+            return Err(RunError::value(format!(
+                "`op.concat` joins a list of tensors, not {}",
+                list.describe()
+            )));
+        };
+        let tensors: Vec<Tensor> = items.iter().map(|v| self.to_tensor(v)).collect::<Result<_, _>>()?;
+        let rank = tensors.first().map_or(0, |t| t.shape().len());
+        let axis = match axis {
+            None | Some(Value::None) => 0,
+            Some(v) => self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?[0],
+        };
+        Ok(Value::Tensor(TensorValue::new(ops::concat(&tensors, axis)?)))
     }
 
     /// `op.matmul(a, b, accumulate=T)` on the host: a float64 reference,

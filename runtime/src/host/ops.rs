@@ -377,6 +377,9 @@ pub(crate) enum MathFn {
     Floor,
     Ceil,
     Relu,
+    Rsqrt,
+    Sigmoid,
+    Silu,
     /// The tanh form the code generator uses:
     /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
     Gelu,
@@ -395,6 +398,9 @@ impl MathFn {
             MathFn::Floor => x.floor(),
             MathFn::Ceil => x.ceil(),
             MathFn::Relu => x.max(0.0),
+            MathFn::Rsqrt => 1.0 / x.sqrt(),
+            MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            MathFn::Silu => x / (1.0 + (-x).exp()),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
         }
     }
@@ -411,6 +417,9 @@ impl MathFn {
             MathFn::Floor => x.floor(),
             MathFn::Ceil => x.ceil(),
             MathFn::Relu => x.max(0.0),
+            MathFn::Rsqrt => 1.0 / x.sqrt(),
+            MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            MathFn::Silu => x / (1.0 + (-x).exp()),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()),
         }
     }
@@ -526,20 +535,77 @@ pub(crate) fn scatter(t: &mut Tensor, shape: &[usize], indices: &[usize], src: O
 
 /// Swaps the last two dims.
 pub(crate) fn transpose(t: &Tensor) -> Result<Tensor, RunError> {
-    let shape = t.shape();
-    if shape.len() < 2 {
-        return Ok(t.clone());
+    let r = t.shape().len();
+    let mut perm: Vec<usize> = (0..r).collect();
+    if r >= 2 {
+        perm.swap(r - 1, r - 2);
     }
-    let r = shape.len();
-    let mut out_shape = shape.to_vec();
-    out_shape.swap(r - 1, r - 2);
-    let (m, n) = (shape[r - 2], shape[r - 1]);
+    permute(t, &perm)
+}
+
+/// The tensor whose dim `i` is `t`'s dim `perm[i]` (`perm` a permutation
+/// of `t`'s axes).
+pub(crate) fn permute(t: &Tensor, perm: &[usize]) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let mut strides = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1];
+    }
     let mut out = Tensor::zeros(t.dtype(), &out_shape)?;
-    let batch = t.numel() / (m * n).max(1);
-    for b in 0..batch {
-        for i in 0..m {
-            for j in 0..n {
-                out.set(b * m * n + j * m + i, t.get(b * m * n + i * n + j));
+    let mut index = vec![0usize; out_shape.len()];
+    for o in 0..out.numel() {
+        let src: usize = index.iter().zip(perm).map(|(&i, &p)| i * strides[p]).sum();
+        out.set(o, t.get(src));
+        for d in (0..index.len()).rev() {
+            index[d] += 1;
+            if index[d] < out_shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    Ok(out)
+}
+
+/// `tensors` joined along `axis`: they agree in dtype and in every other
+/// dim.
+pub(crate) fn concat(tensors: &[Tensor], axis: usize) -> Result<Tensor, RunError> {
+    let Some(first) = tensors.first() else {
+        return Err(RunError::value("`op.concat` of no tensors"));
+    };
+    let rank = first.shape().len();
+    let mut along = 0;
+    for (i, t) in tensors.iter().enumerate() {
+        if t.dtype() != first.dtype() {
+            return Err(RunError::value(format!(
+                "`op.concat`: tensor {i} is {}, tensor 0 is {}; cast one of them first",
+                t.dtype().name(),
+                first.dtype().name()
+            )));
+        }
+        let fits = t.shape().len() == rank && (0..rank).all(|d| d == axis || t.shape()[d] == first.shape()[d]);
+        if !fits {
+            return Err(RunError::value(format!(
+                "`op.concat` along axis {axis}: tensor {i} has shape {}, which does not fit {}",
+                crate::tensor::shape_text(t.shape()),
+                crate::tensor::shape_text(first.shape())
+            )));
+        }
+        along += t.shape()[axis];
+    }
+    let mut out_shape = first.shape().to_vec();
+    out_shape[axis] = along;
+    let mut out = Tensor::zeros(first.dtype(), &out_shape)?;
+    let outer: usize = out_shape[..axis].iter().product();
+    let inner: usize = out_shape[axis + 1..].iter().product();
+    let mut at = 0;
+    for o in 0..outer {
+        for t in tensors {
+            let run = t.shape()[axis] * inner;
+            for k in 0..run {
+                out.set(at, t.get(o * run + k));
+                at += 1;
             }
         }
     }
@@ -714,11 +780,13 @@ pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, out: D
     Ok(o)
 }
 
-/// Sum or mean.
+/// Sum, mean, largest or smallest element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reduction {
     Sum,
     Mean,
+    Max,
+    Min,
 }
 
 /// `op.sum` / `op.mean` over `axis` (all elements when None), in tree
@@ -756,9 +824,20 @@ pub(crate) fn reduce(
         t.dtype()
     };
     let mut out = Tensor::zeros(out_dtype, &out_shape)?;
+    let extreme = matches!(kind, Reduction::Max | Reduction::Min);
+    if extreme && n == 0 && out.numel() > 0 {
+        let what = if kind == Reduction::Max { "op.max" } else { "op.min" };
+        return Err(RunError::value(format!(
+            "`{what}` of no elements: the reduced dim is 0"
+        )));
+    }
     for o in 0..outer {
         for i in 0..inner {
             let at = |k: usize| t.get(o * n * inner + k * inner + i);
+            if extreme {
+                out.set(o * inner + i, extremum(kind == Reduction::Max, (0..n).map(at)));
+                continue;
+            }
             let v = match acc {
                 DType::F64 => {
                     let mut v: Vec<f64> = (0..n).map(|k| at(k).as_f64()).collect();
@@ -788,6 +867,30 @@ pub(crate) fn reduce(
         }
     }
     Ok(out)
+}
+
+/// The largest (or smallest) of `items`, compared as numbers of their
+/// kind; a NaN among floats is the result, as in NumPy.
+fn extremum(largest: bool, mut items: impl Iterator<Item = Elem>) -> Elem {
+    let Some(mut best) = items.next() else {
+        return Elem::Int(0);
+    };
+    for x in items {
+        best = match (best, x) {
+            (Elem::Int(a), Elem::Int(b)) => Elem::Int(if largest { a.max(b) } else { a.min(b) }),
+            (a, b) => {
+                let (a, b) = (a.as_f64(), b.as_f64());
+                Elem::Float(if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else if largest {
+                    a.max(b)
+                } else {
+                    a.min(b)
+                })
+            }
+        };
+    }
+    best
 }
 
 /// How far two tensors are from each other, as `allclose` reports it.
