@@ -41,6 +41,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
             ..BodyInfo::default()
         },
         suspended: EffectSet::PURE,
+        method_call: None,
     };
     for p in &sig.params {
         cx.locals.insert(
@@ -102,6 +103,9 @@ struct Infer<'a> {
     info: BodyInfo,
     /// Effects suspended by enclosing `with effects.suspend(...)` regions.
     suspended: EffectSet,
+    /// The arguments of the call whose callee is being inferred, when it
+    /// is an attribute (`x.sum(axis=1)`), as text.
+    method_call: Option<String>,
 }
 
 /// An argument after inference.
@@ -747,10 +751,40 @@ impl<'a> Infer<'a> {
                 },
                 "ndim" => Ty::Int,
                 "dtype" => t.dtype.map_or(Ty::Unknown, Ty::DTypeValue),
-                _ => Ty::Unknown,
+                _ => {
+                    self.no_tensor_attr(base_expr, name, span);
+                    Ty::Unknown
+                }
             },
             _ => Ty::Unknown,
         }
+    }
+
+    /// E0102 for `x.name` on a tensor: its attributes are `shape`, `ndim`,
+    /// `dtype` and `T`. A NumPy method (`x.sum(axis=1)`) is a function of
+    /// `op` or a global here; the help writes the call that way.
+    fn no_tensor_attr(&mut self, base: &Expr, name: &str, span: Span) {
+        let function = [format!("op.{name}"), name.to_string()]
+            .into_iter()
+            .find(|p| builtins::lookup(p).is_some_and(|b| b.context != Context::Kernel && b.path != "print"));
+        let receiver = crate::pretty::expr(base);
+        let mut diag = Diagnostic::error(Code::E0102, format!("a tensor has no attribute `{name}`"))
+            .with_primary(self.at(span), "not an attribute of tensors")
+            .with_note("a tensor's attributes are `shape`, `ndim`, `dtype` and `T`");
+        diag = match (function, self.method_call.take()) {
+            (Some(f), Some(args)) if args.is_empty() => {
+                diag.with_help(format!("tensor operations are functions: write `{f}({receiver})`"))
+            }
+            (Some(f), Some(args)) => diag.with_help(format!(
+                "tensor operations are functions: write `{f}({receiver}, {args})`"
+            )),
+            (Some(f), None) => diag.with_help(format!("tensor operations are functions: `{f}({receiver}, …)`")),
+            (None, _) => match did_you_mean(name, ["shape", "ndim", "dtype", "T"].into_iter()) {
+                Some(s) => diag.with_help(format!("did you mean `{receiver}.{s}`?")),
+                None => diag,
+            },
+        };
+        self.error(diag);
     }
 
     fn subscript(&mut self, base: &Ty, args: &[Arg], e: &Expr) -> Ty {
@@ -1060,7 +1094,13 @@ impl<'a> Infer<'a> {
             ExprKind::Subscript { base, args } => (&**base, Some(args.as_slice())),
             _ => (callee, None),
         };
+        // `x.sum(axis=1)`: the arguments, for the help of E0102.
+        self.method_call = match &target_expr.kind {
+            ExprKind::Attr { .. } => Some(crate::pretty::arg_list(args)),
+            _ => None,
+        };
         let target = self.expr(target_expr);
+        self.method_call = None;
         if let Some(brackets) = brackets {
             for a in brackets {
                 if !matches!(target, Ty::Builtin(_)) {

@@ -91,7 +91,7 @@ fn list(items: &[Expr]) -> String {
     items.iter().map(expr).collect::<Vec<_>>().join(", ")
 }
 
-fn arg_list(args: &[tessera_syntax::ast::Arg]) -> String {
+pub fn arg_list(args: &[tessera_syntax::ast::Arg]) -> String {
     args.iter()
         .map(|a| match &a.name {
             Some(n) => format!("{}={}", n.name, expr(&a.value)),
