@@ -45,6 +45,9 @@ pub enum Shape {
     FloatOfFirst,
     /// Elementwise over its tensor arguments, with NumPy broadcasting.
     Broadcast,
+    /// `op.where(condition, x, y)`: `x` where the bool condition holds,
+    /// else `y`, all three broadcast.
+    Select,
     /// `A[.., M, K] @ B[.., K, N] -> [.., M, N]`.
     Matmul,
     /// Removes the `axis` (default: all) dimension.
@@ -296,6 +299,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.mean", "(x, axis = None, accumulate = None)", "Mean along `axis`.", Reduce).accumulates().det(Det::Reduction),
     op("op.max", "(x, axis = None)", "The largest element along `axis` (of all without it); NaN if any is NaN.", Reduce),
     op("op.min", "(x, axis = None)", "The smallest element along `axis` (of all without it); NaN if any is NaN.", Reduce),
+    op("op.where", "(condition, x, y)", "`x` where the bool `condition` holds, else `y`, elementwise with broadcasting.", Select),
     op("op.add", "(a, b)", "Elementwise sum with broadcasting.", Broadcast),
     op("op.mul", "(a, b)", "Elementwise product with broadcasting.", Broadcast),
     op("op.relu", "(x)", "max(x, 0), elementwise.", SameAsFirst),

@@ -779,7 +779,7 @@ impl<'a> Infer<'a> {
                 "tensor operations are functions: write `{f}({receiver}, {args})`"
             )),
             (Some(f), None) => diag.with_help(format!("tensor operations are functions: `{f}({receiver}, …)`")),
-            (None, _) => match did_you_mean(name, ["shape", "ndim", "dtype", "T"].into_iter()) {
+            (None, _) => match did_you_mean(name, ["shape", "ndim", "dtype", "T"]) {
                 Some(s) => diag.with_help(format!("did you mean `{receiver}.{s}`?")),
                 None => diag,
             },
@@ -1031,6 +1031,64 @@ impl<'a> Infer<'a> {
         })
     }
 
+    /// `op.where(condition, x, y)`: the alternatives' type broadcast with
+    /// the condition's dims; the condition is a bool tensor or a bool.
+    fn select(&mut self, e: &Expr, cond: &ArgTy, x: &ArgTy, y: &ArgTy) -> Ty {
+        let values = self.broadcast_op("`op.where`", &x.ty, &y.ty, e.span, x.expr, y.expr);
+        let Ty::Tensor(c) = &cond.ty else {
+            if !matches!(cond.ty, Ty::Bool | Ty::Scalar(DType::Bool) | Ty::Unknown) {
+                self.not_a_condition(cond);
+            }
+            return values;
+        };
+        if c.dtype.is_some_and(|d| d != DType::Bool) {
+            self.not_a_condition(cond);
+            return Ty::Unknown;
+        }
+        let dtype = match &values {
+            Ty::Tensor(t) => t.dtype,
+            Ty::Float => Some(DType::F32),
+            Ty::Int => Some(DType::I64),
+            Ty::Bool => Some(DType::Bool),
+            Ty::Scalar(d) => Some(*d),
+            _ => return Ty::Unknown,
+        };
+        let dims = match &values {
+            Ty::Tensor(v) => match (&c.dims, &v.dims) {
+                (Some(cd), Some(vd)) => match broadcast(cd, vd, &|p, q| self.same_dim(p, q)) {
+                    Some(d) => Some(d),
+                    None => {
+                        self.error(
+                            Diagnostic::error(Code::E0306, format!("cannot broadcast {} with {values}", cond.ty))
+                                .with_primary(self.at(e.span), "`op.where` does not broadcast")
+                                .with_secondary(self.at(cond.expr.span), format!("the condition is {}", cond.ty))
+                                .with_note("dims are matched from the right; each pair must be equal or one of them 1"),
+                        );
+                        return Ty::Unknown;
+                    }
+                },
+                _ => None,
+            },
+            _ => c.dims.clone(),
+        };
+        Ty::Tensor(TensorTy {
+            dtype,
+            dims,
+            space: None,
+        })
+    }
+
+    fn not_a_condition(&mut self, cond: &ArgTy) {
+        self.error(
+            Diagnostic::error(
+                Code::E0203,
+                format!("the condition of `op.where` is a bool, not {}", cond.ty),
+            )
+            .with_primary(self.at(cond.expr.span), format!("this is {}", cond.ty))
+            .with_help("compare to get one: `x > 0.0`"),
+        );
+    }
+
     fn matmul(&mut self, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr, accumulate: Option<DType>) -> Ty {
         let (Ty::Tensor(a), Ty::Tensor(b)) = (l, r) else {
             return Ty::Unknown;
@@ -1253,6 +1311,14 @@ impl<'a> Infer<'a> {
                     Ty::Unknown => Ty::Unknown,
                     _ => Ty::Scalar(*d),
                 },
+                _ => Ty::Unknown,
+            },
+            Shape::Select => match (
+                keyword("condition").or(positional.first().copied()),
+                keyword("x").or(positional.get(1).copied()),
+                keyword("y").or(positional.get(2).copied()),
+            ) {
+                (Some(c), Some(x), Some(y)) => self.select(e, c, x, y),
                 _ => Ty::Unknown,
             },
             Shape::Broadcast => match positional.as_slice() {

@@ -234,6 +234,8 @@ const OPS: &[OpDef] = &[
 
 /// The binary and unary functions of `graph.elementwise`.
 pub const BINARY_FNS: [&str; 7] = ["add", "sub", "mul", "div", "max", "min", "pow"];
+/// The comparisons of `graph.elementwise`: binary, giving `i1`.
+pub const COMPARE_FNS: [&str; 6] = ["lt", "le", "gt", "ge", "eq", "ne"];
 pub const UNARY_FNS: [&str; 15] = [
     "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos", "floor",
     "ceil",
@@ -553,17 +555,22 @@ impl Verifier<'_, '_> {
         let Some(f) = self.str_attr("fn").map(str::to_string) else {
             return;
         };
-        let arity = if BINARY_FNS.contains(&f.as_str()) {
+        let compare = COMPARE_FNS.contains(&f.as_str());
+        let select = f == "select";
+        let arity = if BINARY_FNS.contains(&f.as_str()) || compare {
             2
         } else if UNARY_FNS.contains(&f.as_str()) {
             1
+        } else if select {
+            3
         } else {
             self.error_note(
                 format!("unknown elementwise function \"{f}\""),
                 "not a function of `graph.elementwise`",
                 format!(
-                    "the binary functions are {}; the unary ones {}",
+                    "the binary functions are {}; the comparisons {}; the unary ones {}; and \"select\" (condition, a, b)",
                     BINARY_FNS.join(", "),
+                    COMPARE_FNS.join(", "),
                     UNARY_FNS.join(", ")
                 ),
             );
@@ -589,8 +596,35 @@ impl Verifier<'_, '_> {
             let Some((dims, elem)) = self.shaped(v, "operand") else {
                 return;
             };
+            let condition = select && i == 0;
+            if condition && elem != ScalarType::I1 {
+                self.error(
+                    format!(
+                        "the condition of `graph.elementwise` \"select\" is i1, not {}",
+                        elem.name()
+                    ),
+                    "compare first: `graph.elementwise` \"gt\" and the others give i1",
+                );
+                return;
+            }
             if matches!(self.ty(v), Type::Tensor { .. }) {
                 any_tensor = true;
+            }
+            if condition {
+                match broadcast(&out, &dims) {
+                    Ok(b) => out = b,
+                    Err(_) => {
+                        let ty = self.ty(v).clone();
+                        self.error(
+                            format!("the condition {ty} of `graph.elementwise` \"select\" does not broadcast"),
+                            "broadcasting aligns the last dims; two dims must be equal or one of them 1",
+                        );
+                        return;
+                    }
+                }
+                continue;
+            }
+            if matches!(self.ty(v), Type::Tensor { .. }) {
                 match tensor_elem {
                     Some(e) if e != elem => {
                         self.error(
@@ -639,6 +673,7 @@ impl Verifier<'_, '_> {
             }
         }
         let elem = tensor_elem.or(scalar_elem).expect("at least one operand");
+        let elem = if compare { ScalarType::I1 } else { elem };
         if any_tensor {
             if matches!(self.ty(self.result()), Type::Scalar(_)) {
                 let ty = self.ty(self.result()).clone();

@@ -198,6 +198,12 @@ fn elementwise_fn(op: BinOp) -> Option<&'static str> {
         BinOp::Mul => "mul",
         BinOp::Div => "div",
         BinOp::Pow => "pow",
+        BinOp::Lt => "lt",
+        BinOp::Le => "le",
+        BinOp::Gt => "gt",
+        BinOp::Ge => "ge",
+        BinOp::Eq => "eq",
+        BinOp::Ne => "ne",
         _ => return None,
     })
 }
@@ -344,6 +350,25 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// The dtype two operands are compared in: the promotion of the
+    /// tensors' dtypes (of the scalars' when neither is a tensor).
+    fn compared_elem(&self, lhs: &Expr, rhs: &Expr) -> Option<ScalarType> {
+        let tensor = |e: &Expr| matches!(self.cx.ty(e), Some(Ty::Tensor(_)));
+        let (l, r) = (self.elem_of(lhs), self.elem_of(rhs));
+        match (tensor(lhs), tensor(rhs)) {
+            (true, false) => l,
+            (false, true) => r,
+            _ => match (l, r) {
+                (Some(a), Some(b)) if a != b => Some(if b.is_float() && (!a.is_float() || b.bits() > a.bits()) {
+                    b
+                } else {
+                    a
+                }),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
     /// Whether `name` is a dim of the function's parameters.
     fn is_dim(&self, name: &str) -> bool {
         self.cx.sig.params.iter().any(|p| match &p.ty {
@@ -447,11 +472,16 @@ impl<'a> Lower<'_, 'a, '_> {
                 .unsupported(e.span, format!("the operator `{}` on tensors", op.symbol()));
             return None;
         };
-        let elem = self.elem_of(e);
+        // A comparison's operands meet in their own dtype, not its `i1`.
+        let elem = if op.is_comparison() {
+            self.compared_elem(lhs, rhs)
+        } else {
+            self.elem_of(e)
+        };
         let a = self.expr(lhs, elem)?;
         let b = self.expr(rhs, elem)?;
         let ty = self.result_type(e)?;
-        let (a, b) = match ty.elem() {
+        let (a, b) = match elem {
             Some(elem) => (self.widen(a, elem), self.widen(b, elem)),
             None => (a, b),
         };
@@ -690,6 +720,18 @@ impl<'a> Lower<'_, 'a, '_> {
             "len" => {
                 let x = arg(args, 0, "x")?;
                 self.dim_of(e, x, Some(0))
+            }
+            "op.where" => {
+                let ty = self.result_type(e)?;
+                let elem = ty.elem();
+                let cond = self.operand(args, 0, "condition", e)?;
+                let x = self.expr(arg(args, 1, "x")?, elem)?;
+                let y = self.expr(arg(args, 2, "y")?, elem)?;
+                let (x, y) = match elem {
+                    Some(elem) => (self.widen(x, elem), self.widen(y, elem)),
+                    None => (x, y),
+                };
+                Some(self.elementwise("select", &[cond, x, y], ty))
             }
             "op.add" | "op.mul" | "min" | "max" => {
                 let f = match path {

@@ -859,8 +859,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Value::Tensor(t) => Some(t.host(self.device)?),
                 _ => None,
             };
-            let oa = operand(ta.as_deref(), a, op)?;
-            let ob = operand(tb.as_deref(), b, op)?;
+            let oa = operand(ta.as_deref(), a, op.symbol())?;
+            let ob = operand(tb.as_deref(), b, op.symbol())?;
             let result = ops::binary(op, oa, ob)?;
             return Ok(Value::Tensor(TensorValue::new(result)));
         }
@@ -1143,6 +1143,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
             "op.concat" => self.op_concat(args),
+            "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
             "op.softmax" => self.op_softmax(args),
@@ -1710,6 +1711,39 @@ impl<'a, 'p> Interp<'a, 'p> {
             .collect()
     }
 
+    /// `op.where(condition, x, y)` on the host.
+    fn op_where(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let take = |args: &mut Args, name: &str| -> Result<Value, RunError> {
+            match args.take(name) {
+                Some((v, _)) => Ok(v),
+                None => self.positional(args, name, "op.where"),
+            }
+        };
+        let cond = take(args, "condition")?;
+        let x = take(args, "x")?;
+        let y = take(args, "y")?;
+        self.no_more(args, "op.where")?;
+        let hosts: Vec<Option<std::cell::Ref<'_, Tensor>>> = [&cond, &x, &y]
+            .iter()
+            .map(|v| match v {
+                Value::Tensor(t) => t.host(self.device).map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<_, _>>()?;
+        if let Some(t) = hosts[0].as_ref().filter(|t| t.dtype() != DType::Bool) {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("the condition of `op.where` is a bool tensor, not {}", t.dtype().name()),
+            ));
+        }
+        let out = ops::choose(
+            operand(hosts[0].as_deref(), &cond, "op.where")?,
+            operand(hosts[1].as_deref(), &x, "op.where")?,
+            operand(hosts[2].as_deref(), &y, "op.where")?,
+        )?;
+        Ok(Value::Tensor(TensorValue::new(out)))
+    }
+
     /// `op.concat(tensors, axis=0)` on the host.
     fn op_concat(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let list = self.positional(args, "tensors", "op.concat")?;
@@ -1855,13 +1889,13 @@ impl<'a, 'p> Interp<'a, 'p> {
 }
 
 /// A tensor operand, or a scalar one.
-fn operand<'t>(t: Option<&'t Tensor>, v: &Value, op: BinOp) -> Result<Operand<'t>, RunError> {
+fn operand<'t>(t: Option<&'t Tensor>, v: &Value, what: &str) -> Result<Operand<'t>, RunError> {
     match (t, elem_of(v)) {
         (Some(t), _) => Ok(Operand::Tensor(t)),
         (None, Some(e)) => Ok(Operand::Scalar(e)),
         (None, None) => Err(RunError::new(
             Code::E1005,
-            format!("`{}` does not apply to {}", op.symbol(), v.describe()),
+            format!("`{what}` does not apply to {}", v.describe()),
         )),
     }
 }

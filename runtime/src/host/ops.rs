@@ -141,6 +141,34 @@ pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor
     Ok(out)
 }
 
+/// `op.where(cond, x, y)`: `x` where `cond` holds, else `y`, the three
+/// broadcast. The alternatives' dtype is the one `x + y` would have (two
+/// numbers give `f32`, or `i64` when both are integers).
+pub(crate) fn choose(cond: Operand<'_>, x: Operand<'_>, y: Operand<'_>) -> Result<Tensor, RunError> {
+    let xy = broadcast_shape(x.shape(), y.shape()).ok_or_else(|| does_not_broadcast(x.shape(), y.shape()))?;
+    let shape = broadcast_shape(cond.shape(), &xy).ok_or_else(|| does_not_broadcast(cond.shape(), &xy))?;
+    let float = |o: &Operand<'_>| matches!(o, Operand::Scalar(Elem::Float(_)));
+    let dtype = match (x.dtype(), y.dtype()) {
+        (Some(a), Some(b)) => a.promote(b),
+        (Some(a), None) if !a.is_float() && float(&y) => DType::F32,
+        (None, Some(a)) if !a.is_float() && float(&x) => DType::F32,
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) if float(&x) || float(&y) => DType::F32,
+        (None, None) => DType::I64,
+    };
+    let maps = [cond.shape(), x.shape(), y.shape()].map(|s| broadcast_map(&shape, s));
+    let mut out = Tensor::zeros(dtype, &shape)?;
+    for i in 0..out.numel() {
+        let pick = if element(cond, &maps[0], i).as_bool() {
+            element(x, &maps[1], i)
+        } else {
+            element(y, &maps[2], i)
+        };
+        out.set(i, pick);
+    }
+    Ok(out)
+}
+
 fn apply(op: BinOp, cls: Class, a: Elem, b: Elem) -> Result<Elem, RunError> {
     use BinOp::*;
     if matches!(op, And | Or) {

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Type, ValueId};
 
 use super::{Kernel, Node, Src};
+use crate::graph::COMPARE_FNS;
 use crate::shape::{modulus_of, Divisible};
 use crate::targets::{shared_layout, Target};
 
@@ -238,6 +239,65 @@ pub(crate) fn binary(b: &mut Builder<'_>, f: &str, x: ValueId, y: ValueId, ty: T
         .attr("fn", f)
         .result(ty)
         .build_value()
+}
+
+/// One `graph.elementwise` function of `values` (scalars or tiles of the
+/// result's shape): a comparison compares in the dtype of its operands'
+/// tensors (`compared`) and gives `i1`; `select` keeps its `i1`
+/// condition and brings the alternatives to the result's `elem`; the
+/// others bring every operand to `elem`. `ty` is the result's type.
+pub(crate) fn apply(
+    b: &mut Builder<'_>,
+    f: &str,
+    values: &[ValueId],
+    compared: ScalarType,
+    elem: ScalarType,
+    ty: Type,
+) -> ValueId {
+    if COMPARE_FNS.contains(&f) {
+        let x = cast_to(b, values[0], compared);
+        let y = cast_to(b, values[1], compared);
+        return b
+            .op("tile.cmp")
+            .operands(&[x, y])
+            .attr("pred", f)
+            .result(ty)
+            .build_value();
+    }
+    if f == "select" {
+        let mut x = cast_to(b, values[1], elem);
+        let y = cast_to(b, values[2], elem);
+        // Two numbers chosen by a tile of conditions give a tile.
+        let tile = ty
+            .dims()
+            .and_then(|d| d.iter().map(DimExpr::as_const).collect::<Option<Vec<i64>>>());
+        let scalars = matches!(b.value_type(x), Type::Scalar(_)) && matches!(b.value_type(y), Type::Scalar(_));
+        if let (Some(shape), true) = (tile, scalars) {
+            x = broadcast(b, x, &shape);
+        }
+        return b
+            .op("tile.select")
+            .operands(&[values[0], x, y])
+            .result(ty)
+            .build_value();
+    }
+    let values: Vec<ValueId> = values.iter().map(|&v| cast_to(b, v, elem)).collect();
+    if values.len() == 2 {
+        binary(b, f, values[0], values[1], ty)
+    } else {
+        unary(b, f, values[0], ty)
+    }
+}
+
+/// The dtype a comparison node compares in: its first tensor operand's,
+/// else its first operand's.
+pub(crate) fn compared_elem(k: &Kernel, node: &Node) -> ScalarType {
+    let tys: Vec<&Type> = node.operands.iter().map(|&o| k.ty(o)).collect();
+    tys.iter()
+        .find(|t| matches!(t, Type::Tensor { .. }))
+        .or(tys.first())
+        .and_then(|t| t.elem())
+        .unwrap_or(ScalarType::F32)
 }
 
 pub(crate) fn unary(b: &mut Builder<'_>, f: &str, x: ValueId, ty: Type) -> ValueId {
@@ -483,15 +543,8 @@ impl TileEval<'_> {
                             }
                             op.result(ty).build_value()
                         } else {
-                            let values: Vec<ValueId> = operands
-                                .iter()
-                                .map(|&(v, ref s)| if s.is_empty() { cast_to(b, v, elem) } else { v })
-                                .collect();
-                            if values.len() == 2 {
-                                binary(b, f, values[0], values[1], ty)
-                            } else {
-                                unary(b, f, values[0], ty)
-                            }
+                            let values: Vec<ValueId> = operands.iter().map(|&(v, _)| v).collect();
+                            apply(b, f, &values, compared_elem(k, node), elem, ty)
                         };
                         (v, shape)
                     }

@@ -6,7 +6,7 @@
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{binary, cast_to, compare, constant, end, id, if_else, index, unary, Gen, Result};
+use super::emit::{apply, binary, cast_to, compare, compared_elem, constant, end, id, if_else, index, Gen, Result};
 use super::{Kernel, Src};
 use crate::shape::{normalize_axis, num_elements};
 
@@ -99,15 +99,14 @@ fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) 
                     }
                     op.result(scalar).build_value()
                 }
-                _ => {
-                    let values: Vec<ValueId> = values.into_iter().map(|v| cast_to(b, v, elem)).collect();
-                    let f = node.str("fn").unwrap_or("add");
-                    if values.len() == 2 {
-                        binary(b, f, values[0], values[1], scalar)
-                    } else {
-                        unary(b, f, values[0], scalar)
-                    }
-                }
+                _ => apply(
+                    b,
+                    node.str("fn").unwrap_or("add"),
+                    &values,
+                    compared_elem(k, node),
+                    elem,
+                    scalar,
+                ),
             })
         }
         "graph.transpose" => {
