@@ -325,8 +325,10 @@ impl<'a> Lower<'_, 'a, '_> {
                 op: UnaryOp::Neg,
                 operand,
             } => {
+                // The negation has its operand's type: a literal took the
+                // dtype of the operand it meets (`x * -2` on f32).
                 let x = self.expr(operand, scalar)?;
-                let ty = self.result_type(e)?;
+                let ty = self.b.value_type(x).clone();
                 Some(self.elementwise("neg", &[x], ty))
             }
             ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
