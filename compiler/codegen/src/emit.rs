@@ -282,6 +282,9 @@ pub(crate) struct FnEmitter<'e, 'm> {
     shared_planned: i64,
     pub staging_need: i64,
     staging_uses: Vec<String>,
+    /// Shared buffers sized at the launch: the bytes of each, a dim
+    /// expression; they follow the constant ones and the staging area.
+    shared_dynamic: Vec<DimExpr>,
     /// Global scratch per block: symbolic byte count terms.
     scratch_terms: Vec<DimExpr>,
     scratch_base: Option<String>,
@@ -362,6 +365,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             shared_planned: planned_shared(m, func),
             staging_need: 0,
             staging_uses: Vec::new(),
+            shared_dynamic: Vec::new(),
             scratch_terms: Vec::new(),
             scratch_base: None,
             scratch_uses: Vec::new(),
@@ -686,6 +690,16 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let base = self.shared_base();
         let sp = self.info().shared_ptr();
         self.val(format!("getelementptr i8, {sp} {base}, i64 {offset}"))
+    }
+
+    /// A shared buffer of `bytes` (over the kernel's dims), laid out at the
+    /// launch after the constant ones; its offset is computed on entry.
+    pub fn place_dynamic_shared(&mut self, bytes: DimExpr) -> String {
+        let k = self.shared_dynamic.len();
+        self.shared_dynamic.push(bytes);
+        let base = self.shared_base();
+        let sp = self.info().shared_ptr();
+        self.val(format!("getelementptr i8, {sp} {base}, i64 @DYNSHARED{k}@"))
     }
 
     /// Shared memory the kernel's allocations take, all of them (counted
@@ -2074,6 +2088,30 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 replacements.push((format!("@SCRATCH{k}@"), at));
             }
         }
+        // Shared buffers sized at the launch: each starts at the end of the
+        // one before, rounded up to 16 bytes, the first after the constant
+        // layout; the manifest's bytes bound that with 15 per rounding.
+        let dynamic = self.shared_dynamic.clone();
+        let mut dynamic_end: Option<String> = None;
+        for (k, bytes) in dynamic.iter().enumerate() {
+            let at = match &dynamic_end {
+                None => ((shared_bytes + 15) / 16 * 16).to_string(),
+                Some(e) => {
+                    let up = self.val(format!("add i64 {e}, 15"));
+                    self.val(format!("and i64 {up}, -16"))
+                }
+            };
+            let b = self.dim_text(bytes);
+            dynamic_end = Some(self.val(format!("add i64 {at}, {b}")));
+            replacements.push((format!("@DYNSHARED{k}@"), at));
+        }
+        let shared_dynamic = dynamic.iter().fold(None, |sum: Option<DimExpr>, bytes| {
+            Some(
+                sum.unwrap_or_else(|| DimExpr::constant(15))
+                    .add(bytes)
+                    .add(&DimExpr::constant(15)),
+            )
+        });
         if !self.prints.is_empty() && info.abi == Abi::Cpu {
             let slot = self.params.len() + self.rng.len() + usize::from(self.scratch_base.is_some());
             let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
@@ -2141,7 +2179,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             "define {cc}void @{}({sig}){attr_group} {{\nentry:\n{}{}}}\n",
             self.name, self.allocas, body
         );
-        if info.abi != Abi::Cpu && shared_bytes > 0 {
+        if info.abi != Abi::Cpu && (shared_bytes > 0 || shared_dynamic.is_some()) {
             let _ = writeln!(
                 self.me.bodies,
                 "@{}_smem = external addrspace({}) global [0 x i8], align 1024\n",
@@ -2158,6 +2196,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             block_required: has_tiles,
             any_block: m.attr(self.func, "any_block").is_some(),
             shared_bytes: shared_bytes as u64,
+            shared_bytes_dynamic: shared_dynamic.map(|d| d.to_string()),
             scratch_bytes_per_block: if self.scratch_base.is_some() {
                 Some(per_block.to_string())
             } else {

@@ -186,8 +186,12 @@ pub struct KernelInfo {
     /// every axis, and a block of any shape may launch it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub any_block: bool,
-    /// Dynamic shared memory to pass at launch.
+    /// Dynamic shared memory to pass at launch: the constant layout's.
     pub shared_bytes: u64,
+    /// What the buffers sized at the launch add to `shared_bytes` (a dim
+    /// expression over the kernel's dims, which bounds their layout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes_dynamic: Option<String>,
     /// Global scratch per block (a dim expression over the kernel's dims),
     /// passed as a hidden pointer parameter after the TMA descriptors.
     #[serde(skip_serializing_if = "Option::is_none")]

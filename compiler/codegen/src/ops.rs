@@ -826,7 +826,27 @@ fn alloc_shared(f: &mut FnEmitter, op: OpId) -> R {
     let pad = tessera_ir_tile::pad_of(&ty, Some((f.m(), op)));
     let consts: Option<Vec<i64>> = dims.iter().map(|d| d.as_const()).collect();
     let Some(consts) = consts else {
-        return Err(f.err(op, "shared memory needs a constant shape"));
+        // Sized at the launch: plain, after the constant layout.
+        if pad != 0 || tessera_ir_tile::swizzle_of(&ty, Some((f.m(), op))).is_some() {
+            return Err(f.err(op, "a shared buffer sized at the launch is neither swizzled nor padded"));
+        }
+        let bytes = dims
+            .iter()
+            .fold(tessera_ir::DimExpr::constant(elem_bytes(*elem)), |n, d| n.mul(d));
+        let base = f.place_dynamic_shared(bytes);
+        let exts = dims.iter().map(|d| f.dim_ext(d, op)).collect::<Result<Vec<_>, _>>()?;
+        f.set(
+            op,
+            Val::Buffer(Buffer {
+                base,
+                space: MemSpace::Shared,
+                dims: exts,
+                elem: *elem,
+                pad: 0,
+                swizzle: None,
+            }),
+        );
+        return Ok(());
     };
     // Elements, rows padded; each element takes whole bytes in memory (so
     // not `buffer_bytes`, which packs sub-byte types).

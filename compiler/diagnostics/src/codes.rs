@@ -891,20 +891,23 @@ def k(x: f32[N]):
     buf = tshared.alloc[f32](1024)
 ```",
 
-    E0806: "shared buffer of a size not known at compile time" =>
-"Shared memory is laid out when a kernel is compiled, before any launch, so
-each dim of `tshared.alloc` must be a literal, a module constant, or
-arithmetic of them; a dim of the kernel's parameters or a local is known
-only when it runs.
+    E0806: "shared buffer of a size not known at the launch" =>
+"Shared memory is laid out when a kernel is launched, so each dim of
+`tshared.alloc` is a constant (a literal, a module constant, a local
+assigned once with a constant) or a polynomial of the kernel's dims
+(`N`, `2 * N + 1`), which the launch binds. A local computed while the
+kernel runs is known too late; so is a division of dims. A buffer sized
+at the launch is neither swizzled nor padded.
 
 ```tessera
 @kernel
 def k(x: f32[N]):
-    buf = tshared.alloc[f32](N)
+    half = N // 2
+    buf = tshared.alloc[f32](half)
 ```
 
-Size the buffer for the largest launch with a module constant
-(`BLOCK = 256` at the top level) and guard its indices.",
+Size the buffer with the kernel's dims (`tshared.alloc[f32](N)`), or with
+a constant as large as any launch needs, and guard its indices.",
 
     E0901: "IR verification failed" =>
 "An op of the intermediate representation breaks a rule: a structural one

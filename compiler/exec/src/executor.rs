@@ -267,7 +267,25 @@ impl Loaded {
             kargs.push_i64((u64::from(key[0]) | (u64::from(key[1]) << 32)) as i64);
         }
         let mut config = config;
-        config.shared_bytes = usize::try_from(info.shared_bytes).map_err(|_| {
+        let mut shared = info.shared_bytes;
+        if let Some(dynamic) = &info.shared_bytes_dynamic {
+            let bytes = u64::try_from(expr::dim(dynamic, dims)?).unwrap_or(0);
+            shared = shared.saturating_add(bytes);
+            let limit = tessera_ir_tile::Target::from_name(&self.manifest.target)
+                .map(|t| tessera_codegen::TargetInfo::of(t).shared_limit)
+                .unwrap_or(u64::MAX);
+            if shared > limit {
+                return Err(RunError::launch(format!(
+                    "`{name}` needs {shared} bytes of shared memory for these dims, and {} provides {limit} per block",
+                    self.manifest.target
+                ))
+                .with_note(format!("its buffers sized at the launch take {dynamic} bytes"))
+                .with_help(
+                    "launch it on smaller tensors, or size the buffers with constants and walk the data in tiles",
+                ));
+            }
+        }
+        config.shared_bytes = usize::try_from(shared).map_err(|_| {
             RunError::launch(format!(
                 "`{name}` asks for more shared memory than this host can address"
             ))

@@ -535,17 +535,32 @@ fn root(e: &Expr) -> Option<&str> {
     }
 }
 
-/// E0806: shared allocations whose dims are not constants. Shared memory is
-/// laid out when the kernel is compiled, so each dim must be a literal, a
-/// module constant, or arithmetic of them.
+/// E0806: shared allocations whose size the launch cannot know. A dim is
+/// a constant (a literal, a module constant, a local holding one, or
+/// arithmetic of them) or a polynomial of the function's dims (`C`, `2 *
+/// N`), which the launch binds: the buffer is then laid out when the
+/// kernel is launched, after the constant ones (a buffer sized at run time
+/// is neither swizzled nor padded: `Infer::check_swizzle`).
 fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
+    let dims_of_function: Vec<&str> = ctx
+        .sig
+        .params
+        .iter()
+        .filter_map(|p| match &p.ty {
+            Ty::Tensor(t) => t.dims.as_ref(),
+            _ => None,
+        })
+        .flatten()
+        .flat_map(|d| d.symbols())
+        .collect();
+    let bound = |d: &crate::poly::Poly| !d.has_opaque() && d.symbols().all(|s| dims_of_function.contains(&s));
     let mut found: Vec<(Span, String)> = ctx
         .calls
         .values()
         .filter(|c| ctx.builtin(c.span).is_some_and(|b| b.shape == Shape::AllocShared))
         .filter_map(|c| match ctx.type_of(c.span)? {
             Ty::Tensor(TensorTy { dims: Some(dims), .. }) => {
-                let variable = dims.iter().find(|d| d.as_const().is_none())?;
+                let variable = dims.iter().find(|d| d.as_const().is_none() && !bound(d))?;
                 Some((c.span, variable.to_string()))
             }
             _ => None,
@@ -556,9 +571,9 @@ fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
         .into_iter()
         .map(|(span, dim)| {
             let mut diag =
-                Diagnostic::error(Code::E0806, "a shared buffer's size must be known when the kernel is compiled")
+                Diagnostic::error(Code::E0806, "a shared buffer's size must be known when the kernel is launched")
                     .with_primary(relative(span, 0), format!("`{dim}` is known only when the kernel runs"))
-                    .with_note("shared memory is laid out once per kernel, before any launch");
+                    .with_note("shared memory is laid out at the launch, from constants and the dims the launch binds");
             // `TILE = 16` then `TILE = 32`: a module variable, not a constant.
             let times = crate::constants::top_level_assignments(ctx.db, ctx.file, &dim);
             if times > 1 {
@@ -573,7 +588,7 @@ fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
                     ctx.def.name.name
                 ));
             }
-            diag.with_help("size the buffer with literals or constants (`BLOCK = 256`, assigned once, at the top level or in the kernel), as large as any launch needs, and guard its indices")
+            diag.with_help("size the buffer with constants (`BLOCK = 256`, assigned once, at the top level or in the kernel) or with the kernel's dims (`C`, `2 * N`)")
         })
         .collect()
 }

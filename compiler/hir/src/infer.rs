@@ -1424,6 +1424,27 @@ impl<'a> Infer<'a> {
                     return Ty::Unknown;
                 }
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
+                // A buffer sized when the kernel runs is laid out plainly.
+                let laid_out = [keyword("swizzle"), keyword("bank_pad")]
+                    .into_iter()
+                    .flatten()
+                    .find(|a| !matches!(a.expr.kind, ExprKind::Int(0) | ExprKind::None));
+                let runtime = dims.iter().find(|d| d.as_const().is_none());
+                if let (Shape::AllocShared, Some(layout), Some(runtime)) = (b.shape, laid_out, runtime) {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0806,
+                            "a shared buffer sized when the kernel runs is not swizzled or padded",
+                        )
+                        .with_primary(self.at(layout.expr.span), "this lays the buffer out")
+                        .with_secondary(
+                            self.at(e.span),
+                            format!("`{runtime}` is known only when the kernel runs"),
+                        )
+                        .with_help("size a swizzled or padded buffer with constants"),
+                    );
+                    return Ty::Unknown;
+                }
                 if let (Shape::AllocShared, Some(swizzle)) = (b.shape, keyword("swizzle")) {
                     self.check_swizzle(e, swizzle, keyword("bank_pad"), &dims, dtype);
                 }

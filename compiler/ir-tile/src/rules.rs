@@ -355,14 +355,45 @@ pub fn shared_total(allocs: &[(OpId, Result<u64, String>)]) -> u64 {
 
 fn shared_budget(m: &Module, func: OpId, ops: &[OpId], errors: &mut VerifyErrors) {
     let allocs = shared_allocations(m, ops);
+    // A size over the kernel's dims is laid out at the launch, which binds
+    // them; the buffer is then plain (neither swizzled nor padded).
+    let dims: Vec<&str> = m
+        .attr(func, "dims")
+        .and_then(Attr::as_array)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Attr::as_str)
+        .collect();
     for (op, bytes) in &allocs {
-        if let Err(dim) = bytes {
+        if bytes.is_err() {
             let ty = m.value_type(m.results(*op)[0]);
-            errors.push(
-                VerifyError::at_op(m, *op, format!("shared allocation `{ty}` has a non-constant size"))
-                    .with_label(format!("dim `{dim}` is not a constant"))
-                    .with_note("shared memory is laid out when the kernel is compiled: its dims must be constants"),
-            );
+            let unbound = ty
+                .dims()
+                .unwrap_or_default()
+                .iter()
+                .flat_map(|d| d.symbols())
+                .find(|s| !dims.contains(s));
+            if let Some(dim) = unbound {
+                errors.push(
+                    VerifyError::at_op(
+                        m,
+                        *op,
+                        format!("shared allocation `{ty}` has a size the launch cannot know"),
+                    )
+                    .with_label(format!("`{dim}` is not a dim of the kernel"))
+                    .with_note("a shared buffer's dims are constants or polynomials of the kernel's `dims`"),
+                );
+            } else if shape::pad_of(ty, Some((m, *op))) != 0 || shape::swizzle_of(ty, Some((m, *op))).is_some() {
+                errors.push(
+                    VerifyError::at_op(
+                        m,
+                        *op,
+                        format!("shared allocation `{ty}` sized at the launch is swizzled or padded"),
+                    )
+                    .with_label("laid out with a swizzle or padding")
+                    .with_note("only a buffer of constant dims is swizzled or padded"),
+                );
+            }
         }
     }
     let total = shared_total(&allocs);
