@@ -2687,7 +2687,22 @@ impl<'a> Lower<'_, 'a, '_> {
             }
         };
         let dst = match dst_expr {
-            Some(d) => self.copy_destination(block, d)?,
+            Some(d) => {
+                let dst = self.copy_destination(block, d)?;
+                let sized_at_launch = self
+                    .m
+                    .value_type(dst)
+                    .dims()
+                    .is_some_and(|dims| dims.iter().any(|d| d.as_const().is_none()));
+                if sized_at_launch {
+                    self.cx.unsupported(
+                        d.span,
+                        "an async copy into a shared buffer sized by the kernel's dims (copy it with a loop, each thread its elements, then `tbarrier()`)",
+                    );
+                    return None;
+                }
+                dst
+            }
             None => {
                 let Some(Ty::Tensor(t)) = self.cx.ty(src_expr) else {
                     self.cx
