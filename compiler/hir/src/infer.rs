@@ -1267,6 +1267,25 @@ impl<'a> Infer<'a> {
                 // no rule reports the same mistake again.
                 return Ty::Unknown;
             }
+            // Operator-level functions work on whole tensors; kernels have
+            // their tile forms.
+            (_, true) if b.namespace() == Some("op") => {
+                let what = if self.sig.kind == FnKind::Device {
+                    "a device function"
+                } else {
+                    "a kernel"
+                };
+                let help = match builtins::lookup(&format!("tile.{}", b.name())) {
+                    Some(t) => format!("in {what}, `{}` works on a register tile", t.path),
+                    None => "call it from an operator function or the host, before or after the launch".to_string(),
+                };
+                self.error(
+                    Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside {what}", b.path))
+                        .with_primary(self.at(e.span), format!("an operator-level function in {what}"))
+                        .with_help(help),
+                );
+                return Ty::Unknown;
+            }
             _ => {}
         }
         self.check_builtin_args(b, args);
