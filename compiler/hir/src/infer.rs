@@ -939,6 +939,16 @@ impl<'a> Infer<'a> {
     fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
         if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
             return match (l, r) {
+                // Two tensors compare elementwise, broadcast.
+                (Ty::Tensor(_), Ty::Tensor(_)) if op.as_cmp().is_some() => {
+                    match self.broadcast_op(&format!("`{}`", op.symbol()), l, r, span, lhs, rhs) {
+                        Ty::Tensor(t) => Ty::Tensor(TensorTy {
+                            dtype: Some(DType::Bool),
+                            ..t
+                        }),
+                        other => other,
+                    }
+                }
                 (Ty::Tensor(t), _) | (_, Ty::Tensor(t))
                     if !matches!(op, BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn) =>
                 {
@@ -1387,7 +1397,11 @@ impl<'a> Infer<'a> {
                 // length (known when the bounds are literals); its numbers
                 // are no sizes.
                 if b.path == "arange" && positional.len() > 1 {
-                    let bound = |i: usize| positional.get(i).and_then(|a| dim_poly(a.expr).as_const());
+                    let bound = |i: usize| {
+                        positional
+                            .get(i)
+                            .and_then(|a| self.sizes.substitute(&dim_poly(a.expr)).as_const())
+                    };
                     let step = if positional.len() > 2 { bound(2) } else { Some(1) };
                     let dims = match (bound(0), bound(1), step) {
                         (Some(start), Some(stop), Some(step)) if step != 0 => {
@@ -1804,7 +1818,9 @@ impl<'a> Infer<'a> {
             return Ty::Unknown;
         };
         let new_dims: Vec<Poly> = match &shape.expr.unparen().kind {
-            ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().map(dim_poly).collect(),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().map(|i| self.sizes.substitute(&dim_poly(i))).collect()
+            }
             _ => {
                 return Ty::Tensor(TensorTy {
                     dtype: t.dtype,
