@@ -723,6 +723,9 @@ impl<'a> Infer<'a> {
                     .with_primary(self.at(span), format!("not in `{ns}`"));
                 if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
                     diag = diag.with_help(format!("did you mean `{ns}.{s}`?"));
+                } else if builtins::lookup(name).is_some_and(|b| b.namespace().is_none()) {
+                    // `op.exp`: the elementwise math functions are global.
+                    diag = diag.with_help(format!("`{name}` is a global function: write `{name}(…)`"));
                 }
                 self.error(diag);
                 Ty::Unknown
