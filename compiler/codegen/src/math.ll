@@ -248,29 +248,10 @@ entry:
   ret double %out
 }
 
-; sin (%phase 0) and cos (%phase 1) in f64 (within 2 ulp for |x| below
-; 2^20 * pi/2; larger arguments keep fewer bits): x = k*(pi/2) + r, k the
-; nearest integer to x*(2/pi) and |r| <= pi/4, r by three-part Cody-Waite
-; reduction (P1 and P2 have 33 bits, so k*P1 and k*P2 are exact for
-; |k| < 2^20); sin(r) and cos(r) by fdlibm's kernel polynomials, and the
-; quadrant (k + %phase) mod 4 picks one and its sign. |x| < 2^-27 gives x
-; (sin) or 1 (cos); an infinite or NaN argument gives NaN.
-define internal double @tsr_trig_f64(double %x, i64 %phase) {
+; sin(r) and cos(r) for |r| <= pi/4 by fdlibm's kernel polynomials; the
+; quadrant (%k + %phase) mod 4 picks one and its sign.
+define internal double @tsr_trig_poly(double %r, i64 %k, i64 %phase) {
 entry:
-  %a = call double @llvm.fabs.f64(double %x)
-  %finite = fcmp olt double %a, 0x7FF0000000000000
-  %tiny = fcmp olt double %a, 0x3E40000000000000
-  %t = fmul double %x, 0x3FE45F306DC9C883
-  %th = fadd double %t, 0.5
-  %k0 = call double @llvm.floor.f64(double %th)
-  %inrange = fcmp olt double %a, 0x4330000000000000
-  %k = select i1 %inrange, double %k0, double 0.0
-  %h1 = fmul double %k, 0x3FF921FB54400000
-  %r1 = fsub double %x, %h1
-  %h2 = fmul double %k, 0x3DD0B4611A600000
-  %r2 = fsub double %r1, %h2
-  %h3 = fmul double %k, 0x3BA3198A2E037073
-  %r = fsub double %r2, %h3
   %z = fmul double %r, %r
   %s5 = fmul double %z, 0x3DE5D93A5ACFD57C
   %s4 = fadd double %s5, 0xBE5AE5E68A2B9CEB
@@ -303,8 +284,7 @@ entry:
   %zr = fmul double %z, %rc
   %w3 = fadd double %w2, %zr
   %cos = fadd double %w, %w3
-  %ki = fptosi double %k to i64
-  %kp = add i64 %ki, %phase
+  %kp = add i64 %k, %phase
   %q = and i64 %kp, 3
   %odd = trunc i64 %q to i1
   %qh = lshr i64 %q, 1
@@ -312,12 +292,141 @@ entry:
   %pick = select i1 %odd, double %cos, double %sin
   %negpick = fneg double %pick
   %signed = select i1 %neg, double %negpick, double %pick
+  ret double %signed
+}
+
+; sin (%phase 0) and cos (%phase 1) in f64 (within 2 ulp for |x| below
+; 2^20 * pi/2; larger arguments keep fewer bits): x = k*(pi/2) + r, k the
+; nearest integer to x*(2/pi) and |r| <= pi/4, r by three-part Cody-Waite
+; reduction (P1 and P2 have 33 bits, so k*P1 and k*P2 are exact for
+; |k| < 2^20); sin(r) and cos(r) by fdlibm's kernel polynomials, and the
+; quadrant (k + %phase) mod 4 picks one and its sign. |x| < 2^-27 gives x
+; (sin) or 1 (cos); an infinite or NaN argument gives NaN.
+define internal double @tsr_trig_f64(double %x, i64 %phase) {
+entry:
+  %a = call double @llvm.fabs.f64(double %x)
+  %finite = fcmp olt double %a, 0x7FF0000000000000
+  %tiny = fcmp olt double %a, 0x3E40000000000000
+  %t = fmul double %x, 0x3FE45F306DC9C883
+  %th = fadd double %t, 0.5
+  %k0 = call double @llvm.floor.f64(double %th)
+  %inrange = fcmp olt double %a, 0x4330000000000000
+  %k = select i1 %inrange, double %k0, double 0.0
+  %h1 = fmul double %k, 0x3FF921FB54400000
+  %r1 = fsub double %x, %h1
+  %h2 = fmul double %k, 0x3DD0B4611A600000
+  %r2 = fsub double %r1, %h2
+  %h3 = fmul double %k, 0x3BA3198A2E037073
+  %r = fsub double %r2, %h3
+  %ki = fptosi double %k to i64
+  %signed = call double @tsr_trig_poly(double %r, i64 %ki, i64 %phase)
   %issin = icmp eq i64 %phase, 0
   %small = select i1 %issin, double %x, double 1.0
   %res = select i1 %tiny, double %small, double %signed
   %nan = fsub double %x, %x
   %out = select i1 %finite, double %res, double %nan
   ret double %out
+}
+
+; sin (%phase 0) and cos (%phase 1) of a float of any size, by the
+; Payne-Hanek reduction: |x| = m * 2^s with m the 24-bit significand, and
+; x * (2/pi) mod 4 is m times the 96 bits of 2/pi from bit s - 1 on (the
+; bits before contribute multiples of 4; those after, less than 2^-71),
+; scaled by 2^-94: an exact 120-bit product whose top bits are the quadrant
+; and whose low 94 the fraction f, taken to [-1/2, 1/2] and normalized
+; before its conversion, so that r = f * (pi/2) keeps 53 bits however close
+; x is to a multiple of pi/2. The bits of 2/pi, after 8 zero bits, are the
+; five words W0..W4; a float's window starts within the first two, at bit
+; q = e - 144 (e the biased exponent, at least 147 here), so the three
+; words it spans are W[q/64..q/64+2]. Infinities and NaN give NaN.
+define internal double @tsr_trig_large_f32(float %x, i64 %phase) {
+entry:
+  %bits = bitcast float %x to i32
+  %negative = icmp slt i32 %bits, 0
+  %e8 = lshr i32 %bits, 23
+  %e = and i32 %e8, 255
+  %mant = and i32 %bits, 8388607
+  %m = or i32 %mant, 8388608
+  %q = sub i32 %e, 144
+  %wi = lshr i32 %q, 6
+  %o32 = and i32 %q, 63
+  %o = zext i32 %o32 to i64
+  %first = icmp eq i32 %wi, 0
+  %w0 = select i1 %first, i64 45873289113781269, i64 3025336307824276701
+  %w1 = select i1 %first, i64 3025336307824276701, i64 -4549934603867241584
+  %w2 = select i1 %first, i64 -4549934603867241584, i64 4755327745076935621
+  %t0 = call i64 @llvm.fshl.i64(i64 %w0, i64 %w1, i64 %o)
+  %t1 = call i64 @llvm.fshl.i64(i64 %w1, i64 %w2, i64 %o)
+  %t0w = zext i64 %t0 to i128
+  %t1w = zext i64 %t1 to i128
+  %hi = shl i128 %t0w, 32
+  %lo = lshr i128 %t1w, 32
+  %t = or i128 %hi, %lo
+  %mw = zext i32 %m to i128
+  %p = mul i128 %mw, %t
+  %kw = lshr i128 %p, 94
+  %k0 = trunc i128 %kw to i64
+  %frac = and i128 %p, 19807040628566084398385987583
+  %upper = icmp uge i128 %frac, 9903520314283042199192993792
+  %below = sub i128 %frac, 19807040628566084398385987584
+  %fs = select i1 %upper, i128 %below, i128 %frac
+  %k1 = add i64 %k0, 1
+  %k = select i1 %upper, i64 %k1, i64 %k0
+  %fneg = icmp slt i128 %fs, 0
+  %fabsn = sub i128 0, %fs
+  %fa = select i1 %fneg, i128 %fabsn, i128 %fs
+  %ahi128 = lshr i128 %fa, 64
+  %ahi = trunc i128 %ahi128 to i64
+  %alo = trunc i128 %fa to i64
+  %lzhi = call i64 @llvm.ctlz.i64(i64 %ahi, i1 false)
+  %lzlo = call i64 @llvm.ctlz.i64(i64 %alo, i1 false)
+  %lzlo64 = add i64 %lzlo, 64
+  %hizero = icmp eq i64 %ahi, 0
+  %lz = select i1 %hizero, i64 %lzlo64, i64 %lzhi
+  %lzc = and i64 %lz, 127
+  %lzw = zext i64 %lzc to i128
+  %norm = shl i128 %fa, %lzw
+  %top128 = lshr i128 %norm, 64
+  %top = trunc i128 %top128 to i64
+  %topd = uitofp i64 %top to double
+  ; |f| = top * 2^(-30 - lz)
+  %ebits = sub i64 993, %lz
+  %eshift = shl i64 %ebits, 52
+  %scale = bitcast i64 %eshift to double
+  %fmag = fmul double %topd, %scale
+  %fmagn = fneg double %fmag
+  %f = select i1 %fneg, double %fmagn, double %fmag
+  %r0 = fmul double %f, 0x3FF921FB54442D18
+  %rn = fneg double %r0
+  %r = select i1 %negative, double %rn, double %r0
+  %kn = sub i64 0, %k
+  %ks = select i1 %negative, i64 %kn, i64 %k
+  %v = call double @tsr_trig_poly(double %r, i64 %ks, i64 %phase)
+  %finite = icmp ne i32 %e, 255
+  %xd = fpext float %x to double
+  %nan = fsub double %xd, %xd
+  %out = select i1 %finite, double %v, double %nan
+  ret double %out
+}
+
+; sin or cos of a float: below 2^20 * 1.5 (where the three-part reduction
+; keeps every bit) in f64 through tsr_trig_f64, above by tsr_trig_large_f32.
+define internal float @tsr_trig_f32(float %x, i64 %phase) alwaysinline {
+entry:
+  %d = fpext float %x to double
+  %a = call double @llvm.fabs.f64(double %d)
+  %large = fcmp oge double %a, 1572864.0
+  br i1 %large, label %slow, label %fast
+fast:
+  %rf = call double @tsr_trig_f64(double %d, i64 %phase)
+  br label %done
+slow:
+  %rs = call double @tsr_trig_large_f32(float %x, i64 %phase)
+  br label %done
+done:
+  %r = phi double [ %rf, %fast ], [ %rs, %slow ]
+  %f = fptrunc double %r to float
+  ret float %f
 }
 
 define internal double @tsr_sin_f64(double %x) {
@@ -334,23 +443,20 @@ entry:
 
 define internal float @tsr_sin_f32(float %x) alwaysinline {
 entry:
-  %d = fpext float %x to double
-  %r = call double @tsr_trig_f64(double %d, i64 0)
-  %f = fptrunc double %r to float
-  ret float %f
+  %r = call float @tsr_trig_f32(float %x, i64 0)
+  ret float %r
 }
 
 define internal float @tsr_cos_f32(float %x) alwaysinline {
 entry:
-  %d = fpext float %x to double
-  %r = call double @tsr_trig_f64(double %d, i64 1)
-  %f = fptrunc double %r to float
-  ret float %f
+  %r = call float @tsr_trig_f32(float %x, i64 1)
+  ret float %r
 }
 
 declare double @llvm.floor.f64(double)
 declare float @llvm.floor.f32(float)
 declare double @llvm.fabs.f64(double)
+declare i64 @llvm.fshl.i64(i64, i64, i64)
 declare double @llvm.copysign.f64(double, double)
 declare float @llvm.fabs.f32(float)
 
