@@ -146,6 +146,19 @@ impl<'a> Ctx<'a> {
                 return;
             }
         }
+        // `x[..., 0]`: NumPy's Ellipsis lexes as `..` then `.`.
+        let dot_after = self
+            .tokens
+            .get(self.tokens.partition_point(|t| t.0 < span.end))
+            .is_some_and(|t| t.0 == span.end && matches!(t.1, Tok::Dot));
+        if matches!(found, Some(Tok::DotDot)) && dot_after {
+            self.error(
+                Diagnostic::error(Code::E0030, "`...` (Ellipsis) is not supported")
+                    .with_primary(self.at(Span::new(span.start, span.end + 1)), "an Ellipsis")
+                    .with_help("write a `:` for each dim it stands for: `x[:, :, 0]`"),
+            );
+            return;
+        }
         let described = describe_expected(expected);
         let (code, message, label) = match &found {
             None => (
