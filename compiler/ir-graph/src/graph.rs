@@ -233,7 +233,11 @@ const OPS: &[OpDef] = &[
 ];
 
 /// The binary and unary functions of `graph.elementwise`.
-pub const BINARY_FNS: [&str; 7] = ["add", "sub", "mul", "div", "max", "min", "pow"];
+pub const BINARY_FNS: [&str; 14] = [
+    "add", "sub", "mul", "div", "max", "min", "pow", "floordiv", "rem", "and", "or", "xor", "shl", "shr",
+];
+/// The binary functions of `graph.elementwise` on integers (and bools) only.
+pub const BITWISE_FNS: [&str; 5] = ["and", "or", "xor", "shl", "shr"];
 /// The comparisons of `graph.elementwise`: binary, giving `i1`.
 pub const COMPARE_FNS: [&str; 6] = ["lt", "le", "gt", "ge", "eq", "ne"];
 pub const UNARY_FNS: [&str; 15] = [
@@ -673,6 +677,13 @@ impl Verifier<'_, '_> {
             }
         }
         let elem = tensor_elem.or(scalar_elem).expect("at least one operand");
+        if BITWISE_FNS.contains(&f.as_str()) && elem.is_float() {
+            self.error(
+                format!("`graph.elementwise` \"{f}\" takes integers, not {}", elem.name()),
+                "a bitwise function of floats",
+            );
+            return;
+        }
         let elem = if compare { ScalarType::I1 } else { elem };
         if any_tensor {
             if matches!(self.ty(self.result()), Type::Scalar(_)) {
