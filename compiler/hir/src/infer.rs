@@ -1695,6 +1695,55 @@ impl<'a> Infer<'a> {
         let Some(axis) = axis else {
             return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
         };
+        // `axis=(0, 1)`: each axis once, the result without any of them.
+        if let (Some(dims), ExprKind::Tuple(items) | ExprKind::List(items)) = (&t.dims, &axis.expr.unparen().kind) {
+            let rank = dims.len() as i64;
+            let mut removed: Vec<usize> = Vec::new();
+            for item in items {
+                let Some(k) = item.int_value() else {
+                    return Ty::Tensor(TensorTy {
+                        dims: None,
+                        space: None,
+                        ..t.clone()
+                    });
+                };
+                let index = if k < 0 { k + rank } else { k };
+                let problem = if !(0..rank).contains(&index) {
+                    Some((
+                        format!("axis {k} is out of range for a tensor with {rank} dims"),
+                        format!("valid axes are {}..={}", -rank, rank - 1),
+                    ))
+                } else if removed.contains(&(index as usize)) {
+                    Some((format!("axis {k} is reduced twice"), "each axis once".to_string()))
+                } else {
+                    None
+                };
+                if let Some((message, label)) = problem {
+                    self.error(
+                        Diagnostic::error(Code::E0307, message)
+                            .with_primary(self.at(item.span), label)
+                            .with_secondary(self.at(e.span), format!("reduces {x}")),
+                    );
+                    return Ty::Unknown;
+                }
+                removed.push(index as usize);
+            }
+            let kept: Vec<Poly> = dims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !removed.contains(i))
+                .map(|(_, d)| d.clone())
+                .collect();
+            return if kept.is_empty() {
+                t.dtype.map_or(Ty::Unknown, Ty::Scalar)
+            } else {
+                Ty::Tensor(TensorTy {
+                    dtype: t.dtype,
+                    dims: Some(kept),
+                    space: None,
+                })
+            };
+        }
         let (Some(dims), Some(k)) = (&t.dims, axis.expr.int_value()) else {
             return Ty::Tensor(TensorTy {
                 dtype: t.dtype,

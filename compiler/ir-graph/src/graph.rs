@@ -237,12 +237,12 @@ pub const BINARY_FNS: [&str; 14] = [
     "add", "sub", "mul", "div", "max", "min", "pow", "floordiv", "rem", "and", "or", "xor", "shl", "shr",
 ];
 /// The binary functions of `graph.elementwise` on integers (and bools) only.
-pub const BITWISE_FNS: [&str; 5] = ["and", "or", "xor", "shl", "shr"];
+pub const BITWISE_FNS: [&str; 6] = ["and", "or", "xor", "shl", "shr", "not"];
 /// The comparisons of `graph.elementwise`: binary, giving `i1`.
 pub const COMPARE_FNS: [&str; 6] = ["lt", "le", "gt", "ge", "eq", "ne"];
-pub const UNARY_FNS: [&str; 15] = [
+pub const UNARY_FNS: [&str; 16] = [
     "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos", "floor",
-    "ceil",
+    "ceil", "not",
 ];
 const REDUCE_KINDS: [&str; 5] = ["sum", "mean", "max", "min", "prod"];
 const ROUNDINGS: [&str; 6] = [

@@ -328,6 +328,36 @@ impl<'a> Lower<'_, 'a, '_> {
                 let value = literal_attr(e)?;
                 Some(self.constant(value, scalar))
             }
+            ExprKind::Bool(b) => Some(self.constant(Attr::Bool(*b), Some(ScalarType::I1))),
+            ExprKind::Unary {
+                op: UnaryOp::Pos,
+                operand,
+            } => self.expr(operand, scalar),
+            ExprKind::Unary {
+                op: UnaryOp::Invert,
+                operand,
+            } => {
+                let x = self.expr(operand, scalar)?;
+                let ty = self.b.value_type(x).clone();
+                Some(self.elementwise("not", &[x], ty))
+            }
+            ExprKind::Attr { base, name } if name.name == "T" => {
+                let x = self.expr(base, scalar)?;
+                let ty = self.result_type(e)?;
+                let rank = ty.dims().map_or(0, <[_]>::len) as i64;
+                let mut perm: Vec<i64> = (0..rank).collect();
+                if rank >= 2 {
+                    perm.swap(rank as usize - 1, rank as usize - 2);
+                }
+                Some(
+                    self.b
+                        .op("graph.transpose")
+                        .operand(x)
+                        .attr("perm", Attr::ints(perm))
+                        .result(ty)
+                        .build_value(),
+                )
+            }
             ExprKind::Unary {
                 op: UnaryOp::Neg,
                 operand,
@@ -351,6 +381,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 };
                 self.dim_of(e, x, axis)
             }
+            ExprKind::Subscript { base, args } => self.window(e, base, args),
             _ => {
                 self.cx
                     .unsupported(e.span, "this expression in an operator-level function");
@@ -376,6 +407,93 @@ impl<'a> Lower<'_, 'a, '_> {
                 (a, b) => a.or(b),
             },
         }
+    }
+
+    /// `x[i, a:b]`: a `graph.slice` from constant starts, each index an
+    /// extent of 1 that a `graph.reshape` then drops. An index or bound may
+    /// be negative when its dim is a constant; a step is not lowered.
+    fn window(&mut self, e: &Expr, base: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
+        if let Some(stepped) = args.iter().find(
+            |a| matches!(&a.value.kind, ExprKind::Slice { step: Some(s), .. } if literal_attr(s) != Some(Attr::Int(1))),
+        ) {
+            self.cx
+                .unsupported(stepped.value.span, "a slice with a step in an operator-level function");
+            return None;
+        }
+        let x = self.expr(base, None)?;
+        let Type::Tensor { dims, elem } = self.b.value_type(x).clone() else {
+            self.cx
+                .unsupported(e.span, "an index into something that is not a tensor");
+            return None;
+        };
+        let result = self.result_type(e)?;
+        let kept_dims = result.dims().map(<[Dim]>::to_vec).unwrap_or_default();
+        let mut kept = kept_dims.iter();
+        let mut starts = Vec::new();
+        let mut sliced = Vec::new();
+        for (axis, dim) in dims.iter().enumerate() {
+            let Some(arg) = args.get(axis) else {
+                sliced.push(kept.next().cloned().unwrap_or_else(|| dim.clone()));
+                starts.push(0);
+                continue;
+            };
+            let (start, extent) = match &arg.value.kind {
+                ExprKind::Slice { lower, .. } => {
+                    let start = match lower.as_deref() {
+                        None => Some(0),
+                        Some(l) => self.const_position(l, dim),
+                    };
+                    (start, kept.next().cloned())
+                }
+                _ => (self.const_position(&arg.value, dim), Some(Dim::constant(1))),
+            };
+            let (Some(start), Some(extent)) = (start, extent) else {
+                self.cx.unsupported(
+                    arg.value.span,
+                    "an index or slice bound that is not a constant (or is negative, of a dim known only at run time)",
+                );
+                return None;
+            };
+            starts.push(start);
+            sliced.push(extent);
+        }
+        let window = Type::tensor(sliced, elem);
+        let v = self
+            .b
+            .op("graph.slice")
+            .operand(x)
+            .attr("starts", Attr::ints(starts))
+            .result(window.clone())
+            .build_value();
+        if window == result {
+            return Some(v);
+        }
+        Some(self.b.op("graph.reshape").operand(v).result(result).build_value())
+    }
+
+    /// A number known when the function is compiled: a literal or a module
+    /// constant.
+    fn number(&self, e: &Expr) -> Option<Attr> {
+        match &e.unparen().kind {
+            ExprKind::Name(n) => self.cx.constant(n),
+            _ => literal_attr(e),
+        }
+    }
+
+    /// A constant index or bound along a dim `dim`, counted from the end
+    /// when negative (and the dim is a constant).
+    fn const_position(&self, e: &Expr, dim: &Dim) -> Option<i64> {
+        let value = match e.unparen() {
+            Expr {
+                kind: ExprKind::Name(n),
+                ..
+            } => self.cx.constant(n)?.as_int()?,
+            other => literal_attr(other)?.as_int()?,
+        };
+        if value >= 0 {
+            return Some(value);
+        }
+        dim.as_const().map(|d| (d + value).max(0))
     }
 
     /// Whether `name` is a dim of the function's parameters.
@@ -776,16 +894,62 @@ impl<'a> Lower<'_, 'a, '_> {
             "op.softmax" => {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
-                let axis = arg(args, 1, "axis").and_then(literal_attr).unwrap_or(Attr::Int(-1));
+                let rank = ty.dims().map_or(0, <[_]>::len) as i64;
+                let axis = match arg(args, 1, "axis") {
+                    None => -1,
+                    Some(given) => match self.number(given).and_then(|a| a.as_int()) {
+                        Some(a) => a,
+                        None => {
+                            self.cx
+                                .unsupported(given.span, "an `axis` that is not a constant integer");
+                            return None;
+                        }
+                    },
+                };
+                let axis = if axis < 0 { axis + rank } else { axis };
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
+                // Along another axis than the last: that axis is swapped to
+                // the end and back, around a softmax of rows.
+                let mut perm: Vec<i64> = (0..rank).collect();
+                if (0..rank - 1).contains(&axis) {
+                    perm.swap(axis as usize, rank as usize - 1);
+                }
+                let swapped = |t: &Type| match t {
+                    Type::Tensor { dims, elem } => Type::tensor(perm.iter().map(|&p| dims[p as usize].clone()), *elem),
+                    other => other.clone(),
+                };
+                let moved = perm.iter().enumerate().any(|(i, &p)| i as i64 != p);
+                let (x, rows_ty) = if moved {
+                    let t = swapped(self.b.value_type(x));
+                    let v = self
+                        .b
+                        .op("graph.transpose")
+                        .operand(x)
+                        .attr("perm", Attr::ints(perm.clone()))
+                        .result(t)
+                        .build_value();
+                    (v, swapped(&ty))
+                } else {
+                    (x, ty.clone())
+                };
+                let rows = self
+                    .b
+                    .op("graph.softmax")
+                    .operand(x)
+                    .attr("axis", Attr::Int(-1))
+                    .attr("accumulate", Type::Scalar(acc))
+                    .result(rows_ty)
+                    .build_value();
+                if !moved {
+                    return Some(rows);
+                }
                 Some(
                     self.b
-                        .op("graph.softmax")
-                        .operand(x)
-                        .attr("axis", axis)
-                        .attr("accumulate", Type::Scalar(acc))
+                        .op("graph.transpose")
+                        .operand(rows)
+                        .attr("perm", Attr::ints(perm))
                         .result(ty)
                         .build_value(),
                 )
@@ -794,6 +958,14 @@ impl<'a> Lower<'_, 'a, '_> {
                 let mut operands = Vec::new();
                 for (i, name) in ["q", "k", "v"].into_iter().enumerate() {
                     operands.push(self.operand(args, i, name, e)?);
+                }
+                let head = self.b.value_type(operands[0]).dims().and_then(|d| d.last().cloned());
+                if head.is_some_and(|d| d.as_const().is_none()) {
+                    self.cx.unsupported(
+                        e.span,
+                        "`op.flash_attention` with a head dim known only at run time (its kernels are compiled for a constant head dim: declare it, `q: bf16[B, S, 64]`)",
+                    );
+                    return None;
                 }
                 let ty = self.result_type(e)?;
                 let causal = keyword(args, "causal")
@@ -811,15 +983,30 @@ impl<'a> Lower<'_, 'a, '_> {
                 )
             }
             "op.layernorm" | "op.rmsnorm" => {
+                // `op.layernorm(x, weight, bias, eps)`, `op.rmsnorm(x,
+                // weight, eps)`: the defaults are the builtins' (1e-5, 1e-6).
+                let layer = path == "op.layernorm";
+                let tensors: &[&str] = if layer { &["weight", "bias"] } else { &["weight"] };
                 let mut operands = vec![self.operand(args, 0, "x", e)?];
-                for (i, name) in ["weight", "bias"].iter().enumerate() {
+                for (i, name) in tensors.iter().enumerate() {
                     if let Some(x) = arg(args, i + 1, name) {
                         operands.push(self.expr(x, None)?);
                     }
                 }
                 let ty = self.result_type(e)?;
-                let kind = if path == "op.layernorm" { "layer" } else { "rms" };
-                let eps = keyword(args, "eps").and_then(literal_attr).unwrap_or(Attr::Float(1e-5));
+                let kind = if layer { "layer" } else { "rms" };
+                let eps = match arg(args, tensors.len() + 1, "eps") {
+                    None => Attr::Float(if layer { 1e-5 } else { 1e-6 }),
+                    Some(given) => match self.number(given) {
+                        Some(Attr::Int(i)) => Attr::Float(i as f64),
+                        Some(v) => v,
+                        None => {
+                            self.cx
+                                .unsupported(given.span, "an `eps` that is not a constant number");
+                            return None;
+                        }
+                    },
+                };
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(operands[0]).elem());

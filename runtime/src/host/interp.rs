@@ -1595,14 +1595,10 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
-        let axis = match args
+        let axis = args
             .take("axis")
             .map(|(v, _)| v)
-            .or_else(|| (!args.positional.is_empty()).then(|| args.positional.remove(0).0))
-        {
-            None | Some(Value::None) => None,
-            Some(v) => Some(self.int_arg(&v, "the axis")?),
-        };
+            .or_else(|| (!args.positional.is_empty()).then(|| args.positional.remove(0).0));
         let accumulate = match args.take("accumulate") {
             None | Some((Value::None, _)) => None,
             Some((Value::DType(d), _)) => Some(d),
@@ -1615,19 +1611,19 @@ impl<'a, 'p> Interp<'a, 'p> {
         };
         self.no_more(args, path)?;
         let t = self.to_tensor(&x)?;
-        let rank = t.shape().len() as i64;
-        let axis = match axis {
-            None => None,
-            Some(a) => {
-                let k = if a < 0 { a + rank } else { a };
-                if !(0..rank).contains(&k) {
-                    return Err(RunError::new(
-                        Code::E1007,
-                        format!("axis {a} is out of range for a tensor of {rank} dims"),
-                    ));
+        let rank = t.shape().len();
+        // One axis, a tuple of them (reduced from the last, each once), or all.
+        let axes: Option<Vec<usize>> = match axis {
+            None | Some(Value::None) => None,
+            Some(v @ Value::Tuple(_)) => {
+                let mut axes = self.axes_arg(&v, rank, "`axis`")?;
+                axes.sort_unstable();
+                if axes.windows(2).any(|w| w[0] == w[1]) {
+                    return Err(RunError::value("an axis is reduced twice"));
                 }
-                Some(k as usize)
+                Some(axes)
             }
+            Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?),
         };
         let kind = match path {
             "op.sum" => Reduction::Sum,
@@ -1635,7 +1631,16 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.max" => Reduction::Max,
             _ => Reduction::Min,
         };
-        let r = ops::reduce(&t, axis, kind, accumulate)?;
+        let r = match axes {
+            None => ops::reduce(&t, None, kind, accumulate)?,
+            Some(axes) => {
+                let mut r = t.clone();
+                for &a in axes.iter().rev() {
+                    r = ops::reduce(&r, Some(a), kind, accumulate)?;
+                }
+                r
+            }
+        };
         Ok(if r.shape().is_empty() {
             value_of(r.get(0))
         } else {
