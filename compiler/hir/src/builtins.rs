@@ -199,6 +199,8 @@ pub static BUILTINS: &[Builtin] = &[
     // ---- globals
     op("range", "(start, stop = None, step = 1)", "Integers from `start` to `stop` by `step`.", Range),
     op("len", "(x)", "The size of the first dimension of `x`.", Index),
+    op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
+    op("zip", "(*iterables)", "Tuples of the items of the iterables at each position, as many as the shortest has.", Opaque).host(),
     op("min", "(a, b)", "The smaller of two values.", SameAsFirst),
     op("max", "(a, b)", "The larger of two values.", SameAsFirst),
     op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst),

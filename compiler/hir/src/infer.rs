@@ -210,16 +210,7 @@ impl<'a> Infer<'a> {
             }
             StmtKind::For { target, iter, body } => {
                 let iter_ty = self.expr(iter);
-                let element = match iter_ty {
-                    Ty::Range => Ty::Int,
-                    Ty::List(item) => *item,
-                    Ty::Tensor(t) if t.rank() == Some(1) => t.dtype.map_or(Ty::Unknown, Ty::Scalar),
-                    // A tuple of one type (`(0, 64)`) yields that type.
-                    Ty::Tuple(parts) if parts.windows(2).all(|w| w[0] == w[1]) => {
-                        parts.into_iter().next().unwrap_or(Ty::Unknown)
-                    }
-                    _ => Ty::Unknown,
-                };
+                let element = item_of(iter_ty);
                 self.assign(target, &element, iter);
                 self.block(body);
             }
@@ -1322,6 +1313,14 @@ impl<'a> Infer<'a> {
                 }
                 Ty::Range
             }
+            // `enumerate(xs)` and `zip(xs, ys)`: lists of tuples of items.
+            Shape::Opaque if b.path == "enumerate" => Ty::List(Box::new(Ty::Tuple(vec![
+                Ty::Int,
+                positional.first().map_or(Ty::Unknown, |a| item_of(a.ty.clone())),
+            ]))),
+            Shape::Opaque if b.path == "zip" => Ty::List(Box::new(Ty::Tuple(
+                positional.iter().map(|a| item_of(a.ty.clone())).collect(),
+            ))),
             Shape::Opaque => Ty::Unknown,
             Shape::Policy => Ty::Policy(b.name().to_string()),
             Shape::SameAsFirst => first,
@@ -2531,6 +2530,28 @@ fn broadcast(a: &[Poly], b: &[Poly], same: &dyn Fn(&Poly, &Poly) -> bool) -> Opt
         });
     }
     Some(out)
+}
+
+/// What a loop over a value of type `ty` yields: integers of a range, the
+/// items of a list, a tensor's rows (its elements when it has one dim), the
+/// parts of a tuple of one type (`(0, 64)`).
+fn item_of(ty: Ty) -> Ty {
+    match ty {
+        Ty::Range => Ty::Int,
+        Ty::List(item) => *item,
+        Ty::Tensor(t) if t.rank() == Some(1) => t.dtype.map_or(Ty::Unknown, Ty::Scalar),
+        Ty::Tensor(TensorTy {
+            dtype,
+            dims: Some(dims),
+            space,
+        }) if dims.len() > 1 => Ty::Tensor(TensorTy {
+            dtype,
+            dims: Some(dims[1..].to_vec()),
+            space,
+        }),
+        Ty::Tuple(parts) if parts.windows(2).all(|w| w[0] == w[1]) => parts.into_iter().next().unwrap_or(Ty::Unknown),
+        _ => Ty::Unknown,
+    }
 }
 
 fn transpose(t: &TensorTy) -> Option<TensorTy> {

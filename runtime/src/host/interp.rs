@@ -1143,6 +1143,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
             "op.concat" => self.op_concat(args),
+            "enumerate" => self.enumerate(args),
+            "zip" => self.zip(args),
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
@@ -1714,6 +1716,58 @@ impl<'a, 'p> Interp<'a, 'p> {
                 })
             })
             .collect()
+    }
+
+    /// The items a loop over `v` takes: a range's integers, a list's or
+    /// tuple's items, a tensor's rows.
+    fn items_of(&self, v: &Value) -> Result<Vec<Value>, RunError> {
+        match v {
+            Value::Range(a, b, s) => Ok((0..range_len(*a, *b, *s))
+                .map(|k| Value::Int(a + k as i64 * s))
+                .collect()),
+            Value::Tuple(items) => Ok(items.to_vec()),
+            Value::Tensor(t) => {
+                let n = t.shape().first().copied().unwrap_or(0);
+                (0..n).map(|i| self.index_tensor(t, &[Sel::Index(i)])).collect()
+            }
+            other => Err(RunError::value(format!("cannot loop over {}", other.describe()))),
+        }
+    }
+
+    /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
+    fn enumerate(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let iterable = self.positional(args, "iterable", "enumerate")?;
+        let start = match args.take("start") {
+            Some((v, _)) => Some(v),
+            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
+        };
+        let start = match start {
+            None => 0,
+            Some(v) => self.int_arg(&v, "`start`")?,
+        };
+        self.no_more(args, "enumerate")?;
+        let items = self.items_of(&iterable)?;
+        Ok(Value::tuple(
+            items
+                .into_iter()
+                .zip(start..)
+                .map(|(v, i)| Value::tuple(vec![Value::Int(i), v]))
+                .collect(),
+        ))
+    }
+
+    /// `zip(a, b, …)`: a list of tuples, as long as the shortest.
+    fn zip(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let lists: Vec<Vec<Value>> = std::mem::take(&mut args.positional)
+            .iter()
+            .map(|(v, _)| self.items_of(v))
+            .collect::<Result<_, _>>()?;
+        let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+        Ok(Value::tuple(
+            (0..n)
+                .map(|i| Value::tuple(lists.iter().map(|l| l[i].clone()).collect()))
+                .collect(),
+        ))
     }
 
     /// `op.where(condition, x, y)` on the host.
