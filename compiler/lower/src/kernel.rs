@@ -1187,6 +1187,12 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             let mut leading: Vec<Dim> = vec![Dim::constant(1); unit];
             leading.extend(dims);
+            // A narrower tile widens to the buffer's dtype, as the checker allows.
+            let v = self.convert(
+                block,
+                v,
+                &Type::tensor(self.m.value_type(v).dims().unwrap_or_default().to_vec(), elem_ty),
+            );
             let v = self.broadcast(block, target, v, &leading);
             let (mut units, mut slices) = (0..unit, unit..kept.len());
             let perm: Vec<i64> = kept
@@ -1376,6 +1382,20 @@ impl<'a> Lower<'_, 'a, '_> {
     /// Converts a scalar or tile to `ty`'s element type when it differs.
     fn convert(&mut self, block: tessera_ir::BlockId, v: ValueId, ty: &Type) -> ValueId {
         let from = self.m.value_type(v).clone();
+        // A one-element buffer (an `f32[]` parameter) used as a number.
+        if let (Type::MemRef { dims, elem, .. }, Type::Scalar(_)) = (&from, ty) {
+            if dims.iter().all(|d| d.as_const() == Some(1)) {
+                let zeros: Vec<ValueId> = dims.iter().map(|_| self.index_const(block, 0)).collect();
+                let mut b = self.builder(block);
+                let loaded = b
+                    .op("tile.load")
+                    .operand(v)
+                    .operands(&zeros)
+                    .result(Type::Scalar(*elem))
+                    .build_value();
+                return self.convert(block, loaded, ty);
+            }
+        }
         let (Some(have), Some(want)) = (from.elem(), ty.elem()) else {
             return v;
         };
