@@ -2074,35 +2074,16 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             let off = self.val(format!("mul i64 {block}, {stride}"));
             let gp = info.global_ptr();
             self.line(format!("{base} = getelementptr i8, {gp} {arg}, i64 {off}"));
-            let mut end: Option<String> = None;
-            for (k, (_, bytes)) in uses.iter().enumerate() {
-                let at = match &end {
-                    None => "0".to_string(),
-                    Some(e) => {
-                        let up = self.val(format!("add i64 {e}, 15"));
-                        self.val(format!("and i64 {up}, -16"))
-                    }
-                };
-                let b = self.dim_text(bytes);
-                end = Some(self.val(format!("add i64 {at}, {b}")));
+            let sizes: Vec<DimExpr> = uses.iter().map(|(_, bytes)| bytes.clone()).collect();
+            for (k, at) in self.packed_offsets("0".to_string(), &sizes).into_iter().enumerate() {
                 replacements.push((format!("@SCRATCH{k}@"), at));
             }
         }
-        // Shared buffers sized at the launch: each starts at the end of the
-        // one before, rounded up to 16 bytes, the first after the constant
+        // Shared buffers sized at the launch: the first after the constant
         // layout; the manifest's bytes bound that with 15 per rounding.
         let dynamic = self.shared_dynamic.clone();
-        let mut dynamic_end: Option<String> = None;
-        for (k, bytes) in dynamic.iter().enumerate() {
-            let at = match &dynamic_end {
-                None => ((shared_bytes + 15) / 16 * 16).to_string(),
-                Some(e) => {
-                    let up = self.val(format!("add i64 {e}, 15"));
-                    self.val(format!("and i64 {up}, -16"))
-                }
-            };
-            let b = self.dim_text(bytes);
-            dynamic_end = Some(self.val(format!("add i64 {at}, {b}")));
+        let first = ((shared_bytes + 15) / 16 * 16).to_string();
+        for (k, at) in self.packed_offsets(first, &dynamic).into_iter().enumerate() {
             replacements.push((format!("@DYNSHARED{k}@"), at));
         }
         let shared_dynamic = dynamic.iter().fold(None, |sum: Option<DimExpr>, bytes| {
@@ -2216,6 +2197,27 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             warp_specialize: self.split,
             guards: kernel_guards(m, self.func),
         }
+    }
+
+    /// The offsets of buffers of `sizes` bytes laid out one after another
+    /// from `first`, each starting at the end of the one before rounded up
+    /// to 16 bytes (computed where the code is being emitted).
+    fn packed_offsets(&mut self, first: String, sizes: &[DimExpr]) -> Vec<String> {
+        let mut end: Option<String> = None;
+        let mut offsets = Vec::with_capacity(sizes.len());
+        for bytes in sizes {
+            let at = match &end {
+                None => first.clone(),
+                Some(e) => {
+                    let up = self.val(format!("add i64 {e}, 15"));
+                    self.val(format!("and i64 {up}, -16"))
+                }
+            };
+            let b = self.dim_text(bytes);
+            end = Some(self.val(format!("add i64 {at}, {b}")));
+            offsets.push(at);
+        }
+        offsets
     }
 
     fn dim_text(&mut self, d: &DimExpr) -> String {

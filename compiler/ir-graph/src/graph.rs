@@ -520,6 +520,15 @@ impl Verifier<'_, '_> {
         }
     }
 
+    /// The first of `symbols` that is not a dim of the enclosing function
+    /// (which the runtime could not bind), with the function's name.
+    fn unbound(&self, symbols: &[&str]) -> Option<(String, String)> {
+        let func = self.m.enclosing_function(self.op)?;
+        let known = function_dims(self.m, func);
+        let sym = symbols.iter().find(|s| !known.contains(**s))?;
+        Some((sym.to_string(), self.m.func_name(func).unwrap_or_default().to_string()))
+    }
+
     /// `graph.dim`: an integer scalar holding a dim expression over the
     /// function's dims, which the runtime binds.
     fn dim(&mut self) {
@@ -541,12 +550,7 @@ impl Verifier<'_, '_> {
             );
             return;
         };
-        let Some(func) = m.enclosing_function(self.op) else {
-            return;
-        };
-        let known = function_dims(m, func);
-        if let Some(sym) = dim.symbols().into_iter().find(|s| !known.contains(*s)) {
-            let name = m.func_name(func).unwrap_or_default().to_string();
+        if let Some((sym, name)) = self.unbound(&dim.symbols()) {
             self.error_note(
                 format!("`graph.dim` reads `{sym}`, which is not a dim of `@{name}`"),
                 "the runtime cannot bind this dim",
@@ -1317,12 +1321,7 @@ impl Verifier<'_, '_> {
             );
             return;
         };
-        let Some(func) = m.enclosing_function(self.op) else {
-            return;
-        };
-        let known = function_dims(m, func);
-        if let Some(sym) = constraint.symbols().into_iter().find(|s| !known.contains(*s)) {
-            let name = m.func_name(func).unwrap_or_default().to_string();
+        if let Some((sym, name)) = self.unbound(&constraint.symbols()) {
             self.error_note(
                 format!("`graph.guard` checks `{constraint}`, but `{sym}` is not a dim of `@{name}`"),
                 "the runtime cannot bind this dim",

@@ -345,6 +345,17 @@ pub fn shared_allocations(m: &Module, ops: &[OpId]) -> Vec<(OpId, Result<u64, St
         .collect()
 }
 
+/// The names of a function's `dims` attribute: the dim parameters a launch
+/// binds, in order.
+pub fn func_dims(m: &Module, func: OpId) -> Vec<&str> {
+    m.attr(func, "dims")
+        .and_then(Attr::as_array)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Attr::as_str)
+        .collect()
+}
+
 /// The total of the allocations whose size is known.
 pub fn shared_total(allocs: &[(OpId, Result<u64, String>)]) -> u64 {
     allocs
@@ -357,13 +368,7 @@ fn shared_budget(m: &Module, func: OpId, ops: &[OpId], errors: &mut VerifyErrors
     let allocs = shared_allocations(m, ops);
     // A size over the kernel's dims is laid out at the launch, which binds
     // them; the buffer is then plain (neither swizzled nor padded).
-    let dims: Vec<&str> = m
-        .attr(func, "dims")
-        .and_then(Attr::as_array)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(Attr::as_str)
-        .collect();
+    let dims = func_dims(m, func);
     for (op, bytes) in &allocs {
         if bytes.is_err() {
             let ty = m.value_type(m.results(*op)[0]);

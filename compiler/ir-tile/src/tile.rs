@@ -1088,13 +1088,7 @@ fn guard(c: &mut Check) {
         ));
         return;
     };
-    let dims: Vec<&str> = m
-        .attr(func, "dims")
-        .and_then(Attr::as_array)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(Attr::as_str)
-        .collect();
+    let dims = rules::func_dims(m, func);
     if let Some(sym) = constraint.symbols().into_iter().find(|s| !dims.contains(s)) {
         c.fail(format!(
             "`tile.guard` checks `{constraint}`, but `{sym}` is not among the function's `dims`"

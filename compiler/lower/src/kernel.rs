@@ -307,7 +307,7 @@ fn default_block(m: &Module, func: tessera_ir::OpId) -> Vec<i64> {
     vec![if largest > 8192 { 256 } else { 128 }]
 }
 
-fn binary_fn(op: BinOp) -> Option<&'static str> {
+pub(crate) fn binary_fn(op: BinOp) -> Option<&'static str> {
     Some(match op {
         BinOp::Add => "add",
         BinOp::Sub => "sub",
@@ -325,7 +325,7 @@ fn binary_fn(op: BinOp) -> Option<&'static str> {
     })
 }
 
-fn cmp_pred(op: BinOp) -> Option<&'static str> {
+pub(crate) fn cmp_pred(op: BinOp) -> Option<&'static str> {
     Some(match op {
         BinOp::Lt => "lt",
         BinOp::Le => "le",

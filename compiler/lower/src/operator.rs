@@ -191,28 +191,13 @@ fn broadcast_names(own: &[Dim], result: &[Dim]) -> Vec<Dim> {
         .collect()
 }
 
+/// The `graph.elementwise` function of an operator on tensors (`and` and
+/// `or` ask for one truth value, not a tensor of them).
 fn elementwise_fn(op: BinOp) -> Option<&'static str> {
-    Some(match op {
-        BinOp::Add => "add",
-        BinOp::Sub => "sub",
-        BinOp::Mul => "mul",
-        BinOp::Div => "div",
-        BinOp::Pow => "pow",
-        BinOp::FloorDiv => "floordiv",
-        BinOp::Mod => "rem",
-        BinOp::BitAnd => "and",
-        BinOp::BitOr => "or",
-        BinOp::BitXor => "xor",
-        BinOp::Shl => "shl",
-        BinOp::Shr => "shr",
-        BinOp::Lt => "lt",
-        BinOp::Le => "le",
-        BinOp::Gt => "gt",
-        BinOp::Ge => "ge",
-        BinOp::Eq => "eq",
-        BinOp::Ne => "ne",
-        _ => return None,
-    })
+    match op {
+        BinOp::And | BinOp::Or => None,
+        _ => crate::kernel::binary_fn(op).or_else(|| crate::kernel::cmp_pred(op)),
+    }
 }
 
 impl<'a> Lower<'_, 'a, '_> {

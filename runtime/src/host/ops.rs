@@ -112,14 +112,7 @@ fn does_not_broadcast(a: &[usize], b: &[usize]) -> RunError {
 /// integers gives `f32`.
 pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor, RunError> {
     let shape = broadcast_shape(a.shape(), b.shape()).ok_or_else(|| does_not_broadcast(a.shape(), b.shape()))?;
-    let float = |o: &Operand<'_>| matches!(o, Operand::Scalar(Elem::Float(_)));
-    let operands = match (a.dtype(), b.dtype()) {
-        (Some(x), Some(y)) => x.promote(y),
-        (Some(x), None) if !x.is_float() && float(&b) => DType::F32,
-        (None, Some(x)) if !x.is_float() && float(&a) => DType::F32,
-        (Some(x), None) | (None, Some(x)) => x,
-        (None, None) => DType::F64,
-    };
+    let operands = joint_dtype(&a, &b).unwrap_or(DType::F64);
     let out_dtype = if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
         DType::Bool
     } else if op == BinOp::Div && !operands.is_float() {
@@ -141,6 +134,20 @@ pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor
     Ok(out)
 }
 
+/// The dtype two operands meet in, when one is a tensor: two tensors
+/// promote; a number takes the tensor's dtype, except that a float with an
+/// integer or bool tensor gives `f32`.
+fn joint_dtype(a: &Operand<'_>, b: &Operand<'_>) -> Option<DType> {
+    let float = |o: &Operand<'_>| matches!(o, Operand::Scalar(Elem::Float(_)));
+    match (a.dtype(), b.dtype()) {
+        (Some(x), Some(y)) => Some(x.promote(y)),
+        (Some(x), None) if !x.is_float() && float(b) => Some(DType::F32),
+        (None, Some(x)) if !x.is_float() && float(a) => Some(DType::F32),
+        (Some(x), None) | (None, Some(x)) => Some(x),
+        (None, None) => None,
+    }
+}
+
 /// `op.where(cond, x, y)`: `x` where `cond` holds, else `y`, the three
 /// broadcast. The alternatives' dtype is the one `x + y` would have (two
 /// numbers give `f32`, or `i64` when both are integers).
@@ -148,14 +155,7 @@ pub(crate) fn choose(cond: Operand<'_>, x: Operand<'_>, y: Operand<'_>) -> Resul
     let xy = broadcast_shape(x.shape(), y.shape()).ok_or_else(|| does_not_broadcast(x.shape(), y.shape()))?;
     let shape = broadcast_shape(cond.shape(), &xy).ok_or_else(|| does_not_broadcast(cond.shape(), &xy))?;
     let float = |o: &Operand<'_>| matches!(o, Operand::Scalar(Elem::Float(_)));
-    let dtype = match (x.dtype(), y.dtype()) {
-        (Some(a), Some(b)) => a.promote(b),
-        (Some(a), None) if !a.is_float() && float(&y) => DType::F32,
-        (None, Some(a)) if !a.is_float() && float(&x) => DType::F32,
-        (Some(a), None) | (None, Some(a)) => a,
-        (None, None) if float(&x) || float(&y) => DType::F32,
-        (None, None) => DType::I64,
-    };
+    let dtype = joint_dtype(&x, &y).unwrap_or(if float(&x) || float(&y) { DType::F32 } else { DType::I64 });
     let maps = [cond.shape(), x.shape(), y.shape()].map(|s| broadcast_map(&shape, s));
     let mut out = Tensor::zeros(dtype, &shape)?;
     for i in 0..out.numel() {
