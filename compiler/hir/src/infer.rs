@@ -829,6 +829,40 @@ impl<'a> Infer<'a> {
                             kept.push(self.sizes.substitute(&len));
                         }
                         Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
+                        // A bool mask (`x[x > 0.5]`) picks the elements where it
+                        // holds: one dim, as long as it has true elements.
+                        Some(_) if matches!(&arg_tys[i], Ty::Tensor(m) if m.dtype == Some(DType::Bool)) => {
+                            let mask_dims = match &arg_tys[i] {
+                                Ty::Tensor(m) => m.dims.clone(),
+                                _ => None,
+                            };
+                            let fits = mask_dims.as_ref().is_none_or(|md| {
+                                args.len() == 1
+                                    && md.len() == dims.len()
+                                    && md.iter().zip(dims.iter()).all(|(a, b)| self.same_dim(a, b))
+                            });
+                            if !fits {
+                                self.error(
+                                    Diagnostic::error(
+                                        Code::E0306,
+                                        format!("a bool mask of type {} does not select from {base}", arg_tys[i]),
+                                    )
+                                    .with_primary(self.at(args[i].value.span), format!("this mask is {}", arg_tys[i]))
+                                    .with_help(
+                                        "a mask has the shape of the tensor it selects from, and is its only index",
+                                    ),
+                                );
+                                return Ty::Unknown;
+                            }
+                            return Ty::Tensor(TensorTy {
+                                dtype: t.dtype,
+                                dims: Some(vec![Poly::opaque(&format!(
+                                    "count({})",
+                                    crate::pretty::expr(&args[i].value)
+                                ))]),
+                                space: t.space,
+                            });
+                        }
                         // Indexing with an index tensor gathers: its dims replace this one.
                         Some(_) if matches!(arg_tys[i], Ty::Tensor(_)) => match &arg_tys[i] {
                             Ty::Tensor(TensorTy {

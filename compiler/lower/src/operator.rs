@@ -398,6 +398,14 @@ impl<'a> Lower<'_, 'a, '_> {
     /// extent of 1 that a `graph.reshape` then drops. An index or bound may
     /// be negative when its dim is a constant; a step is not lowered.
     fn window(&mut self, e: &Expr, base: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
+        let mask = |a: &&Arg| matches!(self.cx.ty(&a.value), Some(Ty::Tensor(t)) if t.dtype == Some(tessera_hir::ty::DType::Bool));
+        if let Some(masked) = args.iter().find(mask) {
+            self.cx.unsupported(
+                masked.value.span,
+                "a bool mask in an operator-level function (what it selects has a length known only when it runs): use `op.where(mask, x, 0.0)`",
+            );
+            return None;
+        }
         if let Some(stepped) = args.iter().find(
             |a| matches!(&a.value.kind, ExprKind::Slice { step: Some(s), .. } if literal_attr(s) != Some(Attr::Int(1))),
         ) {

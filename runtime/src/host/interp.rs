@@ -714,6 +714,26 @@ impl<'a, 'p> Interp<'a, 'p> {
                 continue;
             }
             match self.expr(locals, &a.value)? {
+                // `x[x > 0.5]`: a mask of the tensor's own shape.
+                Value::Tensor(m) if m.dtype() == DType::Bool => {
+                    let mask = m.host(self.device).map_err(|e| self.fail(a.span, "this mask", e))?;
+                    if args.len() != 1 || mask.shape() != shape.as_slice() {
+                        return Err(self.fail(
+                            a.span,
+                            "this mask",
+                            RunError::new(
+                                Code::E1007,
+                                format!(
+                                    "a bool mask selects from a tensor of its own shape: the mask is {}, the tensor {}",
+                                    crate::tensor::shape_text(mask.shape()),
+                                    crate::tensor::shape_text(&shape)
+                                ),
+                            ),
+                        ));
+                    }
+                    let bits = (0..mask.numel()).map(|i| mask.get(i).as_bool()).collect();
+                    return Ok(vec![Sel::Mask(bits)]);
+                }
                 Value::Int(i) => match ops::resolve_index(i, n) {
                     Some(j) => sels.push(Sel::Index(j)),
                     None => {

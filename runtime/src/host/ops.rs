@@ -476,10 +476,17 @@ pub(crate) fn math(f: MathFn, t: &Tensor) -> Result<Tensor, RunError> {
 }
 
 /// One axis of an index expression, resolved against the dim's size.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Sel {
     Index(usize),
-    Slice { start: i64, step: i64, len: usize },
+    Slice {
+        start: i64,
+        step: i64,
+        len: usize,
+    },
+    /// A bool mask of the tensor's own shape, as the only selection: the
+    /// elements where it holds, in order, as one dim.
+    Mask(Vec<bool>),
 }
 
 /// `i` (negative counts from the end) as an index into `n` elements.
@@ -511,12 +518,17 @@ pub(crate) fn resolve_slice(start: Option<i64>, stop: Option<i64>, step: i64, n:
 /// The shape of a selection and the flat indices it picks, in C order.
 /// Axes beyond `sels` are taken whole.
 pub(crate) fn select(shape: &[usize], sels: &[Sel]) -> (Vec<usize>, Vec<usize>) {
+    if let [Sel::Mask(mask)] = sels {
+        let picked: Vec<usize> = mask.iter().enumerate().filter(|(_, &m)| m).map(|(i, _)| i).collect();
+        return (vec![picked.len()], picked);
+    }
     let strides: Vec<usize> = (0..shape.len()).map(|a| shape[a + 1..].iter().product()).collect();
     let mut per_axis: Vec<Vec<usize>> = Vec::new();
     let mut out_shape = Vec::new();
     for (axis, &n) in shape.iter().enumerate() {
         match sels.get(axis) {
             Some(Sel::Index(i)) => per_axis.push(vec![*i]),
+            Some(Sel::Mask(_)) => per_axis.push(Vec::new()),
             Some(Sel::Slice { start, step, len }) => {
                 per_axis.push((0..*len as i64).map(|k| (start + k * step) as usize).collect());
                 out_shape.push(*len);
@@ -1011,7 +1023,7 @@ mod tests {
     fn slices_clamp_as_python_does() {
         let pick = |start, stop, step, n| match resolve_slice(start, stop, step, n) {
             Sel::Slice { start, step, len } => (0..len as i64).map(|k| start + k * step).collect::<Vec<_>>(),
-            Sel::Index(_) => unreachable!(),
+            Sel::Index(_) | Sel::Mask(_) => unreachable!(),
         };
         assert_eq!(pick(Some(0), Some(4), 1, 10), vec![0, 1, 2, 3]);
         assert_eq!(pick(Some(8), Some(100), 1, 10), vec![8, 9]);
