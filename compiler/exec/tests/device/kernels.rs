@@ -1118,3 +1118,103 @@ fn a_launch_that_prints_more_than_its_buffer_holds_keeps_whole_lines() {
         assert!(words[1..].iter().all(|w| *w == float_repr(xs[i], DType::F32)), "{line}");
     }
 }
+
+#[test]
+fn a_jacobi_step_reads_its_halo_from_shared_memory_on_a_2d_grid() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "stencil");
+    let (h, w) = (1 + rng.below(70) as usize, 1 + rng.below(70) as usize);
+    let (a, av) = f32_tensor(&mut rng, &[h, w], 10.0);
+    let b = poisoned(DType::F32, &[h, w]);
+    let args = [Value::Tensor(a), Value::Tensor(b.clone())];
+    let config = LaunchConfig {
+        grid: [w.div_ceil(16) as u32, h.div_ceil(16) as u32, 1],
+        block: [16, 16, 1],
+        shared_bytes: 0,
+    };
+    let dims = [("H".to_string(), h as i64), ("W".to_string(), w as i64)];
+    loaded.launch_kernel(&device, "jacobi", config, &args, &dims).unwrap();
+    let at = |r: i64, c: i64| av[r.clamp(0, h as i64 - 1) as usize * w + c.clamp(0, w as i64 - 1) as usize];
+    let mut want = Vec::with_capacity(h * w);
+    let mut bound = Vec::with_capacity(h * w);
+    for r in 0..h as i64 {
+        for c in 0..w as i64 {
+            let terms = [at(r - 1, c), at(r + 1, c), at(r, c - 1), at(r, c + 1)];
+            want.push(0.25 * terms.iter().sum::<f64>());
+            bound.push(sum_bound(0.25 * terms.iter().map(|t| t.abs()).sum::<f64>(), 4.0));
+        }
+    }
+    check(&format!("jacobi {h}x{w}"), seed, &values(&device, &b), &want, &bound);
+}
+
+#[test]
+fn a_bitonic_sort_orders_each_block_in_shared_memory() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "bitonic_sort");
+    let n = 1 + rng.below(1500) as usize;
+    let (x, xs) = f32_tensor(&mut rng, &[n], 1000.0);
+    let args = [Value::Tensor(x.clone())];
+    run(
+        &device,
+        &loaded,
+        "bitonic",
+        n.div_ceil(256) as u32,
+        256,
+        &args,
+        &[("N", n)],
+    );
+    let mut want = Vec::with_capacity(n);
+    for block in xs.chunks(256) {
+        let mut sorted = block.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        want.extend(sorted);
+    }
+    check(
+        &format!("bitonic {n}"),
+        seed,
+        &values(&device, &x),
+        &want,
+        &vec![0.0; n],
+    );
+}
+
+#[test]
+fn a_row_staged_in_shared_memory_sized_by_the_launch_comes_back_reversed_and_scaled() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "row_stage");
+    let (rows, cols) = (1 + rng.below(6) as usize, 1 + rng.below(3000) as usize);
+    let (x, xs) = f32_tensor(&mut rng, &[rows, cols], 1.0);
+    let y = poisoned(DType::F32, &[rows, cols]);
+    let args = [Value::Tensor(x), Value::Tensor(y.clone())];
+    run(
+        &device,
+        &loaded,
+        "reverse_scaled",
+        rows as u32,
+        64,
+        &args,
+        &[("R", rows), ("C", cols)],
+    );
+    let mut want = Vec::with_capacity(rows * cols);
+    let mut bound = Vec::with_capacity(rows * cols);
+    for row in xs.chunks(cols) {
+        let total: f64 = row.iter().sum();
+        // The sum runs in order in f32: each add rounds once.
+        let total_error = sum_bound(row.iter().map(|v| v.abs()).sum(), cols as f64);
+        for c in 0..cols {
+            let v = row[cols - 1 - c];
+            want.push(v * total);
+            bound.push(v.abs() * total_error + sum_bound((v * total).abs(), 1.0));
+        }
+    }
+    check(
+        &format!("row_stage {rows}x{cols}"),
+        seed,
+        &values(&device, &y),
+        &want,
+        &bound,
+    );
+}
