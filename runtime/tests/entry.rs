@@ -107,6 +107,17 @@ fn host_functions_run_on_npy_inputs() {
         npy::load(&out[0]).unwrap().as_slice::<f32>().unwrap(),
         &[4.0, -8.0, 2.0]
     );
+    // Or the number itself, for a scalar parameter: `--input a=-0.5`, `a=2`.
+    run("scale", &[("x", &d.join("v.npy")), ("a", Path::new("-0.5"))], &out).unwrap();
+    assert_eq!(
+        npy::load(&out[0]).unwrap().as_slice::<f32>().unwrap(),
+        &[-0.5, 1.0, -0.25]
+    );
+    run("scale", &[("x", &d.join("v.npy")), ("a", Path::new("2"))], &out).unwrap();
+    assert_eq!(
+        npy::load(&out[0]).unwrap().as_slice::<f32>().unwrap(),
+        &[2.0, -4.0, 1.0]
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -34,7 +34,7 @@ use tessera_syntax::ast::{FnDef, Module, StmtKind};
 pub use value::{TensorValue, Value};
 
 use crate::cpu::LaunchConfig;
-use crate::{Device, RunError};
+use crate::{DType, Device, RunError};
 
 /// What a function of the program is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,14 +245,44 @@ pub fn run_entry(
     }
     let mut args = Vec::new();
     for (i, p) in def.params.iter().enumerate() {
+        let scalar_type = match shapes::param_kind(p) {
+            shapes::ParamKind::Scalar(name) => Some(name),
+            _ => None,
+        };
+        let scalar_param = scalar_type.is_some();
         let Some((_, path)) = inputs.iter().find(|(n, _)| n == &p.name.name) else {
+            let help = if scalar_param {
+                format!("pass `--input {}=2.5` (a number), or a 0-d `.npy` file", p.name.name)
+            } else {
+                format!("pass `--input {}=FILE.npy`", p.name.name)
+            };
             return Err(vec![Diagnostic::error(
                 Code::E1005,
                 format!("parameter `{}` of `{entry}` has no input", p.name.name),
             )
             .with_primary(at_param(i), "this parameter")
-            .with_help(format!("pass `--input {}=FILE.npy`", p.name.name))]);
+            .with_help(help)]);
         };
+        // A scalar parameter takes a number written as the input itself
+        // (`--input a=2.5`), unless a file of that name exists.
+        if let (true, false, Some(text)) = (scalar_param, path.exists(), path.to_str()) {
+            let number = match text {
+                "True" | "true" => Some(Value::Bool(true)),
+                "False" | "false" => Some(Value::Bool(false)),
+                // An integer for a float parameter is that float.
+                _ => match text.parse::<i64>() {
+                    Ok(n) if scalar_type.and_then(DType::from_name).is_some_and(|d| d.is_float()) => {
+                        Some(Value::Float(n as f64))
+                    }
+                    Ok(n) => Some(Value::Int(n)),
+                    Err(_) => text.parse::<f64>().ok().map(Value::Float),
+                },
+            };
+            if let Some(number) = number {
+                args.push(number);
+                continue;
+            }
+        }
         let tensor =
             crate::npy::load(path).map_err(|e| vec![e.to_diagnostic(Some((at_param(i), "this parameter".into())))])?;
         let tensor = shapes::fp8_as_param(tensor, p);
