@@ -542,18 +542,8 @@ fn root(e: &Expr) -> Option<&str> {
 /// kernel is launched, after the constant ones (a buffer sized at run time
 /// is neither swizzled nor padded: `Infer::check_swizzle`).
 fn variable_sizes(ctx: &BodyCtx) -> Vec<Diagnostic> {
-    let dims_of_function: Vec<&str> = ctx
-        .sig
-        .params
-        .iter()
-        .filter_map(|p| match &p.ty {
-            Ty::Tensor(t) => t.dims.as_ref(),
-            _ => None,
-        })
-        .flatten()
-        .flat_map(|d| d.symbols())
-        .collect();
-    let bound = |d: &crate::poly::Poly| !d.has_opaque() && d.symbols().all(|s| dims_of_function.contains(&s));
+    let dims_of_function = ctx.sig.dim_symbols();
+    let bound = |d: &crate::poly::Poly| !d.has_opaque() && d.symbols().all(|s| dims_of_function.iter().any(|f| f == s));
     let mut found: Vec<(Span, String)> = ctx
         .calls
         .values()

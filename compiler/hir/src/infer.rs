@@ -1728,56 +1728,13 @@ impl<'a> Infer<'a> {
         let Some(axis) = axis else {
             return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
         };
-        // `axis=(0, 1)`: each axis once, the result without any of them.
-        if let (Some(dims), ExprKind::Tuple(items) | ExprKind::List(items)) = (&t.dims, &axis.expr.unparen().kind) {
-            let rank = dims.len() as i64;
-            let mut removed: Vec<usize> = Vec::new();
-            for item in items {
-                let Some(k) = item.int_value() else {
-                    return Ty::Tensor(TensorTy {
-                        dims: None,
-                        space: None,
-                        ..t.clone()
-                    });
-                };
-                let index = if k < 0 { k + rank } else { k };
-                let problem = if !(0..rank).contains(&index) {
-                    Some((
-                        format!("axis {k} is out of range for a tensor with {rank} dims"),
-                        format!("valid axes are {}..={}", -rank, rank - 1),
-                    ))
-                } else if removed.contains(&(index as usize)) {
-                    Some((format!("axis {k} is reduced twice"), "each axis once".to_string()))
-                } else {
-                    None
-                };
-                if let Some((message, label)) = problem {
-                    self.error(
-                        Diagnostic::error(Code::E0307, message)
-                            .with_primary(self.at(item.span), label)
-                            .with_secondary(self.at(e.span), format!("reduces {x}")),
-                    );
-                    return Ty::Unknown;
-                }
-                removed.push(index as usize);
-            }
-            let kept: Vec<Poly> = dims
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !removed.contains(i))
-                .map(|(_, d)| d.clone())
-                .collect();
-            return if kept.is_empty() {
-                t.dtype.map_or(Ty::Unknown, Ty::Scalar)
-            } else {
-                Ty::Tensor(TensorTy {
-                    dtype: t.dtype,
-                    dims: Some(kept),
-                    space: None,
-                })
-            };
-        }
-        let (Some(dims), Some(k)) = (&t.dims, axis.expr.int_value()) else {
+        // One axis, or a tuple of them (`axis=(0, 1)`), each once.
+        let (tuple, items): (bool, Vec<&Expr>) = match &axis.expr.unparen().kind {
+            ExprKind::Tuple(items) | ExprKind::List(items) => (true, items.iter().collect()),
+            _ => (false, vec![axis.expr]),
+        };
+        let axes: Option<Vec<i64>> = items.iter().map(|i| i.int_value()).collect();
+        let (Some(dims), Some(axes)) = (&t.dims, axes) else {
             return Ty::Tensor(TensorTy {
                 dtype: t.dtype,
                 dims: None,
@@ -1785,23 +1742,39 @@ impl<'a> Infer<'a> {
             });
         };
         let rank = dims.len() as i64;
-        let index = if k < 0 { k + rank } else { k };
-        if !(0..rank).contains(&index) {
-            self.error(
-                Diagnostic::error(
-                    Code::E0307,
+        let mut removed: Vec<usize> = Vec::new();
+        for (&k, item) in axes.iter().zip(&items) {
+            let index = if k < 0 { k + rank } else { k };
+            let problem = if !(0..rank).contains(&index) {
+                Some((
                     format!("axis {k} is out of range for a tensor with {rank} dims"),
-                )
-                .with_primary(
-                    self.at(axis.expr.span),
                     format!("valid axes are {}..={}", -rank, rank - 1),
-                )
-                .with_secondary(self.at(e.span), format!("reduces {x}")),
-            );
-            return Ty::Unknown;
+                ))
+            } else if removed.contains(&(index as usize)) {
+                Some((format!("axis {k} is reduced twice"), "each axis once".to_string()))
+            } else {
+                None
+            };
+            if let Some((message, label)) = problem {
+                self.error(
+                    Diagnostic::error(Code::E0307, message)
+                        .with_primary(self.at(item.span), label)
+                        .with_secondary(self.at(e.span), format!("reduces {x}")),
+                );
+                return Ty::Unknown;
+            }
+            removed.push(index as usize);
         }
-        let mut kept = dims.clone();
-        kept.remove(index as usize);
+        let kept: Vec<Poly> = dims
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !removed.contains(i))
+            .map(|(_, d)| d.clone())
+            .collect();
+        // A tuple naming every axis gives a number; one axis, a tensor.
+        if tuple && kept.is_empty() {
+            return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
+        }
         Ty::Tensor(TensorTy {
             dtype: t.dtype,
             dims: Some(kept),

@@ -95,6 +95,24 @@ impl Signature {
     pub fn param(&self, name: &str) -> Option<&ParamSig> {
         self.params.iter().find(|p| p.name == name)
     }
+
+    /// The symbols of the parameters' dims, in order of first appearance:
+    /// the dims a call or launch binds.
+    pub fn dim_symbols(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.params {
+            if let Ty::Tensor(t) = &p.ty {
+                for d in t.dims.iter().flatten() {
+                    for s in d.symbols() {
+                        if !out.iter().any(|o| o == s) {
+                            out.push(s.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 pub(crate) const DECORATORS: [&str; 7] = [

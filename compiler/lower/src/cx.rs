@@ -284,20 +284,3 @@ pub(crate) fn ir_type(ty: &Ty, tensors: TensorAs) -> Option<Type> {
         _ => return None,
     })
 }
-
-/// The symbols of a signature's dims, in order of first appearance.
-pub(crate) fn dim_symbols(sig: &Signature) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in &sig.params {
-        if let Ty::Tensor(t) = &p.ty {
-            for d in t.dims.iter().flatten() {
-                for s in d.symbols() {
-                    if !out.iter().any(|o| o == s) {
-                        out.push(s.to_string());
-                    }
-                }
-            }
-        }
-    }
-    out
-}

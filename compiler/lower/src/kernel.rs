@@ -16,7 +16,7 @@ use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType
 use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, Stmt, StmtKind, UnaryOp};
 
 use crate::cx::{arg, keyword, positional, saturates};
-use crate::cx::{dim_of, dim_symbols, ir_type, scalar_of, FnCx, TensorAs};
+use crate::cx::{dim_of, ir_type, scalar_of, FnCx, TensorAs};
 use crate::operator::literal_attr;
 
 /// Where a subscript stores or loads: the memref, its index values,
@@ -103,7 +103,7 @@ struct Inlined {
 }
 
 pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
-    let dims = dim_symbols(cx.sig);
+    let dims = cx.sig.dim_symbols();
     let mut inputs = Vec::new();
     for p in &cx.sig.params {
         match ir_type(&p.ty, TensorAs::Memory) {

@@ -334,14 +334,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 if rank >= 2 {
                     perm.swap(rank as usize - 1, rank as usize - 2);
                 }
-                Some(
-                    self.b
-                        .op("graph.transpose")
-                        .operand(x)
-                        .attr("perm", Attr::ints(perm))
-                        .result(ty)
-                        .build_value(),
-                )
+                Some(self.transposed(x, perm, ty))
             }
             ExprKind::Unary {
                 op: UnaryOp::Neg,
@@ -464,6 +457,16 @@ impl<'a> Lower<'_, 'a, '_> {
         Some(self.b.op("graph.reshape").operand(v).result(result).build_value())
     }
 
+    /// `x` with its dims permuted, dim `perm[i]` at `i`, of type `ty`.
+    fn transposed(&mut self, x: ValueId, perm: Vec<i64>, ty: Type) -> ValueId {
+        self.b
+            .op("graph.transpose")
+            .operand(x)
+            .attr("perm", Attr::ints(perm))
+            .result(ty)
+            .build_value()
+    }
+
     /// A number known when the function is compiled: a literal or a module
     /// constant.
     fn number(&self, e: &Expr) -> Option<Attr> {
@@ -476,13 +479,7 @@ impl<'a> Lower<'_, 'a, '_> {
     /// A constant index or bound along a dim `dim`, counted from the end
     /// when negative (and the dim is a constant).
     fn const_position(&self, e: &Expr, dim: &Dim) -> Option<i64> {
-        let value = match e.unparen() {
-            Expr {
-                kind: ExprKind::Name(n),
-                ..
-            } => self.cx.constant(n)?.as_int()?,
-            other => literal_attr(other)?.as_int()?,
-        };
+        let value = self.number(e)?.as_int()?;
         if value >= 0 {
             return Some(value);
         }
@@ -491,10 +488,7 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// Whether `name` is a dim of the function's parameters.
     fn is_dim(&self, name: &str) -> bool {
-        self.cx.sig.params.iter().any(|p| match &p.ty {
-            Ty::Tensor(t) => t.dims.iter().flatten().any(|d| d.symbols().any(|s| s == name)),
-            _ => false,
-        })
+        self.cx.sig.dim_symbols().iter().any(|s| s == name)
     }
 
     /// The value of a dim, an `i64`: a constant, or a `graph.dim` the
@@ -916,14 +910,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 let moved = perm.iter().enumerate().any(|(i, &p)| i as i64 != p);
                 let (x, rows_ty) = if moved {
                     let t = swapped(self.b.value_type(x));
-                    let v = self
-                        .b
-                        .op("graph.transpose")
-                        .operand(x)
-                        .attr("perm", Attr::ints(perm.clone()))
-                        .result(t)
-                        .build_value();
-                    (v, swapped(&ty))
+                    (self.transposed(x, perm.clone(), t), swapped(&ty))
                 } else {
                     (x, ty.clone())
                 };
@@ -938,14 +925,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 if !moved {
                     return Some(rows);
                 }
-                Some(
-                    self.b
-                        .op("graph.transpose")
-                        .operand(rows)
-                        .attr("perm", Attr::ints(perm))
-                        .result(ty)
-                        .build_value(),
-                )
+                Some(self.transposed(rows, perm, ty))
             }
             "op.flash_attention" => {
                 let mut operands = Vec::new();
@@ -1074,15 +1054,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     _ if rank >= 2 => order.swap(rank as usize - 1, rank as usize - 2),
                     _ => {}
                 }
-                let perm = Attr::ints(order);
-                Some(
-                    self.b
-                        .op("graph.transpose")
-                        .operand(x)
-                        .attr("perm", perm)
-                        .result(ty)
-                        .build_value(),
-                )
+                Some(self.transposed(x, order, ty))
             }
             "op.reshape" => {
                 let x = self.operand(args, 0, "x", e)?;

@@ -43,6 +43,15 @@ impl Args {
         let (_, v, s) = self.keyword.remove(i);
         Some((v, s))
     }
+
+    /// An optional argument: the keyword `name`, else the next positional.
+    fn optional(&mut self, name: &str) -> Option<Value> {
+        match self.take(name) {
+            Some((v, _)) => Some(v),
+            None if !self.positional.is_empty() => Some(self.positional.remove(0).0),
+            None => None,
+        }
+    }
 }
 
 pub(crate) struct Interp<'a, 'p> {
@@ -1553,12 +1562,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             let a = this.positional(args, "actual", "allclose")?;
             let b = this.positional(args, "expected", "allclose")?;
             let mut tol = |name: &str, default: f64| -> Result<f64, RunError> {
-                let v = match args.take(name) {
-                    Some((v, _)) => Some(v),
-                    None if !args.positional.is_empty() => Some(args.positional.remove(0).0),
-                    None => None,
-                };
-                match v {
+                match args.optional(name) {
                     None => Ok(default),
                     Some(v) => as_f64(&v)
                         .ok_or_else(|| RunError::value(format!("`{name}` must be a number, not {}", v.describe()))),
@@ -1617,10 +1621,7 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
-        let axis = args
-            .take("axis")
-            .map(|(v, _)| v)
-            .or_else(|| (!args.positional.is_empty()).then(|| args.positional.remove(0).0));
+        let axis = args.optional("axis");
         let accumulate = match args.take("accumulate") {
             None | Some((Value::None, _)) => None,
             Some((Value::DType(d), _)) => Some(d),
@@ -1680,10 +1681,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// all, `dims=(i, j)` swaps two.
     fn op_transpose(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", "op.transpose")?;
-        let perm = match args.take("perm") {
-            Some((v, _)) => Some(v),
-            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
-        };
+        let perm = args.optional("perm");
         let swap = args.take("dims").map(|(v, _)| v);
         self.no_more(args, "op.transpose")?;
         let t = self.to_tensor(&x)?;
@@ -1757,11 +1755,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
     fn enumerate(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let iterable = self.positional(args, "iterable", "enumerate")?;
-        let start = match args.take("start") {
-            Some((v, _)) => Some(v),
-            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
-        };
-        let start = match start {
+        let start = match args.optional("start") {
             None => 0,
             Some(v) => self.int_arg(&v, "`start`")?,
         };
@@ -1792,15 +1786,9 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// `op.where(condition, x, y)` on the host.
     fn op_where(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let take = |args: &mut Args, name: &str| -> Result<Value, RunError> {
-            match args.take(name) {
-                Some((v, _)) => Ok(v),
-                None => self.positional(args, name, "op.where"),
-            }
-        };
-        let cond = take(args, "condition")?;
-        let x = take(args, "x")?;
-        let y = take(args, "y")?;
+        let cond = self.positional(args, "condition", "op.where")?;
+        let x = self.positional(args, "x", "op.where")?;
+        let y = self.positional(args, "y", "op.where")?;
         self.no_more(args, "op.where")?;
         let hosts: Vec<Option<std::cell::Ref<'_, Tensor>>> = [&cond, &x, &y]
             .iter()
@@ -1826,10 +1814,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `op.concat(tensors, axis=0)` on the host.
     fn op_concat(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let list = self.positional(args, "tensors", "op.concat")?;
-        let axis = match args.take("axis") {
-            Some((v, _)) => Some(v),
-            None => (!args.positional.is_empty()).then(|| args.positional.remove(0).0),
-        };
+        let axis = args.optional("axis");
         self.no_more(args, "op.concat")?;
         let Value::Tuple(items) = &list else {
             return Err(RunError::value(format!(
