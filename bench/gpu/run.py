@@ -373,7 +373,7 @@ def dry_run(cases, tessera, repeat, warmup):
                 if found:
                     print("\n".join(f"  FAIL {entry} {line}" for line in found))
                     continue
-                launched = [describe_kernel(kernels[launch["kernel"]]) for launch in hosts[entry]["launches"]]
+                launched = [describe_launch(launch, kernels) for launch in hosts[entry]["launches"]]
                 count = f"{len(shapes)} shape{'s' if len(shapes) > 1 else ''}"
                 print(f"  ok   {entry} ({count}): launches " + ", ".join(launched))
     if np is None:
@@ -382,10 +382,13 @@ def dry_run(cases, tessera, repeat, warmup):
     return problems + cpu_smoke(cases, tessera)
 
 
-def describe_kernel(kernel):
+def describe_launch(launch, kernels):
+    kernel = kernels[launch["kernel"]]
     text = f"{kernel['name']} (block {kernel['block'][0]}, {kernel['shared_bytes']} B shared"
     if kernel["registers"] is not None:
         text += f", {kernel['registers']} registers, {kernel['spill_bytes']} B spilled"
+    if launch.get("when"):
+        text += f", when {launch['when']}"
     return text + ")"
 
 

@@ -240,6 +240,10 @@ pub struct LaunchInfo {
     pub grid: Vec<String>,
     pub block: Vec<i64>,
     pub args: Vec<usize>,
+    /// The shape constraint over the dims under which it runs (None:
+    /// always), in the canonical text of `tessera_ir::ShapeConstraint`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 /// A collective of a host function, recorded in the manifest: it reduces
@@ -591,6 +595,7 @@ fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {
             grid,
             block: module.attr(op, "block").and_then(Attr::as_ints).unwrap_or_default(),
             args,
+            when: text(op, "when"),
         });
     }
     HostInfo {

@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use tessera_codegen::{CollectiveInfo, CpuModule, GuardInfo, HostInfo, KernelInfo, Manifest, ParamInfo};
+use tessera_codegen::{CollectiveInfo, CpuModule, GuardInfo, HostInfo, KernelInfo, LaunchInfo, Manifest, ParamInfo};
 use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage, TiledMap};
@@ -408,6 +408,9 @@ impl Loaded {
             for c in host.collectives.iter().filter(|c| c.after_launches == i) {
                 collective(device, host, c, &values)?;
             }
+            if !launched_for(l, dims)? {
+                continue;
+            }
             let mut grid = [1u32; 3];
             for (slot, g) in grid.iter_mut().zip(&l.grid) {
                 let v = expr::grid(g, dims, || device.multiprocessors())?;
@@ -458,6 +461,22 @@ impl Loaded {
             })
             .collect())
     }
+}
+
+/// Whether launch `l` runs for `dims`: its `when` holds (a row kernel
+/// specialized for a range of row lengths), or it has none.
+fn launched_for(l: &LaunchInfo, dims: &[(String, i64)]) -> Result<bool, RunError> {
+    let Some(when) = &l.when else { return Ok(true) };
+    let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    ShapeConstraint::parse(when)
+        .and_then(|c| c.check(bound))
+        .map(|outcome| outcome.is_ok())
+        .ok_or_else(|| {
+            RunError::launch(format!(
+                "cannot decide whether `{}` runs: its condition `{when}` is not over bound dims",
+                l.kernel
+            ))
+        })
 }
 
 /// Checks the runtime guards of host function or kernel `function` over

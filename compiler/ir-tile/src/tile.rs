@@ -387,7 +387,7 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "tile.launch",
-        doc: "launches the kernel `callee` on `grid` blocks of `block` threads with the operands as arguments",
+        doc: "launches the kernel `callee` on `grid` blocks of `block` threads with the operands as arguments; with `when`, only where that shape constraint over the function's dims holds",
         operands: Arity::VARIADIC,
         attrs: &[
             AttrDef::required("callee", AttrKind::Symbol),
@@ -395,6 +395,7 @@ const OPS: &[OpDef] = &[
             AttrDef::required("block", AttrKind::Array),
             AttrDef::optional("shared_bytes", AttrKind::Int),
             AttrDef::optional("stream", AttrKind::Any),
+            AttrDef::optional("when", AttrKind::Str),
         ],
         ..OpDef::DEFAULT
     },
@@ -1096,6 +1097,25 @@ fn guard(c: &mut Check) {
     }
 }
 
+/// `when` of `tile.launch`: a shape constraint over the host function's
+/// dims (the launch runs only where it holds).
+fn launch_condition(c: &mut Check, when: &Attr) {
+    let m = c.m;
+    let Some(constraint) = when.as_str().and_then(ShapeConstraint::parse) else {
+        c.fail(format!("`when` of `tile.launch` is {when}, not a shape constraint"));
+        return;
+    };
+    let Some(func) = m.enclosing_function(c.op) else {
+        return;
+    };
+    let dims = rules::func_dims(m, func);
+    if let Some(sym) = constraint.symbols().into_iter().find(|s| !dims.contains(s)) {
+        c.fail(format!(
+            "`tile.launch` runs when `{constraint}`, but `{sym}` is not among the function's `dims`"
+        ));
+    }
+}
+
 fn launch(c: &mut Check) {
     let m = c.m;
     if let Some(func) = m.enclosing_function(c.op) {
@@ -1128,6 +1148,9 @@ fn launch(c: &mut Check) {
         c.fail(format!(
             "`tile.launch` asks for {block} threads per block; a block has at most 1024"
         ));
+    }
+    if let Some(when) = c.attr("when").cloned() {
+        launch_condition(c, &when);
     }
     let Some(callee) = c.attr("callee").and_then(Attr::as_symbol).map(str::to_string) else {
         return;

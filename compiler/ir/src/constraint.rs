@@ -134,6 +134,26 @@ impl ShapeConstraint {
             }
         })
     }
+    /// Whether some value of `dim` in `lo..=hi` can satisfy the constraint:
+    /// false only when it relates `dim` alone (comparisons with constants,
+    /// ranges of constants) and no value of the range meets it; true
+    /// whenever it cannot tell (other dims, divisibility).
+    pub fn admits(&self, dim: &DimExpr, lo: i64, hi: i64) -> bool {
+        let relates_dim_alone = self.dims().into_iter().all(|d| d == dim || d.as_const().is_some());
+        if lo > hi || matches!(self, ShapeConstraint::Divisible { .. }) || !relates_dim_alone {
+            return lo <= hi;
+        }
+        let Some(sym) = dim.as_sym() else { return true };
+        // A comparison or a range of constants holds on an interval (or
+        // off one point): the ends of `lo..=hi` and the values next to
+        // each constant decide.
+        let consts = self.dims().into_iter().filter_map(DimExpr::as_const);
+        let near = consts.flat_map(|c| [c.saturating_sub(1), c, c.saturating_add(1)]);
+        [lo, hi]
+            .into_iter()
+            .chain(near.map(|v| v.clamp(lo, hi)))
+            .any(|v| self.check(|s| (s == sym).then_some(v)) == Some(Ok(())))
+    }
 }
 
 impl fmt::Display for ShapeConstraint {
@@ -217,5 +237,27 @@ mod tests {
         assert_eq!(s.to_string(), "2*E % 8 == 0");
         let r = ShapeConstraint::parse("B in H..=S * D").unwrap();
         assert_eq!(r.symbols(), ["B", "D", "H", "S"]);
+    }
+
+    #[test]
+    fn admits_a_range_when_one_of_its_values_meets_the_constraint() {
+        let c = DimExpr::sym("C");
+        let admits = |text: &str, lo, hi| ShapeConstraint::parse(text).unwrap().admits(&c, lo, hi);
+        assert!(admits("C <= 1024", 0, 1024));
+        assert!(admits("C <= 1024", 1024, 2048));
+        assert!(!admits("C <= 1024", 1025, 2048));
+        assert!(!admits("C < 1025", 1025, i64::MAX));
+        assert!(admits("C > 2000", 1025, 2048));
+        assert!(!admits("C >= 2049", 1025, 2048));
+        assert!(admits("C in 1500..1600", 1025, 2048));
+        assert!(!admits("C in 1..=1024", 1025, 2048));
+        assert!(!admits("C == 4096", 1025, 2048));
+        assert!(admits("C != 1025", 1025, 1026));
+        assert!(!admits("C != 1025", 1025, 1025));
+        assert!(!admits("1024 >= C", 1025, 2048));
+        // Divisibility, or other dims: it cannot tell.
+        assert!(admits("C % 4096 == 0", 1025, 2048));
+        assert!(admits("C <= D", 1025, 2048));
+        assert!(!admits("C <= D", 2048, 1025));
     }
 }

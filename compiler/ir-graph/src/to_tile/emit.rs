@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Type, ValueId};
 
+use super::rows::RowSpan;
 use super::{Kernel, Node, Src};
 use crate::graph::COMPARE_FNS;
 use crate::shape::{modulus_of, Divisible};
@@ -24,6 +25,8 @@ pub(crate) struct Gen {
     pub order: &'static str,
     pub constraints: Vec<Divisible>,
     pub target: Target,
+    /// The rows a row template's kernel computes (`rows::variants`).
+    pub rows: RowSpan,
 }
 
 pub(crate) type Result<T> = std::result::Result<T, String>;

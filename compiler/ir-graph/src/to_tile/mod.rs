@@ -24,6 +24,7 @@ use tessera_ir::{
 use crate::shape::{self, is_deterministic, Divisible, GridDim, Layer};
 use crate::targets::Target;
 use emit::Gen;
+use rows::{RowSpan, Variant};
 
 /// The `lower-schedule-to-tile` pass.
 pub struct LowerScheduleToTile;
@@ -119,6 +120,7 @@ impl Node {
 }
 
 /// A `schedule.kernel`, read.
+#[derive(Clone)]
 pub(crate) struct Kernel {
     pub op: OpId,
     pub name: String,
@@ -219,6 +221,8 @@ struct Lowered {
     grid: Vec<GridDim>,
     block: Vec<i64>,
     shared_bytes: i64,
+    /// The dims it is launched for (a row template's variant).
+    when: Option<ShapeConstraint>,
 }
 
 /// A tensor's type as a buffer in global memory (a scalar result as a
@@ -293,16 +297,18 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         .filter(|&&o| m.op(o).name == "schedule.kernel")
         .map(|&o| Kernel::read(m, o))
         .collect();
-    let mut lowered = HashMap::new();
+    let mut lowered: HashMap<OpId, Vec<Lowered>> = HashMap::new();
     for k in &kernels {
-        let l = lower_kernel(m, func, k, target, &facts, deterministic, &kept)?;
-        lowered.insert(k.op, l);
+        for variant in rows::variants(k, &facts) {
+            let l = lower_kernel(m, func, &variant, target, &facts, deterministic, &kept)?;
+            lowered.entry(k.op).or_default().push(l);
+        }
     }
     let draws: Vec<OpId> = ops.iter().copied().filter(|&o| m.op(o).name == "graph.rng").collect();
     for (i, op) in draws.into_iter().enumerate() {
         let names = (format!("{func_name}_rng{i}"), format!("{func_name}.rng{i}"));
         let l = lower_rng(m, func, op, &names, &facts, &kept)?;
-        lowered.insert(op, l);
+        lowered.insert(op, vec![l]);
     }
     lower_host(m, func, &func_name, &lowered, &kept)
 }
@@ -394,6 +400,7 @@ fn lower_rng(
         order: "tree",
         constraints: Vec::new(),
         target: Target::by_name("cpu").expect("a known target"),
+        rows: RowSpan::Any,
     };
     let draw = pointwise::Draw {
         function,
@@ -417,18 +424,20 @@ fn lower_rng(
         grid: vec![GridDim::ceil_div(&total, threads)],
         block: vec![threads, 1, 1],
         shared_bytes: 0,
+        when: None,
     })
 }
 
 fn lower_kernel(
     m: &mut Module,
     func: OpId,
-    k: &Kernel,
+    variant: &Variant,
     target: Target,
     facts: &[(ShapeConstraint, String)],
     deterministic: bool,
     kept: &BTreeMap<String, Attr>,
 ) -> Result<Lowered, Box<VerifyError>> {
+    let k = &variant.kernel;
     let unsupported = |m: &Module, what: String| {
         Box::new(
             VerifyError::at_op(m, k.op, format!("kernel \"{}\": {what}", k.name))
@@ -477,6 +486,7 @@ fn lower_kernel(
         order: if deterministic { "tree" } else { "any" },
         constraints: facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect(),
         target,
+        rows: variant.span,
     };
     let outcome = match k.pattern.as_str() {
         "matmul" | "matmul_epilogue" => matmul::lower(&g, &mut b, k),
@@ -505,6 +515,7 @@ fn lower_kernel(
         grid,
         block: k.block.clone(),
         shared_bytes,
+        when: variant.when.clone(),
     })
 }
 
@@ -517,7 +528,7 @@ fn lower_host(
     m: &mut Module,
     func: OpId,
     name: &str,
-    lowered: &HashMap<OpId, Lowered>,
+    lowered: &HashMap<OpId, Vec<Lowered>>,
     kept: &BTreeMap<String, Attr>,
 ) -> Result<(), Box<VerifyError>> {
     let (inputs, results) = {
@@ -566,7 +577,7 @@ fn lower_host(
     }
     let mut dim_names = BTreeSet::new();
     symbols(&params, &mut dim_names);
-    for l in lowered.values() {
+    for l in lowered.values().flatten() {
         dim_names.extend(l.dims.iter().cloned());
     }
     for &op in ops.iter().filter(|&&o| m.op(o).name == "graph.guard") {
@@ -608,26 +619,32 @@ fn lower_host(
         let loc = m.op(op).loc.clone();
         match m.op(op).name.as_str() {
             "schedule.kernel" | "graph.rng" => {
-                let l = &lowered[&op];
                 let result = m.result(op, 0);
                 let out = host_args[written_to[&result]];
-                let mut args: Vec<ValueId> = if m.op(op).name == "graph.rng" {
+                let inputs: Vec<ValueId> = if m.op(op).name == "graph.rng" {
                     Vec::new()
                 } else {
                     m.operands(op).iter().map(|v| map[v]).collect()
                 };
-                args.push(out);
-                args.extend(l.dims.iter().map(|d| dim_values[d.as_str()]));
-                let grid = Attr::Array(l.grid.iter().map(GridDim::to_attr).collect());
-                Builder::at_end(m, host_entry)
-                    .op("tile.launch")
-                    .operands(&args)
-                    .attr("callee", Attr::Symbol(l.name.clone()))
-                    .attr("grid", grid)
-                    .attr("block", Attr::ints(l.block.iter().copied()))
-                    .attr("shared_bytes", Attr::Int(l.shared_bytes))
-                    .loc(loc)
-                    .build();
+                for l in &lowered[&op] {
+                    let mut args = inputs.clone();
+                    args.push(out);
+                    args.extend(l.dims.iter().map(|d| dim_values[d.as_str()]));
+                    let grid = Attr::Array(l.grid.iter().map(GridDim::to_attr).collect());
+                    let mut b = Builder::at_end(m, host_entry);
+                    let mut launch = b
+                        .op("tile.launch")
+                        .operands(&args)
+                        .attr("callee", Attr::Symbol(l.name.clone()))
+                        .attr("grid", grid)
+                        .attr("block", Attr::ints(l.block.iter().copied()))
+                        .attr("shared_bytes", Attr::Int(l.shared_bytes))
+                        .loc(loc.clone());
+                    if let Some(when) = &l.when {
+                        launch = launch.attr("when", Attr::str(when.to_string()));
+                    }
+                    launch.build();
+                }
                 map.insert(result, out);
             }
             "graph.all_reduce" => {

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
+use tessera_ir::{Attr, Builder, CmpOp, DimExpr, ScalarType, ShapeConstraint, Type, ValueId};
 
 use super::emit::{
     binary, broadcast, cast_to, compare, end, for_loop, id, if_else, index, number, tile_type, unary, Frame, Gen,
@@ -249,12 +249,136 @@ fn chunk_size(k: &Kernel) -> Result<i64> {
 /// times, with a reduction per chunk.
 const ROW_IN_REGISTERS: i64 = 4096;
 
-/// Runs `whole(l, width)` for rows that fit in a register tile of
-/// `width` columns, `walks(l)` for longer ones: one of them when the
-/// row's length `n` is a constant (the tile then its length), else each
-/// under a `tile.if` on `n`, the whole row in the narrowest of a quarter,
-/// a half or all of the registers' capacity that holds it (a row of 1000
-/// columns does not compute on 4096 lanes).
+/// Which rows a kernel of a row template computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowSpan {
+    /// Every row: the length is a constant, which decides how.
+    Any,
+    /// Rows of at most this many columns, each held whole in a register
+    /// tile of that width, masked past its end.
+    Whole(i64),
+    /// Rows longer than a register tile holds, walked in chunks.
+    Walks,
+}
+
+/// One kernel of a row op, and the lengths it is launched for (`when` of
+/// `tile.launch`; None: every length).
+pub(crate) struct Variant {
+    pub kernel: Kernel,
+    pub when: Option<ShapeConstraint>,
+    pub span: RowSpan,
+}
+
+/// The kernels `k` lowers to. A softmax or norm whose row length `n` is
+/// known only at launch becomes one kernel per range of lengths: the
+/// whole row in a register tile of a quarter, a half or all of the
+/// registers' capacity ([`ROW_IN_REGISTERS`] columns; a row of 1000
+/// columns does not compute on 4096 lanes), or walked in chunks beyond
+/// it; the host launches the one whose range holds `n`. Each kernel's
+/// registers are then its own range's, where one kernel branching on the
+/// length took the widest range's for every row: on sm_90a the bf16
+/// softmax took 64 registers a thread for rows of any length, and now 34
+/// for rows up to 1024 or 2048 columns; layer norm 95, now 53. A
+/// multiprocessor then holds 12 rows of up to 1024 columns in flight
+/// instead of 4 (softmax), 9 instead of 2 (layer norm). A range runs on 8
+/// columns a thread (a 16-byte load of bf16), at most the schedule's
+/// threads. Ranges the function's facts rule out get no kernel; where
+/// one is left, its kernel keeps `k`'s name and runs for every length
+/// (no `when`; facts that rule out every range leave the walks, which
+/// handle any length). Every other kernel is one kernel for every length.
+pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<Variant> {
+    let anchor = match k.pattern.as_str() {
+        "softmax" => k.anchor("graph.softmax"),
+        "norm" => k.anchor("graph.norm"),
+        _ => None,
+    };
+    let n = anchor
+        .and_then(|a| tensor_dims(k, k.nodes[a].operands[0]).ok())
+        .and_then(|dims| dims.last().cloned());
+    let Some(n) = n.filter(|n| n.as_const().is_none()) else {
+        return vec![Variant {
+            kernel: k.clone(),
+            when: None,
+            span: RowSpan::Any,
+        }];
+    };
+    let threads = k.threads();
+    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
+    let mut widths: Vec<i64> = [cap / 4, cap / 2, cap]
+        .into_iter()
+        .filter(|w| *w >= threads && w % threads == 0)
+        .collect();
+    widths.dedup();
+    let mut ranges: Vec<(i64, i64, RowSpan)> = Vec::new();
+    let mut lo = 0;
+    for &w in &widths {
+        ranges.push((lo, w, RowSpan::Whole(w)));
+        lo = w + 1;
+    }
+    ranges.push((lo, i64::MAX, RowSpan::Walks));
+    let mut admitted: Vec<(i64, i64, RowSpan)> = ranges
+        .iter()
+        .copied()
+        .filter(|&(lo, hi, _)| facts.iter().all(|(c, _)| c.admits(&n, lo, hi)))
+        .collect();
+    if admitted.is_empty() {
+        admitted.extend(ranges.last().copied());
+    }
+    let only = admitted.len() == 1;
+    admitted
+        .into_iter()
+        .map(|(lo, hi, span)| {
+            let (suffix, when, threads) = match span {
+                RowSpan::Whole(w) => {
+                    let when = if lo == 0 {
+                        ShapeConstraint::Compare {
+                            lhs: n.clone(),
+                            op: CmpOp::Le,
+                            rhs: DimExpr::constant(hi),
+                        }
+                    } else {
+                        ShapeConstraint::InRange {
+                            dim: n.clone(),
+                            lo: DimExpr::constant(lo),
+                            hi: DimExpr::constant(hi),
+                            inclusive: true,
+                        }
+                    };
+                    (format!("w{w}"), when, (w / 8).clamp(32, threads))
+                }
+                _ => {
+                    let when = ShapeConstraint::Compare {
+                        lhs: n.clone(),
+                        op: CmpOp::Gt,
+                        rhs: DimExpr::constant(lo - 1),
+                    };
+                    ("long".to_string(), when, threads)
+                }
+            };
+            let mut kernel = k.clone();
+            if let Some(first) = kernel.block.first_mut() {
+                *first = threads;
+            }
+            if only {
+                return Variant {
+                    kernel,
+                    when: None,
+                    span,
+                };
+            }
+            kernel.name = format!("{}_{suffix}", k.name);
+            Variant {
+                kernel,
+                when: Some(when),
+                span,
+            }
+        })
+        .collect()
+}
+
+/// Runs `whole(l, width)` for the rows of `g.rows` that fit in a register
+/// tile of `width` columns, `walks(l)` for longer ones; a row of a constant
+/// length `n` is held whole when it fits in `threads` threads' registers.
 fn by_row_length(
     g: &Gen,
     b: &mut Builder<'_>,
@@ -264,45 +388,11 @@ fn by_row_length(
     walks: &mut dyn FnMut(&mut Builder<'_>) -> Result<()>,
 ) -> Result<()> {
     let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
-    if let Some(len) = n.as_const() {
-        return if (1..=cap).contains(&len) {
-            whole(b, len)
-        } else {
-            walks(b)
-        };
+    match (n.as_const(), g.rows) {
+        (Some(len), _) if (1..=cap).contains(&len) => whole(b, len),
+        (None, RowSpan::Whole(width)) => whole(b, width),
+        _ => walks(b),
     }
-    let mut widths: Vec<i64> = [cap / 4, cap / 2, cap]
-        .into_iter()
-        .filter(|w| *w >= threads && w % threads == 0)
-        .collect();
-    widths.dedup();
-    tiers(g, b, n, &widths, whole, walks)
-}
-
-/// `whole(l, widths[0])` when `n` fits in it, else the next width, …,
-/// else `walks(l)`: nested `tile.if`s.
-fn tiers(
-    g: &Gen,
-    b: &mut Builder<'_>,
-    n: &DimExpr,
-    widths: &[i64],
-    whole: &mut dyn FnMut(&mut Builder<'_>, i64) -> Result<()>,
-    walks: &mut dyn FnMut(&mut Builder<'_>) -> Result<()>,
-) -> Result<()> {
-    let Some((&width, wider)) = widths.split_first() else {
-        return walks(b);
-    };
-    let len = g.dim(b, n)?;
-    let limit = index(b, width);
-    let fits = compare(b, len, limit, "le");
-    let (then, other) = if_else(b, fits);
-    let mut l = g.at(b, then);
-    whole(&mut l, width)?;
-    end(&mut l);
-    let mut l = g.at(b, other);
-    tiers(g, &mut l, n, wider, whole, walks)?;
-    end(&mut l);
-    Ok(())
 }
 
 /// `1 / x`, once per row: the outputs are multiplied by it (a division
