@@ -745,7 +745,7 @@ fn schedule(
         knobs: BTreeMap::from([
             (
                 "BC".to_string(),
-                knob(&[256, 512, 1024], chunk, Some(&row.dim), constraints),
+                knob(&[256, 512, 1024, 2048], chunk, Some(&row.dim), constraints),
             ),
             ("threads".to_string(), Attr::ints([128, 256])),
         ]),
