@@ -1402,7 +1402,10 @@ impl<'a> Infer<'a> {
                 }
                 _ => Ty::Unknown,
             },
-            Shape::Reduce => self.reduce(e, &first, keyword("axis").or(positional.get(1).copied())),
+            Shape::Reduce => {
+                let keep = self.keepdims(keyword("keepdims"));
+                self.reduce(e, &first, keyword("axis").or(positional.get(1).copied()), keep)
+            }
             Shape::Transpose => self.transpose(
                 e,
                 &first,
@@ -1723,10 +1726,37 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn reduce(&mut self, e: &Expr, x: &Ty, axis: Option<&ArgTy>) -> Ty {
+    /// `keepdims=` of a reduction: it decides the result's dims, so it is
+    /// written out (`True` or `False`); absent, False.
+    fn keepdims(&mut self, arg: Option<&ArgTy>) -> bool {
+        let Some(arg) = arg else { return false };
+        match arg.expr.unparen().kind {
+            ExprKind::Bool(keep) => keep,
+            _ => {
+                self.error(
+                    Diagnostic::error(Code::E0204, "`keepdims` must be written `True` or `False`")
+                        .with_primary(self.at(arg.expr.span), "not a bool literal")
+                        .with_note("it decides the dims of the result, which the checker must know"),
+                );
+                false
+            }
+        }
+    }
+
+    /// The type of a reduction of `x` along `axis` (every axis without
+    /// it): the dims that are not reduced, or with `keep` every dim, the
+    /// reduced ones 1.
+    fn reduce(&mut self, e: &Expr, x: &Ty, axis: Option<&ArgTy>, keep: bool) -> Ty {
         let Ty::Tensor(t) = x else { return x.clone() };
         let Some(axis) = axis else {
-            return t.dtype.map_or(Ty::Unknown, Ty::Scalar);
+            return match (&t.dims, keep) {
+                (Some(dims), true) => Ty::Tensor(TensorTy {
+                    dtype: t.dtype,
+                    dims: Some(vec![Poly::constant(1); dims.len()]),
+                    space: None,
+                }),
+                _ => t.dtype.map_or(Ty::Unknown, Ty::Scalar),
+            };
         };
         // One axis, or a tuple of them (`axis=(0, 1)`), each once.
         let (tuple, items): (bool, Vec<&Expr>) = match &axis.expr.unparen().kind {
@@ -1768,8 +1798,11 @@ impl<'a> Infer<'a> {
         let kept: Vec<Poly> = dims
             .iter()
             .enumerate()
-            .filter(|(i, _)| !removed.contains(i))
-            .map(|(_, d)| d.clone())
+            .filter_map(|(i, d)| match (removed.contains(&i), keep) {
+                (false, _) => Some(d.clone()),
+                (true, true) => Some(Poly::constant(1)),
+                (true, false) => None,
+            })
             .collect();
         // A tuple naming every axis gives a number; one axis, a tensor.
         if tuple && kept.is_empty() {
@@ -1875,10 +1908,8 @@ impl<'a> Infer<'a> {
         let (Ty::Tensor(t), Some(shape)) = (x, shape) else {
             return Ty::Unknown;
         };
-        let new_dims: Vec<Poly> = match &shape.expr.unparen().kind {
-            ExprKind::Tuple(items) | ExprKind::List(items) => {
-                items.iter().map(|i| self.sizes.substitute(&dim_poly(i))).collect()
-            }
+        let items = match &shape.expr.unparen().kind {
+            ExprKind::Tuple(items) | ExprKind::List(items) => items,
             _ => {
                 return Ty::Tensor(TensorTy {
                     dtype: t.dtype,
@@ -1887,8 +1918,48 @@ impl<'a> Infer<'a> {
                 })
             }
         };
+        let mut new_dims: Vec<Poly> = items.iter().map(|i| self.sizes.substitute(&dim_poly(i))).collect();
+        let count = |ds: &[Poly]| ds.iter().fold(Poly::constant(1), |acc, d| acc.mul(d));
+        // One dim written -1 is what the others leave (NumPy's rule).
+        let inferred: Vec<usize> = (0..items.len()).filter(|&i| items[i].int_value() == Some(-1)).collect();
+        if let [at] = inferred[..] {
+            let Some(dims) = &t.dims else {
+                return Ty::Tensor(TensorTy {
+                    dtype: t.dtype,
+                    dims: None,
+                    space: None,
+                });
+            };
+            let mut others = new_dims.clone();
+            others.remove(at);
+            match count(dims).div_exact(&count(&others)) {
+                Some(d) => new_dims[at] = d,
+                None => {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0308,
+                            format!("cannot tell the dim -1 stands for in reshaping {x}"),
+                        )
+                        .with_primary(self.at(items[at].span), "inferred dim")
+                        .with_secondary(
+                            self.at(e.span),
+                            format!("{} elements over [{}]", count(dims), join(&others)),
+                        )
+                        .with_help("write the dim: -1 is inferred only where the other dims divide the count exactly"),
+                    );
+                    return Ty::Unknown;
+                }
+            }
+        } else if inferred.len() > 1 {
+            self.error(
+                Diagnostic::error(Code::E0308, "a reshape infers at most one dim")
+                    .with_primary(self.at(items[inferred[1]].span), "a second -1")
+                    .with_secondary(self.at(items[inferred[0]].span), "the first")
+                    .with_help("write all but one of the dims"),
+            );
+            return Ty::Unknown;
+        }
         if let Some(dims) = &t.dims {
-            let count = |ds: &[Poly]| ds.iter().fold(Poly::constant(1), |acc, d| acc.mul(d));
             let (before, after) = (count(dims), count(&new_dims));
             if let (Some(a), Some(b)) = (before.as_const(), after.as_const()) {
                 if a != b {

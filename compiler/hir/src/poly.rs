@@ -128,6 +128,27 @@ impl Poly {
         out
     }
 
+    /// `self / divisor` when the divisor is one term and divides every
+    /// term of `self` exactly (`6*B*H / (2*H)` is `3*B`); None otherwise.
+    pub fn div_exact(&self, divisor: &Poly) -> Option<Poly> {
+        let [(factors, &by)] = divisor.terms.iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let mut out = Poly::default();
+        for (monomial, &coeff) in &self.terms {
+            if coeff % by != 0 {
+                return None;
+            }
+            let mut rest = monomial.clone();
+            for f in factors {
+                let at = rest.iter().position(|a| a == f)?;
+                rest.remove(at);
+            }
+            out.insert(rest, coeff / by);
+        }
+        Some(out)
+    }
+
     /// Replaces symbols by polynomials.
     pub fn substitute(&self, map: &dyn Fn(&str) -> Option<Poly>) -> Poly {
         let mut out = Poly::default();
@@ -214,5 +235,24 @@ mod tests {
         let p = Poly::constant(8).mul(&Poly::sym("N")).add(&Poly::constant(16));
         assert!(p.divisible_by(8));
         assert!(!p.divisible_by(16));
+    }
+
+    #[test]
+    fn exact_division_by_one_term() {
+        let (b, h) = (Poly::sym("B"), Poly::sym("H"));
+        let total = b.mul(&h).mul(&Poly::constant(6));
+        assert_eq!(
+            total.div_exact(&h.mul(&Poly::constant(2))),
+            Some(b.mul(&Poly::constant(3)))
+        );
+        assert_eq!(total.div_exact(&total), Some(Poly::constant(1)));
+        assert_eq!(total.div_exact(&Poly::constant(4)), None);
+        assert_eq!(total.div_exact(&Poly::sym("D")), None);
+        assert_eq!(b.add(&h).div_exact(&b), None);
+        assert_eq!(total.div_exact(&Poly::constant(0)), None);
+        assert_eq!(
+            Poly::constant(60).div_exact(&Poly::constant(6)),
+            Some(Poly::constant(10))
+        );
     }
 }

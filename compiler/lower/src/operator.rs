@@ -1006,6 +1006,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     Some(Attr::Array(items)) => items,
                     _ => (0..rank).map(Attr::Int).collect(),
                 };
+                let keepdims = keyword(args, "keepdims").and_then(literal_attr) == Some(Attr::Bool(true));
                 let ty = self.result_type(e)?;
                 let acc = self
                     .cx
@@ -1016,7 +1017,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     .operand(x)
                     .attr("kind", path.trim_start_matches("op."))
                     .attr("axes", Attr::Array(axes))
-                    .attr("keepdims", false)
+                    .attr("keepdims", keepdims)
                     .attr("accumulate", Type::Scalar(acc));
                 if self.cx.info.tree_reductions.contains(&e.span) {
                     op = op.attr("order", "tree");

@@ -1622,6 +1622,16 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = args.optional("axis");
+        let keepdims = match args.take("keepdims") {
+            None => false,
+            Some((Value::Bool(keep), _)) => keep,
+            Some((v, _)) => {
+                return Err(RunError::value(format!(
+                    "`keepdims` must be True or False, not {}",
+                    v.describe()
+                )))
+            }
+        };
         let accumulate = match args.take("accumulate") {
             None | Some((Value::None, _)) => None,
             Some((Value::DType(d), _)) => Some(d),
@@ -1654,7 +1664,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.max" => Reduction::Max,
             _ => Reduction::Min,
         };
-        let r = match axes {
+        let r = match &axes {
             None => ops::reduce(&t, None, kind, accumulate)?,
             Some(axes) => {
                 let mut r = t.clone();
@@ -1663,6 +1673,18 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
                 r
             }
+        };
+        let r = if keepdims {
+            // The reduced dims stay, as 1.
+            let shape: Vec<usize> = (0..rank)
+                .map(|a| match &axes {
+                    Some(axes) if !axes.contains(&a) => t.shape()[a],
+                    _ => 1,
+                })
+                .collect();
+            r.reshaped(&shape)?
+        } else {
+            r
         };
         Ok(if r.shape().is_empty() {
             value_of(r.get(0))
@@ -1946,8 +1968,33 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn op_reshape(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", "op.reshape")?;
         let shape = self.positional(args, "shape", "op.reshape")?;
-        let shape = self.shape_of(&[(shape, Span::new(0, 0))])?;
         let t = self.to_tensor(&x)?;
+        // One size written -1 is what the others leave (NumPy's rule).
+        let mut sizes: Vec<Value> = match shape {
+            Value::Tuple(items) => items.to_vec(),
+            v => vec![v],
+        };
+        let inferred: Vec<usize> = (0..sizes.len())
+            .filter(|&i| matches!(sizes[i], Value::Int(-1)))
+            .collect();
+        if let [at] = inferred[..] {
+            let mut others = sizes.clone();
+            others.remove(at);
+            let rest: usize = self
+                .shape_of(&[(Value::tuple(others), Span::new(0, 0))])?
+                .iter()
+                .product();
+            if rest == 0 || t.numel() % rest != 0 {
+                return Err(RunError::value(format!(
+                    "cannot reshape {} elements with -1 beside sizes whose product is {rest}",
+                    t.numel()
+                )));
+            }
+            sizes[at] = Value::Int((t.numel() / rest) as i64);
+        } else if inferred.len() > 1 {
+            return Err(RunError::value("a reshape infers at most one size (-1)"));
+        }
+        let shape = self.shape_of(&[(Value::tuple(sizes), Span::new(0, 0))])?;
         Ok(Value::Tensor(TensorValue::new(t.reshaped(&shape)?)))
     }
 }
