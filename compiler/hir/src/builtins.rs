@@ -52,6 +52,8 @@ pub enum Shape {
     Matmul,
     /// Removes the `axis` (default: all) dimension.
     Reduce,
+    /// The index of an extremum: a reduction's dims, `i64`.
+    ArgReduce,
     /// Swaps the last two dimensions (or those named by `dims`).
     Transpose,
     /// New dims given by the `shape` argument; element counts must match.
@@ -301,6 +303,8 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.mean", "(x, axis = None, keepdims = False, accumulate = None)", "Mean along `axis` (of all without it); with `keepdims=True` the reduced dims stay, as 1.", Reduce).accumulates().det(Det::Reduction),
     op("op.max", "(x, axis = None, keepdims = False)", "The largest element along `axis` (of all without it); NaN if any is NaN. With `keepdims=True` the reduced dims stay, as 1.", Reduce),
     op("op.min", "(x, axis = None, keepdims = False)", "The smallest element along `axis` (of all without it); NaN if any is NaN. With `keepdims=True` the reduced dims stay, as 1.", Reduce),
+    op("op.argmax", "(x, axis = None, keepdims = False)", "The index (`i64`) of the largest element along `axis`, the first of equal ones (of the flattened tensor without `axis`); a NaN is the largest. Host code only.", ArgReduce).host(),
+    op("op.argmin", "(x, axis = None, keepdims = False)", "The index (`i64`) of the smallest element along `axis`, the first of equal ones (of the flattened tensor without `axis`); a NaN is the smallest. Host code only.", ArgReduce).host(),
     op("op.where", "(condition, x, y)", "`x` where the bool `condition` holds, else `y`, elementwise with broadcasting.", Select),
     op("op.add", "(a, b)", "Elementwise sum with broadcasting.", Broadcast),
     op("op.mul", "(a, b)", "Elementwise product with broadcasting.", Broadcast),

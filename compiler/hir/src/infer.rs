@@ -1406,6 +1406,18 @@ impl<'a> Infer<'a> {
                 let keep = self.keepdims(keyword("keepdims"));
                 self.reduce(e, &first, keyword("axis").or(positional.get(1).copied()), keep)
             }
+            Shape::ArgReduce => {
+                let keep = self.keepdims(keyword("keepdims"));
+                let axis = keyword("axis").or(positional.get(1).copied());
+                match self.reduce(e, &first, axis, keep) {
+                    Ty::Tensor(t) => Ty::Tensor(TensorTy {
+                        dtype: Some(DType::I64),
+                        ..t
+                    }),
+                    Ty::Scalar(_) => Ty::Scalar(DType::I64),
+                    other => other,
+                }
+            }
             Shape::Transpose => self.transpose(
                 e,
                 &first,

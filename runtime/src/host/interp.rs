@@ -1169,6 +1169,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "load" => self.load(args),
             "save" => self.save(args),
             "op.sum" | "op.mean" | "op.max" | "op.min" => self.reduce(path, args),
+            "op.argmax" | "op.argmin" => self.arg_extremum(path, args),
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
             "op.concat" => self.op_concat(args),
@@ -1619,19 +1620,50 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::None)
     }
 
+    /// `op.argmax` / `op.argmin` (`axis=`, `keepdims=`).
+    fn arg_extremum(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", path)?;
+        let axis = args.optional("axis");
+        let keepdims = self.keepdims(args)?;
+        self.no_more(args, path)?;
+        let t = self.to_tensor(&x)?;
+        let rank = t.shape().len();
+        let axis = match axis {
+            None | Some(Value::None) => None,
+            Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?[0]),
+        };
+        let r = ops::arg_extremum(&t, axis, path == "op.argmax")?;
+        let r = if keepdims {
+            let shape: Vec<usize> = (0..rank)
+                .map(|a| if axis.is_some_and(|x| x != a) { t.shape()[a] } else { 1 })
+                .collect();
+            r.reshaped(&shape)?
+        } else {
+            r
+        };
+        Ok(if r.shape().is_empty() {
+            value_of(r.get(0))
+        } else {
+            Value::Tensor(TensorValue::new(r))
+        })
+    }
+
+    /// `keepdims=` of a reduction: False when absent.
+    fn keepdims(&self, args: &mut Args) -> Result<bool, RunError> {
+        match args.take("keepdims") {
+            None => Ok(false),
+            Some((Value::Bool(keep), _)) => Ok(keep),
+            Some((v, _)) => Err(RunError::value(format!(
+                "`keepdims` must be True or False, not {}",
+                v.describe()
+            ))),
+        }
+    }
+
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = args.optional("axis");
-        let keepdims = match args.take("keepdims") {
-            None => false,
-            Some((Value::Bool(keep), _)) => keep,
-            Some((v, _)) => {
-                return Err(RunError::value(format!(
-                    "`keepdims` must be True or False, not {}",
-                    v.describe()
-                )))
-            }
-        };
+        let keepdims = self.keepdims(args)?;
         let accumulate = match args.take("accumulate") {
             None | Some((Value::None, _)) => None,
             Some((Value::DType(d), _)) => Some(d),

@@ -909,6 +909,53 @@ pub(crate) fn reduce(
     Ok(out)
 }
 
+/// `op.argmax` / `op.argmin` over `axis` (the flattened tensor when
+/// None): the index of the first largest (smallest) element along it, as
+/// `i64`; the first NaN where there is one, as in NumPy.
+pub(crate) fn arg_extremum(t: &Tensor, axis: Option<usize>, largest: bool) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let (outer, n, inner, out_shape) = match axis {
+        None => (1, t.numel(), 1, vec![]),
+        Some(a) => {
+            let mut s = shape.to_vec();
+            s.remove(a);
+            (
+                shape[..a].iter().product(),
+                shape[a],
+                shape[a + 1..].iter().product(),
+                s,
+            )
+        }
+    };
+    let mut out = Tensor::zeros(DType::I64, &out_shape)?;
+    if n == 0 && out.numel() > 0 {
+        let what = if largest { "op.argmax" } else { "op.argmin" };
+        return Err(RunError::value(format!(
+            "`{what}` of no elements: the reduced dim is 0"
+        )));
+    }
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |k: usize| t.get(o * n * inner + k * inner + i);
+            let better = |x: Elem, best: Elem| match (x, best) {
+                (Elem::Int(a), Elem::Int(b)) => (a > b) == largest && a != b,
+                (x, best) => {
+                    let (a, b) = (x.as_f64(), best.as_f64());
+                    !b.is_nan() && (a.is_nan() || if largest { a > b } else { a < b })
+                }
+            };
+            let mut best = 0;
+            for k in 1..n {
+                if better(at(k), at(best)) {
+                    best = k;
+                }
+            }
+            out.set(o * inner + i, Elem::Int(best as i64));
+        }
+    }
+    Ok(out)
+}
+
 /// The largest (or smallest) of `items`, compared as numbers of their
 /// kind; a NaN among floats is the result, as in NumPy.
 fn extremum(largest: bool, mut items: impl Iterator<Item = Elem>) -> Elem {
