@@ -575,6 +575,7 @@ impl<'a> Infer<'a> {
             }
             ExprKind::Unary { op, operand } => {
                 let ty = self.expr(operand);
+                let ty = self.element_of_0d(ty);
                 if *op == UnaryOp::Not {
                     Ty::Bool
                 } else {
@@ -584,6 +585,7 @@ impl<'a> Infer<'a> {
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.expr(lhs);
                 let r = self.expr(rhs);
+                let (l, r) = (self.element_of_0d(l), self.element_of_0d(r));
                 self.binary(*op, &l, &r, e.span, lhs, rhs)
             }
             ExprKind::Range { start, end, .. } => {
@@ -962,6 +964,21 @@ impl<'a> Infer<'a> {
             }
         }
         self.error(d);
+    }
+
+    /// In device code a tensor of no dims (an `f32[]` parameter) in
+    /// arithmetic is its one element, a number each thread reads (as a
+    /// 0-d NumPy array is in arithmetic), not a tile spread over the
+    /// block.
+    fn element_of_0d(&self, ty: Ty) -> Ty {
+        match &ty {
+            Ty::Tensor(TensorTy {
+                dtype: Some(d),
+                dims: Some(dims),
+                ..
+            }) if dims.is_empty() && self.in_device_code() => Ty::Scalar(*d),
+            _ => ty,
+        }
     }
 
     fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
@@ -2213,8 +2230,13 @@ impl<'a> Infer<'a> {
             // A tensor for a scalar parameter, or a number for a tensor one.
             let scalar = |t: &Ty| matches!(t, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool);
             let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
-            if (tensor(&arg.ty) && scalar(&param.ty)) || (scalar(&arg.ty) && tensor(&param.ty)) {
-                let (what, expected, help) = if tensor(&arg.ty) {
+            let arg_ty = if scalar(&param.ty) {
+                self.element_of_0d(arg.ty.clone())
+            } else {
+                arg.ty.clone()
+            };
+            if (tensor(&arg_ty) && scalar(&param.ty)) || (scalar(&arg_ty) && tensor(&param.ty)) {
+                let (what, expected, help) = if tensor(&arg_ty) {
                     ("a tensor", "a number", "pass one number, such as an element: `x[0]`")
                 } else {
                     (
@@ -2241,8 +2263,8 @@ impl<'a> Infer<'a> {
                 ok = false;
                 continue;
             }
-            if let (Some(pd), Some(ad)) = (param.ty.dtype(), arg.ty.dtype()) {
-                let compatible = pd == ad || (!matches!(arg.ty, Ty::Tensor(_)) && ad.widens_to(pd));
+            if let (Some(pd), Some(ad)) = (param.ty.dtype(), arg_ty.dtype()) {
+                let compatible = pd == ad || (!matches!(arg_ty, Ty::Tensor(_)) && ad.widens_to(pd));
                 if !compatible {
                     self.error(
                         Diagnostic::error(

@@ -1914,6 +1914,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             ExprKind::Unary { op, operand } => {
                 let x = self.expr(block, operand)?;
+                let x = self.element_of_0d(block, x);
                 let ty = self.m.value_type(x).clone();
                 let f = match op {
                     UnaryOp::Neg => "neg",
@@ -1994,6 +1995,15 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// A buffer of no dims (an `f32[]` parameter) in arithmetic is its one
+    /// element, read here (the checker types it so); anything else stays.
+    fn element_of_0d(&mut self, block: tessera_ir::BlockId, v: ValueId) -> ValueId {
+        match self.m.value_type(v).clone() {
+            Type::MemRef { dims, elem, .. } if dims.is_empty() => self.convert(block, v, &Type::Scalar(elem)),
+            _ => v,
+        }
+    }
+
     /// `a op rhs` elementwise, `a` already lowered: a comparison, or
     /// `tile.binary` in the result's type (tiles broadcast to its shape).
     fn elementwise_binary(
@@ -2005,6 +2015,7 @@ impl<'a> Lower<'_, 'a, '_> {
         rhs: &'a Expr,
     ) -> Option<ValueId> {
         let b = self.expr(block, rhs)?;
+        let (a, b) = (self.element_of_0d(block, a), self.element_of_0d(block, b));
         if let Some(pred) = cmp_pred(op) {
             // Both sides in the type that compares them (converting the
             // right to the left's type truncated `i < x` with x = 0.5 to
