@@ -33,19 +33,25 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
             }
         }
     }
-    let results = match &cx.sig.ret {
+    // A tuple of tensors and scalars is one result each.
+    let declared: Vec<&Ty> = match &cx.sig.ret {
         Ty::None | Ty::Unknown => Vec::new(),
-        ty => match ir_type(ty, TensorAs::Value) {
-            Some(t) => vec![t],
+        Ty::Tuple(parts) => parts.iter().collect(),
+        ty => vec![ty],
+    };
+    let mut results = Vec::new();
+    for ty in declared {
+        match ir_type(ty, TensorAs::Value) {
+            Some(t) => results.push(t),
             None => {
                 cx.unsupported(
                     cx.sig.ret_span.unwrap_or(cx.sig.name_span),
-                    "a return type that is not a tensor or scalar",
+                    "a return type that is not a tensor, a scalar or a tuple of them",
                 );
                 return;
             }
-        },
-    };
+        }
+    }
     let func = m.add_function(&cx.sig.name, &inputs, &results, cx.loc(cx.def.span));
     cx.set_common_attrs(m, func, "operator");
     let entry = m.entry_block(func).expect("a function has a body");
@@ -80,18 +86,23 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
                 }
             }
             StmtKind::Return(value) => {
-                let mut values: Vec<ValueId> = match value {
-                    Some(e) => l.expr(e, None).into_iter().collect(),
+                // `return a, b` for a tuple of results: one value each.
+                let items: Vec<&Expr> = match value.as_ref().map(|e| (e, &e.unparen().kind)) {
+                    Some((_, ExprKind::Tuple(items))) if results.len() > 1 => items.iter().collect(),
+                    Some((e, _)) => vec![e],
                     None => Vec::new(),
                 };
+                let mut values: Vec<ValueId> = items.into_iter().filter_map(|e| l.expr(e, None)).collect();
                 // A result the checker lets widen to the declared type is
                 // converted explicitly.
-                if let ([v], [declared]) = (values.as_mut_slice(), results.as_slice()) {
-                    if let Some(dims) = declared.dims() {
-                        *v = l.conform(*v, dims);
-                    }
-                    if l.b.value_type(*v) != declared {
-                        *v = l.convert(*v, declared.clone());
+                if values.len() == results.len() {
+                    for (v, declared) in values.iter_mut().zip(&results) {
+                        if let Some(dims) = declared.dims() {
+                            *v = l.conform(*v, dims);
+                        }
+                        if l.b.value_type(*v) != declared {
+                            *v = l.convert(*v, declared.clone());
+                        }
                     }
                 }
                 l.b.op("graph.return").operands(&values).build();

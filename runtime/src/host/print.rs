@@ -143,9 +143,13 @@ pub fn tensor(t: &Tensor) -> String {
     out
 }
 
+/// The element of a 0-d tensor, as NumPy prints one: the scalar of its
+/// dtype (`9.0`, `3.1115873`, `1e-07`), not an array element (`9.`). An
+/// fp8 value is written exactly, as in an array (its shortest digits that
+/// read back can hide it: 208 in E4M3 reads back from 210).
 fn element_alone(e: Elem, dtype: DType) -> String {
     match e {
-        Elem::Float(x) if dtype == DType::F64 => python_float(x),
+        Elem::Float(x) if !matches!(dtype, DType::Fp8E4m3 | DType::Fp8E5m2) => float_repr(x, dtype),
         Elem::Float(x) => {
             let format = ElementFormat::floats(&[x], dtype);
             format.text(e).trim().to_string()
@@ -446,6 +450,10 @@ mod tests {
             "[ 0.  1.  2.  3.  4.  5.  6.  7.  8.  9. 10. 11. 12. 13. 14. 15. 16. 17.\n 18. 19. 20. 21. 22. 23. 24. 25. 26. 27. 28. 29.]"
         );
         assert_eq!(tensor(&Tensor::from_slice(&[], &[2.5f64]).unwrap()), "2.5");
+        // A 0-d tensor prints as NumPy's scalar of its dtype.
+        assert_eq!(f32s(&[], &[9.0]), "9.0");
+        assert_eq!(f32s(&[], &[1.0 / 3.0]), "0.33333334");
+        assert_eq!(f32s(&[], &[1e-7]), "1e-07");
         // fp8 values exactly: 205.4 is 208 in E4M3 (whose shortest
         // round-tripping digits, 210, would hide that), 147.4 is 144.
         let e4m3 = Tensor::from_slice(&[2], &[205.4f32, -147.4])
