@@ -202,6 +202,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("range", "(start, stop = None, step = 1)", "Integers from `start` to `stop` by `step`.", Range),
     op("len", "(x)", "The size of the first dimension of `x`.", Index),
     op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
+    op("sum", "(iterable, start = 0)", "`start` plus the items of `iterable` (a list, a range, or a tensor's rows), added left to right as Python's `sum` does.", Opaque).host(),
     op("zip", "(*iterables)", "Tuples of the items of the iterables at each position, as many as the shortest has.", Opaque).host(),
     op("min", "(a, b)", "The smaller of two values.", SameAsFirst),
     op("max", "(a, b)", "The larger of two values.", SameAsFirst),

@@ -67,6 +67,25 @@ impl<'a> Ctx<'a> {
         i.checked_sub(1).map(|i| &self.tokens[i])
     }
 
+    /// Whether the token at `offset` is inside brackets opened on its
+    /// logical line.
+    fn inside_brackets(&self, offset: u32) -> bool {
+        let end = self.tokens.partition_point(|t| t.0 < offset);
+        let start = self.tokens[..end]
+            .iter()
+            .rposition(|t| matches!(t.1, Tok::Newline))
+            .map_or(0, |i| i + 1);
+        let depth: i32 = self.tokens[start..end]
+            .iter()
+            .map(|t| match t.1 {
+                Tok::LParen | Tok::LBracket | Tok::LBrace => 1,
+                Tok::RParen | Tok::RBracket | Tok::RBrace => -1,
+                _ => 0,
+            })
+            .sum();
+        depth > 0
+    }
+
     /// The span of the decorator on the logical line before the token at
     /// `offset`, if that line is a decorator.
     fn decorator_before(&self, offset: u32) -> Option<Span> {
@@ -145,6 +164,15 @@ impl<'a> Ctx<'a> {
                 );
                 return;
             }
+        }
+        // `[f(x) for x in xs]`: a `for` inside brackets.
+        if matches!(found, Some(Tok::For)) && self.inside_brackets(span.start) {
+            self.error(
+                Diagnostic::error(Code::E0030, "comprehensions are not supported")
+                    .with_primary(self.at(span), "a comprehension")
+                    .with_help("build the list in a loop: `ys = []`, then `for x in xs:` and `ys.append(...)`"),
+            );
+            return;
         }
         // `x[..., 0]`: NumPy's Ellipsis lexes as `..` then `.`.
         let dot_after = self

@@ -913,6 +913,32 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(out)
     }
 
+    /// `xs.append(v)` on a local list: the name is bound to the list with
+    /// `v` at its end (lists are values: another name for the old list
+    /// keeps it). None when the call is something else.
+    fn append(&mut self, locals: &mut HashMap<String, Value>, callee: &Expr, args: &[Arg]) -> Res<Option<Value>> {
+        let ExprKind::Attr { base, name } = &callee.unparen().kind else {
+            return Ok(None);
+        };
+        let ExprKind::Name(list) = &base.unparen().kind else {
+            return Ok(None);
+        };
+        let Some(Value::Tuple(items)) = locals.get(list).filter(|_| name.name == "append") else {
+            return Ok(None);
+        };
+        let mut items = items.to_vec();
+        let [arg] = args else {
+            return Err(self.fail(
+                callee.span,
+                "this call",
+                RunError::new(Code::E1005, "`append` takes one value"),
+            ));
+        };
+        items.push(self.expr(locals, &arg.value)?);
+        locals.insert(list.clone(), Value::tuple(items));
+        Ok(Some(Value::None))
+    }
+
     fn call(&mut self, locals: &mut HashMap<String, Value>, e: &Expr, callee: &Expr, args: &[Arg]) -> Res<Value> {
         if let ExprKind::Subscript { base, args: brackets } = &callee.unparen().kind {
             if let ExprKind::Name(n) = &base.unparen().kind {
@@ -922,6 +948,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                     }
                 }
             }
+        }
+        if let Some(v) = self.append(locals, callee, args)? {
+            return Ok(v);
         }
         let f = self.expr(locals, callee)?;
         match f {
@@ -1174,6 +1203,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.transpose" => self.op_transpose(args),
             "op.concat" => self.op_concat(args),
             "enumerate" => self.enumerate(args),
+            "sum" => self.sum(args),
             "zip" => self.zip(args),
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
@@ -1804,6 +1834,17 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             other => Err(RunError::value(format!("cannot loop over {}", other.describe()))),
         }
+    }
+
+    /// `sum(iterable, start=0)`: Python's, the items added to `start`
+    /// left to right (a tensor's rows elementwise).
+    fn sum(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let iterable = self.positional(args, "iterable", "sum")?;
+        let start = args.optional("start").unwrap_or(Value::Int(0));
+        self.no_more(args, "sum")?;
+        self.items_of(&iterable)?
+            .iter()
+            .try_fold(start, |total, item| self.binary(BinOp::Add, &total, item))
     }
 
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
