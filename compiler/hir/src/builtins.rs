@@ -219,7 +219,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("ceil", "(x)", "The smallest integer not below `x`, elementwise, in `x`'s type.", SameAsFirst),
     op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast),
     op("bitcast", "(x, dtype)", "The bits of `x` read as `dtype`, a type of the same width: `bitcast(1.0, u32)` is 1065353216.", Cast),
-    op("print", "(*values, sep = \" \")", "Prints values, separated by `sep`, and a newline. In a kernel each thread prints its own line of scalars and string literals, shown after the launch in block and thread order.", Unit).effects(&[Io]),
+    op("print", "(*values, sep = \" \", end = \"\\n\")", "Prints values, separated by `sep`, and then `end` (a newline). In a kernel each thread prints its own line of scalars and string literals, shown after the launch in block and thread order.", Unit).effects(&[Io]),
     op("zeros", "(*shape, dtype = f32)", "A host tensor of zeros.", Create).host(),
     op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),
     op("full", "(*shape, value, dtype = f32)", "A host tensor filled with `value`.", Create).host(),

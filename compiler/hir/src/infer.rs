@@ -1565,6 +1565,14 @@ impl<'a> Infer<'a> {
     fn check_kernel_print(&mut self, args: &[ArgTy]) {
         for a in args {
             let literal = matches!(a.expr.unparen().kind, ExprKind::Str(_));
+            if a.name == Some("end") {
+                self.error(
+                    Diagnostic::error(Code::E0204, "a kernel's `print` has no `end`")
+                        .with_primary(self.at(a.expr.span), "each record is a line of its own")
+                        .with_help("remove `end=`; the runtime shows each thread's print on its own line"),
+                );
+                continue;
+            }
             if a.name == Some("sep") {
                 if !literal {
                     self.error(

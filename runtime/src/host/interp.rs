@@ -1237,11 +1237,16 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn print(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let sep = match args.take("sep") {
-            Some((Value::Str(s), _)) => s.to_string(),
-            Some((v, _)) => return Err(RunError::value(format!("`sep` must be a string, not {}", v.describe()))),
-            None => " ".into(),
+        let mut text = |name: &str, default: &str| match args.take(name) {
+            Some((Value::Str(s), _)) => Ok(s.to_string()),
+            Some((Value::None, _)) | None => Ok(default.to_string()),
+            Some((v, _)) => Err(RunError::value(format!(
+                "`{name}` must be a string, not {}",
+                v.describe()
+            ))),
         };
+        let sep = text("sep", " ")?;
+        let end = text("end", "\n")?;
         let mut parts = Vec::new();
         for (v, _) in std::mem::take(&mut args.positional) {
             if let Value::Tensor(t) = &v {
@@ -1249,7 +1254,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             parts.push(super::print::display(&v, &|t| self.tensor_text(t)));
         }
-        writeln!(self.out, "{}", parts.join(&sep))
+        write!(self.out, "{}{end}", parts.join(&sep))
             .map_err(|e| RunError::new(Code::E1006, format!("cannot print: {e}")))?;
         Ok(Value::None)
     }
