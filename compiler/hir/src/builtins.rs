@@ -72,6 +72,8 @@ pub enum Shape {
     Opaque,
     /// A numerics policy value.
     Policy,
+    /// A string (`format`, `repr`).
+    Text,
     /// A scalar of this dtype (`tile.vote_ballot`'s lane mask).
     Scalar(crate::ty::DType),
 }
@@ -203,6 +205,8 @@ pub static BUILTINS: &[Builtin] = &[
     op("len", "(x)", "The size of the first dimension of `x`.", Index),
     op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
     op("sum", "(iterable, start = 0)", "`start` plus the items of `iterable` (a list, a range, or a tensor's rows), added left to right as Python's `sum` does.", Opaque).host(),
+    op("format", "(value, spec = \"\")", "The text of `value` as Python's `format` writes it (`format(x, \".3f\")`, `format(n, \">8,d\")`): what an f-string field `{x:.3f}` becomes.", Text).host(),
+    op("repr", "(value)", "Python's `repr` of `value` (a string quoted): what an f-string field `{x!r}` becomes.", Text).host(),
     op("zip", "(*iterables)", "Tuples of the items of the iterables at each position, as many as the shortest has.", Opaque).host(),
     op("min", "(a, b)", "The smaller of two values.", SameAsFirst),
     op("max", "(a, b)", "The larger of two values.", SameAsFirst),

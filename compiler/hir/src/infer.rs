@@ -1313,10 +1313,22 @@ impl<'a> Infer<'a> {
                 } else {
                     "a kernel"
                 };
+                // An f-string's fields are calls of `format` and `repr`.
+                let (message, help) = if matches!(b.path, "format" | "repr") {
+                    (
+                        format!("f-strings and `{}` cannot be used inside {what}", b.path),
+                        "a kernel's `print` takes the values themselves: `print(\"i =\", i)`",
+                    )
+                } else {
+                    (
+                        format!("`{}` cannot be used inside {what}", b.path),
+                        "do this on the host, before or after the launch",
+                    )
+                };
                 self.error(
-                    Diagnostic::error(Code::E0209, format!("`{}` cannot be used inside {what}", b.path))
+                    Diagnostic::error(Code::E0209, message)
                         .with_primary(self.at(e.span), format!("host-only operation in {what}"))
-                        .with_help("do this on the host, before or after the launch"),
+                        .with_help(help),
                 );
                 // What it would give does not exist here: unknown, so that
                 // no rule reports the same mistake again.
@@ -1373,6 +1385,7 @@ impl<'a> Infer<'a> {
                 positional.iter().map(|a| item_of(a.ty.clone())).collect(),
             ))),
             Shape::Opaque => Ty::Unknown,
+            Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
             Shape::SameAsFirst => first,
             Shape::FloatOfFirst => match first {

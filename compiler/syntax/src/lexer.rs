@@ -179,7 +179,7 @@ enum Raw {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum StringEnd {
+pub(crate) enum StringEnd {
     Closed,
     Unterminated,
 }
@@ -545,7 +545,13 @@ fn closing_quote(text: &str) -> &str {
 }
 
 /// The value of a string literal with escapes resolved; bad escapes are reported.
-fn string_value(text: &str, end: StringEnd, span: Span, file: FileId, diags: &mut Vec<Diagnostic>) -> String {
+pub(crate) fn string_value(
+    text: &str,
+    end: StringEnd,
+    span: Span,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> String {
     let quote = &text[..1];
     let triple = text.as_bytes().starts_with(&[quote.as_bytes()[0]; 3]);
     let open = if triple { 3 } else { 1 };

@@ -8,6 +8,7 @@
 pub mod ast;
 mod chunks;
 mod dump;
+mod fstring;
 mod layout;
 mod lexer;
 mod parser;
@@ -33,6 +34,7 @@ pub struct Parse {
 /// Parses `text` (the contents of `file`).
 pub fn parse(file: FileId, text: &str) -> Parse {
     let (tokens, mut diagnostics) = layout::tokens(file, text);
+    let tokens = fstring::expand(file, text, tokens, &mut diagnostics);
     let (body, parse_diags) = parser::parse_tokens(file, &tokens);
     let module = ast::Module {
         body,

@@ -153,7 +153,7 @@ impl<'a> Ctx<'a> {
             if prefixed {
                 let at = Span::new(*start, span.end);
                 let help = if prefix.to_lowercase().contains('f') {
-                    "pass the values to `print` instead: `print(\"x =\", x)`, or `print(a, b, sep=\"-\")`"
+                    "an f-string takes the prefix `f` alone: `f\"x = {x}\"`"
                 } else {
                     "write the string without the prefix"
                 };

@@ -1204,6 +1204,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.concat" => self.op_concat(args),
             "enumerate" => self.enumerate(args),
             "sum" => self.sum(args),
+            "format" | "repr" => self.format(path, args),
             "zip" => self.zip(args),
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
@@ -1839,6 +1840,43 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             other => Err(RunError::value(format!("cannot loop over {}", other.describe()))),
         }
+    }
+
+    /// `format(value, spec="")` and `repr(value)`, which f-string fields
+    /// become: a tensor of no dims formats as its element.
+    fn format(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let value = self.positional(args, "value", path)?;
+        let spec = if path == "format" {
+            match args.optional("spec") {
+                None => String::new(),
+                Some(Value::Str(s)) => s.to_string(),
+                Some(v) => {
+                    return Err(RunError::value(format!(
+                        "`spec` must be a string, not {}",
+                        v.describe()
+                    )))
+                }
+            }
+        } else {
+            String::new()
+        };
+        self.no_more(args, path)?;
+        let element = match &value {
+            Value::Tensor(t) => {
+                let host = t.host(self.device)?;
+                host.shape().is_empty().then(|| value_of(host.get(0)))
+            }
+            _ => None,
+        };
+        let value = element.unwrap_or(value);
+        let text = |v: &Value| {
+            if path == "repr" {
+                super::print::repr(v, &|t| self.tensor_text(t))
+            } else {
+                super::print::display(v, &|t| self.tensor_text(t))
+            }
+        };
+        Ok(Value::str(&super::format::format(&value, &spec, &text)?))
     }
 
     /// `sum(iterable, start=0)`: Python's, the items added to `start`

@@ -16,6 +16,7 @@
 //! when the host changed it (on the CPU device kernels use host memory).
 //! Errors are diagnostics at the statement that failed, with a code.
 
+mod format;
 mod interp;
 mod ops;
 pub mod print;

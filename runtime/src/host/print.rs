@@ -97,7 +97,8 @@ pub fn display(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -
     }
 }
 
-fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+/// Python's `repr` of a value (a string quoted), as `repr(x)` gives it.
+pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
     match value {
         Value::None => "None".into(),
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
