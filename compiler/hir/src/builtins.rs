@@ -206,6 +206,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
     op("sum", "(iterable, start = 0)", "`start` plus the items of `iterable` (a list, a range, or a tensor's rows), added left to right as Python's `sum` does.", Opaque).host(),
     op("format", "(value, spec = \"\")", "The text of `value` as Python's `format` writes it (`format(x, \".3f\")`, `format(n, \">8,d\")`): what an f-string field `{x:.3f}` becomes.", Text).host(),
+    op("str", "(value)", "The text of `value`, as `print` writes it.", Text).host(),
     op("repr", "(value)", "Python's `repr` of `value` (a string quoted): what an f-string field `{x!r}` becomes.", Text).host(),
     op("zip", "(*iterables)", "Tuples of the items of the iterables at each position, as many as the shortest has.", Opaque).host(),
     op("min", "(a, b)", "The smaller of two values.", SameAsFirst),

@@ -1204,7 +1204,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.concat" => self.op_concat(args),
             "enumerate" => self.enumerate(args),
             "sum" => self.sum(args),
-            "format" | "repr" => self.format(path, args),
+            "format" | "repr" | "str" => self.format(path, args),
             "zip" => self.zip(args),
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
@@ -1842,8 +1842,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    /// `format(value, spec="")` and `repr(value)`, which f-string fields
-    /// become: a tensor of no dims formats as its element.
+    /// `format(value, spec="")`, `str(value)` and `repr(value)`, which
+    /// f-string fields become: a tensor of no dims formats as its element.
     fn format(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let value = self.positional(args, "value", path)?;
         let spec = if path == "format" {
