@@ -1669,19 +1669,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?[0]),
         };
         let r = ops::arg_extremum(&t, axis, path == "op.argmax")?;
-        let r = if keepdims {
-            let shape: Vec<usize> = (0..rank)
-                .map(|a| if axis.is_some_and(|x| x != a) { t.shape()[a] } else { 1 })
-                .collect();
-            r.reshaped(&shape)?
-        } else {
-            r
-        };
-        Ok(if r.shape().is_empty() {
-            value_of(r.get(0))
-        } else {
-            Value::Tensor(TensorValue::new(r))
-        })
+        reduced(&t, r, axis.map(|a| vec![a]).as_deref(), keepdims)
     }
 
     /// `keepdims=` of a reduction: False when absent.
@@ -1742,23 +1730,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 r
             }
         };
-        let r = if keepdims {
-            // The reduced dims stay, as 1.
-            let shape: Vec<usize> = (0..rank)
-                .map(|a| match &axes {
-                    Some(axes) if !axes.contains(&a) => t.shape()[a],
-                    _ => 1,
-                })
-                .collect();
-            r.reshaped(&shape)?
-        } else {
-            r
-        };
-        Ok(if r.shape().is_empty() {
-            value_of(r.get(0))
-        } else {
-            Value::Tensor(TensorValue::new(r))
-        })
+        reduced(&t, r, axes.as_deref(), keepdims)
     }
 
     fn op_binary(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
@@ -2113,6 +2085,27 @@ impl<'a, 'p> Interp<'a, 'p> {
         let shape = self.shape_of(&[(Value::tuple(sizes), Span::new(0, 0))])?;
         Ok(Value::Tensor(TensorValue::new(t.reshaped(&shape)?)))
     }
+}
+
+/// The result `r` of reducing `t` over `axes` (all when None): with
+/// `keepdims` the reduced dims stay, as 1; a result of no dims is a number.
+fn reduced(t: &Tensor, r: Tensor, axes: Option<&[usize]>, keepdims: bool) -> Result<Value, RunError> {
+    let r = if keepdims {
+        let shape: Vec<usize> = (0..t.shape().len())
+            .map(|a| match axes {
+                Some(axes) if !axes.contains(&a) => t.shape()[a],
+                _ => 1,
+            })
+            .collect();
+        r.reshaped(&shape)?
+    } else {
+        r
+    };
+    Ok(if r.shape().is_empty() {
+        value_of(r.get(0))
+    } else {
+        Value::Tensor(TensorValue::new(r))
+    })
 }
 
 /// A tensor operand, or a scalar one.

@@ -839,20 +839,7 @@ pub(crate) fn reduce(
     kind: Reduction,
     accumulate: Option<DType>,
 ) -> Result<Tensor, RunError> {
-    let shape = t.shape();
-    let (outer, n, inner, out_shape) = match axis {
-        None => (1, t.numel(), 1, vec![]),
-        Some(a) => {
-            let mut s = shape.to_vec();
-            s.remove(a);
-            (
-                shape[..a].iter().product(),
-                shape[a],
-                shape[a + 1..].iter().product(),
-                s,
-            )
-        }
-    };
+    let (outer, n, inner, out_shape) = around(t, axis);
     let acc = accumulate.unwrap_or(match t.dtype() {
         DType::F64 => DType::F64,
         d if d.is_float() => DType::F32,
@@ -909,12 +896,11 @@ pub(crate) fn reduce(
     Ok(out)
 }
 
-/// `op.argmax` / `op.argmin` over `axis` (the flattened tensor when
-/// None): the index of the first largest (smallest) element along it, as
-/// `i64`; the first NaN where there is one, as in NumPy.
-pub(crate) fn arg_extremum(t: &Tensor, axis: Option<usize>, largest: bool) -> Result<Tensor, RunError> {
+/// How `t` lies around `axis` (all of it when None): the elements before
+/// it, its extent, the elements after it, and the shape without it.
+fn around(t: &Tensor, axis: Option<usize>) -> (usize, usize, usize, Vec<usize>) {
     let shape = t.shape();
-    let (outer, n, inner, out_shape) = match axis {
+    match axis {
         None => (1, t.numel(), 1, vec![]),
         Some(a) => {
             let mut s = shape.to_vec();
@@ -926,7 +912,14 @@ pub(crate) fn arg_extremum(t: &Tensor, axis: Option<usize>, largest: bool) -> Re
                 s,
             )
         }
-    };
+    }
+}
+
+/// `op.argmax` / `op.argmin` over `axis` (the flattened tensor when
+/// None): the index of the first largest (smallest) element along it, as
+/// `i64`; the first NaN where there is one, as in NumPy.
+pub(crate) fn arg_extremum(t: &Tensor, axis: Option<usize>, largest: bool) -> Result<Tensor, RunError> {
+    let (outer, n, inner, out_shape) = around(t, axis);
     let mut out = Tensor::zeros(DType::I64, &out_shape)?;
     if n == 0 && out.numel() > 0 {
         let what = if largest { "op.argmax" } else { "op.argmin" };
