@@ -344,7 +344,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
                             inclusive: true,
                         }
                     };
-                    (format!("w{w}"), when, (w / 8).clamp(32, threads))
+                    (format!("w{w}"), when, (w / 8).max(32).min(threads))
                 }
                 _ => {
                     let when = ShapeConstraint::Compare {
