@@ -136,7 +136,7 @@ impl Poly {
         };
         let mut out = Poly::default();
         for (monomial, &coeff) in &self.terms {
-            if coeff % by != 0 {
+            if coeff.checked_rem(by)? != 0 {
                 return None;
             }
             let mut rest = monomial.clone();
@@ -144,7 +144,7 @@ impl Poly {
                 let at = rest.iter().position(|a| a == f)?;
                 rest.remove(at);
             }
-            out.insert(rest, coeff / by);
+            out.insert(rest, coeff.checked_div(by)?);
         }
         Some(out)
     }

@@ -24,6 +24,10 @@ struct Spec {
     kind: Option<char>,
 }
 
+/// The widest field and the most digits a spec may ask for (Python's
+/// limits are memory's).
+const LARGEST: usize = 10_000;
+
 fn bad(spec: &str, why: &str) -> RunError {
     RunError::value(format!("invalid format spec {spec:?}: {why}"))
 }
@@ -62,7 +66,11 @@ fn parse(text: &str) -> Result<Spec, RunError> {
     };
     let width = digits(&mut i);
     if !width.is_empty() {
-        s.width = width.parse().map_err(|_| bad(text, "the width is too large"))?;
+        s.width = width
+            .parse()
+            .ok()
+            .filter(|&w| w <= LARGEST)
+            .ok_or_else(|| bad(text, &format!("the width is more than {LARGEST}")))?;
     }
     if let Some(&c @ (',' | '_')) = chars.get(i) {
         s.grouping = Some(c);
@@ -74,7 +82,12 @@ fn parse(text: &str) -> Result<Spec, RunError> {
         if p.is_empty() {
             return Err(bad(text, "`.` without a precision"));
         }
-        s.precision = Some(p.parse().map_err(|_| bad(text, "the precision is too large"))?);
+        s.precision = Some(
+            p.parse()
+                .ok()
+                .filter(|&p| p <= LARGEST)
+                .ok_or_else(|| bad(text, &format!("the precision is more than {LARGEST}")))?,
+        );
     }
     if let Some(&c) = chars.get(i) {
         if !"bcdeEfFgGnosxX%".contains(c) {
@@ -366,5 +379,7 @@ mod tests {
         assert!(err(Value::Float(1.0), "q"));
         assert!(err(Value::Float(1.0), "3.2fx"));
         assert!(err(Value::None, "5"));
+        assert!(err(Value::Float(1.0), "100000"));
+        assert!(err(Value::Float(1.0), ".100000f"));
     }
 }
