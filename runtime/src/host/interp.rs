@@ -1857,6 +1857,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         let iterable = self.positional(args, "iterable", "sum")?;
         let start = args.optional("start").unwrap_or(Value::Int(0));
         self.no_more(args, "sum")?;
+        if let Value::Range(a, b, step) = iterable {
+            // Lazily: a long range is not made into a list.
+            return (0..range_len(a, b, step)).try_fold(start, |total, k| {
+                self.binary(BinOp::Add, &total, &Value::Int(a + k as i64 * step))
+            });
+        }
         self.items_of(&iterable)?
             .iter()
             .try_fold(start, |total, item| self.binary(BinOp::Add, &total, item))
