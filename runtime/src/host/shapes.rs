@@ -179,6 +179,16 @@ pub(crate) fn bind(
     }
     let constraints: Vec<&Expr> = def.where_clause.iter().flat_map(|w| w.constraints.iter()).collect();
     derive(&constraints, &mut dims, &mut order);
+    // A product dim (`H * D`) with one factor not bound otherwise is that
+    // factor's size over the others' (`x: f32[S, H * D], w: f32[H]`).
+    for (param, value) in def.params.iter().zip(args) {
+        let (ParamKind::Tensor(_, pdims), Value::Tensor(t)) = (param_kind(param), value) else {
+            continue;
+        };
+        for (d, size) in pdims.iter().zip(t.shape()) {
+            solve_product(d, size as i64, &mut dims, &mut order);
+        }
+    }
     // Composite dims (`H * Dh`, constants), once their symbols are known.
     for (k, (param, value)) in def.params.iter().zip(args).enumerate() {
         let (ParamKind::Tensor(_, pdims), Value::Tensor(t)) = (param_kind(param), value) else {
@@ -212,6 +222,51 @@ pub(crate) fn bind(
         check_constraint(program, def, c, &dims, sites, call)?;
     }
     Ok(order.into_iter().map(|s| (s.clone(), dims[&s].value)).collect())
+}
+
+/// Binds the one unbound symbol of the product `d` (names and numbers
+/// multiplied) whose size is `size`, when the other factors divide it.
+fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
+    fn factors<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) -> bool {
+        match &e.unparen().kind {
+            ExprKind::Binary {
+                op: BinOp::Mul,
+                lhs,
+                rhs,
+            } => factors(lhs, out) && factors(rhs, out),
+            ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => {
+                out.push(e.unparen());
+                true
+            }
+            _ => false,
+        }
+    }
+    let mut parts = Vec::new();
+    if !factors(d, &mut parts) || parts.len() < 2 {
+        return;
+    }
+    let unbound: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match &p.kind {
+            ExprKind::Name(n) if !dims.contains_key(n) => Some(n.as_str()),
+            _ => None,
+        })
+        .collect();
+    let [sym] = unbound[..] else { return };
+    let known = parts
+        .iter()
+        .filter(|p| !matches!(&p.kind, ExprKind::Name(n) if n == sym))
+        .try_fold(1i64, |acc, p| acc.checked_mul(eval(p, dims)?));
+    if let Some(known) = known.filter(|&k| k > 0 && size % k == 0) {
+        order.push(sym.to_string());
+        dims.insert(
+            sym.to_string(),
+            Bound {
+                value: size / known,
+                from: None,
+            },
+        );
+    }
 }
 
 /// Learns unbound symbols from equalities `X == expr` of the `where`
