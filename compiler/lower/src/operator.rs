@@ -329,14 +329,6 @@ impl<'a> Lower<'_, 'a, '_> {
                 op: UnaryOp::Pos,
                 operand,
             } => self.expr(operand, scalar),
-            ExprKind::Unary {
-                op: UnaryOp::Invert,
-                operand,
-            } => {
-                let x = self.expr(operand, scalar)?;
-                let ty = self.b.value_type(x).clone();
-                Some(self.elementwise("not", &[x], ty))
-            }
             ExprKind::Attr { base, name } if name.name == "T" => {
                 let x = self.expr(base, scalar)?;
                 let ty = self.result_type(e)?;
@@ -348,14 +340,15 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.transposed(x, perm, ty))
             }
             ExprKind::Unary {
-                op: UnaryOp::Neg,
+                op: op @ (UnaryOp::Neg | UnaryOp::Invert),
                 operand,
             } => {
-                // The negation has its operand's type: a literal took the
+                // The result has its operand's type: a literal took the
                 // dtype of the operand it meets (`x * -2` on f32).
                 let x = self.expr(operand, scalar)?;
                 let ty = self.b.value_type(x).clone();
-                Some(self.elementwise("neg", &[x], ty))
+                let f = if *op == UnaryOp::Neg { "neg" } else { "not" };
+                Some(self.elementwise(f, &[x], ty))
             }
             ExprKind::Binary { op, lhs, rhs } => self.binary(e, *op, lhs, rhs),
             ExprKind::Call { callee, args } => self.call(e, callee, args),

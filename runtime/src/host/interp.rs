@@ -1660,7 +1660,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn arg_extremum(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = args.optional("axis");
-        let keepdims = self.keepdims(args)?;
+        let keepdims = self.bool_arg(args, "keepdims")?;
         self.no_more(args, path)?;
         let t = self.to_tensor(&x)?;
         let rank = t.shape().len();
@@ -1672,22 +1672,10 @@ impl<'a, 'p> Interp<'a, 'p> {
         reduced(&t, r, axis.map(|a| vec![a]).as_deref(), keepdims)
     }
 
-    /// `keepdims=` of a reduction: False when absent.
-    fn keepdims(&self, args: &mut Args) -> Result<bool, RunError> {
-        match args.take("keepdims") {
-            None => Ok(false),
-            Some((Value::Bool(keep), _)) => Ok(keep),
-            Some((v, _)) => Err(RunError::value(format!(
-                "`keepdims` must be True or False, not {}",
-                v.describe()
-            ))),
-        }
-    }
-
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = args.optional("axis");
-        let keepdims = self.keepdims(args)?;
+        let keepdims = self.bool_arg(args, "keepdims")?;
         let accumulate = match args.take("accumulate") {
             None | Some((Value::None, _)) => None,
             Some((Value::DType(d), _)) => Some(d),
