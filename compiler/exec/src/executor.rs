@@ -467,7 +467,7 @@ impl Loaded {
 /// specialized for a range of row lengths), or it has none.
 fn launched_for(l: &LaunchInfo, dims: &[(String, i64)]) -> Result<bool, RunError> {
     let Some(when) = &l.when else { return Ok(true) };
-    let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let bound = |name: &str| expr::bound(dims, name);
     ShapeConstraint::parse(when)
         .and_then(|c| c.check(bound))
         .map(|outcome| outcome.is_ok())
@@ -484,7 +484,7 @@ fn launched_for(l: &LaunchInfo, dims: &[(String, i64)]) -> Result<bool, RunError
 /// the call the checker could not prove it for (spec/runtime.md, Runtime
 /// guards).
 fn check_guards(function: &str, guards: &[GuardInfo], dims: &[(String, i64)]) -> Result<(), RunError> {
-    let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let bound = |name: &str| expr::bound(dims, name);
     for g in guards {
         let callee = g.callee.as_deref().unwrap_or(function);
         let unreadable = || {
@@ -693,9 +693,7 @@ fn allocate(p: &ParamInfo, dims: &[(String, i64)]) -> Result<TensorValue, RunErr
 }
 
 fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunError> {
-    dims.iter()
-        .find(|(n, _)| n == dim)
-        .map(|(_, v)| *v)
+    expr::bound(dims, dim)
         .ok_or_else(|| RunError::launch(format!("the dim `{dim}` of `{function}` is not bound by its arguments")))
 }
 

@@ -60,8 +60,13 @@ fn unreadable(text: &str) -> RunError {
     RunError::value(format!("cannot read the dim expression `{text}`"))
 }
 
+/// The size `dims` binds to the dim `name`.
+pub(crate) fn bound(dims: &[(String, i64)], name: &str) -> Option<i64> {
+    dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+}
+
 fn value(d: &DimExpr, text: &str, dims: &[(String, i64)]) -> Result<i64, RunError> {
-    let bound = |name: &str| dims.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let bound = |name: &str| bound(dims, name);
     if let Some(unbound) = d.symbols().into_iter().find(|s| bound(s).is_none()) {
         return Err(RunError::value(format!(
             "cannot evaluate the dim expression `{text}`: the dim `{unbound}` is not bound"

@@ -1089,12 +1089,21 @@ fn guard(c: &mut Check) {
         ));
         return;
     };
-    let dims = rules::func_dims(m, func);
-    if let Some(sym) = constraint.symbols().into_iter().find(|s| !dims.contains(s)) {
+    if let Some(sym) = dim_outside(m, func, &constraint) {
         c.fail(format!(
             "`tile.guard` checks `{constraint}`, but `{sym}` is not among the function's `dims`"
         ));
     }
+}
+
+/// A dim `constraint` relates that is not among function `func`'s `dims`.
+fn dim_outside(m: &Module, func: OpId, constraint: &ShapeConstraint) -> Option<String> {
+    let dims = rules::func_dims(m, func);
+    constraint
+        .symbols()
+        .into_iter()
+        .find(|s| !dims.contains(s))
+        .map(str::to_string)
 }
 
 /// `when` of `tile.launch`: a shape constraint over the host function's
@@ -1108,8 +1117,7 @@ fn launch_condition(c: &mut Check, when: &Attr) {
     let Some(func) = m.enclosing_function(c.op) else {
         return;
     };
-    let dims = rules::func_dims(m, func);
-    if let Some(sym) = constraint.symbols().into_iter().find(|s| !dims.contains(s)) {
+    if let Some(sym) = dim_outside(m, func, &constraint) {
         c.fail(format!(
             "`tile.launch` runs when `{constraint}`, but `{sym}` is not among the function's `dims`"
         ));
