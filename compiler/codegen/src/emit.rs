@@ -1601,22 +1601,26 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         })
     }
 
-    /// `exp` where the IR allows the hardware's approximation (`approx`,
-    /// never in deterministic code): on NVIDIA GPUs, of an `f32` or a
-    /// narrower float, `ex2.approx.ftz.f32` of `x · log2(e)` — CUDA's
-    /// `__expf`, a multiply and one special-function instruction in place
-    /// of Tessera's polynomial of some thirty; elsewhere, and for `f64`,
-    /// Tessera's own `exp`.
-    pub fn approx_exp(&mut self, s: ScalarType, a: &str) -> Result<String, String> {
+    /// `exp` or `exp2` (`f`) where the IR allows the hardware's
+    /// approximation (`approx`, never in deterministic code): on NVIDIA
+    /// GPUs, of an `f32` or a narrower float, `ex2.approx.ftz.f32` of
+    /// `x · log2(e)` (CUDA's `__expf`) or of `x` (`exp2f`'s fast form) —
+    /// one special-function instruction in place of Tessera's polynomial
+    /// of some thirty; elsewhere, and for `f64`, Tessera's own routine.
+    pub fn approx_exp(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
         let narrow = matches!(s, ScalarType::F16 | ScalarType::BF16);
         if self.info().abi != Abi::Nvptx || !(s == ScalarType::F32 || narrow) {
-            return self.unary("exp", s, a);
+            return self.unary(f, s, a);
         }
         let x = self.convert(a, s, ScalarType::F32);
-        let t = self.val(format!(
-            "fmul float {x}, {}",
-            float_lit(ScalarType::F32, std::f64::consts::LOG2_E)
-        ));
+        let t = if f == "exp2" {
+            x
+        } else {
+            self.val(format!(
+                "fmul float {x}, {}",
+                float_lit(ScalarType::F32, std::f64::consts::LOG2_E)
+            ))
+        };
         let e = self.intrinsic("float", "llvm.nvvm.ex2.approx.ftz.f", &[("float", t)]);
         Ok(self.convert(&e, ScalarType::F32, s))
     }
@@ -1650,7 +1654,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let r = self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]);
                 self.val(format!("fdiv {t} {}, {r}", float_lit(s, 1.0)))
             }
-            ("exp" | "log" | "tanh" | "sin" | "cos", true) => self.math(f, s, a)?,
+            ("exp" | "exp2" | "log" | "tanh" | "sin" | "cos", true) => self.math(f, s, a)?,
             ("floor" | "ceil", true) => {
                 // Exact at every width: the halves round through f32.
                 let wide = matches!(s, ScalarType::F16 | ScalarType::BF16);

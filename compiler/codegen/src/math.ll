@@ -4,10 +4,7 @@
 
 ; exp in f32 arithmetic (within 2 ulp): exp(x) = 2^k * exp(r), k the
 ; nearest integer to x*log2(e), r = (x - k*C1) - k*C2 with C1 + C2 = ln 2
-; and C1 short (9 bits), so k*C1 and the first subtraction are exact;
-; exp(r) = 1 + r + r^2 * P(r), P Cephes' degree-5 minimax polynomial.
-; 2^k is applied as two exact power-of-two factors, so a subnormal result
-; is rounded once.
+; and C1 short (9 bits), so k*C1 and the first subtraction are exact.
 define internal float @tsr_exp_f32(float %x) alwaysinline {
 entry:
   %isnan = fcmp uno float %x, %x
@@ -20,6 +17,37 @@ entry:
   %lo = fmul float %k, 0xBF2BD01060000000
   %r0 = fsub float %x, %hi
   %r = fsub float %r0, %lo
+  %y = call float @tsr_exp_reduced_f32(float %r, float %k)
+  %z = select i1 %small, float 0.0, float %y
+  %o = select i1 %big, float 0x7FF0000000000000, float %z
+  %n = select i1 %isnan, float %x, float %o
+  ret float %n
+}
+
+; 2^x in f32 arithmetic: 2^x = 2^k * exp(r), k the nearest integer to x,
+; r = (x - k) * ln 2 (x - k is exact, |r| <= ln2/2).
+define internal float @tsr_exp2_f32(float %x) alwaysinline {
+entry:
+  %isnan = fcmp uno float %x, %x
+  %big = fcmp ogt float %x, 128.0
+  %small = fcmp olt float %x, -150.0
+  %kr = fadd float %x, 0.5
+  %k = call float @llvm.floor.f32(float %kr)
+  %f = fsub float %x, %k
+  %r = fmul float %f, 0x3FE62E4300000000
+  %y = call float @tsr_exp_reduced_f32(float %r, float %k)
+  %z = select i1 %small, float 0.0, float %y
+  %o = select i1 %big, float 0x7FF0000000000000, float %z
+  %n = select i1 %isnan, float %x, float %o
+  ret float %n
+}
+
+; 2^k * exp(r) for |r| <= ln2/2 and an integer k in [-150, 128]:
+; exp(r) = 1 + r + r^2 * P(r), P Cephes' degree-5 minimax polynomial;
+; 2^k is applied as two exact power-of-two factors, so a subnormal result
+; is rounded once.
+define internal float @tsr_exp_reduced_f32(float %r, float %k) alwaysinline {
+entry:
   %p5 = fmul float %r, 0x3F2A0D2CE0000000
   %p4 = fadd float %p5, 0x3F56E879C0000000
   %q4 = fmul float %r, %p4
@@ -45,10 +73,7 @@ entry:
   %f2 = bitcast i32 %b2 to float
   %y1 = fmul float %y, %f1
   %y2 = fmul float %y1, %f2
-  %z = select i1 %small, float 0.0, float %y2
-  %o = select i1 %big, float 0x7FF0000000000000, float %z
-  %n = select i1 %isnan, float %x, float %o
-  ret float %n
+  ret float %y2
 }
 
 define internal float @tsr_log_f32(float %x) alwaysinline {
@@ -67,8 +92,7 @@ entry:
   ret float %f
 }
 
-; exp(x) = 2^k * exp(r), r = x - k*ln2 in [-ln2/2, ln2/2]; exp(r) by a
-; degree-13 Taylor polynomial in Horner form.
+; exp(x) = 2^k * exp(r), r = x - k*ln2 in [-ln2/2, ln2/2].
 define internal double @tsr_exp_f64(double %x) {
 entry:
   %isnan = fcmp uno double %x, %x
@@ -93,6 +117,41 @@ body:
   %lo = fmul double %kf, 0x3DEA39EF35793C76
   %r0 = fsub double %x, %hi
   %r = fsub double %r0, %lo
+  %y = call double @tsr_exp_reduced_f64(double %r, double %kf)
+  ret double %y
+}
+
+; 2^x = 2^k * exp(r), k the nearest integer to x, r = (x - k) * ln 2
+; (x - k is exact, |r| <= ln2/2).
+define internal double @tsr_exp2_f64(double %x) {
+entry:
+  %isnan = fcmp uno double %x, %x
+  br i1 %isnan, label %nan, label %chk_hi
+nan:
+  ret double %x
+chk_hi:
+  %big = fcmp ogt double %x, 1024.0
+  br i1 %big, label %inf, label %chk_lo
+inf:
+  ret double 0x7FF0000000000000
+chk_lo:
+  %small = fcmp olt double %x, -1075.0
+  br i1 %small, label %zero, label %body
+zero:
+  ret double 0.0
+body:
+  %kr = fadd double %x, 0.5
+  %kf = call double @llvm.floor.f64(double %kr)
+  %f = fsub double %x, %kf
+  %r = fmul double %f, 0x3FE62E42FEFA39EF
+  %y = call double @tsr_exp_reduced_f64(double %r, double %kf)
+  ret double %y
+}
+
+; 2^k * exp(r) for |r| <= ln2/2 and an integer k in [-1075, 1024]: exp(r)
+; by a degree-13 Taylor polynomial in Horner form.
+define internal double @tsr_exp_reduced_f64(double %r, double %kf) {
+entry:
   %p13 = fmul double %r, 0x3DE6124613A86D09
   %p12 = fadd double %p13, 0x3E21EED8EFF8D898
   %q12 = fmul double %r, %p12

@@ -229,7 +229,7 @@ fn elementwise(f: &mut FnEmitter, op: OpId, kind: Elementwise) -> R {
     let apply = |f: &mut FnEmitter, args: &[(ScalarType, String)]| -> Result<String, String> {
         match kind {
             Elementwise::Binary => f.binary(&fname, args[0].0, &args[0].1, &args[1].1),
-            Elementwise::Unary if approx && fname == "exp" => f.approx_exp(args[0].0, &args[0].1),
+            Elementwise::Unary if approx => f.approx_exp(&fname, args[0].0, &args[0].1),
             Elementwise::Unary => f.unary(&fname, args[0].0, &args[0].1),
             Elementwise::Cmp => Ok(f.cmp(&fname, args[0].0, &args[0].1, &args[1].1)),
             Elementwise::Cast if bitcast => {

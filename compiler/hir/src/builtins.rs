@@ -216,6 +216,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("sqrt", "(x)", "Square root, elementwise.", FloatOfFirst),
     op("rsqrt", "(x)", "1 / sqrt(x), elementwise.", FloatOfFirst),
     op("exp", "(x)", "Exponential, elementwise.", FloatOfFirst),
+    op("exp2", "(x)", "2 to the power `x`, elementwise.", FloatOfFirst),
     op("log", "(x)", "Natural logarithm, elementwise.", FloatOfFirst),
     op("tanh", "(x)", "Hyperbolic tangent, elementwise.", FloatOfFirst),
     op("sin", "(x)", "Sine of radians, elementwise.", FloatOfFirst),

@@ -111,15 +111,20 @@ fn check_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
                 );
             }
             "tile.unary" if deterministic && m.attr(op, "approx").is_some() => {
+                let f = m.attr(op, "fn").and_then(Attr::as_str).unwrap_or("exp");
                 errors.push(
                     VerifyError::at_op(
                         m,
                         op,
-                        "approximate `exp` in a deterministic function: the hardware's approximation differs between targets",
+                        format!(
+                            "approximate `{f}` in a deterministic function: the hardware's approximation differs between targets"
+                        ),
                     )
                     .with_label("computed with `approx`")
                     .with_related(m, func, "the function is deterministic")
-                    .with_note("a deterministic function computes `exp` with Tessera's own routine, the same bits on every target"),
+                    .with_note(format!(
+                        "a deterministic function computes `{f}` with Tessera's own routine, the same bits on every target"
+                    )),
                 );
             }
             "tile.all_reduce" if deterministic && m.attr(op, "deterministic").is_none() => {

@@ -447,11 +447,11 @@ const BINARY_FNS: &[&str] = &[
 ];
 const BITWISE_FNS: &[&str] = &["and", "or", "xor", "shl", "shr"];
 const UNARY_FNS: &[&str] = &[
-    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount", "sin",
-    "cos", "floor", "ceil",
+    "neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount",
+    "sin", "cos", "floor", "ceil",
 ];
 const FLOAT_UNARY_FNS: &[&str] = &[
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "sin", "cos",
+    "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "sin", "cos",
 ];
 pub(crate) const CMP_PREDS: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
 const REDUCE_KINDS: &[&str] = &["sum", "max", "min", "prod"];
@@ -648,9 +648,9 @@ fn unary(c: &mut Check) {
         }
         _ => {}
     }
-    if c.attr("approx").is_some() && f.as_deref() != Some("exp") {
+    if c.attr("approx").is_some() && !matches!(f.as_deref(), Some("exp" | "exp2")) {
         c.fail(format!(
-            "`approx` is for `exp`, not `{}`: no other function has a hardware approximation here",
+            "`approx` is for `exp` and `exp2`, not `{}`: no other function has a hardware approximation here",
             f.as_deref().unwrap_or("?")
         ));
     }

@@ -819,6 +819,7 @@ impl<'a> Lower<'_, 'a, '_> {
             "op.silu" => unary("silu"),
             "rsqrt" => unary("rsqrt"),
             "exp" => unary("exp"),
+            "exp2" => unary("exp2"),
             "log" => unary("log"),
             "sqrt" => unary("sqrt"),
             "tanh" => unary("tanh"),

@@ -1185,8 +1185,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "range" => self.range(args),
             "len" => self.len(args),
             "min" | "max" => self.min_max(path, args),
-            "abs" | "sqrt" | "rsqrt" | "exp" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil" | "op.relu"
-            | "op.gelu" | "op.sigmoid" | "op.silu" => self.math(path, args),
+            "abs" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil"
+            | "op.relu" | "op.gelu" | "op.sigmoid" | "op.silu" => self.math(path, args),
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
             "bitcast" => self.bitcast(args),
@@ -1335,6 +1335,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "abs" => MathFn::Abs,
             "sqrt" => MathFn::Sqrt,
             "exp" => MathFn::Exp,
+            "exp2" => MathFn::Exp2,
             "log" => MathFn::Log,
             "tanh" => MathFn::Tanh,
             "sin" => MathFn::Sin,
