@@ -7,26 +7,34 @@
 //! unnormalized output `acc`:
 //!
 //! ```text
-//! s     = q · kᵀ · scale             (masked: keys past N, and with
+//! s     = q · kᵀ                     (masked: keys past N, and with
 //!                                     `causal` keys after the query's)
 //! m'    = max(m, rowmax(s))
-//! p     = exp(s - m')
-//! α     = exp(m - m')
+//! p     = 2^(s·c - m'·c)              c = scale · log2(e)
+//! α     = 2^(m·c - m'·c)
 //! l     = l·α + rowsum(p)
 //! acc   = acc·α + p · v
 //! out   = acc / l                    (0 for a row that sees no key)
 //! ```
+//!
+//! The maxima are taken over the unscaled scores (the same as over the
+//! scaled ones, scaled, since scale > 0; a scale ≤ 0 scales the scores
+//! first and c is log2(e)), so each score costs one multiply and one
+//! `exp2`. Only a block that holds a key past N or across the causal
+//! diagonal computes the mask ([`mask_where_needed`]).
 //!
 //! With `causal`, query `i` sees keys `j ≤ i + N - M` (the queries are the
 //! last M of the N positions), and the loop stops after the last key the
 //! tile's rows see. Scores, `m`, `l` and `acc` are in `accumulate`
 //! precision; `p` is rounded to the operands' type for the second product.
 
-use tessera_ir::{Attr, Builder, DimExpr, ScalarType, Type, ValueId};
+use std::f64::consts::LOG2_E;
+
+use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, id, index, load_tile, mma, number, pipeline, tile_type, transpose, view,
-    with_elem, Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, compare, end, id, if_else, index, load_tile, mma, number, pipeline, tile_type,
+    transpose, view, with_elem, Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::attention_shared_bytes;
@@ -96,6 +104,10 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     // The running state, in thread-local slots.
     let column = [bm, 1];
     let m_slot = g.tile_slot(b, &column, acc, f64::NEG_INFINITY);
+    let s_slot = b
+        .op("tile.local")
+        .result(Type::memref([bm, bn].map(DimExpr::constant), acc, MemSpace::Local))
+        .build_value();
     let l_slot = g.tile_slot(b, &column, acc, 0.0);
     let acc_slot = g.tile_slot(b, &[bm, dv], acc, 0.0);
 
@@ -135,37 +147,53 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let k_s = view(&mut l, k_ring, &[slot]);
         let v_s = view(&mut l, v_ring, &[slot]);
 
-        // Scores.
+        // Scores, unscaled when the scale is positive (the row maxima are
+        // then those of the scaled scores, scaled), masked in the blocks
+        // that need it.
         let scores = tile_type(&[bm, bn], acc);
         let k_tile = load_tile(&mut l, k_s, c0, &tile_type(&[bn, d], elem));
         let kt = transpose(&mut l, k_tile, tile_type(&[d, bn], elem));
         let zero = number(&mut l, 0.0, scores.clone());
-        let s = mma(&mut l, q_s, kt, zero, &scores);
-        let scale_v = number(&mut l, scale, Type::Scalar(acc));
-        let mut s = binary(&mut l, "mul", s, scale_v, scores.clone());
+        let mut s = mma(&mut l, q_s, kt, zero, &scores);
+        if scale <= 0.0 {
+            let scale_v = number(&mut l, scale, scores.clone());
+            s = binary(&mut l, "mul", s, scale_v, scores.clone());
+        }
         let ragged = g.ragged(&n_dim, bn);
-        if let Some(valid) = mask(&mut l, [bm, bn], [row0, j0], n, offset, ragged, causal) {
-            let minus_inf = number(&mut l, f64::NEG_INFINITY, scores.clone());
-            s = l
-                .op("tile.select")
-                .operands(&[valid, s, minus_inf])
-                .result(scores.clone())
-                .build_value();
+        if ragged || causal {
+            s = mask_where_needed(
+                &mut l,
+                s,
+                s_slot,
+                ([bm, bn], acc),
+                [row0, j0],
+                n,
+                offset,
+                ragged,
+                causal,
+            );
         }
 
-        // The online softmax.
+        // The online softmax, in base 2: with c = scale·log2(e) (log2(e)
+        // when the scores are already scaled), p = 2^(s·c - m·c).
+        let c = LOG2_E * if scale > 0.0 { scale } else { 1.0 };
         let col = tile_type(&column, acc);
         let m_old = load_tile(&mut l, m_slot, c0, &col);
         let row_max = row_reduce(g, &mut l, s, "max", &col);
         let m_new = binary(&mut l, "max", m_old, row_max, col.clone());
         // A row with no visible key so far keeps m = -inf; subtracting 0
-        // instead keeps exp(-inf - m) at 0 rather than NaN.
+        // instead keeps 2^(-inf - m) at 0 rather than NaN.
         let m_safe = replace_equal(&mut l, m_new, f64::NEG_INFINITY, 0.0, &col);
-        let shifted = broadcast(&mut l, m_safe, &[bm, bn]);
-        let p = binary(&mut l, "sub", s, shifted, scores.clone());
-        let p = g.exp(&mut l, p, scores.clone());
-        let alpha = binary(&mut l, "sub", m_old, m_safe, col.clone());
-        let alpha = g.exp(&mut l, alpha, col.clone());
+        let c_col = number(&mut l, c, col.clone());
+        let m_scaled = binary(&mut l, "mul", m_safe, c_col, col.clone());
+        let c_scores = number(&mut l, c, scores.clone());
+        let s_scaled = binary(&mut l, "mul", s, c_scores, scores.clone());
+        let shifted = broadcast(&mut l, m_scaled, &[bm, bn]);
+        let p = binary(&mut l, "sub", s_scaled, shifted, scores.clone());
+        let p = g.exp2(&mut l, p, scores.clone());
+        let m_old_scaled = binary(&mut l, "mul", m_old, c_col, col.clone());
+        let alpha = binary(&mut l, "sub", m_old_scaled, m_scaled, col.clone());
+        let alpha = g.exp2(&mut l, alpha, col.clone());
         let l_old = load_tile(&mut l, l_slot, c0, &col);
         let l_scaled = binary(&mut l, "mul", l_old, alpha, col.clone());
         let row_sum = row_reduce(g, &mut l, p, "sum", &col);
@@ -211,47 +239,87 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     Ok(attention_shared_bytes(&g.target, [bm, bn], d, dv, stages, elem))
 }
 
-/// Which scores of the `[BM, BN]` tile at query `row0`, key `j0` count:
-/// keys below N (when N is not a multiple of BN) and, with `causal`, keys
-/// `j ≤ i + offset` (offset = N - M). None when every score counts.
-fn mask(
+/// The scores `s` of the `[BM, BN]` tile at query `row0`, key `j0` with
+/// those that do not count at -inf: keys at N or past it (when N is not a
+/// multiple of BN) and, with `causal`, keys `j > i + offset` (offset =
+/// N - M). Only a block that holds such keys computes the mask: the last
+/// one of a ragged N (`j0 + BN - 1 >= N`), and those that cross the causal
+/// diagonal (`j0 + BN - 1 > row0 + offset`, a key the first row does not
+/// see). The scores go through the whole-tile local `slot` across the
+/// branch.
+#[allow(clippy::too_many_arguments)]
+fn mask_where_needed(
     b: &mut Builder<'_>,
-    shape: [i64; 2],
+    s: ValueId,
+    slot: ValueId,
+    (shape, acc): ([i64; 2], ScalarType),
     [row0, j0]: [ValueId; 2],
     n: ValueId,
     offset: ValueId,
     ragged: bool,
     causal: bool,
-) -> Option<ValueId> {
-    let positions = tile_type(&shape, ScalarType::Index);
-    let flags = tile_type(&shape, ScalarType::I1);
-    let iota = |b: &mut Builder<'_>, dim: i64, start: ValueId| {
-        let lanes = b
-            .op("tile.iota")
-            .attr("dim", Attr::Int(dim))
-            .result(positions.clone())
-            .build_value();
-        binary(b, "add", lanes, start, positions.clone())
+) -> ValueId {
+    let scores = tile_type(&shape, acc);
+    let c0 = index(b, 0);
+    b.op("tile.store_tile").operands(&[s, slot, c0, c0]).build();
+    let width = index(b, shape[1] - 1);
+    let last_key = binary(b, "add", j0, width, Type::INDEX);
+    let past_n = ragged.then(|| compare(b, last_key, n, "ge"));
+    let crosses = causal.then(|| {
+        let last_seen = binary(b, "add", row0, offset, Type::INDEX);
+        compare(b, last_key, last_seen, "gt")
+    });
+    let needed = match (past_n, crosses) {
+        (Some(x), Some(y)) => binary(b, "or", x, y, Type::I1),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => return s,
     };
-    let cmp = |b: &mut Builder<'_>, pred: &str, x: ValueId, y: ValueId| {
-        b.op("tile.cmp")
-            .operands(&[x, y])
-            .attr("pred", pred)
-            .result(flags.clone())
-            .build_value()
-    };
-    let keys = iota(b, 1, j0);
-    let mut valid = ragged.then(|| cmp(b, "lt", keys, n));
-    if causal {
-        let rows = iota(b, 0, row0);
-        let last = binary(b, "add", rows, offset, positions.clone());
-        let seen = cmp(b, "le", keys, last);
-        valid = Some(match valid {
-            Some(v) => binary(b, "and", v, seen, flags.clone()),
-            None => seen,
-        });
+    let (then, other) = if_else(b, needed);
+    {
+        let mut t = Builder::at_end(b, then);
+        let c0 = index(&mut t, 0);
+        let s = load_tile(&mut t, slot, c0, &scores);
+        let positions = tile_type(&shape, ScalarType::Index);
+        let flags = tile_type(&shape, ScalarType::I1);
+        let iota = |b: &mut Builder<'_>, dim: i64, start: ValueId| {
+            let lanes = b
+                .op("tile.iota")
+                .attr("dim", Attr::Int(dim))
+                .result(positions.clone())
+                .build_value();
+            binary(b, "add", lanes, start, positions.clone())
+        };
+        let cmp = |b: &mut Builder<'_>, pred: &str, x: ValueId, y: ValueId| {
+            b.op("tile.cmp")
+                .operands(&[x, y])
+                .attr("pred", pred)
+                .result(flags.clone())
+                .build_value()
+        };
+        let keys = iota(&mut t, 1, j0);
+        let mut valid = ragged.then(|| cmp(&mut t, "lt", keys, n));
+        if causal {
+            let rows = iota(&mut t, 0, row0);
+            let last = binary(&mut t, "add", rows, offset, positions.clone());
+            let seen = cmp(&mut t, "le", keys, last);
+            valid = Some(match valid {
+                Some(v) => binary(&mut t, "and", v, seen, flags.clone()),
+                None => seen,
+            });
+        }
+        if let Some(valid) = valid {
+            let minus_inf = number(&mut t, f64::NEG_INFINITY, scores.clone());
+            let masked = t
+                .op("tile.select")
+                .operands(&[valid, s, minus_inf])
+                .result(scores.clone())
+                .build_value();
+            t.op("tile.store_tile").operands(&[masked, slot, c0, c0]).build();
+        }
+        end(&mut t);
     }
-    valid
+    end(&mut Builder::at_end(b, other));
+    load_tile(b, slot, c0, &scores)
 }
 
 /// `x` with `by` where it equals `value` (a tile of type `ty`).

@@ -35,7 +35,16 @@ impl Gen {
     /// `exp(x)`: outside deterministic functions a GPU may compute it with
     /// its hardware approximation (`approx`; `spec/ir-tile.md`).
     pub fn exp(&self, b: &mut Builder<'_>, x: ValueId, ty: Type) -> ValueId {
-        let mut op = b.op("tile.unary").operand(x).attr("fn", "exp");
+        self.approximable(b, "exp", x, ty)
+    }
+
+    /// `2^x`, approximable as [`Gen::exp`] is.
+    pub fn exp2(&self, b: &mut Builder<'_>, x: ValueId, ty: Type) -> ValueId {
+        self.approximable(b, "exp2", x, ty)
+    }
+
+    fn approximable(&self, b: &mut Builder<'_>, f: &str, x: ValueId, ty: Type) -> ValueId {
+        let mut op = b.op("tile.unary").operand(x).attr("fn", f);
         if self.order != "tree" {
             op = op.flag("approx");
         }
