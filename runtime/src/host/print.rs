@@ -13,6 +13,7 @@ use super::value::Value;
 /// are printed exactly (their steps are so coarse that the shortest digits
 /// reading back as 208 would be 210).
 fn shortest(x: f64, dtype: DType) -> (String, i32) {
+    let x = x.abs();
     let round_trips = |s: &str| -> bool {
         let Ok(y) = s.parse::<f64>() else { return false };
         match dtype {
@@ -24,9 +25,9 @@ fn shortest(x: f64, dtype: DType) -> (String, i32) {
         }
     };
     let text = (0..17)
-        .map(|p| format!("{:.*e}", p, x.abs()))
+        .map(|p| format!("{:.*e}", p, x))
         .find(|s| round_trips(s))
-        .unwrap_or_else(|| format!("{:e}", x.abs()));
+        .unwrap_or_else(|| format!("{x:e}"));
     let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
     let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
     let digits = digits.trim_end_matches('0');
@@ -54,7 +55,15 @@ pub fn float_repr(x: f64, dtype: DType) -> String {
         return format!("{sign}0.0");
     }
     let (digits, exp) = shortest(x, dtype);
-    if (-4..16).contains(&exp) {
+    // Positional from 1e-4 up to 1e16, or for a NumPy scalar of a
+    // narrower dtype (NumPy 2.3 on) up to 10^(its decimal digits): 1e6
+    // for f32, 1e3 for f16.
+    let upper = match dtype {
+        DType::F32 => 6,
+        DType::F16 => 3,
+        _ => 16,
+    };
+    if (-4..upper).contains(&exp) {
         format!("{sign}{}", positional(&digits, exp, 1))
     } else {
         let (first, rest) = digits.split_at(1);
@@ -241,20 +250,34 @@ impl ElementFormat {
         let (max, min) = finite
             .iter()
             .fold((0f64, f64::INFINITY), |(a, b), &x| (a.max(x), b.min(x)));
-        let scientific = !finite.is_empty() && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
+        // NumPy (2.3 on) writes magnitudes from 10^min(8, p) on in
+        // scientific notation, p the decimal digits the dtype holds
+        // (`finfo(dtype).precision`: 6 for f32, 3 for f16); bf16 and fp8,
+        // which NumPy lacks, keep its older 10^8.
+        let cutoff = match dtype {
+            DType::F32 => 1e6,
+            DType::F16 => 1e3,
+            _ => 1e8,
+        };
+        let scientific = !finite.is_empty() && (max >= cutoff || min < 1e-4 || max / min > 1e3);
         let mut int_width = 1;
         let mut frac = 0;
         let mut exp_width = 2;
+        let mut non_finite = 0usize;
         for &x in values {
             if !x.is_finite() {
-                int_width = int_width.max(if x.is_sign_negative() && !x.is_nan() { 4 } else { 3 });
+                non_finite = non_finite.max(if x.is_sign_negative() && !x.is_nan() { 4 } else { 3 });
                 continue;
             }
             let (int, f, e) = split(x, dtype, scientific);
             int_width = int_width.max(int.len());
             frac = frac.max(f.len());
-            exp_width = exp_width.max(e.len());
+            exp_width = exp_width.max(e.trim_start_matches('-').len());
         }
+        // `inf` and `nan` widen the integer part only as far as they do
+        // not fit the rest of the column, as in NumPy.
+        let right = frac + 1 + if scientific { 2 + exp_width } else { 0 };
+        int_width = int_width.max(non_finite.saturating_sub(right));
         ElementFormat::Float {
             dtype,
             scientific,
@@ -292,7 +315,18 @@ impl ElementFormat {
                 }
                 let (int, f, exp) = split(x, *dtype, *scientific);
                 if *scientific {
-                    let f = format!("{f:0<frac$}");
+                    // NumPy prints every element with the column's digits,
+                    // of the value itself: 1e-45 in f32 is 1.4012985e-45
+                    // beside 2.4061597e+38.
+                    let (int, f, exp) = if f.len() < *frac {
+                        let rounded = format!("{:.*e}", frac, x.abs());
+                        let (mantissa, exp) = rounded.split_once('e').unwrap_or((&rounded, "0"));
+                        let (first, f) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+                        let sign = if x.is_sign_negative() { "-" } else { "" };
+                        (format!("{sign}{first}"), f.to_string(), exp.to_string())
+                    } else {
+                        (int, f, exp)
+                    };
                     let sign = if exp.starts_with('-') { '-' } else { '+' };
                     let digits = exp.trim_start_matches('-');
                     format!("{int:>int_width$}.{f}e{sign}{digits:0>exp_width$}")
@@ -377,7 +411,12 @@ fn write_nested(
                 None => "...".to_string(),
             };
             if k > 0 {
-                if line + 1 + text.len() + 1 > LINE_WIDTH {
+                // Each enclosing `]` to come takes one column from the
+                // line, as NumPy counts them.
+                if line + 1 + text.len() + 1 + axis > LINE_WIDTH {
+                    // A wrapped line ends without the padding of its last
+                    // element, as in NumPy.
+                    out.truncate(out.trim_end_matches(' ').len());
                     out.push('\n');
                     out.push_str(&" ".repeat(indent));
                     line = indent;
@@ -432,7 +471,25 @@ mod tests {
         assert_eq!(f32s(&[2], &[1e-5, 1.0]), "[1.e-05 1.e+00]");
         assert_eq!(f32s(&[2], &[1.5e-5, 1.0]), "[1.5e-05 1.0e+00]");
         assert_eq!(f32s(&[2], &[1e9, 1.0]), "[1.e+09 1.e+00]");
-        assert_eq!(f32s(&[3], &[f32::NAN, 1.0, f32::NEG_INFINITY]), "[  nan    1.  -inf]");
+        assert_eq!(f32s(&[3], &[f32::NAN, 1.0, f32::NEG_INFINITY]), "[ nan   1. -inf]");
+        assert_eq!(f32s(&[2], &[f32::INFINITY, 1.5]), "[inf 1.5]");
+        assert_eq!(f32s(&[3], &[f32::NEG_INFINITY, 1.25, 100.0]), "[  -inf   1.25 100.  ]");
+        // Exponents of two digits when two suffice, and every element
+        // with the column's digits of its own value.
+        assert_eq!(f32s(&[2], &[1e-45, 1.0]), "[1.e-45 1.e+00]");
+        assert_eq!(
+            f32s(&[3], &[f32::INFINITY, 2.406_159_7e38, 1e-45]),
+            "[          inf 2.4061597e+38 1.4012985e-45]"
+        );
+        assert_eq!(f32s(&[2], &[3.067_834e8, -1.0]), "[ 3.067834e+08 -1.000000e+00]");
+        // A negative element has the shortest digits of its own dtype.
+        assert_eq!(
+            f32s(&[2], &[6.845_858_8e16, -2.601_983_7e16]),
+            "[ 6.8458588e+16 -2.6019837e+16]"
+        );
+        // f32 magnitudes from 10^6 on are scientific (f64's from 10^8).
+        assert_eq!(f32s(&[2], &[2_047_886.0, 432_959.0]), "[2.047886e+06 4.329590e+05]");
+        assert_eq!(f32s(&[2], &[-1.1, 2.0]), "[-1.1  2. ]");
         assert_eq!(f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]), "[[1. 2.]\n [3. 4.]]");
         assert_eq!(f32s(&[2, 1, 2], &[1.0, 2.0, 3.0, 4.0]), "[[[1. 2.]]\n\n [[3. 4.]]]");
         let ints = Tensor::from_slice(&[3], &[1i32, -20, 300]).unwrap();
@@ -474,5 +531,16 @@ mod tests {
         assert_eq!(python_float(0.0001), "0.0001");
         assert_eq!(python_float(f64::NAN), "nan");
         assert_eq!(python_float(-0.0), "-0.0");
+    }
+
+    /// NumPy 2.4's `str` of its scalars of narrower dtypes.
+    #[test]
+    fn narrow_scalars_print_as_numpy_does() {
+        assert_eq!(float_repr(999_999.0, DType::F32), "999999.0");
+        assert_eq!(float_repr(1e6, DType::F32), "1e+06");
+        assert_eq!(float_repr(-10_964_594.0, DType::F32), "-1.0964594e+07");
+        assert_eq!(float_repr(999.0, DType::F16), "999.0");
+        assert_eq!(float_repr(1024.0, DType::F16), "1.024e+03");
+        assert_eq!(float_repr(1e15, DType::F64), "1000000000000000.0");
     }
 }

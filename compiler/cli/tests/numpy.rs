@@ -1,0 +1,41 @@
+//! Printing checked against NumPy itself (from the test environment that
+//! `scripts/setup.sh` makes in `.venv`): random arrays of every NumPy dtype
+//! Tessera shares, of 0 to 3 dims, with special values and magnitudes
+//! from 1e-30 to 1e30, printed by `tessera run` and by NumPy
+//! (`tests/numpy/print_compare.py`), line for line. The seed changes from
+//! run to run and is printed when they differ.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{temp, text};
+
+#[test]
+fn tensors_print_as_numpy_prints_them() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh to make the test environment",
+        python.display()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/numpy/print_compare.py");
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() % 1_000_000);
+    let dir = temp("numpy", "print");
+    for round in 0..4 {
+        let o = Command::new(&python)
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_tessera"))
+            .arg(&dir)
+            .arg((seed + round).to_string())
+            .arg("150")
+            .output()
+            .expect("python runs");
+        let (out, err) = text(&o);
+        assert!(o.status.success() && out.contains("print: ok 150"), "{out}\n{err}");
+    }
+}

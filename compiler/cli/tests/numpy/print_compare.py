@@ -1,0 +1,76 @@
+"""Prints random arrays with NumPy and with `tessera run` and compares.
+
+Usage: print_compare.py TESSERA WORKDIR SEED COUNT
+
+Writes COUNT random arrays (f64, f32, f16, i32, i64, bool; 0 to 3 dims,
+some long enough to be summarized; magnitudes from 1e-30 to 1e30, integral
+values, eighths, zeros of both signs, inf and nan) as .npy files, a .tsr
+program that loads and prints each, and compares its standard output with
+NumPy's `str` of each array line by line. Exits 1 with the first
+differences, 0 with "print: ok COUNT".
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def random_array(rng, i):
+    dtype = rng.choice([np.float32, np.float64, np.float16, np.int32, np.int64, np.bool_])
+    if rng.integers(0, 4):
+        dims = rng.integers(0, 4)
+        shape = tuple(int(s) for s in rng.integers(1, 5, size=dims))
+    else:
+        shape = tuple(int(s) for s in rng.integers(1, 40, size=rng.integers(1, 4)))
+    size = int(np.prod(shape))
+    if dtype in (np.int32, np.int64):
+        bound = 10 ** int(rng.integers(1, 9))
+        x = rng.integers(-bound, bound, size=size).astype(dtype)
+    elif dtype == np.bool_:
+        x = rng.integers(0, 2, size=size).astype(bool)
+    else:
+        kind = rng.integers(0, 6)
+        x = rng.standard_normal(size) * 10.0 ** rng.integers(-12, 12)
+        if kind == 1:
+            x = np.round(x)
+        elif kind == 2:
+            x[rng.integers(0, size)] = rng.choice([np.inf, -np.inf, np.nan, 0.0, -0.0])
+        elif kind == 3:
+            x = x * 10.0 ** rng.integers(-30, 30, size=size)
+        elif kind == 4:
+            x = np.round(x * 8) / 8
+        with np.errstate(over="ignore"):
+            x = x.astype(dtype)
+    return x.reshape(shape)
+
+
+def main():
+    tessera, workdir, seed, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    rng = np.random.default_rng(seed)
+    lines = ["def main():"]
+    expected = []
+    for i in range(count):
+        x = random_array(rng, i)
+        path = workdir / f"a{i}.npy"
+        np.save(path, x)
+        lines.append(f'    print(load("{path}"))')
+        expected.append(str(x))
+    program = workdir / "print.tsr"
+    program.write_text("\n".join(lines) + "\n")
+    run = subprocess.run([tessera, "run", str(program)], capture_output=True, text=True)
+    want = "\n".join(expected) + "\n"
+    if run.returncode != 0 or run.stdout != want:
+        print(f"seed {seed}: tessera's output differs from NumPy {np.__version__}'s")
+        shown = 0
+        for got, wanted in zip(run.stdout.split("\n"), want.split("\n")):
+            if got != wanted and shown < 10:
+                print(f"  tessera: {got!r}\n  numpy:   {wanted!r}")
+                shown += 1
+        print(run.stderr[:4000])
+        sys.exit(1)
+    print(f"print: ok {count}")
+
+
+main()
