@@ -364,7 +364,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                     }
                 }
             }
-            Value::Tuple(items) => {
+            Value::Tuple(items) | Value::List(items) => {
                 for v in items.iter() {
                     if let Some(flow) = run(self, locals, v.clone())? {
                         return Ok(flow);
@@ -401,7 +401,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             ExprKind::Tuple(targets) | ExprKind::List(targets) => {
                 let items = match &v {
-                    Value::Tuple(items) if items.len() == targets.len() => items.clone(),
+                    Value::Tuple(items) | Value::List(items) if items.len() == targets.len() => items.clone(),
                     _ => {
                         return Err(self.fail(
                             target.span,
@@ -532,7 +532,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                 for item in items {
                     values.push(self.expr(locals, item)?);
                 }
-                Ok(Value::tuple(values))
+                Ok(match e.kind {
+                    ExprKind::List(_) => Value::list(values),
+                    _ => Value::tuple(values),
+                })
             }
             ExprKind::Unary { op, operand } => {
                 let v = self.expr(locals, operand)?;
@@ -787,8 +790,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                 self.index_tensor(t, &sels)
                     .map_err(|e| self.fail(span, "this index", e))
             }
-            Value::Tuple(items) if args.len() == 1 => {
+            Value::Tuple(items) | Value::List(items) if args.len() == 1 => {
                 let n = items.len();
+                let kind = if matches!(base, Value::List(_)) {
+                    "list"
+                } else {
+                    "tuple"
+                };
                 if let ExprKind::Slice { lower, upper, step } = &args[0].value.kind {
                     let mut get = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
                         match e {
@@ -801,9 +809,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                         return Err(self.fail(span, "this slice", RunError::value("a slice step cannot be zero")));
                     }
                     let Sel::Slice { start, step, len } = ops::resolve_slice(lo, hi, st, n) else {
-                        return Ok(Value::tuple(vec![]));
+                        return Ok(base.same_kind(vec![]));
                     };
-                    return Ok(Value::tuple(
+                    return Ok(base.same_kind(
                         (0..len as i64)
                             .map(|k| items[(start + k * step) as usize].clone())
                             .collect(),
@@ -814,13 +822,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                         self.fail(
                             span,
                             "this index",
-                            RunError::new(Code::E1007, format!("index {i} is out of range for a tuple of {n}")),
+                            RunError::new(Code::E1007, format!("index {i} is out of range for a {kind} of {n}")),
                         )
                     }),
                     v => Err(self.fail(
                         span,
                         "this index",
-                        RunError::value(format!("a tuple index must be an int, not {}", v.describe())),
+                        RunError::value(format!("a {kind} index must be an int, not {}", v.describe())),
                     )),
                 }
             }
@@ -923,8 +931,17 @@ impl<'a, 'p> Interp<'a, 'p> {
         let ExprKind::Name(list) = &base.unparen().kind else {
             return Ok(None);
         };
-        let Some(Value::Tuple(items)) = locals.get(list).filter(|_| name.name == "append") else {
-            return Ok(None);
+        let items = match locals.get(list).filter(|_| name.name == "append") {
+            Some(Value::List(items)) => items,
+            Some(Value::Tuple(_)) => {
+                return Err(self.fail(
+                    callee.span,
+                    "this call",
+                    RunError::new(Code::E1005, format!("`{list}` is a tuple, which has no `append`"))
+                        .with_help("make it a list, in brackets: `[a, b]` or `[]`"),
+                ))
+            }
+            _ => return Ok(None),
         };
         let mut items = items.to_vec();
         let [arg] = args else {
@@ -935,7 +952,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             ));
         };
         items.push(self.expr(locals, &arg.value)?);
-        locals.insert(list.clone(), Value::tuple(items));
+        locals.insert(list.clone(), Value::list(items));
         Ok(Some(Value::None))
     }
 
@@ -1145,9 +1162,9 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// `g`, `(g,)`, `(x, y)` or `(x, y, z)` as three sizes.
     fn dims3(&self, v: &Value) -> Result<[u32; 3], RunError> {
-        let items: Vec<Value> = match v {
-            Value::Tuple(items) => items.to_vec(),
-            v => vec![v.clone()],
+        let items: Vec<Value> = match v.items() {
+            Some(items) => items.to_vec(),
+            None => vec![v.clone()],
         };
         if items.is_empty() || items.len() > 3 {
             return Err(RunError::launch(format!(
@@ -1299,7 +1316,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .shape()
                 .first()
                 .ok_or_else(|| RunError::value("a 0-d tensor has no length"))? as i64,
-            Value::Tuple(items) => items.len() as i64,
+            Value::Tuple(items) | Value::List(items) => items.len() as i64,
             Value::Str(s) => s.chars().count() as i64,
             Value::Range(a, b, s) => range_len(*a, *b, *s) as i64,
             v => return Err(RunError::new(Code::E1005, format!("{} has no length", v.describe()))),
@@ -1488,7 +1505,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// The shape given as sizes or as one tuple.
     fn shape_of(&self, values: &[(Value, Span)]) -> Result<Vec<usize>, RunError> {
         let sizes: Vec<Value> = match values {
-            [(Value::Tuple(items), _)] => items.to_vec(),
+            [(Value::Tuple(items) | Value::List(items), _)] => items.to_vec(),
             _ => values.iter().map(|(v, _)| v.clone()).collect(),
         };
         sizes
@@ -1693,7 +1710,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         // One axis, a tuple of them (reduced from the last, each once), or all.
         let axes: Option<Vec<usize>> = match axis {
             None | Some(Value::None) => None,
-            Some(v @ Value::Tuple(_)) => {
+            Some(v @ (Value::Tuple(_) | Value::List(_))) => {
                 let mut axes = self.axes_arg(&v, rank, "`axis`")?;
                 axes.sort_unstable();
                 if axes.windows(2).any(|w| w[0] == w[1]) {
@@ -1765,7 +1782,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// A tuple or list of axes of a tensor of `rank` dims, negative ones
     /// counted from the end.
     fn axes_arg(&self, v: &Value, rank: usize, what: &str) -> Result<Vec<usize>, RunError> {
-        let Value::Tuple(items) = v else {
+        let Some(items) = v.items() else {
             return Err(RunError::value(format!(
                 "{what} must be a tuple of axes, not {}",
                 v.describe()
@@ -1794,7 +1811,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Value::Range(a, b, s) => Ok((0..range_len(*a, *b, *s))
                 .map(|k| Value::Int(a + k as i64 * s))
                 .collect()),
-            Value::Tuple(items) => Ok(items.to_vec()),
+            Value::Tuple(items) | Value::List(items) => Ok(items.to_vec()),
             Value::Tensor(t) => {
                 let n = t.shape().first().copied().unwrap_or(0);
                 (0..n).map(|i| self.index_tensor(t, &[Sel::Index(i)])).collect()
@@ -1921,7 +1938,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         let list = self.positional(args, "tensors", "op.concat")?;
         let axis = args.optional("axis");
         self.no_more(args, "op.concat")?;
-        let Value::Tuple(items) = &list else {
+        let Some(items) = list.items() else {
             return Err(RunError::value(format!(
                 "`op.concat` joins a list of tensors, not {}",
                 list.describe()
@@ -2053,9 +2070,9 @@ impl<'a, 'p> Interp<'a, 'p> {
         let shape = self.positional(args, "shape", "op.reshape")?;
         let t = self.to_tensor(&x)?;
         // One size written -1 is what the others leave (NumPy's rule).
-        let mut sizes: Vec<Value> = match shape {
-            Value::Tuple(items) => items.to_vec(),
-            v => vec![v],
+        let mut sizes: Vec<Value> = match shape.items() {
+            Some(items) => items.to_vec(),
+            None => vec![shape],
         };
         let inferred: Vec<usize> = (0..sizes.len())
             .filter(|&i| matches!(sizes[i], Value::Int(-1)))
@@ -2147,7 +2164,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
     match (op, a, b) {
         (Eq, _, _) => return Ok(Value::Bool(equal(a, b))),
         (Ne, _, _) => return Ok(Value::Bool(!equal(a, b))),
-        (In | NotIn, x, Value::Tuple(items)) => {
+        (In | NotIn, x, Value::Tuple(items) | Value::List(items)) => {
             let found = items.iter().any(|v| equal(v, x));
             return Ok(Value::Bool(found == (op == In)));
         }
@@ -2158,8 +2175,8 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             return Ok(Value::Bool(inside == (op == In)));
         }
         (Add, Value::Str(x), Value::Str(y)) => return Ok(Value::str(&format!("{x}{y}"))),
-        (Add, Value::Tuple(x), Value::Tuple(y)) => {
-            return Ok(Value::tuple(x.iter().chain(y.iter()).cloned().collect()))
+        (Add, Value::Tuple(x), Value::Tuple(y)) | (Add, Value::List(x), Value::List(y)) => {
+            return Ok(a.same_kind(x.iter().chain(y.iter()).cloned().collect()))
         }
         _ => {}
     }
@@ -2242,7 +2259,9 @@ fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::None, Value::None) => true,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::Tuple(x), Value::Tuple(y)) => x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q)),
+        (Value::Tuple(x), Value::Tuple(y)) | (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q))
+        }
         (Value::DType(x), Value::DType(y)) => x == y,
         (Value::Tensor(x), Value::Tensor(y)) => x.same(y),
         _ => match (as_f64(a), as_f64(b)) {

@@ -114,6 +114,10 @@ pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> S
         Value::Int(i) => i.to_string(),
         Value::Float(f) => python_float(*f),
         Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::List(items) => {
+            let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
+            format!("[{}]", parts.join(", "))
+        }
         Value::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
             if parts.len() == 1 {

@@ -17,8 +17,9 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Str(Rc<str>),
-    /// Tuples and lists.
     Tuple(Rc<Vec<Value>>),
+    /// A list: a tuple that prints in brackets and takes `append`.
+    List(Rc<Vec<Value>>),
     Tensor(TensorValue),
     /// `range(start, stop, step)`.
     Range(i64, i64, i64),
@@ -37,6 +38,26 @@ impl Value {
         Value::Tuple(Rc::new(items))
     }
 
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(items))
+    }
+
+    /// The items of a tuple or a list.
+    pub fn items(&self) -> Option<&[Value]> {
+        match self {
+            Value::Tuple(items) | Value::List(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// A sequence of the same kind as this tuple or list, of `items`.
+    pub fn same_kind(&self, items: Vec<Value>) -> Value {
+        match self {
+            Value::List(_) => Value::list(items),
+            _ => Value::tuple(items),
+        }
+    }
+
     pub fn str(s: &str) -> Value {
         Value::Str(Rc::from(s))
     }
@@ -50,6 +71,7 @@ impl Value {
             Value::Float(_) => "a float".into(),
             Value::Str(_) => "a string".into(),
             Value::Tuple(_) => "a tuple".into(),
+            Value::List(_) => "a list".into(),
             Value::Tensor(t) => format!(
                 "a {} tensor of shape {}",
                 t.dtype(),
@@ -71,7 +93,7 @@ impl Value {
             Value::Int(i) => *i != 0,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
-            Value::Tuple(t) => !t.is_empty(),
+            Value::Tuple(t) | Value::List(t) => !t.is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,
