@@ -685,6 +685,18 @@ def k(x: f32[n], out: mut f32[n]):
     out[i] = t[0, i % 32]
 ```",
 
+    E0312: "dim no call can bind" =>
+"A parameter's dim uses a symbol that no call or launch can find a size
+for. A call binds a symbol that is a whole dim of some parameter, one a
+`where S == ...` constraint gives from bound ones, and the one unknown
+factor of a product dim (`H * D` when another parameter binds `H`). Give
+the symbol a dim of its own in a parameter, or fix it with a constraint.
+
+```tessera
+def heads(x: f32[S, H * D]) -> f32[S, H * D]:
+    return x * 2.0
+```",
+
     E0401: "effect not declared" =>
 "A function with an `effects(...)` clause performs an effect the clause
 does not list, directly or through a function it calls. The clause must

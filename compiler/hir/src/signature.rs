@@ -216,6 +216,7 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
             }
         }
     }
+    lowering.unbindable_dims(def);
     sig.diagnostics = lowering.diags;
     sig
 }
@@ -449,6 +450,98 @@ impl Lowering<'_> {
         Some(space)
     }
 
+    /// E0312 for parameter dims whose symbols no call or launch can bind.
+    /// A call binds (as `tessera run` does) a symbol that is a whole dim
+    /// of a parameter, then one that a `where S == expr` gives from bound
+    /// ones, then, over and over, the one unbound factor of a product dim
+    /// (`H * D` with `H` bound elsewhere). A symbol still unbound (both
+    /// factors of `H * D` alone, `N` of `N + 1`) would stop every call.
+    fn unbindable_dims(&mut self, def: &FnDef) {
+        let dims: Vec<(&Expr, &str)> = def
+            .params
+            .iter()
+            .filter_map(|p| match &p.ty.as_ref()?.kind {
+                TypeKind::Named { dims: Some(dims), .. } => Some(dims.iter().map(move |d| (d, p.name.name.as_str()))),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let is_symbol = |n: &str| crate::constants::constant(self.db, self.file, n).is_none();
+        let mut bound: Vec<String> = dims
+            .iter()
+            .filter_map(|(d, _)| match &d.unparen().kind {
+                ExprKind::Name(n) if is_symbol(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        let unbound = |e: &Expr, bound: &[String]| -> Vec<String> {
+            let mut names = Vec::new();
+            names_in(e, &mut names);
+            names.retain(|n| is_symbol(n) && !bound.contains(n));
+            names.dedup();
+            names
+        };
+        let constraints: Vec<&Expr> = def.where_clause.iter().flat_map(|w| w.constraints.iter()).collect();
+        loop {
+            let mut learned = Vec::new();
+            for c in &constraints {
+                if let ExprKind::Binary {
+                    op: BinOp::Eq,
+                    lhs,
+                    rhs,
+                } = &c.unparen().kind
+                {
+                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                        if let ExprKind::Name(n) = &a.unparen().kind {
+                            if is_symbol(n) && !bound.contains(n) && unbound(b, &bound).is_empty() {
+                                learned.push(n.clone());
+                            }
+                        }
+                    }
+                }
+            }
+            for (d, _) in &dims {
+                if is_product(d) {
+                    if let [one] = &unbound(d, &bound)[..] {
+                        learned.push(one.clone());
+                    }
+                }
+            }
+            if learned.is_empty() {
+                break;
+            }
+            bound.extend(learned);
+        }
+        for (d, param) in dims {
+            let missing = unbound(d, &bound);
+            if missing.is_empty() {
+                continue;
+            }
+            // Each symbol is reported once, where it first appears.
+            bound.extend(missing.iter().cloned());
+            let names = missing
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            let dim = crate::pretty::expr(d);
+            let first = &missing[0];
+            self.diags.push(
+                Diagnostic::error(Code::E0312, format!("no call can bind {names} of `{dim}`"))
+                    .with_primary(relative(d.span, 0), format!("a dim of `{param}`"))
+                    .with_note(if is_product(d) {
+                        format!("a call binds one unknown factor of `{dim}` from its size, not {}", missing.len())
+                    } else {
+                        "a call binds a symbol that is a whole dim of a parameter, or one factor of a product of them"
+                            .to_string()
+                    })
+                    .with_help(format!(
+                        "give `{first}` a dim of its own in a parameter (`w: f32[{first}]`), or fix it with `where {first} == …`"
+                    )),
+            );
+        }
+    }
+
     /// A dim as written, with the module's integer constants put in.
     fn dim(&self, e: &Expr) -> Poly {
         crate::constants::substitute(self.db, self.file, &dim_poly(e))
@@ -508,6 +601,36 @@ impl Lowering<'_> {
             );
         }
         kind
+    }
+}
+
+/// Whether `e` is a product of two or more names and numbers.
+fn is_product(e: &Expr) -> bool {
+    fn factors(e: &Expr) -> Option<usize> {
+        match &e.unparen().kind {
+            ExprKind::Binary {
+                op: BinOp::Mul,
+                lhs,
+                rhs,
+            } => Some(factors(lhs)? + factors(rhs)?),
+            ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => Some(1),
+            _ => None,
+        }
+    }
+    factors(e).is_some_and(|n| n >= 2)
+}
+
+/// The names in expression `e`, in order.
+fn names_in(e: &Expr, out: &mut Vec<String>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Paren(inner) => names_in(inner, out),
+        ExprKind::Unary { operand, .. } => names_in(operand, out),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            names_in(lhs, out);
+            names_in(rhs, out);
+        }
+        _ => {}
     }
 }
 

@@ -180,13 +180,20 @@ pub(crate) fn bind(
     let constraints: Vec<&Expr> = def.where_clause.iter().flat_map(|w| w.constraints.iter()).collect();
     derive(&constraints, &mut dims, &mut order);
     // A product dim (`H * D`) with one factor not bound otherwise is that
-    // factor's size over the others' (`x: f32[S, H * D], w: f32[H]`).
-    for (param, value) in def.params.iter().zip(args) {
-        let (ParamKind::Tensor(_, pdims), Value::Tensor(t)) = (param_kind(param), value) else {
-            continue;
-        };
-        for (d, size) in pdims.iter().zip(t.shape()) {
-            solve_product(d, size as i64, &mut dims, &mut order);
+    // factor's size over the others' (`x: f32[S, H * D], w: f32[H]`), until
+    // no product binds another (`A * B` once `B * C` gave `B`).
+    loop {
+        let known = dims.len();
+        for (param, value) in def.params.iter().zip(args) {
+            let (ParamKind::Tensor(_, pdims), Value::Tensor(t)) = (param_kind(param), value) else {
+                continue;
+            };
+            for (d, size) in pdims.iter().zip(t.shape()) {
+                solve_product(d, size as i64, &mut dims, &mut order);
+            }
+        }
+        if dims.len() == known {
+            break;
         }
     }
     // Composite dims (`H * Dh`, constants), once their symbols are known.
