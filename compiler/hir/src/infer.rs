@@ -775,6 +775,9 @@ impl<'a> Infer<'a> {
                 "tensor operations are functions: write `{f}({receiver}, {args})`"
             )),
             (Some(f), None) => diag.with_help(format!("tensor operations are functions: `{f}({receiver}, …)`")),
+            (None, _) if name == "item" => diag.with_help(format!(
+                "`float({receiver})` or `int({receiver})` gives the element of a one-element tensor"
+            )),
             (None, _) => match did_you_mean(name, ["shape", "ndim", "dtype", "T"]) {
                 Some(s) => diag.with_help(format!("did you mean `{receiver}.{s}`?")),
                 None => diag,
@@ -805,17 +808,23 @@ impl<'a> Infer<'a> {
                     });
                 };
                 if args.len() > dims.len() {
-                    self.error(
-                        Diagnostic::error(
-                            Code::E0310,
-                            format!(
-                                "too many indices: {} for a tensor with {}",
-                                args.len(),
-                                dims_word(dims.len())
-                            ),
-                        )
-                        .with_primary(self.at(e.span), format!("this tensor is {base}")),
-                    );
+                    let mut diag = Diagnostic::error(
+                        Code::E0310,
+                        format!(
+                            "too many indices: {} for a tensor with {}",
+                            args.len(),
+                            dims_word(dims.len())
+                        ),
+                    )
+                    .with_primary(self.at(e.span), format!("this tensor is {base}"));
+                    if let (true, ExprKind::Subscript { base, .. }) = (dims.is_empty(), &e.kind) {
+                        // NumPy's `x[()]` reads a 0-d array's element.
+                        let x = crate::pretty::expr(base);
+                        diag = diag.with_help(format!(
+                            "a tensor of no dims is its element: use `{x}` as it is, or `float({x})` or `int({x})` for a Python number"
+                        ));
+                    }
+                    self.error(diag);
                     return Ty::Unknown;
                 }
                 let mut kept = Vec::new();
