@@ -839,7 +839,25 @@ impl<'a> Infer<'a> {
                             let len = slice_len(dim, lower.as_deref(), upper.as_deref());
                             kept.push(self.sizes.substitute(&len));
                         }
-                        Some(ExprKind::Slice { .. }) => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
+                        // A positive step k keeps ceil((hi - lo) / k) elements,
+                        // a polynomial when k divides every term of hi - lo but
+                        // the constant (`::2` of `2 * H` is `H`, and so is `1::2`).
+                        Some(ExprKind::Slice {
+                            lower,
+                            upper,
+                            step: Some(step),
+                        }) => {
+                            let len = crate::signature::int(step).filter(|&k| k > 0).and_then(|k| {
+                                let span = self
+                                    .sizes
+                                    .substitute(&slice_len(dim, lower.as_deref(), upper.as_deref()));
+                                match span.as_const() {
+                                    Some(c) => Poly::constant(c.max(0)).div_ceil(k),
+                                    None => span.div_ceil(k),
+                                }
+                            });
+                            kept.push(len.unwrap_or_else(|| Poly::opaque(&crate::pretty::expr(&args[i].value))));
+                        }
                         // A bool mask (`x[x > 0.5]`) picks the elements where it
                         // holds: one dim, as long as it has true elements.
                         Some(_) if matches!(&arg_tys[i], Ty::Tensor(m) if m.dtype == Some(DType::Bool)) => {

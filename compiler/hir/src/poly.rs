@@ -149,6 +149,20 @@ impl Poly {
         Some(out)
     }
 
+    /// `ceil(self / k)` for `k > 0`, when every term but the constant one
+    /// is a multiple of `k` (so `self = k·Q + c` and the result is
+    /// `Q + ceil(c / k)` for any integer symbols): `(2*H + 1) / 2` up is
+    /// `H + 1`. None otherwise.
+    pub fn div_ceil(&self, k: i64) -> Option<Poly> {
+        if k <= 0 {
+            return None;
+        }
+        let c = self.terms.get(&Vec::new()).copied().unwrap_or(0);
+        let quotient = self.sub(&Poly::constant(c)).div_exact(&Poly::constant(k))?;
+        let up = c.checked_add(k - 1)?.div_euclid(k);
+        Some(quotient.add(&Poly::constant(up)))
+    }
+
     /// Replaces symbols by polynomials.
     pub fn substitute(&self, map: &dyn Fn(&str) -> Option<Poly>) -> Poly {
         let mut out = Poly::default();
@@ -254,5 +268,22 @@ mod tests {
             Poly::constant(60).div_exact(&Poly::constant(6)),
             Some(Poly::constant(10))
         );
+    }
+
+    /// The length of a stepped slice: `ceil(len / k)`.
+    #[test]
+    fn division_rounding_up() {
+        let h = Poly::sym("H");
+        let two_h = h.mul(&Poly::constant(2));
+        assert_eq!(two_h.div_ceil(2), Some(h.clone()));
+        assert_eq!(two_h.sub(&Poly::constant(1)).div_ceil(2), Some(h.clone()));
+        assert_eq!(
+            two_h.add(&Poly::constant(1)).div_ceil(2),
+            Some(h.add(&Poly::constant(1)))
+        );
+        assert_eq!(h.div_ceil(2), None);
+        assert_eq!(Poly::constant(7).div_ceil(2), Some(Poly::constant(4)));
+        assert_eq!(Poly::constant(-3).div_ceil(2), Some(Poly::constant(-1)));
+        assert_eq!(two_h.div_ceil(0), None);
     }
 }

@@ -158,10 +158,14 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "graph.slice",
-        doc: "a window of the operand: along `axes`, from `starts` (or the index operands), of the result's extent",
+        doc: "a window of the operand: along `axes`, from `starts` (or the index operands) by `steps` (1s without), of the result's extent",
         operands: Arity::AtLeast(1),
         results: Arity::Exact(1),
-        attrs: &[opt("axes", AttrKind::Array), opt("starts", AttrKind::Array)],
+        attrs: &[
+            opt("axes", AttrKind::Array),
+            opt("starts", AttrKind::Array),
+            opt("steps", AttrKind::Array),
+        ],
         pure: true,
         ..OpDef::DEFAULT
     },
@@ -1197,6 +1201,19 @@ impl Verifier<'_, '_> {
                 self.error(
                     format!("a start of `graph.slice` must be an `index`, not {ty}"),
                     "not an index",
+                );
+                return;
+            }
+        }
+        if let Some(steps) = self.m.attr(self.op, "steps") {
+            let fits = steps
+                .as_ints()
+                .is_some_and(|s| s.len() == axes.len() && s.iter().all(|&k| k >= 1));
+            if !fits {
+                self.error_note(
+                    format!("`graph.slice` needs one step of 1 or more per sliced axis ({})", axes.len()),
+                    "these steps do not fit",
+                    "`steps = [..]` takes a positive integer per axis; element i of an axis is the operand's start + i·step",
                 );
                 return;
             }

@@ -391,9 +391,10 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
-    /// `x[i, a:b]`: a `graph.slice` from constant starts, each index an
-    /// extent of 1 that a `graph.reshape` then drops. An index or bound may
-    /// be negative when its dim is a constant; a step is not lowered.
+    /// `x[i, a:b:k]`: a `graph.slice` from constant starts by constant
+    /// positive steps, each index an extent of 1 that a `graph.reshape`
+    /// then drops. An index or bound may be negative when its dim is a
+    /// constant.
     fn window(&mut self, e: &Expr, base: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
         let mask = |a: &&Arg| matches!(self.cx.ty(&a.value), Some(Ty::Tensor(t)) if t.dtype == Some(tessera_hir::ty::DType::Bool));
         if let Some(masked) = args.iter().find(mask) {
@@ -403,13 +404,18 @@ impl<'a> Lower<'_, 'a, '_> {
             );
             return None;
         }
-        if let Some(stepped) = args.iter().find(
-            |a| matches!(&a.value.kind, ExprKind::Slice { step: Some(s), .. } if literal_attr(s) != Some(Attr::Int(1))),
-        ) {
-            self.cx
-                .unsupported(stepped.value.span, "a slice with a step in an operator-level function");
+        let step_of = |a: &Arg| match &a.value.kind {
+            ExprKind::Slice { step: Some(s), .. } => self.number(s).and_then(|k| k.as_int()).filter(|&k| k > 0),
+            _ => Some(1),
+        };
+        if let Some(stepped) = args.iter().find(|a| step_of(a).is_none()) {
+            self.cx.unsupported(
+                stepped.value.span,
+                "a slice whose step is not a positive constant in an operator-level function",
+            );
             return None;
         }
+        let steps: Vec<i64> = args.iter().map(|a| step_of(a).unwrap_or(1)).collect();
         let x = self.expr(base, None)?;
         let Type::Tensor { dims, elem } = self.b.value_type(x).clone() else {
             self.cx
@@ -420,8 +426,10 @@ impl<'a> Lower<'_, 'a, '_> {
         let kept_dims = result.dims().map(<[Dim]>::to_vec).unwrap_or_default();
         let mut kept = kept_dims.iter();
         let mut starts = Vec::new();
+        let mut strides = Vec::new();
         let mut sliced = Vec::new();
         for (axis, dim) in dims.iter().enumerate() {
+            strides.push(steps.get(axis).copied().unwrap_or(1));
             let Some(arg) = args.get(axis) else {
                 sliced.push(kept.next().cloned().unwrap_or_else(|| dim.clone()));
                 starts.push(0);
@@ -448,13 +456,11 @@ impl<'a> Lower<'_, 'a, '_> {
             sliced.push(extent);
         }
         let window = Type::tensor(sliced, elem);
-        let v = self
-            .b
-            .op("graph.slice")
-            .operand(x)
-            .attr("starts", Attr::ints(starts))
-            .result(window.clone())
-            .build_value();
+        let mut slice = self.b.op("graph.slice").operand(x).attr("starts", Attr::ints(starts));
+        if strides.iter().any(|&k| k != 1) {
+            slice = slice.attr("steps", Attr::ints(strides));
+        }
+        let v = slice.result(window.clone()).build_value();
         if window == result {
             return Some(v);
         }

@@ -130,13 +130,21 @@ fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) 
                 None => (0..rank).collect(),
             };
             let starts = node.attrs.get("starts").and_then(Attr::as_ints);
+            let steps = node.attrs.get("steps").and_then(Attr::as_ints);
             let mut at = coords.to_vec();
             for (i, &axis) in axes.iter().enumerate() {
                 let start = match &starts {
                     Some(s) => index(b, s[i]),
                     None => eval(g, b, k, node.operands[1 + i], &[])?,
                 };
-                at[axis] = binary(b, "add", coords[axis], start, Type::INDEX);
+                let step = steps.as_ref().map_or(1, |s| s[i]);
+                let offset = if step == 1 {
+                    coords[axis]
+                } else {
+                    let step = index(b, step);
+                    binary(b, "mul", coords[axis], step, Type::INDEX)
+                };
+                at[axis] = binary(b, "add", offset, start, Type::INDEX);
             }
             eval(g, b, k, node.operands[0], &at)
         }
