@@ -81,6 +81,14 @@ impl Poly {
         })
     }
 
+    /// The first factor that is not a symbol (`N // 2`), as written.
+    pub fn first_opaque(&self) -> Option<&str> {
+        self.terms.keys().flatten().find_map(|a| match a {
+            Atom::Opaque(text) => Some(text.as_str()),
+            Atom::Sym(_) => None,
+        })
+    }
+
     /// Whether some term has a factor that is not a symbol (`N // 2`).
     pub fn has_opaque(&self) -> bool {
         self.terms.keys().flatten().any(|a| matches!(a, Atom::Opaque(_)))

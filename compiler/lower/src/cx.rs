@@ -62,16 +62,45 @@ impl<'a> FnCx<'a> {
 
     /// Reports a construct the IR layers cannot express yet.
     pub fn unsupported(&mut self, span: Span, what: impl Into<String>) {
+        self.unsupported_with(span, what.into(), None);
+    }
+
+    fn unsupported_with(&mut self, span: Span, what: String, help: Option<String>) {
         let at = Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db));
-        let what = what.into();
         if self.errors.iter().any(|d| d.primary_span() == Some(at)) {
             return;
         }
-        self.errors.push(
-            Diagnostic::error(Code::E0903, format!("cannot lower {what}"))
-                .with_primary(at, "not expressible in the IR layers yet")
-                .with_note(format!("in function `{}`", self.sig.name)),
-        );
+        let mut diag = Diagnostic::error(Code::E0903, format!("cannot lower {what}"))
+            .with_primary(at, "not expressible in the IR layers yet")
+            .with_note(format!("in function `{}`", self.sig.name));
+        if let Some(help) = help {
+            diag = diag.with_help(help);
+        }
+        self.errors.push(diag);
+    }
+
+    /// E0903 for parameter `name` or the result (`None`) of type `ty`,
+    /// which the IR cannot write; when a dim of it is not a polynomial
+    /// (`D // 2`), the help writes the dims as products instead.
+    pub fn unsupported_type(&mut self, span: Span, name: Option<&str>, ty: &Ty) {
+        let what = match name {
+            Some(n) => format!("parameter `{n}` without a complete type"),
+            None => "a return type that is not a tensor, a scalar or a tuple of them".to_string(),
+        };
+        let opaque = match ty {
+            Ty::Tensor(t) => t.dims.iter().flatten().find_map(|d| d.first_opaque()),
+            Ty::Tuple(parts) => parts.iter().find_map(|p| match p {
+                Ty::Tensor(t) => t.dims.iter().flatten().find_map(|d| d.first_opaque()),
+                _ => None,
+            }),
+            _ => None,
+        };
+        let help = opaque.map(|dim| {
+            format!(
+                "the dim `{dim}` is not a polynomial of the dims, which is what the IR carries: name its parts and write the dims as their products (`D // 2` with `D` as `2 * H` is `H`: `x: f32[S, 2 * H], c: f32[S, H]`)"
+            )
+        });
+        self.unsupported_with(span, what, help);
     }
 
     pub fn ty(&self, e: &Expr) -> Option<&'a Ty> {

@@ -126,7 +126,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
             }
             Some(t) => inputs.push(t),
             None => {
-                cx.unsupported(p.span, format!("parameter `{}` without a complete type", p.name));
+                cx.unsupported_type(p.span, Some(&p.name), &p.ty);
                 return;
             }
         }

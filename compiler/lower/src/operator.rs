@@ -28,7 +28,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         match ir_type(&p.ty, TensorAs::Value) {
             Some(t) => inputs.push(t),
             None => {
-                cx.unsupported(p.span, format!("parameter `{}` without a complete type", p.name));
+                cx.unsupported_type(p.span, Some(&p.name), &p.ty);
                 return;
             }
         }
@@ -44,10 +44,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         match ir_type(ty, TensorAs::Value) {
             Some(t) => results.push(t),
             None => {
-                cx.unsupported(
-                    cx.sig.ret_span.unwrap_or(cx.sig.name_span),
-                    "a return type that is not a tensor, a scalar or a tuple of them",
-                );
+                cx.unsupported_type(cx.sig.ret_span.unwrap_or(cx.sig.name_span), None, ty);
                 return;
             }
         }
