@@ -69,11 +69,14 @@ fn unsupported(message: impl Into<String>) -> RunError {
     RunError::new(Code::E1006, message)
 }
 
+/// The number a value is: an int, float or bool, or the element of a
+/// tensor of no dims (NumPy's scalars: an element of an `f32` tensor).
 fn elem_of(v: &Value) -> Option<Elem> {
     match v {
         Value::Int(i) => Some(Elem::Int(*i)),
         Value::Float(f) => Some(Elem::Float(*f)),
         Value::Bool(b) => Some(Elem::Bool(*b)),
+        Value::Tensor(t) if t.shape().is_empty() => t.element(0).ok(),
         _ => None,
     }
 }
@@ -167,11 +170,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         &mut self,
         def: &FnDef,
         role: Role,
-        args: Vec<Value>,
+        mut args: Vec<Value>,
         sites: Option<Vec<ArgSite>>,
         span: Span,
     ) -> Res<Value> {
         let sites = sites.unwrap_or_else(|| def.params.iter().map(|p| ArgSite { span: p.span }).collect());
+        shapes::numbers_for_scalars(def, &mut args);
         let dims = shapes::bind(self.program, def, &args, &sites, span)?;
         match role {
             Role::Host => self.call_host(def, args, span),
@@ -778,6 +782,13 @@ impl<'a, 'p> Interp<'a, 'p> {
         let host = t.host(self.device)?;
         let (shape, indices) = ops::select(host.shape(), sels);
         if shape.is_empty() && sels.len() == host.shape().len() {
+            // An element of a float tensor narrower than f64 is NumPy's
+            // scalar of that dtype (`np.float32`): a tensor of no dims,
+            // which computes and prints in its dtype.
+            let dtype = host.dtype();
+            if dtype.is_float() && dtype != DType::F64 {
+                return Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)));
+            }
             return Ok(value_of(host.get(indices[0])));
         }
         Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)))
@@ -1119,7 +1130,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         };
         config.validate().map_err(|err| self.fail(e.span, "this launch", err))?;
         let evaluated = self.args(locals, args)?;
-        let (values, sites) = self.bind_params(def, evaluated, e.span)?;
+        let (mut values, sites) = self.bind_params(def, evaluated, e.span)?;
+        shapes::numbers_for_scalars(def, &mut values);
         let dims = shapes::bind(self.program, def, &values, &sites, e.span)?;
         let launch = Launch {
             kernel: &def.name.name,
@@ -1423,19 +1435,27 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
+    /// `v` converted to `d`. A number or a tensor of no dims becomes
+    /// NumPy's scalar of `d`: a Python int, float or bool for `i64`, `f64`
+    /// and `bool` (`float(x[0])`, `int(n)`), a tensor of no dims for the
+    /// other dtypes (`f32(0.1)` is `np.float32(0.1)`, which prints `0.1`).
     fn cast(&self, v: &Value, d: DType, saturate: bool) -> Result<Value, RunError> {
         let t = match v {
-            Value::Tensor(t) => t.host(self.device)?,
+            Value::Tensor(t) => t.host(self.device)?.cast_with(d, saturate)?,
             v => {
                 let e = elem_of(v)
                     .ok_or_else(|| RunError::new(Code::E1005, format!("cannot convert {} to {d}", v.describe())))?;
-                let mut t = Tensor::zeros(elem_dtype(&e), &[1])?;
+                let mut t = Tensor::zeros(elem_dtype(&e), &[])?;
                 t.set(0, e);
-                let t = t.cast_with(d, saturate)?;
-                return Ok(value_of(t.get(0)));
+                t.cast_with(d, saturate)?
             }
         };
-        Ok(Value::Tensor(TensorValue::new(t.cast_with(d, saturate)?)))
+        let python = matches!(d, DType::F64 | DType::I64 | DType::Bool) || !d.is_float();
+        Ok(if t.shape().is_empty() && python {
+            value_of(t.get(0))
+        } else {
+            Value::Tensor(TensorValue::new(t))
+        })
     }
 
     /// `bitcast(x, dtype)`: the bytes of `x` read as `dtype`, of the same

@@ -126,12 +126,27 @@ pub(crate) fn binary(op: BinOp, a: Operand<'_>, b: Operand<'_>) -> Result<Tensor
         class(operands)
     };
     let (ma, mb) = (broadcast_map(&shape, a.shape()), broadcast_map(&shape, b.shape()));
+    let (a, b) = (weak(a, operands)?, weak(b, operands)?);
     let mut out = Tensor::zeros(out_dtype, &shape)?;
     for i in 0..out.numel() {
         let v = apply(op, cls, element(a, &ma, i), element(b, &mb, i))?;
         out.set(i, v);
     }
     Ok(out)
+}
+
+/// A Python float beside a tensor of a narrower float dtype, rounded to
+/// that dtype first, as NumPy 2 treats such a "weak" scalar: an `f32`
+/// element equals `0.1` when it is the `f32` nearest 0.1.
+fn weak(o: Operand<'_>, dtype: DType) -> Result<Operand<'_>, RunError> {
+    match o {
+        Operand::Scalar(Elem::Float(f)) if dtype.is_float() && dtype != DType::F64 => {
+            let mut t = Tensor::zeros(dtype, &[])?;
+            t.set(0, Elem::Float(f));
+            Ok(Operand::Scalar(t.get(0)))
+        }
+        o => Ok(o),
+    }
 }
 
 /// The dtype two operands meet in, when one is a tensor: two tensors

@@ -69,6 +69,30 @@ fn type_text(program: &Program<'_>, p: &Param) -> String {
         .map_or_else(|| "untyped".into(), |t| program.text(t.span).to_string())
 }
 
+/// Gives a scalar parameter of a numeric type that is passed a tensor of
+/// no dims (NumPy's scalar: `x[0]` of an `f32` tensor) its element.
+pub(crate) fn numbers_for_scalars(def: &FnDef, args: &mut [Value]) {
+    for (param, value) in def.params.iter().zip(args.iter_mut()) {
+        let ParamKind::Scalar(ty) = param_kind(param) else {
+            continue;
+        };
+        if DType::from_name(ty).is_none() && ty != "index" {
+            continue;
+        }
+        if let Value::Tensor(t) = value {
+            if t.shape().is_empty() {
+                if let Ok(e) = t.element(0) {
+                    *value = match e {
+                        crate::tensor::Elem::Float(f) => Value::Float(f),
+                        crate::tensor::Elem::Int(i) => Value::Int(i),
+                        crate::tensor::Elem::Bool(b) => Value::Bool(b),
+                    };
+                }
+            }
+        }
+    }
+}
+
 /// Checks `args` (in parameter order) against `def`'s parameters and binds
 /// its dims; returns the dims by name, in the order they first appear.
 pub(crate) fn bind(

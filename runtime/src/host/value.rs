@@ -240,7 +240,7 @@ impl TensorValue {
     }
 
     /// Element `i` of a tensor that is on the host (no copy is made).
-    fn element(&self, i: usize) -> Result<crate::tensor::Elem, RunError> {
+    pub(crate) fn element(&self, i: usize) -> Result<crate::tensor::Elem, RunError> {
         let s = self.borrow()?;
         if s.fresh == Fresh::Device {
             return Err(RunError::launch("the tensor's value is on the device"));

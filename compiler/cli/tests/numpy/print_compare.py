@@ -6,7 +6,7 @@ Writes COUNT random arrays (f64, f32, f16, i32, i64, bool; 0 to 3 dims,
 some long enough to be summarized; magnitudes from 1e-30 to 1e30, integral
 values, eighths, zeros of both signs, inf and nan) as .npy files, a .tsr
 program that loads and prints each, and compares its standard output with
-NumPy's `str` of each array line by line. Exits 1 with the first
+NumPy's `str` of each array, and of its first element, line by line. Exits 1 with the first
 differences, 0 with "print: ok COUNT".
 """
 
@@ -57,6 +57,11 @@ def main():
         np.save(path, x)
         lines.append(f'    print(load("{path}"))')
         expected.append(str(x))
+        if x.ndim > 0:
+            # An element is NumPy's scalar of the dtype.
+            at = ", ".join(["0"] * x.ndim)
+            lines.append(f'    print(load("{path}")[{at}])')
+            expected.append(str(x[(0,) * x.ndim]))
     program = workdir / "print.tsr"
     program.write_text("\n".join(lines) + "\n")
     run = subprocess.run([tessera, "run", str(program)], capture_output=True, text=True)
