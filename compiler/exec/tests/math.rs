@@ -12,6 +12,7 @@ mod common;
 
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::tensor::Element;
 use tessera_runtime::{Device, DeviceKind, Tensor};
 
 const PROGRAM: &str = "\
@@ -83,14 +84,14 @@ fn ulps(got: f32, want: f64) -> f64 {
 }
 
 /// Runs kernel `name` of `program` on the CPU over `x`, with `outputs`
-/// NaN-filled output tensors after it; their values.
-fn run_over(name: &str, program: &str, x: &[f32], outputs: usize) -> Vec<Vec<f32>> {
+/// output tensors after it filled with `poison`; their values.
+fn run_over<T: Element + Copy>(name: &str, program: &str, x: &[T], outputs: usize, poison: T) -> Vec<Vec<T>> {
     let device = Device::open(DeviceKind::Cpu).unwrap();
     let loaded = common::load_program(&device, name, program, 3);
     let n = x.len();
     let input = TensorValue::new(Tensor::from_slice(&[n], x).unwrap());
     let outs: Vec<TensorValue> = (0..outputs)
-        .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![f32::NAN; n]).unwrap()))
+        .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![poison; n]).unwrap()))
         .collect();
     let mut args = vec![Value::Tensor(input)];
     args.extend(outs.iter().map(|t| Value::Tensor(t.clone())));
@@ -103,7 +104,7 @@ fn run_over(name: &str, program: &str, x: &[f32], outputs: usize) -> Vec<Vec<f32
         .launch_kernel(&device, name, config, &args, &[("N".to_string(), n as i64)])
         .unwrap();
     outs.iter()
-        .map(|t| t.host(&device).unwrap().as_slice::<f32>().unwrap().to_vec())
+        .map(|t| t.host(&device).unwrap().as_slice::<T>().unwrap().to_vec())
         .collect()
 }
 
@@ -129,7 +130,7 @@ fn within(name: &str, reference: fn(f64) -> f64, bound: f64, x: &[f32], got: &[f
 #[test]
 fn transcendentals_are_within_their_error_bounds() {
     let x = inputs();
-    let got = run_over("math", PROGRAM, &x, 4);
+    let got = run_over("math", PROGRAM, &x, 4, f32::NAN);
     within("exp", f64::exp, 2.0, &x, &got[0]);
     within("exp2", f64::exp2, 2.0, &x, &got[3]);
     within("log", f64::ln, 1.0, &x, &got[1]);
@@ -166,7 +167,7 @@ fn sine_and_cosine_are_within_one_ulp_over_every_float() {
         }
     }
     x.extend([f32::MAX, -f32::MAX, f32::from_bits(0x7f7f_fffe)]);
-    let got = run_over("trig", TRIG, &x, 2);
+    let got = run_over("trig", TRIG, &x, 2, f32::NAN);
     within("sin", f64::sin, 1.0, &x, &got[0]);
     within("cos", f64::cos, 1.0, &x, &got[1]);
     // sin keeps the sign of a zero; infinities give NaN.
@@ -222,30 +223,13 @@ fn double_exp_and_exp2_are_within_two_ulp() {
         -1074.0,
         -1075.0,
     ]);
-    let device = Device::open(DeviceKind::Cpu).unwrap();
-    let loaded = common::load_program(&device, "double", DOUBLE, 3);
-    let n = x.len();
-    let input = TensorValue::new(Tensor::from_slice(&[n], &x).unwrap());
-    let outs: Vec<TensorValue> = (0..2)
-        .map(|_| TensorValue::new(Tensor::from_slice(&[n], &vec![f64::NAN; n]).unwrap()))
-        .collect();
-    let mut args = vec![Value::Tensor(input)];
-    args.extend(outs.iter().map(|t| Value::Tensor(t.clone())));
-    let config = LaunchConfig {
-        grid: [n.div_ceil(256) as u32, 1, 1],
-        block: [256, 1, 1],
-        shared_bytes: 0,
-    };
-    loaded
-        .launch_kernel(&device, "double", config, &args, &[("N".to_string(), n as i64)])
-        .unwrap();
+    let got = run_over("double", DOUBLE, &x, 2, f64::NAN);
     for (k, (name, reference)) in [("exp", f64::exp as fn(f64) -> f64), ("exp2", f64::exp2)]
         .into_iter()
         .enumerate()
     {
-        let got = outs[k].host(&device).unwrap().as_slice::<f64>().unwrap().to_vec();
         let mut worst = (0.0f64, 0.0f64);
-        for (&g, &xi) in got.iter().zip(&x) {
+        for (&g, &xi) in got[k].iter().zip(&x) {
             let err = ulps64(g, reference(xi));
             assert!(
                 err <= 2.0,
