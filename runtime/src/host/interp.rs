@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use std::rc::Rc;
 
 use tessera_base::{range_len, Span};
 use tessera_diagnostics::{Code, Diagnostic};
@@ -11,7 +12,7 @@ use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKi
 
 use super::ops::{self, MathFn, Operand, Reduction, Sel};
 use super::shapes::{self, ArgSite};
-use super::value::{TensorValue, Value};
+use super::value::{Entries, TensorValue, Value};
 use super::{at, Call, Executor, Launch, Program, Role};
 use crate::cpu::LaunchConfig;
 use crate::rng::{self, Distribution};
@@ -96,6 +97,66 @@ fn value_of(e: Elem) -> Value {
         Elem::Float(f) => Value::Float(f),
         Elem::Bool(b) => Value::Bool(b),
     }
+}
+
+/// The name and entries of `e` when it is a local name bound to a dict
+/// (`d[k] = v` binds the name to the dict with that entry, as `append`
+/// does a list).
+fn local_dict(locals: &HashMap<String, Value>, e: &Expr) -> Option<(String, Rc<Entries>)> {
+    let ExprKind::Name(n) = &e.unparen().kind else {
+        return None;
+    };
+    match locals.get(n) {
+        Some(Value::Dict(entries)) => Some((n.clone(), entries.clone())),
+        _ => None,
+    }
+}
+
+/// The value of `key` in a dict's entries.
+fn lookup(entries: &[(Value, Value)], key: &Value) -> Option<Value> {
+    entries.iter().find(|(k, _)| equal(k, key)).map(|(_, v)| v.clone())
+}
+
+/// The entries with `key` set to `value`: in its place when it is there,
+/// else at the end.
+fn with_entry(entries: &[(Value, Value)], key: Value, value: Value) -> Entries {
+    let mut out = entries.to_vec();
+    match out.iter_mut().find(|(k, _)| equal(k, &key)) {
+        Some(entry) => entry.1 = value,
+        None => out.push((key, value)),
+    }
+    out
+}
+
+/// Whether a value can be a dict key: a number, string, dtype, None or a
+/// tuple of such (not a list, dict or tensor, which change or have no
+/// single value).
+fn hashable(v: &Value) -> bool {
+    match v {
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::DType(_) => true,
+        Value::Tuple(items) => items.iter().all(hashable),
+        _ => false,
+    }
+}
+
+fn unhashable(key: &Value) -> RunError {
+    RunError::new(
+        Code::E1005,
+        format!(
+            "a dict key is a number, a string or a tuple of them, not {}",
+            key.describe()
+        ),
+    )
+}
+
+fn missing_key(key: &Value) -> RunError {
+    RunError::new(
+        Code::E1007,
+        format!(
+            "{} is not a key of the dict",
+            super::print::repr(key, &|_| String::new())
+        ),
+    )
 }
 
 fn as_f64(v: &Value) -> Option<f64> {
@@ -375,6 +436,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                     }
                 }
             }
+            Value::Dict(entries) => {
+                for (k, _) in entries.iter() {
+                    if let Some(flow) = run(self, locals, k.clone())? {
+                        return Ok(flow);
+                    }
+                }
+            }
             Value::Tensor(t) => {
                 let n = t.shape().first().copied().unwrap_or(0);
                 for i in 0..n {
@@ -423,6 +491,11 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Ok(())
             }
             ExprKind::Subscript { base, args } => {
+                if let Some((name, entries)) = local_dict(locals, base) {
+                    let key = self.dict_key(locals, args, target.span)?;
+                    locals.insert(name, Value::Dict(Rc::new(with_entry(&entries, key, v))));
+                    return Ok(());
+                }
                 let tensor = self.expect_tensor(locals, base)?;
                 let sels = self.selection(locals, &tensor, args, target.span)?;
                 self.store(&tensor, &sels, &v)
@@ -475,6 +548,16 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Ok(())
             }
             ExprKind::Subscript { base, args } => {
+                if let Some((name, entries)) = local_dict(locals, base) {
+                    let key = self.dict_key(locals, args, target.span)?;
+                    let current =
+                        lookup(&entries, &key).ok_or_else(|| self.fail(target.span, "this key", missing_key(&key)))?;
+                    let result = self
+                        .binary(op, &current, &rhs)
+                        .map_err(|e| self.fail(target.span, "this operation", e))?;
+                    locals.insert(name, Value::Dict(Rc::new(with_entry(&entries, key, result))));
+                    return Ok(());
+                }
                 let tensor = self.expect_tensor(locals, base)?;
                 let sels = self.selection(locals, &tensor, args, target.span)?;
                 let current = self
@@ -531,6 +614,18 @@ impl<'a, 'p> Interp<'a, 'p> {
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::None => Ok(Value::None),
             ExprKind::Paren(inner) => self.expr(locals, inner),
+            ExprKind::Dict(entries) => {
+                let mut dict = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let key = self.expr(locals, k)?;
+                    if !hashable(&key) {
+                        return Err(self.fail(k.span, "this key", unhashable(&key)));
+                    }
+                    let value = self.expr(locals, v)?;
+                    dict = with_entry(&dict, key, value);
+                }
+                Ok(Value::Dict(Rc::new(dict)))
+            }
             ExprKind::Tuple(items) | ExprKind::List(items) => {
                 let mut values = Vec::with_capacity(items.len());
                 for item in items {
@@ -590,7 +685,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let b = self.expr(locals, base)?;
                 self.attribute(&b, &name.name, e.span)
             }
-            ExprKind::Range { .. } | ExprKind::Dict(_) | ExprKind::Slice { .. } | ExprKind::Error => Err(self.fail(
+            ExprKind::Range { .. } | ExprKind::Slice { .. } | ExprKind::Error => Err(self.fail(
                 e.span,
                 "this expression",
                 unsupported("this expression is not supported in host code"),
@@ -801,6 +896,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                 self.index_tensor(t, &sels)
                     .map_err(|e| self.fail(span, "this index", e))
             }
+            Value::Dict(entries) => {
+                let key = self.dict_key(locals, args, span)?;
+                lookup(entries, &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
+            }
             Value::Tuple(items) | Value::List(items) if args.len() == 1 => {
                 let n = items.len();
                 let kind = if matches!(base, Value::List(_)) {
@@ -967,6 +1066,84 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Some(Value::None))
     }
 
+    /// `d.keys()`, `d.values()`, `d.items()` (as lists) and
+    /// `d.get(key, default=None)` on a dict bound to a name. None when the
+    /// call is something else.
+    fn dict_method(&mut self, locals: &mut HashMap<String, Value>, callee: &Expr, args: &[Arg]) -> Res<Option<Value>> {
+        let ExprKind::Attr { base, name } = &callee.unparen().kind else {
+            return Ok(None);
+        };
+        let dict = match &base.unparen().kind {
+            ExprKind::Name(n) => match locals.get(n).or_else(|| self.globals.get(n)) {
+                Some(Value::Dict(entries)) => entries.clone(),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let arity = |this: &Self, want: &[usize]| -> Res<()> {
+            if want.contains(&args.len()) && args.iter().all(|a| a.name.is_none()) {
+                return Ok(());
+            }
+            Err(this.fail(
+                callee.span,
+                "this call",
+                RunError::new(
+                    Code::E1005,
+                    format!("`{}` takes {:?} positional arguments", name.name, want),
+                ),
+            ))
+        };
+        let value = match name.name.as_str() {
+            "keys" | "values" | "items" => {
+                arity(self, &[0])?;
+                Value::list(
+                    dict.iter()
+                        .map(|(k, v)| match name.name.as_str() {
+                            "keys" => k.clone(),
+                            "values" => v.clone(),
+                            _ => Value::tuple(vec![k.clone(), v.clone()]),
+                        })
+                        .collect(),
+                )
+            }
+            "get" => {
+                arity(self, &[1, 2])?;
+                let key = self.expr(locals, &args[0].value)?;
+                match (lookup(&dict, &key), args.get(1)) {
+                    (Some(v), _) => v,
+                    (None, Some(default)) => self.expr(locals, &default.value)?,
+                    (None, None) => Value::None,
+                }
+            }
+            other => {
+                return Err(self.fail(
+                    callee.span,
+                    "this call",
+                    unsupported(format!(
+                        "a dict has no method `{other}` in host code (it has `keys`, `values`, `items` and `get`)"
+                    )),
+                ))
+            }
+        };
+        Ok(Some(value))
+    }
+
+    /// The key of `d[key]`: one hashable value.
+    fn dict_key(&mut self, locals: &mut HashMap<String, Value>, args: &[Arg], span: Span) -> Res<Value> {
+        let [arg] = args else {
+            return Err(self.fail(
+                span,
+                "this subscript",
+                RunError::new(Code::E1005, "a dict takes one key in brackets"),
+            ));
+        };
+        let key = self.expr(locals, &arg.value)?;
+        if !hashable(&key) {
+            return Err(self.fail(arg.value.span, "this key", unhashable(&key)));
+        }
+        Ok(key)
+    }
+
     fn call(&mut self, locals: &mut HashMap<String, Value>, e: &Expr, callee: &Expr, args: &[Arg]) -> Res<Value> {
         if let ExprKind::Subscript { base, args: brackets } = &callee.unparen().kind {
             if let ExprKind::Name(n) = &base.unparen().kind {
@@ -978,6 +1155,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
         }
         if let Some(v) = self.append(locals, callee, args)? {
+            return Ok(v);
+        }
+        if let Some(v) = self.dict_method(locals, callee, args)? {
             return Ok(v);
         }
         let f = self.expr(locals, callee)?;
@@ -1015,6 +1195,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                         RunError::new(Code::E1005, format!("`{d}(...)` needs a value")),
                     ));
                 };
+                // `bool(...)` of a container is its truth, as in Python.
+                if let (DType::Bool, false, Some(truth)) = (d, matches!(v, Value::Tensor(_)), v.truthy()) {
+                    return Ok(Value::Bool(truth));
+                }
                 self.cast(&v, d, false)
                     .map_err(|err| self.fail(span, "this value", err))
             }
@@ -1329,6 +1513,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .first()
                 .ok_or_else(|| RunError::value("a 0-d tensor has no length"))? as i64,
             Value::Tuple(items) | Value::List(items) => items.len() as i64,
+            Value::Dict(entries) => entries.len() as i64,
             Value::Str(s) => s.chars().count() as i64,
             Value::Range(a, b, s) => range_len(*a, *b, *s) as i64,
             v => return Err(RunError::new(Code::E1005, format!("{} has no length", v.describe()))),
@@ -1832,6 +2017,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .map(|k| Value::Int(a + k as i64 * s))
                 .collect()),
             Value::Tuple(items) | Value::List(items) => Ok(items.to_vec()),
+            Value::Dict(entries) => Ok(entries.iter().map(|(k, _)| k.clone()).collect()),
             Value::Tensor(t) => {
                 let n = t.shape().first().copied().unwrap_or(0);
                 (0..n).map(|i| self.index_tensor(t, &[Sel::Index(i)])).collect()
@@ -2184,6 +2370,10 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
     match (op, a, b) {
         (Eq, _, _) => return Ok(Value::Bool(equal(a, b))),
         (Ne, _, _) => return Ok(Value::Bool(!equal(a, b))),
+        (In | NotIn, x, Value::Dict(entries)) => {
+            let found = entries.iter().any(|(k, _)| equal(k, x));
+            return Ok(Value::Bool(found == (op == In)));
+        }
         (In | NotIn, x, Value::Tuple(items) | Value::List(items)) => {
             let found = items.iter().any(|v| equal(v, x));
             return Ok(Value::Bool(found == (op == In)));
@@ -2281,6 +2471,9 @@ fn equal(a: &Value, b: &Value) -> bool {
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Tuple(x), Value::Tuple(y)) | (Value::List(x), Value::List(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q))
+        }
+        (Value::Dict(x), Value::Dict(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| lookup(y, k).is_some_and(|w| equal(v, &w)))
         }
         (Value::DType(x), Value::DType(y)) => x == y,
         (Value::Tensor(x), Value::Tensor(y)) => x.same(y),

@@ -118,6 +118,13 @@ pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> S
             let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
             format!("[{}]", parts.join(", "))
         }
+        Value::Dict(entries) => {
+            let parts: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", repr(k, tensor_text), repr(v, tensor_text)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
         Value::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
             if parts.len() == 1 {

@@ -20,6 +20,8 @@ pub enum Value {
     Tuple(Rc<Vec<Value>>),
     /// A list: a tuple that prints in brackets and takes `append`.
     List(Rc<Vec<Value>>),
+    /// A dict: its entries in insertion order, keys distinct.
+    Dict(Rc<Entries>),
     Tensor(TensorValue),
     /// `range(start, stop, step)`.
     Range(i64, i64, i64),
@@ -32,6 +34,9 @@ pub enum Value {
     /// A builtin namespace (`op`).
     Namespace(&'static str),
 }
+
+/// A dict's (key, value) entries.
+pub type Entries = Vec<(Value, Value)>;
 
 impl Value {
     pub fn tuple(items: Vec<Value>) -> Value {
@@ -72,6 +77,7 @@ impl Value {
             Value::Str(_) => "a string".into(),
             Value::Tuple(_) => "a tuple".into(),
             Value::List(_) => "a list".into(),
+            Value::Dict(_) => "a dict".into(),
             Value::Tensor(t) => format!(
                 "a {} tensor of shape {}",
                 t.dtype(),
@@ -94,6 +100,7 @@ impl Value {
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::Tuple(t) | Value::List(t) => !t.is_empty(),
+            Value::Dict(d) => !d.is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,
