@@ -1654,7 +1654,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let r = self.intrinsic(t, &format!("llvm.sqrt.{}", float_suffix(s)), &[(t, a.into())]);
                 self.val(format!("fdiv {t} {}, {r}", float_lit(s, 1.0)))
             }
-            ("exp" | "exp2" | "log" | "tanh" | "sin" | "cos", true) => self.math(f, s, a)?,
+            ("exp" | "exp2" | "log" | "tanh" | "sin" | "cos" | "erf", true) => self.math(f, s, a)?,
             ("floor" | "ceil", true) => {
                 // Exact at every width: the halves round through f32.
                 let wide = matches!(s, ScalarType::F16 | ScalarType::BF16);
@@ -1681,6 +1681,29 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             ("silu", true) => {
                 let sg = self.unary("sigmoid", s, a)?;
                 self.val(format!("fmul {t} {a}, {sg}"))
+            }
+            ("gelu_erf", true) => {
+                // 0.5·x·(1 + erf(x/√2)), in f32 at least.
+                let narrow = matches!(s, ScalarType::F16 | ScalarType::BF16);
+                let (w, ws) = if narrow {
+                    (self.val(format!("fpext {t} {a} to float")), ScalarType::F32)
+                } else {
+                    (a.to_string(), s)
+                };
+                let wt = llvm_ty(ws);
+                let scaled = self.val(format!(
+                    "fmul {wt} {w}, {}",
+                    float_lit(ws, std::f64::consts::FRAC_1_SQRT_2)
+                ));
+                let erf = self.math("erf", ws, &scaled)?;
+                let one = self.val(format!("fadd {wt} {erf}, {}", float_lit(ws, 1.0)));
+                let half = self.val(format!("fmul {wt} {w}, {}", float_lit(ws, 0.5)));
+                let r = self.val(format!("fmul {wt} {half}, {one}"));
+                if narrow {
+                    self.val(format!("fptrunc float {r} to {t}"))
+                } else {
+                    r
+                }
             }
             ("gelu", true) => {
                 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))

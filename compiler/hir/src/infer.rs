@@ -1704,6 +1704,26 @@ impl<'a> Infer<'a> {
             }
             return;
         }
+        if b.path == "op.gelu" {
+            if let Some(form) = args.iter().find(|a| a.name == Some("approximate")).or(args.get(1)) {
+                let named = match &form.expr.unparen().kind {
+                    ExprKind::Str(s) => Some(s.as_str()),
+                    _ => None,
+                };
+                if !matches!(named, Some("none" | "tanh")) {
+                    let label = match named {
+                        Some(s) => format!("\"{s}\""),
+                        None => "not a string literal".to_string(),
+                    };
+                    self.error(
+                        Diagnostic::error(Code::E0204, "the `approximate` of `op.gelu` is \"none\" or \"tanh\"")
+                            .with_primary(self.at(form.expr.span), label)
+                            .with_help("\"none\" (the default) is the exact form with `erf`, \"tanh\" the tanh approximation, as in PyTorch"),
+                    );
+                }
+            }
+            return;
+        }
         if b.path == "print" && self.in_device_code() {
             self.check_kernel_print(args);
             return;

@@ -763,7 +763,18 @@ fn transcendental(m: &Module, op: OpId) -> bool {
         && m.attr(op, "fn").and_then(Attr::as_str).is_some_and(|f| {
             matches!(
                 f,
-                "exp" | "exp2" | "log" | "tanh" | "sigmoid" | "gelu" | "silu" | "pow" | "sin" | "cos"
+                "exp"
+                    | "exp2"
+                    | "log"
+                    | "tanh"
+                    | "sigmoid"
+                    | "gelu"
+                    | "gelu_erf"
+                    | "silu"
+                    | "pow"
+                    | "sin"
+                    | "cos"
+                    | "erf"
             )
         })
 }

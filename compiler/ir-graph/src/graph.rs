@@ -244,9 +244,9 @@ pub const BINARY_FNS: [&str; 14] = [
 pub const BITWISE_FNS: [&str; 6] = ["and", "or", "xor", "shl", "shr", "not"];
 /// The comparisons of `graph.elementwise`: binary, giving `i1`.
 pub const COMPARE_FNS: [&str; 6] = ["lt", "le", "gt", "ge", "eq", "ne"];
-pub const UNARY_FNS: [&str; 17] = [
-    "neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos",
-    "floor", "ceil", "not",
+pub const UNARY_FNS: [&str; 19] = [
+    "neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_erf", "silu", "sin",
+    "cos", "floor", "ceil", "not", "erf",
 ];
 const REDUCE_KINDS: [&str; 5] = ["sum", "mean", "max", "min", "prod"];
 const ROUNDINGS: [&str; 6] = [

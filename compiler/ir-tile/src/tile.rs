@@ -448,10 +448,10 @@ const BINARY_FNS: &[&str] = &[
 const BITWISE_FNS: &[&str] = &["and", "or", "xor", "shl", "shr"];
 const UNARY_FNS: &[&str] = &[
     "neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "not", "popcount",
-    "sin", "cos", "floor", "ceil",
+    "sin", "cos", "floor", "ceil", "erf", "gelu_erf",
 ];
 const FLOAT_UNARY_FNS: &[&str] = &[
-    "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "sin", "cos",
+    "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "gelu_erf", "silu", "sin", "cos", "erf",
 ];
 pub(crate) const CMP_PREDS: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
 const REDUCE_KINDS: &[&str] = &["sum", "max", "min", "prod"];

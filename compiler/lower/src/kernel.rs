@@ -2443,8 +2443,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 );
                 Some(self.convert(block, product, &ty))
             }
-            "tile.relu" | "tile.exp" | "exp" | "exp2" | "sqrt" | "rsqrt" | "log" | "tanh" | "abs" | "sin" | "cos"
-            | "floor" | "ceil" => {
+            "tile.relu" | "tile.exp" | "exp" | "exp2" | "erf" | "sqrt" | "rsqrt" | "log" | "tanh" | "abs" | "sin"
+            | "cos" | "floor" | "ceil" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let x = if matches!(ty, Type::Tensor { .. }) {

@@ -817,12 +817,20 @@ impl<'a> Lower<'_, 'a, '_> {
         let unary = |f: &'static str| Some(f);
         let elementwise_unary = match path {
             "op.relu" => unary("relu"),
-            "op.gelu" => unary("gelu"),
+            // PyTorch's exact GELU unless `approximate="tanh"`.
+            "op.gelu" => {
+                let form = keyword(args, "approximate").or(args.get(1).filter(|a| a.name.is_none()).map(|a| &a.value));
+                match form.map(|f| &f.kind) {
+                    Some(ExprKind::Str(s)) if s == "tanh" => unary("gelu"),
+                    _ => unary("gelu_erf"),
+                }
+            }
             "op.sigmoid" => unary("sigmoid"),
             "op.silu" => unary("silu"),
             "rsqrt" => unary("rsqrt"),
             "exp" => unary("exp"),
             "exp2" => unary("exp2"),
+            "erf" => unary("erf"),
             "log" => unary("log"),
             "sqrt" => unary("sqrt"),
             "tanh" => unary("tanh"),

@@ -1398,7 +1398,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "range" => self.range(args),
             "len" => self.len(args),
             "min" | "max" => self.min_max(path, args),
-            "abs" | "sqrt" | "rsqrt" | "exp" | "exp2" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil"
+            "abs" | "sqrt" | "rsqrt" | "exp" | "exp2" | "erf" | "log" | "tanh" | "sin" | "cos" | "floor" | "ceil"
             | "op.relu" | "op.gelu" | "op.sigmoid" | "op.silu" => self.math(path, args),
             "ceil_div" => self.ceil_div(args),
             "cast" => self.cast_builtin(args),
@@ -1550,6 +1550,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "sqrt" => MathFn::Sqrt,
             "exp" => MathFn::Exp,
             "exp2" => MathFn::Exp2,
+            "erf" => MathFn::Erf,
             "log" => MathFn::Log,
             "tanh" => MathFn::Tanh,
             "sin" => MathFn::Sin,
@@ -1563,6 +1564,21 @@ impl<'a, 'p> Interp<'a, 'p> {
             _ => MathFn::Relu,
         };
         let x = self.positional(args, "x", path)?;
+        let f = match (f, args.optional("approximate")) {
+            (MathFn::Gelu, None) => MathFn::GeluErf,
+            (MathFn::Gelu, Some(Value::Str(s))) if &*s == "none" => MathFn::GeluErf,
+            (MathFn::Gelu, Some(Value::Str(s))) if &*s == "tanh" => MathFn::Gelu,
+            (MathFn::Gelu, Some(v)) => {
+                return Err(RunError::new(
+                    Code::E1005,
+                    format!(
+                        "the `approximate` of `op.gelu` is \"none\" or \"tanh\", not {}",
+                        super::print::repr(&v, &|_| String::new())
+                    ),
+                ))
+            }
+            (f, _) => f,
+        };
         match &x {
             Value::Tensor(t) => {
                 let host = t.host(self.device)?;

@@ -414,6 +414,7 @@ pub(crate) enum MathFn {
     Sqrt,
     Exp,
     Exp2,
+    Erf,
     Log,
     Tanh,
     Sin,
@@ -424,9 +425,60 @@ pub(crate) enum MathFn {
     Rsqrt,
     Sigmoid,
     Silu,
-    /// The tanh form the code generator uses:
+    /// The tanh form (`approximate="tanh"`):
     /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
     Gelu,
+    /// The exact form: `0.5·x·(1 + erf(x/√2))`, in f64.
+    GeluErf,
+}
+
+/// The bits of `(2/√π)·(-1)^n / (n!·(2n+1))`, n = 0..=21: Maclaurin's
+/// series of erf(x)/x in x², rounded from 60 digits.
+const ERF_SERIES: [u64; 22] = [
+    0x3ff20dd750429b6d,
+    0xbfd812746b0379e7,
+    0x3fbce2f21a042be2,
+    0xbf9b82ce31288b51,
+    0x3f7565bcd0e6a53f,
+    0xbf4c02db40040b86,
+    0x3f1f9a326f9b89b7,
+    0xbeef4d25c3e0c2eb,
+    0x3ebb9e6c9dc651a3,
+    0xbe85f742ec43e71a,
+    0x3e4fcc5720624c1c,
+    0xbe151d7181c5d36d,
+    0x3dd9e6ad5e55a730,
+    0xbd9d8453cb0c46ea,
+    0x3d5f683ae4a97007,
+    0xbd1f56f071a885cf,
+    0x3cdd70b3537f4765,
+    0xbc9a2007af3447f6,
+    0x3c55f7919bc67b8c,
+    0xbc118cc8a061c479,
+    0x3bcab5cc31489f29,
+    0xbb83676fc48c133c,
+];
+
+/// The error function in f64, as the kernels compute it
+/// (`compiler/codegen/src/math.ll`): `x·P(x²)` below |x| = 1, then
+/// `1 - erfc(|x|)` by erfc's continued fraction from its 200th level, ±1
+/// from |x| = 6.
+pub(crate) fn erf(x: f64) -> f64 {
+    let a = x.abs();
+    if x.is_nan() || a < 1.0 {
+        let z = x * x;
+        let p = ERF_SERIES.iter().rev().fold(0.0, |p, &c| p * z + f64::from_bits(c));
+        return x * p;
+    }
+    if a >= 6.0 {
+        return 1f64.copysign(x);
+    }
+    let mut fraction = a;
+    for k in (1..=200).rev() {
+        fraction = a + f64::from(k) * 0.5 / fraction;
+    }
+    let erfc = (-a * a).exp() * (1.0 / std::f64::consts::PI.sqrt()) / fraction;
+    (1.0 - erfc).copysign(x)
 }
 
 impl MathFn {
@@ -436,6 +488,7 @@ impl MathFn {
             MathFn::Sqrt => x.sqrt(),
             MathFn::Exp => x.exp(),
             MathFn::Exp2 => x.exp2(),
+            MathFn::Erf => erf(x),
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
             MathFn::Sin => x.sin(),
@@ -447,6 +500,7 @@ impl MathFn {
             MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             MathFn::Silu => x / (1.0 + (-x).exp()),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh()),
+            MathFn::GeluErf => 0.5 * x * (1.0 + erf(x * std::f64::consts::FRAC_1_SQRT_2)),
         }
     }
 
@@ -456,6 +510,7 @@ impl MathFn {
             MathFn::Sqrt => x.sqrt(),
             MathFn::Exp => x.exp(),
             MathFn::Exp2 => x.exp2(),
+            MathFn::Erf => erf(f64::from(x)) as f32,
             MathFn::Log => x.ln(),
             MathFn::Tanh => x.tanh(),
             MathFn::Sin => x.sin(),
@@ -467,6 +522,7 @@ impl MathFn {
             MathFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             MathFn::Silu => x / (1.0 + (-x).exp()),
             MathFn::Gelu => 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()),
+            MathFn::GeluErf => MathFn::GeluErf.f64(f64::from(x)) as f32,
         }
     }
 }
