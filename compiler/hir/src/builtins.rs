@@ -204,6 +204,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("range", "(start, stop = None, step = 1)", "Integers from `start` to `stop` by `step`.", Range),
     op("len", "(x)", "The size of the first dimension of `x`.", Index),
     op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
+    op("sorted", "(iterable, reverse = False)", "The items of `iterable` (a list, tuple, range, dict's keys or string) in a new list, smallest first (largest with `reverse=True`): numbers with numbers, strings with strings, as Python's `sorted`.", Opaque).host(),
     op("sum", "(iterable, start = 0)", "`start` plus the items of `iterable` (a list, a range, or a tensor's rows), added left to right as Python's `sum` does.", Opaque).host(),
     op("format", "(value, spec = \"\")", "The text of `value` as Python's `format` writes it (`format(x, \".3f\")`, `format(n, \">8,d\")`): what an f-string field `{x:.3f}` becomes.", Text).host(),
     op("str", "(value)", "The text of `value`, as `print` writes it.", Text).host(),

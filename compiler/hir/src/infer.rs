@@ -952,6 +952,8 @@ impl<'a> Infer<'a> {
                 }
             }
             Ty::Unknown | Ty::Size | Ty::Range | Ty::Namespace(_) => Ty::Unknown,
+            // A character or a slice of a string, in host code.
+            Ty::Str if !self.in_device_code() => Ty::Str,
             other => {
                 self.not_indexable(e, other);
                 Ty::Unknown

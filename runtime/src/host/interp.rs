@@ -900,13 +900,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let key = self.dict_key(locals, args, span)?;
                 lookup(entries, &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
             }
-            Value::Tuple(items) | Value::List(items) if args.len() == 1 => {
-                let n = items.len();
-                let kind = if matches!(base, Value::List(_)) {
-                    "list"
-                } else {
-                    "tuple"
+            Value::Tuple(_) | Value::List(_) | Value::Str(_) if args.len() == 1 => {
+                let (items, kind) = match base {
+                    Value::Str(text) => (text.chars().map(|c| Value::str(&c.to_string())).collect(), "string"),
+                    Value::List(items) => (items.to_vec(), "list"),
+                    other => (other.items().unwrap_or_default().to_vec(), "tuple"),
                 };
+                let n = items.len();
                 if let ExprKind::Slice { lower, upper, step } = &args[0].value.kind {
                     let mut get = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
                         match e {
@@ -1417,6 +1417,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.concat" => self.op_concat(args),
             "enumerate" => self.enumerate(args),
             "sum" => self.sum(args),
+            "sorted" => self.sorted(args),
             "format" | "repr" | "str" => self.format(path, args),
             "zip" => self.zip(args),
             "op.where" => self.op_where(args),
@@ -2094,6 +2095,48 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.items_of(&iterable)?
             .iter()
             .try_fold(start, |total, item| self.binary(BinOp::Add, &total, item))
+    }
+
+    /// `sorted(iterable, reverse=False)`: Python's, a stable sort of
+    /// numbers or of strings into a new list.
+    fn sorted(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let iterable = self.positional(args, "iterable", "sorted")?;
+        let reverse = match args.optional("reverse") {
+            None => false,
+            Some(v) => v
+                .truthy()
+                .ok_or_else(|| RunError::value("`reverse` of `sorted` must be True or False"))?,
+        };
+        self.no_more(args, "sorted")?;
+        let mut items = match &iterable {
+            Value::Str(text) => text.chars().map(|c| Value::str(&c.to_string())).collect(),
+            v => self.items_of(v)?,
+        };
+        let numbers = items.iter().all(|v| as_f64(v).is_some());
+        let strings = items.iter().all(|v| matches!(v, Value::Str(_)));
+        if !numbers && !strings {
+            return Err(RunError::new(
+                Code::E1005,
+                "`sorted` orders numbers or strings, not a mix of them or other values",
+            ));
+        }
+        let key = |v: &Value| -> (f64, String) {
+            match v {
+                Value::Str(s) => (0.0, s.to_string()),
+                v => (as_f64(v).unwrap_or(f64::NAN), String::new()),
+            }
+        };
+        // Python compares with `<`, under which a NaN is never smaller: a
+        // stable sort that keeps it where the comparisons leave it.
+        // `reverse` reverses the comparison, so equal items keep their
+        // order either way.
+        items.sort_by(|a, b| {
+            let (ka, kb) = if reverse { (key(b), key(a)) } else { (key(a), key(b)) };
+            ka.0.partial_cmp(&kb.0)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| ka.1.cmp(&kb.1))
+        });
+        Ok(Value::list(items))
     }
 
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.

@@ -55,10 +55,20 @@ impl Value {
         }
     }
 
-    /// A sequence of the same kind as this tuple or list, of `items`.
+    /// A sequence of the same kind as this tuple, list or string, of
+    /// `items` (a string's are its characters, strings of one).
     pub fn same_kind(&self, items: Vec<Value>) -> Value {
         match self {
             Value::List(_) => Value::list(items),
+            Value::Str(_) => Value::str(
+                &items
+                    .iter()
+                    .filter_map(|v| match v {
+                        Value::Str(c) => Some(&**c),
+                        _ => None,
+                    })
+                    .collect::<String>(),
+            ),
             _ => Value::tuple(items),
         }
     }
