@@ -164,6 +164,12 @@ impl Builtin {
             .collect()
     }
 
+    /// Whether it takes any number of positional arguments (a `*`
+    /// parameter: `zeros(*shape)`, `print(*values)`).
+    pub fn variadic(&self) -> bool {
+        self.params.contains('*')
+    }
+
     /// The member name: `async_copy` for `tile.async_copy`.
     pub fn name(&self) -> &'static str {
         self.path.rsplit('.').next().unwrap_or(self.path)
@@ -210,8 +216,8 @@ pub static BUILTINS: &[Builtin] = &[
     op("str", "(value)", "The text of `value`, as `print` writes it.", Text).host(),
     op("repr", "(value)", "Python's `repr` of `value` (a string quoted): what an f-string field `{x!r}` becomes.", Text).host(),
     op("zip", "(*iterables)", "Tuples of the items of the iterables at each position, as many as the shortest has.", Opaque).host(),
-    op("min", "(a, b)", "The smaller of two values.", SameAsFirst),
-    op("max", "(a, b)", "The larger of two values.", SameAsFirst),
+    op("min", "(a, b, *rest)", "The smallest of the values (elementwise for tensors); on the host also of one list, tuple or range, as Python's `min`.", SameAsFirst),
+    op("max", "(a, b, *rest)", "The largest of the values (elementwise for tensors); on the host also of one list, tuple or range, as Python's `max`.", SameAsFirst),
     op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst),
     op("ceil_div", "(a, b)", "`a` divided by `b`, rounded up.", Index),
     op("sqrt", "(x)", "Square root, elementwise.", FloatOfFirst),
@@ -232,7 +238,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),
     op("full", "(*shape, value, dtype = f32)", "A host tensor filled with `value`.", Create).host(),
     op("empty", "(*shape, dtype = f32)", "An uninitialized host tensor.", Create).host(),
-    op("arange", "(n, dtype = f32)", "The values `0 .. n`, or `start .. stop` by `step` (`arange(start, stop, step)`), as a host tensor.", Create).host(),
+    op("arange", "(start, stop = None, step = 1, dtype = f32)", "The values `0 .. n`, or `start .. stop` by `step` (`arange(start, stop, step)`), as a host tensor.", Create).host(),
     op("rand", "(*shape, seed, dtype = f32)", "Uniform random values in [0, 1).", Create).host().effects(&[Random]).det(Det::Rng),
     op("randn", "(*shape, seed, dtype = f32)", "Standard normal random values.", Create).host().effects(&[Random]).det(Det::Rng),
     op("assert_allclose", "(actual, expected, rtol = 1e-5, atol = 1e-8)", "Fails unless the tensors agree within the tolerances.", Unit).host().effects(&[Io]),
@@ -275,7 +281,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("tile.zeros", "[dtype](*dims, dtype = f32)", "A register tile of zeros (an accumulator).", Create).kernel(),
     op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel().writes(0, "dst"),
     op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
-    op("tile.cp_async", "(src)", "Copies the tile `src` into shared memory and returns the copy (seed form; completes by the next `tile.barrier()`).", SameAsFirst).kernel(),
+    op("tile.cp_async", "(dst, src = None)", "`tile.cp_async(src)` copies the tile `src` into shared memory and returns the copy; `tile.cp_async(dst, src)` copies it into the shared buffer `dst` (seed forms; they complete by the next `tile.barrier()`).", SameAsFirst).kernel(),
     op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
     op("tile.fence", "(scope = \"device\")", "Orders this thread's memory accesses: the threads of `scope` (\"block\", \"device\" or \"system\") see those before it before those after it (CUDA's `__threadfence_block()`, `__threadfence()`, `__threadfence_system()`).", Unit).kernel(),
     op("tile.range", "(x, axis, step)", "Iterates the tile blocks of `x` along `axis`.", Range).kernel(),

@@ -756,6 +756,28 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// E0204 for a builtin call with more positional arguments than the
+    /// builtin has parameters (`exp(1.0, 2.0)`, `min(a, b, c)` had read
+    /// only the first ones); a builtin with a `*` parameter takes any
+    /// number. Unknown keywords are `check_builtin_args`'.
+    fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy]) {
+        let count = b.param_names().len();
+        let mut positional = args.iter().filter(|a| a.name.is_none());
+        let Some(extra) = positional.clone().nth(count).filter(|_| !b.variadic()) else {
+            return;
+        };
+        let given = positional.by_ref().count();
+        let what = if count == 1 { "argument" } else { "arguments" };
+        self.error(
+            Diagnostic::error(
+                Code::E0204,
+                format!("`{}` takes {count} positional {what}, but {given} were given", b.path),
+            )
+            .with_primary(self.at(extra.expr.span), "one too many")
+            .with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
+        );
+    }
+
     /// E0102 for `x.name` on a tensor: its attributes are `shape`, `ndim`,
     /// `dtype` and `T`. A NumPy method (`x.sum(axis=1)`) is a function of
     /// `op` or a global here; the help writes the call that way.
@@ -1384,6 +1406,7 @@ impl<'a> Infer<'a> {
             }
             _ => {}
         }
+        self.check_arity(b, args);
         self.check_builtin_args(b, args);
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
         let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));

@@ -2459,12 +2459,23 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }
             "min" | "max" => {
+                // Of every value, left to right.
                 let ty = self.result_type(e)?;
                 let a = self.arg_value(block, args, 0, "a", e)?;
-                let b = self.arg_value(block, args, 1, "b", e)?;
-                let a = self.convert(block, a, &ty);
-                let b = self.convert(block, b, &ty);
-                Some(self.op1(block, e.span, "tile.binary", &[a, b], vec![("fn", Attr::str(path))], ty))
+                let mut acc = self.convert(block, a, &ty);
+                for i in 1..args.iter().filter(|a| a.name.is_none()).count().max(2) {
+                    let v = self.arg_value(block, args, i, "b", e)?;
+                    let v = self.convert(block, v, &ty);
+                    acc = self.op1(
+                        block,
+                        e.span,
+                        "tile.binary",
+                        &[acc, v],
+                        vec![("fn", Attr::str(path))],
+                        ty.clone(),
+                    );
+                }
+                Some(acc)
             }
             "ceil_div" => {
                 let a = self.arg_value(block, args, 0, "a", e)?;

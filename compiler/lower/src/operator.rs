@@ -871,10 +871,14 @@ impl<'a> Lower<'_, 'a, '_> {
                     _ => "max",
                 };
                 let elem = self.elem_of(e);
-                let a = self.expr(arg(args, 0, "a")?, elem)?;
-                let b = self.expr(arg(args, 1, "b")?, elem)?;
                 let ty = self.result_type(e)?;
-                Some(self.elementwise(f, &[a, b], ty))
+                let mut acc = self.expr(arg(args, 0, "a")?, elem)?;
+                // `min` and `max` of every value, left to right.
+                for i in 1..args.iter().filter(|a| a.name.is_none()).count().max(2) {
+                    let v = self.expr(arg(args, i, "b")?, elem)?;
+                    acc = self.elementwise(f, &[acc, v], ty.clone());
+                }
+                Some(acc)
             }
             "op.matmul" => {
                 let a = self.operand(args, 0, "a", e)?;

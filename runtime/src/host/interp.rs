@@ -1522,9 +1522,28 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Int(n))
     }
 
+    /// `min`/`max` of its values, or of the items of its one list, tuple
+    /// or range, as Python's (a NaN wins, as in kernels).
     fn min_max(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
-        let a = self.positional(args, "a", path)?;
-        let b = self.positional(args, "b", path)?;
+        let values: Vec<Value> = std::mem::take(&mut args.positional)
+            .into_iter()
+            .map(|(v, _)| v)
+            .collect();
+        let values = match &values[..] {
+            [one @ (Value::Tuple(_) | Value::List(_) | Value::Range(..))] => self.items_of(one)?,
+            _ => values,
+        };
+        let mut items = values.into_iter();
+        let first = items.next().ok_or_else(|| {
+            RunError::new(
+                Code::E1005,
+                format!("`{path}` of nothing: give it values or a non-empty list"),
+            )
+        })?;
+        items.try_fold(first, |a, b| self.min_max_pair(path, a, b))
+    }
+
+    fn min_max_pair(&mut self, path: &str, a: Value, b: Value) -> Result<Value, RunError> {
         if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (&a, &b) {
             // min(a, b) = where(b < a, b, a), elementwise.
             let less = if path == "min" {
