@@ -153,10 +153,28 @@ impl Builtin {
     /// The names its parameters may be passed by: those of `params`, less
     /// the variadic `*shape` and the bracket's `[dtype]`.
     pub fn param_names(&self) -> Vec<&'static str> {
-        let inner = self.params.rsplit_once('(').map_or("", |(_, rest)| rest);
-        inner
-            .trim_end_matches(')')
-            .split(',')
+        // Within the call's parentheses (after a subscript's `[dtype]`),
+        // split at the commas outside defaults' own brackets.
+        let params = self.params;
+        let open = params.find('(').map_or(params.len(), |i| i + 1);
+        let close = params.rfind(')').unwrap_or(params.len()).max(open);
+        let inner = &params[open..close];
+        let mut parts = Vec::new();
+        let (mut depth, mut start) = (0i32, 0usize);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&inner[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&inner[start..]);
+        parts
+            .into_iter()
             .filter_map(|p| {
                 let name = p.split('=').next()?.trim();
                 (!name.is_empty() && !name.starts_with('*')).then_some(name)
@@ -210,6 +228,12 @@ pub static BUILTINS: &[Builtin] = &[
     op("range", "(start, stop = None, step = 1)", "Integers from `start` to `stop` by `step`.", Range),
     op("len", "(x)", "The size of the first dimension of `x`.", Index),
     op("enumerate", "(iterable, start = 0)", "Pairs of a count (from `start`) and each item of `iterable`.", Opaque).host(),
+    op("list", "(iterable = ())", "A new list of the items of `iterable` (a tuple, list, range, dict's keys, string's characters or tensor's rows).", Opaque).host(),
+    op("tuple", "(iterable = ())", "A tuple of the items of `iterable`, as `list` takes them.", Opaque).host(),
+    op("reversed", "(iterable)", "The items of `iterable` last first, as a list.", Opaque).host(),
+    op("any", "(iterable)", "Whether some item of `iterable` is true.", Opaque).host(),
+    op("all", "(iterable)", "Whether every item of `iterable` is true.", Opaque).host(),
+    op("round", "(number, ndigits = None)", "Python's `round`: to the nearest int, ties to even, or to `ndigits` decimal places as a float.", Opaque).host(),
     op("sorted", "(iterable, reverse = False)", "The items of `iterable` (a list, tuple, range, dict's keys or string) in a new list, smallest first (largest with `reverse=True`): numbers with numbers, strings with strings, as Python's `sorted`.", Opaque).host(),
     op("sum", "(iterable, start = 0)", "`start` plus the items of `iterable` (a list, a range, or a tensor's rows), added left to right as Python's `sum` does.", Opaque).host(),
     op("format", "(value, spec = \"\")", "The text of `value` as Python's `format` writes it (`format(x, \".3f\")`, `format(n, \">8,d\")`): what an f-string field `{x:.3f}` becomes.", Text).host(),

@@ -1418,6 +1418,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             "enumerate" => self.enumerate(args),
             "sum" => self.sum(args),
             "sorted" => self.sorted(args),
+            "list" | "tuple" | "reversed" => self.sequence(path, args),
+            "any" | "all" => self.any_all(path, args),
+            "round" => self.round(args),
             "format" | "repr" | "str" => self.format(path, args),
             "zip" => self.zip(args),
             "op.where" => self.op_where(args),
@@ -2114,6 +2117,88 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.items_of(&iterable)?
             .iter()
             .try_fold(start, |total, item| self.binary(BinOp::Add, &total, item))
+    }
+
+    /// `list(x)`, `tuple(x)` and `reversed(x)` (a list, last item first).
+    fn sequence(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let iterable = args.optional("iterable").unwrap_or_else(|| Value::tuple(vec![]));
+        self.no_more(args, path)?;
+        let mut items = self.items_or_chars(&iterable)?;
+        Ok(match path {
+            "tuple" => Value::tuple(items),
+            "reversed" => {
+                items.reverse();
+                Value::list(items)
+            }
+            _ => Value::list(items),
+        })
+    }
+
+    /// A value's items as a loop takes them, a string's being its
+    /// characters.
+    fn items_or_chars(&self, v: &Value) -> Result<Vec<Value>, RunError> {
+        match v {
+            Value::Str(text) => Ok(text.chars().map(|c| Value::str(&c.to_string())).collect()),
+            v => self.items_of(v),
+        }
+    }
+
+    /// `any(x)` and `all(x)`: Python's, by the items' truth.
+    fn any_all(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let iterable = self.positional(args, "iterable", path)?;
+        self.no_more(args, path)?;
+        let items = self.items_or_chars(&iterable)?;
+        let mut truths = items.iter().map(|v| {
+            v.truthy()
+                .ok_or_else(|| RunError::value(format!("the truth of {} is ambiguous", v.describe())))
+        });
+        let found = if path == "any" {
+            truths.try_fold(false, |acc, t| t.map(|t| acc || t))?
+        } else {
+            truths.try_fold(true, |acc, t| t.map(|t| acc && t))?
+        };
+        Ok(Value::Bool(found))
+    }
+
+    /// `round(number, ndigits=None)`: Python's. Without `ndigits` the
+    /// nearest int, ties to even; with it a float, the number's exact value
+    /// rounded to that many decimal places (as Python rounds it).
+    fn round(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let number = self.positional(args, "number", "round")?;
+        let digits = args.optional("ndigits");
+        self.no_more(args, "round")?;
+        if let Value::Int(i) = number {
+            return Ok(Value::Int(i));
+        }
+        let x = as_f64(&number).ok_or_else(|| {
+            RunError::new(
+                Code::E1005,
+                format!("`round` needs a number, not {}", number.describe()),
+            )
+        })?;
+        match digits {
+            None | Some(Value::None) => {
+                let r = x.round_ties_even();
+                if !r.is_finite() || r.abs() >= 9.2e18 {
+                    return Err(RunError::value(format!(
+                        "cannot round {} to an int",
+                        super::print::python_float(x)
+                    )));
+                }
+                Ok(Value::Int(r as i64))
+            }
+            Some(Value::Int(n)) if (0..=300).contains(&n) => {
+                if !x.is_finite() {
+                    return Ok(Value::Float(x));
+                }
+                let text = format!("{x:.*}", n as usize);
+                Ok(Value::Float(text.parse().unwrap_or(x)))
+            }
+            Some(v) => Err(RunError::new(
+                Code::E1005,
+                format!("`ndigits` of `round` is an int from 0 to 300, not {}", v.describe()),
+            )),
+        }
     }
 
     /// `sorted(iterable, reverse=False)`: Python's, a stable sort of
