@@ -1,0 +1,130 @@
+"""Runs random host programs with CPython and with `tessera run` and compares.
+
+Usage: host_compare.py TESSERA WORKDIR SEED COUNT
+
+Each program is a `def main():` over ints, floats, strings, lists, tuples
+and dicts: arithmetic (`+ - * / // % **`), comparisons, `in`, conditional
+expressions, indexing and slicing with steps, `min`/`max` of several values
+or of a list, `abs`, `len`, `sum`, `sorted`, loops that `append` to a list
+and assign dict entries, `items()`, `str`, and f-strings with format specs.
+Programs CPython rejects are skipped; for the others both must print the
+same lines. Exits 1 with the first differences, 0 with "host: ok N of
+COUNT" (N the programs compared).
+"""
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+
+class Gen:
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def num(self, d=0):
+        r = self.rng
+        if d > 3 or r.random() < 0.3:
+            return r.choice([str(r.randint(-9, 9)), repr(r.choice([0.5, -1.25, 3.0, 0.1, 2.5e-3, 1e20, 7.0, -3.5])),
+                             "a", "b", "len(xs)", "len(d)", "xs[0]", "xs[-1]", "t[1]", 'd["k"]', "sum(xs)"])
+        k = r.randrange(9)
+        x, y = self.num(d + 1), self.num(d + 1)
+        if k < 4:
+            return f"({x} {r.choice(['+', '-', '*'])} {y})"
+        if k == 4:
+            return f"({x} {r.choice(['/', '//', '%'])} {r.choice(['3', '2.5', '-4', '7'])})"
+        if k == 5:
+            if r.random() < 0.5:
+                return f"{r.choice(['min', 'max'])}({x}, {y}, {self.num(d + 1)})"
+            return f"{r.choice(['min', 'max'])}(xs)"
+        if k == 6:
+            return f"abs({x})"
+        if k == 7:
+            return f"({x} ** {r.choice(['2', '3', '0', '-1'])})" if r.random() < 0.5 else f"-{x}"
+        return f"({x} if {self.boolean(d + 1)} else {y})"
+
+    def boolean(self, d=0):
+        r = self.rng
+        k = r.randrange(5)
+        if k < 2:
+            return f"({self.num(d + 1)} {r.choice(['<', '<=', '==', '!=', '>', '>='])} {self.num(d + 1)})"
+        if k == 2:
+            return f"({self.num(d + 1)} in {r.choice(['xs', 't'])})"
+        if k == 3:
+            return "(" + r.choice(["2", "5", "7", '"k"']) + " in d)"
+        return f"(not {r.choice(['xs', 't', 'd', 's', 'a', '0', '0.0', '[]'])})"
+
+    def seq(self):
+        r = self.rng
+        k = r.randrange(8)
+        if k == 0:
+            return f"xs[{r.choice(['1:', ':2', '::-1', '1::2', '-2:', '::3', '5:'])}]"
+        if k == 1:
+            return f"t[{r.choice(['1:', ':2', '::-1', '1::2'])}]"
+        if k == 2:
+            return "s[" + r.choice(["1:", ":2", "::-1", "1::2", "-3:", "0:5:2"]) + "]"
+        if k == 3:
+            return "xs + [" + ", ".join(self.num(2) for _ in range(r.randint(0, 2))) + "]"
+        if k == 4:
+            return "t + (" + self.num(2) + ",)"
+        if k == 5:
+            return "[" + ", ".join(self.num(2) for _ in range(r.randint(0, 3))) + "]"
+        if k == 6:
+            return "(" + ", ".join(self.num(2) for _ in range(r.randint(2, 3))) + ")"
+        return 's + "' + r.choice(["!", "", "ab"]) + '"'
+
+    def program(self):
+        r = self.rng
+        lines = [
+            "def main():",
+            "    a = 7",
+            "    b = -2.5",
+            "    xs = [1, 2, 3]",
+            '    d = {"k": 1, 2: "two", 5: 0.5}',
+            "    t = (4, 5, 6)",
+            '    s = "hello"',
+        ]
+        for _ in range(8):
+            k = r.randrange(4)
+            e = self.num() if k < 2 else self.boolean() if k == 2 else self.seq()
+            lines.append(f"    print({e})")
+        if r.random() < 0.5:
+            lines.append(f"    for i in range({r.randint(0, 4)}):")
+            lines.append(f"        xs.append(i * {r.randint(1, 3)})")
+            lines.append(f"        d[i] = {self.num(2)}")
+            lines.append("    print(xs, d, len(d))")
+        if r.random() < 0.5:
+            lines.append(f'    print(f"{{a}} {{b:.3f}} {{xs!r}} {{s:>8}} {{{self.num(2)}:g}} {{{self.num(2)}:+.2e}}")')
+        if r.random() < 0.3:
+            lines.append("    total = 0")
+            lines.append("    for k, v in d.items():")
+            lines.append("        total += len(str(v))")
+            lines.append("    print(total, sorted(xs, reverse=True), sorted(t), sorted(s))")
+        return "\n".join(lines) + "\n"
+
+
+def main():
+    tessera, workdir, seed, count = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    gen = Gen(seed)
+    compared = 0
+    for i in range(count):
+        program = gen.program()
+        py_file, tsr_file = workdir / "p.py", workdir / "p.tsr"
+        py_file.write_text(program + "\nmain()\n")
+        tsr_file.write_text(program)
+        py = subprocess.run([sys.executable, str(py_file)], capture_output=True, text=True, timeout=30)
+        if py.returncode != 0:
+            continue
+        ts = subprocess.run([tessera, "run", str(tsr_file)], capture_output=True, text=True, timeout=60)
+        if ts.returncode != 0 or ts.stdout != py.stdout:
+            print(f"seed {seed}, program {i}: tessera and CPython differ\n{program}")
+            for got, want in zip(ts.stdout.split("\n"), py.stdout.split("\n")):
+                if got != want:
+                    print(f"  tessera: {got!r}\n  python:  {want!r}")
+            print(ts.stderr[-3000:])
+            sys.exit(1)
+        compared += 1
+    print(f"host: ok {compared} of {count}")
+
+
+main()
