@@ -60,6 +60,8 @@ pub enum Shape {
     Reshape,
     /// Concatenation along `axis`: other dims must match.
     Concat,
+    /// Stacking along a new `axis`: every dim must match.
+    Stack,
     /// A host tensor whose dims are the shape arguments.
     Create,
     /// A shared-memory buffer: dtype from the bracket, dims from the arguments.
@@ -354,6 +356,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.transpose", "(x, perm = None, dims = None)", "Swaps two dimensions (the last two by default).", Transpose),
     op("op.reshape", "(x, shape)", "The same elements with new dims.", Reshape),
     op("op.concat", "(tensors, axis = 0)", "Concatenates along `axis`.", Concat),
+    op("op.stack", "(tensors, axis = 0)", "Stacks tensors of one shape along a new dim at `axis`, as NumPy's `stack`.", Stack),
     op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p` and scales the others by `1 / (1 - p)`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
     op("op.flash_attention", "(q, k, v, causal = False, accumulate = None)", "Fused attention.", SameAsFirst).accumulates(),
     op("op.scatter_add", "(target, index, values)", "Adds `values` at `index`; colliding indices add in unspecified order.", SameAsFirst)

@@ -1512,6 +1512,11 @@ impl<'a> Infer<'a> {
                 keyword("tensors").or(positional.first().copied()),
                 keyword("axis").or(positional.get(1).copied()),
             ),
+            Shape::Stack => self.stack(
+                e,
+                keyword("tensors").or(positional.first().copied()),
+                keyword("axis").or(positional.get(1).copied()),
+            ),
             Shape::Create | Shape::AllocShared => {
                 let dtype = brackets
                     .and_then(|br| br.first())
@@ -2108,21 +2113,79 @@ impl<'a> Infer<'a> {
         })
     }
 
-    fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
+    /// The tensors of a list or tuple argument (`op.concat([a, b])`).
+    fn tensor_parts(&self, tensors: Option<&ArgTy>) -> Option<Vec<TensorTy>> {
         // A tuple's type has each part's; a list literal's type has only
         // its first item's, so each item's is looked up.
         let parts: Vec<Ty> = match tensors.map(|t| (&t.ty, &t.expr.unparen().kind)) {
             Some((Ty::Tuple(parts), _)) => parts.clone(),
             Some((Ty::List(_), ExprKind::List(items))) => items.iter().map(|i| self.recorded(i.span)).collect(),
-            _ => return Ty::Unknown,
+            _ => return None,
         };
-        let parts: Vec<TensorTy> = parts
-            .iter()
-            .filter_map(|p| match p {
-                Ty::Tensor(t) => Some(t.clone()),
-                _ => None,
-            })
-            .collect();
+        Some(
+            parts
+                .iter()
+                .filter_map(|p| match p {
+                    Ty::Tensor(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// `op.stack(tensors, axis)`: tensors of one shape, with a new dim of
+    /// their count at `axis` (from -(rank + 1) to rank).
+    fn stack(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
+        let Some(parts) = self.tensor_parts(tensors) else {
+            return Ty::Unknown;
+        };
+        let axis = axis.and_then(|a| a.expr.int_value()).unwrap_or(0);
+        let Some(first_dims) = parts.first().and_then(|f| f.dims.clone()) else {
+            return Ty::Unknown;
+        };
+        let rank = first_dims.len() as i64;
+        let index = if axis < 0 { axis + rank + 1 } else { axis };
+        if !(0..=rank).contains(&index) {
+            self.error(
+                Diagnostic::error(
+                    Code::E0307,
+                    format!("axis {axis} is out of range for stacking tensors with {rank} dims"),
+                )
+                .with_primary(
+                    self.at(e.span),
+                    format!("the new dim goes at 0 to {rank}, or -1 to -{}", rank + 1),
+                ),
+            );
+            return Ty::Unknown;
+        }
+        for part in &parts {
+            let Some(dims) = &part.dims else { return Ty::Unknown };
+            let same = dims.len() == first_dims.len() && dims.iter().zip(&first_dims).all(|(a, b)| self.same_dim(a, b));
+            if !same {
+                self.error(
+                    Diagnostic::error(Code::E0309, "stacked tensors differ in shape")
+                        .with_primary(
+                            self.at(e.span),
+                            format!("[{}] and [{}] are stacked", join(&first_dims), join(dims)),
+                        )
+                        .with_help("`op.stack` takes tensors of one shape; `op.concat` joins along an existing dim"),
+                );
+                return Ty::Unknown;
+            }
+        }
+        let mut dims = first_dims;
+        dims.insert(index as usize, Poly::constant(parts.len() as i64));
+        Ty::Tensor(TensorTy {
+            dtype: parts[0].dtype,
+            dims: Some(dims),
+            space: None,
+        })
+    }
+
+    fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {
+        let Some(parts) = self.tensor_parts(tensors) else {
+            return Ty::Unknown;
+        };
         let axis = axis.and_then(|a| a.expr.int_value()).unwrap_or(0);
         let Some(first) = parts.first() else { return Ty::Unknown };
         let Some(first_dims) = &first.dims else {

@@ -1126,6 +1126,43 @@ impl<'a> Lower<'_, 'a, '_> {
                         .build_value(),
                 )
             }
+            "op.stack" => {
+                // Each part with a dim of 1 at `axis`, concatenated there.
+                let items = match arg(args, 0, "tensors").map(|x| &x.unparen().kind) {
+                    Some(ExprKind::List(items) | ExprKind::Tuple(items)) => items,
+                    _ => {
+                        self.cx.unsupported(e.span, "`op.stack` of something other than a list");
+                        return None;
+                    }
+                };
+                let ty = self.result_type(e)?;
+                let Type::Tensor { dims, elem } = &ty else {
+                    self.cx.unsupported(e.span, "`op.stack` without a tensor result");
+                    return None;
+                };
+                let rank = dims.len() as i64;
+                let axis = match arg(args, 1, "axis").and_then(literal_attr) {
+                    Some(Attr::Int(a)) if a < 0 => a + rank,
+                    Some(Attr::Int(a)) => a,
+                    _ => 0,
+                };
+                let mut part_dims = dims.clone();
+                part_dims[usize::try_from(axis).ok()?] = Dim::constant(1);
+                let part = Type::tensor(part_dims, *elem);
+                let mut operands = Vec::new();
+                for item in items {
+                    let v = self.expr(item, Some(*elem))?;
+                    operands.push(self.b.op("graph.reshape").operand(v).result(part.clone()).build_value());
+                }
+                Some(
+                    self.b
+                        .op("graph.concat")
+                        .operands(&operands)
+                        .attr("axis", Attr::Int(axis))
+                        .result(ty)
+                        .build_value(),
+                )
+            }
             "cast" => {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;

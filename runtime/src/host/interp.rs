@@ -1415,6 +1415,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
             "op.concat" => self.op_concat(args),
+            "op.stack" => self.op_stack(args),
             "enumerate" => self.enumerate(args),
             "sum" => self.sum(args),
             "sorted" => self.sorted(args),
@@ -2320,6 +2321,43 @@ impl<'a, 'p> Interp<'a, 'p> {
             Some(v) => self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?[0],
         };
         Ok(Value::Tensor(TensorValue::new(ops::concat(&tensors, axis)?)))
+    }
+
+    /// `op.stack(tensors, axis=0)`: tensors of one shape joined along a
+    /// new dim at `axis` (each given a dim of 1 there, then concatenated).
+    fn op_stack(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let list = self.positional(args, "tensors", "op.stack")?;
+        let axis = args.optional("axis");
+        self.no_more(args, "op.stack")?;
+        let Some(items) = list.items() else {
+            return Err(RunError::value(format!(
+                "`op.stack` joins a list of tensors, not {}",
+                list.describe()
+            )));
+        };
+        let tensors: Vec<Tensor> = items.iter().map(|v| self.to_tensor(v)).collect::<Result<_, _>>()?;
+        let shape = tensors.first().map(|t| t.shape().to_vec()).unwrap_or_default();
+        if let Some(other) = tensors.iter().find(|t| t.shape() != shape.as_slice()) {
+            return Err(RunError::new(
+                Code::E0309,
+                format!(
+                    "`op.stack` takes tensors of one shape, not {} and {}",
+                    crate::tensor::shape_text(&shape),
+                    crate::tensor::shape_text(other.shape())
+                ),
+            ));
+        }
+        let axis = match axis {
+            None | Some(Value::None) => 0,
+            Some(v) => self.axes_arg(&Value::tuple(vec![v]), shape.len() + 1, "`axis`")?[0],
+        };
+        let mut unit = shape.clone();
+        unit.insert(axis, 1);
+        let parts: Vec<Tensor> = tensors
+            .into_iter()
+            .map(|t| t.reshaped(&unit))
+            .collect::<Result<_, _>>()?;
+        Ok(Value::Tensor(TensorValue::new(ops::concat(&parts, axis)?)))
     }
 
     /// `op.matmul(a, b, accumulate=T)` on the host: a float64 reference,
