@@ -863,13 +863,21 @@ impl<'a> Infer<'a> {
                         }
                         // A positive step k keeps ceil((hi - lo) / k) elements,
                         // a polynomial when k divides every term of hi - lo but
-                        // the constant (`::2` of `2 * H` is `H`, and so is `1::2`).
+                        // the constant (`::2` of `2 * H` is `H`, and so is `1::2`);
+                        // a negative one over the whole dim (`::-1`, `::-2`)
+                        // ceil(dim / |k|).
                         Some(ExprKind::Slice {
                             lower,
                             upper,
                             step: Some(step),
                         }) => {
-                            let len = crate::signature::int(step).filter(|&k| k > 0).and_then(|k| {
+                            let len = crate::signature::int(step).and_then(|k| {
+                                if k < 0 {
+                                    let whole = lower.is_none() && upper.is_none();
+                                    return whole
+                                        .then(|| self.sizes.substitute(dim))
+                                        .and_then(|d| d.div_ceil(k.checked_neg()?));
+                                }
                                 let span = self
                                     .sizes
                                     .substitute(&slice_len(dim, lower.as_deref(), upper.as_deref()));

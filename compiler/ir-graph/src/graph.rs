@@ -158,7 +158,7 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "graph.slice",
-        doc: "a window of the operand: along `axes`, from `starts` (or the index operands) by `steps` (1s without), of the result's extent",
+        doc: "a window of the operand: along `axes`, from `starts` (or the index operands; from the end for a negative step) by `steps` (1s without), of the result's extent",
         operands: Arity::AtLeast(1),
         results: Arity::Exact(1),
         attrs: &[
@@ -1208,12 +1208,12 @@ impl Verifier<'_, '_> {
         if let Some(steps) = self.m.attr(self.op, "steps") {
             let fits = steps
                 .as_ints()
-                .is_some_and(|s| s.len() == axes.len() && s.iter().all(|&k| k >= 1));
+                .is_some_and(|s| s.len() == axes.len() && s.iter().all(|&k| k != 0));
             if !fits {
                 self.error_note(
-                    format!("`graph.slice` needs one step of 1 or more per sliced axis ({})", axes.len()),
+                    format!("`graph.slice` needs one nonzero step per sliced axis ({})", axes.len()),
                     "these steps do not fit",
-                    "`steps = [..]` takes a positive integer per axis; element i of an axis is the operand's start + i·step",
+                    "`steps = [..]` takes a nonzero integer per axis; element i of an axis is start + i·step, the start counted from the end when the step is negative",
                 );
                 return;
             }

@@ -389,9 +389,9 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     /// `x[i, a:b:k]`: a `graph.slice` from constant starts by constant
-    /// positive steps, each index an extent of 1 that a `graph.reshape`
-    /// then drops. An index or bound may be negative when its dim is a
-    /// constant.
+    /// steps (a negative one over the whole dim, its start counted from the
+    /// end), each index an extent of 1 that a `graph.reshape` then drops.
+    /// An index or bound may be negative when its dim is a constant.
     fn window(&mut self, e: &Expr, base: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
         let mask = |a: &&Arg| matches!(self.cx.ty(&a.value), Some(Ty::Tensor(t)) if t.dtype == Some(tessera_hir::ty::DType::Bool));
         if let Some(masked) = args.iter().find(mask) {
@@ -401,14 +401,22 @@ impl<'a> Lower<'_, 'a, '_> {
             );
             return None;
         }
+        // A negative step walks the whole dim from its end (`::-1`).
         let step_of = |a: &Arg| match &a.value.kind {
-            ExprKind::Slice { step: Some(s), .. } => self.number(s).and_then(|k| k.as_int()).filter(|&k| k > 0),
+            ExprKind::Slice {
+                step: Some(s),
+                lower,
+                upper,
+            } => self
+                .number(s)
+                .and_then(|k| k.as_int())
+                .filter(|&k| k > 0 || (k < 0 && lower.is_none() && upper.is_none())),
             _ => Some(1),
         };
         if let Some(stepped) = args.iter().find(|a| step_of(a).is_none()) {
             self.cx.unsupported(
                 stepped.value.span,
-                "a slice whose step is not a positive constant in an operator-level function",
+                "a slice whose step is not a constant, or is negative with bounds, in an operator-level function (a negative step walks the whole dim: `x[::-1]`)",
             );
             return None;
         }

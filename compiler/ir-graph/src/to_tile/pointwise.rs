@@ -144,6 +144,19 @@ fn eval(g: &Gen, b: &mut Builder<'_>, k: &Kernel, src: Src, coords: &[ValueId]) 
                     let step = index(b, step);
                     binary(b, "mul", coords[axis], step, Type::INDEX)
                 };
+                // A negative step's start counts from the end of the dim.
+                let start = if step < 0 {
+                    let from = dims_of(k, node.operands[0])
+                        .get(axis)
+                        .cloned()
+                        .ok_or("a slice axis past the operand's dims")?;
+                    let last = g.dim(b, &from)?;
+                    let one = index(b, 1);
+                    let last = binary(b, "sub", last, one, Type::INDEX);
+                    binary(b, "sub", last, start, Type::INDEX)
+                } else {
+                    start
+                };
                 at[axis] = binary(b, "add", offset, start, Type::INDEX);
             }
             eval(g, b, k, node.operands[0], &at)
