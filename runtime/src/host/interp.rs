@@ -159,6 +159,22 @@ fn missing_key(key: &Value) -> RunError {
     )
 }
 
+/// The methods of strings host code calls, as Python's.
+const STR_METHODS: [&str; 12] = [
+    "join",
+    "split",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "upper",
+    "lower",
+    "replace",
+    "startswith",
+    "endswith",
+    "find",
+    "count",
+];
+
 fn as_f64(v: &Value) -> Option<f64> {
     elem_of(v).map(Elem::as_f64)
 }
@@ -754,6 +770,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                     .map(|b| Value::Builtin(b.path))
                     .ok_or_else(|| err(unsupported(format!("`{path}` is not a builtin"))))
             }
+            (Value::Str(s), _) if STR_METHODS.contains(&name) => {
+                let method = STR_METHODS.iter().find(|&&m| m == name).copied().unwrap_or("");
+                Ok(Value::StrMethod(s.clone(), method))
+            }
             (Value::Tensor(t), "shape") => Ok(Value::tuple(t.shape().iter().map(|&d| Value::Int(d as i64)).collect())),
             (Value::Tensor(t), "dtype") => Ok(Value::DType(t.dtype())),
             (Value::Tensor(t), "ndim") => Ok(Value::Int(t.shape().len() as i64)),
@@ -1184,6 +1204,15 @@ impl<'a, 'p> Interp<'a, 'p> {
                         RunError::new(Code::E1005, format!("`{path}` has no parameter `{name}`")),
                     ));
                 }
+                Ok(v)
+            }
+            Value::StrMethod(text, method) => {
+                let mut evaluated = self.args(locals, args)?;
+                let v = self
+                    .str_method(&text, method, &mut evaluated)
+                    .map_err(|err| self.fail(e.span, "this call", err))?;
+                self.no_more(&evaluated, method)
+                    .map_err(|err| self.fail(e.span, "this call", err))?;
                 Ok(v)
             }
             Value::DType(d) => {
@@ -2118,6 +2147,104 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.items_of(&iterable)?
             .iter()
             .try_fold(start, |total, item| self.binary(BinOp::Add, &total, item))
+    }
+
+    /// A string method (`STR_METHODS`) of `text`, as Python's.
+    fn str_method(&mut self, text: &str, method: &str, args: &mut Args) -> Result<Value, RunError> {
+        let string = |this: &mut Self, args: &mut Args, what: &str| -> Result<String, RunError> {
+            match this.positional(args, what, method)? {
+                Value::Str(s) => Ok(s.to_string()),
+                v => Err(RunError::new(
+                    Code::E1005,
+                    format!("`{method}` takes a string for `{what}`, not {}", v.describe()),
+                )),
+            }
+        };
+        let optional_chars = |args: &mut Args| -> Result<Option<String>, RunError> {
+            match args.optional("chars") {
+                None | Some(Value::None) => Ok(None),
+                Some(Value::Str(s)) => Ok(Some(s.to_string())),
+                Some(v) => Err(RunError::new(
+                    Code::E1005,
+                    format!("`{method}` takes a string of characters, not {}", v.describe()),
+                )),
+            }
+        };
+        Ok(match method {
+            "upper" => Value::str(&text.to_uppercase()),
+            "lower" => Value::str(&text.to_lowercase()),
+            "strip" | "lstrip" | "rstrip" => {
+                let chars = optional_chars(args)?;
+                let strip = |c: char| match &chars {
+                    Some(set) => set.contains(c),
+                    None => c.is_whitespace(),
+                };
+                Value::str(match method {
+                    "strip" => text.trim_matches(strip),
+                    "lstrip" => text.trim_start_matches(strip),
+                    _ => text.trim_end_matches(strip),
+                })
+            }
+            "startswith" | "endswith" => {
+                let affix = string(self, args, "prefix")?;
+                Value::Bool(if method == "startswith" {
+                    text.starts_with(&affix)
+                } else {
+                    text.ends_with(&affix)
+                })
+            }
+            "find" => {
+                let needle = string(self, args, "sub")?;
+                Value::Int(text.find(&needle).map_or(-1, |at| text[..at].chars().count() as i64))
+            }
+            "count" => {
+                let needle = string(self, args, "sub")?;
+                let n = if needle.is_empty() {
+                    text.chars().count() + 1
+                } else {
+                    text.matches(&needle).count()
+                };
+                Value::Int(n as i64)
+            }
+            "replace" => {
+                let old = string(self, args, "old")?;
+                let new = string(self, args, "new")?;
+                Value::str(&text.replace(&old, &new))
+            }
+            "split" => {
+                let parts: Vec<Value> = match args.optional("sep") {
+                    None | Some(Value::None) => text.split_whitespace().map(Value::str).collect(),
+                    Some(Value::Str(sep)) if sep.is_empty() => {
+                        return Err(RunError::value("`split` needs a separator that is not empty"))
+                    }
+                    Some(Value::Str(sep)) => text.split(&*sep).map(Value::str).collect(),
+                    Some(v) => {
+                        return Err(RunError::new(
+                            Code::E1005,
+                            format!("`split` takes a string separator, not {}", v.describe()),
+                        ))
+                    }
+                };
+                Value::list(parts)
+            }
+            _ => {
+                // "join"
+                let items = self.positional(args, "iterable", "join")?;
+                let mut pieces = Vec::new();
+                for item in self.items_or_chars(&items)? {
+                    match item {
+                        Value::Str(s) => pieces.push(s.to_string()),
+                        v => {
+                            return Err(RunError::new(
+                                Code::E1005,
+                                format!("`join` joins strings, not {}", v.describe()),
+                            ))
+                        }
+                    }
+                }
+                Value::str(&pieces.join(text))
+            }
+        })
     }
 
     /// `list(x)`, `tuple(x)` and `reversed(x)` (a list, last item first).

@@ -33,6 +33,8 @@ pub enum Value {
     Builtin(&'static str),
     /// A builtin namespace (`op`).
     Namespace(&'static str),
+    /// A string's method with its string (`", ".join`), to be called.
+    StrMethod(Rc<str>, &'static str),
 }
 
 /// A dict's (key, value) entries.
@@ -98,6 +100,7 @@ impl Value {
             Value::Function(f) => format!("the function `{f}`"),
             Value::Builtin(b) => format!("the builtin `{b}`"),
             Value::Namespace(n) => format!("the namespace `{n}`"),
+            Value::StrMethod(_, m) => format!("the string method `{m}`"),
         }
     }
 
@@ -114,7 +117,9 @@ impl Value {
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,
-            Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) => true,
+            Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) | Value::StrMethod(..) => {
+                true
+            }
         })
     }
 }
