@@ -5,8 +5,9 @@ Usage: host_compare.py TESSERA WORKDIR SEED COUNT
 Each program is a `def main():` over ints, floats, strings, lists, tuples
 and dicts: arithmetic (`+ - * / // % **`), comparisons, `in`, conditional
 expressions, indexing and slicing with steps, `min`/`max` of several values
-or of a list, `abs`, `len`, `sum`, `sorted`, loops that `append` to a list
-and assign dict entries, `items()`, `str`, and f-strings with format specs.
+or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
+`append` to a list and assign dict entries, `items()`, `str`, and f-strings
+with format specs.
 Programs CPython rejects are skipped; for the others both must print the
 same lines. Exits 1 with the first differences, 0 with "host: ok N of
 COUNT" (N the programs compared).
@@ -71,6 +72,9 @@ class Gen:
             return "[" + ", ".join(self.num(2) for _ in range(r.randint(0, 3))) + "]"
         if k == 6:
             return "(" + ", ".join(self.num(2) for _ in range(r.randint(2, 3))) + ")"
+        if r.random() < 0.5:
+            return r.choice(['s.upper()', 's.replace("l", "L")', '"-".join(s)', 's.split("l")', '" a b ".split()',
+                             '" x ".strip()', 's.find("l")', 's.count("l")', 's.startswith("he")', '", ".join(["x", s])'])
         return 's + "' + r.choice(["!", "", "ab"]) + '"'
 
     def program(self):
