@@ -512,6 +512,24 @@ impl<'a, 'p> Interp<'a, 'p> {
                     locals.insert(name, Value::Dict(Rc::new(with_entry(&entries, key, v))));
                     return Ok(());
                 }
+                if let ExprKind::Name(n) = &base.unparen().kind {
+                    if let Some(Value::Dict(_) | Value::List(_)) =
+                        self.globals.get(n).filter(|_| !locals.contains_key(n))
+                    {
+                        return Err(self.fail(
+                            base.span,
+                            "this name",
+                            RunError::new(
+                                Code::E1005,
+                                format!("`{n}` is a module constant, which host code does not change"),
+                            )
+                            .with_help(format!(
+                                "copy it into a local and change that: `{} = {n}`",
+                                n.to_lowercase()
+                            )),
+                        ));
+                    }
+                }
                 let tensor = self.expect_tensor(locals, base)?;
                 let sels = self.selection(locals, &tensor, args, target.span)?;
                 self.store(&tensor, &sels, &v)
@@ -1069,6 +1087,20 @@ impl<'a, 'p> Interp<'a, 'p> {
                     "this call",
                     RunError::new(Code::E1005, format!("`{list}` is a tuple, which has no `append`"))
                         .with_help("make it a list, in brackets: `[a, b]` or `[]`"),
+                ))
+            }
+            None if name.name == "append" && matches!(self.globals.get(list), Some(Value::List(_))) => {
+                return Err(self.fail(
+                    base.span,
+                    "this name",
+                    RunError::new(
+                        Code::E1005,
+                        format!("`{list}` is a module constant, which host code does not change"),
+                    )
+                    .with_help(format!(
+                        "copy it into a local and change that: `{} = {list}`",
+                        list.to_lowercase()
+                    )),
                 ))
             }
             _ => return Ok(None),
