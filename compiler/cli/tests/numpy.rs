@@ -12,16 +12,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::{temp, text};
+use common::{temp, text, venv_python};
 
 #[test]
 fn tensors_print_as_numpy_prints_them() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup.sh to make the test environment",
-        python.display()
-    );
+    let python = venv_python();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/numpy/print_compare.py");
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -9,16 +9,11 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{temp, text};
+use common::{temp, text, venv_python};
 
 #[test]
 fn host_programs_print_what_python_prints() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/setup.sh to make the test environment",
-        python.display()
-    );
+    let python = venv_python();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/host_compare.py");
     let dir = temp("python", "host");
     for seed in 1..=3 {

@@ -2462,18 +2462,24 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Tensor(TensorValue::new(out)))
     }
 
-    /// `op.concat(tensors, axis=0)` on the host.
-    fn op_concat(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let list = self.positional(args, "tensors", "op.concat")?;
+    /// The `tensors` and `axis` of `op.concat` and `op.stack`.
+    fn tensors_and_axis(&mut self, args: &mut Args, path: &str) -> Result<(Vec<Tensor>, Option<Value>), RunError> {
+        let list = self.positional(args, "tensors", path)?;
         let axis = args.optional("axis");
-        self.no_more(args, "op.concat")?;
+        self.no_more(args, path)?;
         let Some(items) = list.items() else {
             return Err(RunError::value(format!(
-                "`op.concat` joins a list of tensors, not {}",
+                "`{path}` joins a list of tensors, not {}",
                 list.describe()
             )));
         };
-        let tensors: Vec<Tensor> = items.iter().map(|v| self.to_tensor(v)).collect::<Result<_, _>>()?;
+        let tensors = items.iter().map(|v| self.to_tensor(v)).collect::<Result<_, _>>()?;
+        Ok((tensors, axis))
+    }
+
+    /// `op.concat(tensors, axis=0)` on the host.
+    fn op_concat(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let (tensors, axis) = self.tensors_and_axis(args, "op.concat")?;
         let rank = tensors.first().map_or(0, |t| t.shape().len());
         let axis = match axis {
             None | Some(Value::None) => 0,
@@ -2485,16 +2491,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `op.stack(tensors, axis=0)`: tensors of one shape joined along a
     /// new dim at `axis` (each given a dim of 1 there, then concatenated).
     fn op_stack(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let list = self.positional(args, "tensors", "op.stack")?;
-        let axis = args.optional("axis");
-        self.no_more(args, "op.stack")?;
-        let Some(items) = list.items() else {
-            return Err(RunError::value(format!(
-                "`op.stack` joins a list of tensors, not {}",
-                list.describe()
-            )));
-        };
-        let tensors: Vec<Tensor> = items.iter().map(|v| self.to_tensor(v)).collect::<Result<_, _>>()?;
+        let (tensors, axis) = self.tensors_and_axis(args, "op.stack")?;
         let shape = tensors.first().map(|t| t.shape().to_vec()).unwrap_or_default();
         if let Some(other) = tensors.iter().find(|t| t.shape() != shape.as_slice()) {
             return Err(RunError::new(

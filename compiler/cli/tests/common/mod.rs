@@ -41,3 +41,14 @@ pub fn temp(suite: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The test environment's Python (`.venv`, made by `scripts/setup.sh`).
+pub fn venv_python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh to make the test environment",
+        python.display()
+    );
+    python
+}
