@@ -41,6 +41,26 @@ pub fn range_len(start: i64, stop: i64, step: i64) -> u64 {
     u64::try_from(n.max(0)).unwrap_or(u64::MAX)
 }
 
+/// `text` split at the commas outside any brackets: `a, f(b, c), [d, e]`
+/// is `a`, ` f(b, c)`, ` [d, e]` (the parts untrimmed).
+pub fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
 /// The 64-bit FNV-1a hash of `bytes`: stable across runs, platforms and
 /// compiler versions.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {

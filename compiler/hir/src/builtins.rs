@@ -160,22 +160,7 @@ impl Builtin {
         let params = self.params;
         let open = params.find('(').map_or(params.len(), |i| i + 1);
         let close = params.rfind(')').unwrap_or(params.len()).max(open);
-        let inner = &params[open..close];
-        let mut parts = Vec::new();
-        let (mut depth, mut start) = (0i32, 0usize);
-        for (i, c) in inner.char_indices() {
-            match c {
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    parts.push(&inner[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        parts.push(&inner[start..]);
-        parts
+        tessera_base::split_top_level(&params[open..close])
             .into_iter()
             .filter_map(|p| {
                 let name = p.split('=').next()?.trim();

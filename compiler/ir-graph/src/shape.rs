@@ -242,7 +242,7 @@ impl GridDim {
             Attr::Int(c) if *c > 0 => Some(GridDim::Const(*c)),
             Attr::Str(s) => {
                 if let Some(inner) = s.strip_prefix("persistent(").and_then(|r| r.strip_suffix(')')) {
-                    let work: Vec<GridDim> = split_top_level(inner)
+                    let work: Vec<GridDim> = tessera_base::split_top_level(inner)
                         .into_iter()
                         .map(|w| match w.trim().parse::<i64>() {
                             Ok(c) => GridDim::from_attr(&Attr::Int(c)),
@@ -262,25 +262,6 @@ impl GridDim {
             _ => None,
         }
     }
-}
-
-/// `text` split at the commas outside parentheses.
-fn split_top_level(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
 }
 
 /// Which layer a module is in: its `layer` attribute, `graph` when absent.
