@@ -91,14 +91,6 @@ fn elem_dtype(e: &Elem) -> DType {
     }
 }
 
-fn value_of(e: Elem) -> Value {
-    match e {
-        Elem::Int(i) => Value::Int(i),
-        Elem::Float(f) => Value::Float(f),
-        Elem::Bool(b) => Value::Bool(b),
-    }
-}
-
 /// The name and entries of `e` when it is a local name bound to a dict
 /// (`d[k] = v` binds the name to the dict with that entry, as `append`
 /// does a list).
@@ -158,6 +150,9 @@ fn missing_key(key: &Value) -> RunError {
         ),
     )
 }
+
+/// The methods of dicts host code calls, as Python's.
+const DICT_METHODS: [&str; 4] = ["keys", "values", "items", "get"];
 
 /// The methods of strings host code calls, as Python's.
 const STR_METHODS: [&str; 12] = [
@@ -516,18 +511,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                     if let Some(Value::Dict(_) | Value::List(_)) =
                         self.globals.get(n).filter(|_| !locals.contains_key(n))
                     {
-                        return Err(self.fail(
-                            base.span,
-                            "this name",
-                            RunError::new(
-                                Code::E1005,
-                                format!("`{n}` is a module constant, which host code does not change"),
-                            )
-                            .with_help(format!(
-                                "copy it into a local and change that: `{} = {n}`",
-                                n.to_lowercase()
-                            )),
-                        ));
+                        return Err(self.module_constant(n, base.span));
                     }
                 }
                 let tensor = self.expect_tensor(locals, base)?;
@@ -788,9 +772,20 @@ impl<'a, 'p> Interp<'a, 'p> {
                     .map(|b| Value::Builtin(b.path))
                     .ok_or_else(|| err(unsupported(format!("`{path}` is not a builtin"))))
             }
-            (Value::Str(s), _) if STR_METHODS.contains(&name) => {
-                let method = STR_METHODS.iter().find(|&&m| m == name).copied().unwrap_or("");
-                Ok(Value::StrMethod(s.clone(), method))
+            (Value::Str(_), _) | (Value::Dict(_), _) => {
+                let methods: &[&'static str] = if matches!(base, Value::Str(_)) {
+                    &STR_METHODS
+                } else {
+                    &DICT_METHODS
+                };
+                match methods.iter().find(|&&m| m == name) {
+                    Some(&method) => Ok(Value::Method(Rc::new(base.clone()), method)),
+                    None => Err(err(unsupported(format!(
+                        "{} has no attribute `{name}` in host code (its methods are {})",
+                        base.describe(),
+                        methods.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+                    )))),
+                }
             }
             (Value::Tensor(t), "shape") => Ok(Value::tuple(t.shape().iter().map(|&d| Value::Int(d as i64)).collect())),
             (Value::Tensor(t), "dtype") => Ok(Value::DType(t.dtype())),
@@ -922,7 +917,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             if dtype.is_float() && dtype != DType::F64 {
                 return Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)));
             }
-            return Ok(value_of(host.get(indices[0])));
+            return Ok(Value::from_elem(host.get(indices[0])));
         }
         Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)))
     }
@@ -939,10 +934,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                 lookup(entries, &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
             }
             Value::Tuple(_) | Value::List(_) | Value::Str(_) if args.len() == 1 => {
-                let (items, kind) = match base {
-                    Value::Str(text) => (text.chars().map(|c| Value::str(&c.to_string())).collect(), "string"),
-                    Value::List(items) => (items.to_vec(), "list"),
-                    other => (other.items().unwrap_or_default().to_vec(), "tuple"),
+                let items = self
+                    .items_or_chars(base)
+                    .map_err(|err| self.fail(span, "this value", err))?;
+                let kind = match base {
+                    Value::Str(_) => "string",
+                    Value::List(_) => "list",
+                    _ => "tuple",
                 };
                 let n = items.len();
                 if let ExprKind::Slice { lower, upper, step } = &args[0].value.kind {
@@ -1090,18 +1088,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 ))
             }
             None if name.name == "append" && matches!(self.globals.get(list), Some(Value::List(_))) => {
-                return Err(self.fail(
-                    base.span,
-                    "this name",
-                    RunError::new(
-                        Code::E1005,
-                        format!("`{list}` is a module constant, which host code does not change"),
-                    )
-                    .with_help(format!(
-                        "copy it into a local and change that: `{} = {list}`",
-                        list.to_lowercase()
-                    )),
-                ))
+                return Err(self.module_constant(list, base.span))
             }
             _ => return Ok(None),
         };
@@ -1118,66 +1105,40 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Some(Value::None))
     }
 
-    /// `d.keys()`, `d.values()`, `d.items()` (as lists) and
-    /// `d.get(key, default=None)` on a dict bound to a name. None when the
-    /// call is something else.
-    fn dict_method(&mut self, locals: &mut HashMap<String, Value>, callee: &Expr, args: &[Arg]) -> Res<Option<Value>> {
-        let ExprKind::Attr { base, name } = &callee.unparen().kind else {
-            return Ok(None);
-        };
-        let dict = match &base.unparen().kind {
-            ExprKind::Name(n) => match locals.get(n).or_else(|| self.globals.get(n)) {
-                Some(Value::Dict(entries)) => entries.clone(),
-                _ => return Ok(None),
-            },
-            _ => return Ok(None),
-        };
-        let arity = |this: &Self, want: &[usize]| -> Res<()> {
-            if want.contains(&args.len()) && args.iter().all(|a| a.name.is_none()) {
-                return Ok(());
-            }
-            Err(this.fail(
-                callee.span,
-                "this call",
-                RunError::new(
-                    Code::E1005,
-                    format!("`{}` takes {:?} positional arguments", name.name, want),
-                ),
-            ))
-        };
-        let value = match name.name.as_str() {
-            "keys" | "values" | "items" => {
-                arity(self, &[0])?;
-                Value::list(
-                    dict.iter()
-                        .map(|(k, v)| match name.name.as_str() {
-                            "keys" => k.clone(),
-                            "values" => v.clone(),
-                            _ => Value::tuple(vec![k.clone(), v.clone()]),
-                        })
-                        .collect(),
-                )
-            }
-            "get" => {
-                arity(self, &[1, 2])?;
-                let key = self.expr(locals, &args[0].value)?;
-                match (lookup(&dict, &key), args.get(1)) {
-                    (Some(v), _) => v,
-                    (None, Some(default)) => self.expr(locals, &default.value)?,
-                    (None, None) => Value::None,
-                }
-            }
-            other => {
-                return Err(self.fail(
-                    callee.span,
-                    "this call",
-                    unsupported(format!(
-                        "a dict has no method `{other}` in host code (it has `keys`, `values`, `items` and `get`)"
-                    )),
-                ))
-            }
-        };
-        Ok(Some(value))
+    /// E1005 for host code changing the module constant `name` at `span`.
+    fn module_constant(&self, name: &str, span: Span) -> Box<Diagnostic> {
+        self.fail(
+            span,
+            "this name",
+            RunError::new(
+                Code::E1005,
+                format!("`{name}` is a module constant, which host code does not change"),
+            )
+            .with_help(format!(
+                "copy it into a local and change that: `{} = {name}`",
+                name.to_lowercase()
+            )),
+        )
+    }
+
+    /// A dict method (`DICT_METHODS`): `keys()`, `values()` and `items()`
+    /// as lists, `get(key, default=None)`.
+    fn dict_method(&mut self, entries: &[(Value, Value)], method: &str, args: &mut Args) -> Result<Value, RunError> {
+        if method == "get" {
+            let key = self.positional(args, "key", "get")?;
+            let default = args.optional("default").unwrap_or(Value::None);
+            return Ok(lookup(entries, &key).unwrap_or(default));
+        }
+        Ok(Value::list(
+            entries
+                .iter()
+                .map(|(k, v)| match method {
+                    "keys" => k.clone(),
+                    "values" => v.clone(),
+                    _ => Value::tuple(vec![k.clone(), v.clone()]),
+                })
+                .collect(),
+        ))
     }
 
     /// The key of `d[key]`: one hashable value.
@@ -1209,9 +1170,6 @@ impl<'a, 'p> Interp<'a, 'p> {
         if let Some(v) = self.append(locals, callee, args)? {
             return Ok(v);
         }
-        if let Some(v) = self.dict_method(locals, callee, args)? {
-            return Ok(v);
-        }
         let f = self.expr(locals, callee)?;
         match f {
             Value::Function(name) => {
@@ -1238,11 +1196,14 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
                 Ok(v)
             }
-            Value::StrMethod(text, method) => {
+            Value::Method(receiver, method) => {
                 let mut evaluated = self.args(locals, args)?;
-                let v = self
-                    .str_method(&text, method, &mut evaluated)
-                    .map_err(|err| self.fail(e.span, "this call", err))?;
+                let v = match &*receiver {
+                    Value::Dict(entries) => self.dict_method(entries, method, &mut evaluated),
+                    Value::Str(text) => self.str_method(text, method, &mut evaluated),
+                    other => Err(unsupported(format!("{} has no methods in host code", other.describe()))),
+                }
+                .map_err(|err| self.fail(e.span, "this call", err))?;
                 self.no_more(&evaluated, method)
                     .map_err(|err| self.fail(e.span, "this call", err))?;
                 Ok(v)
@@ -1738,7 +1699,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         };
         let python = matches!(d, DType::F64 | DType::I64 | DType::Bool) || !d.is_float();
         Ok(if t.shape().is_empty() && python {
-            value_of(t.get(0))
+            Value::from_elem(t.get(0))
         } else {
             Value::Tensor(TensorValue::new(t))
         })
@@ -1779,7 +1740,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         let out = Tensor::from_bytes(d, t.shape(), t.bytes())?;
         Ok(match x {
             Value::Tensor(_) => Value::Tensor(TensorValue::new(out)),
-            _ => value_of(out.get(0)),
+            _ => Value::from_elem(out.get(0)),
         })
     }
 
@@ -2149,7 +2110,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         let element = match &value {
             Value::Tensor(t) => {
                 let host = t.host(self.device)?;
-                host.shape().is_empty().then(|| value_of(host.get(0)))
+                host.shape().is_empty().then(|| Value::from_elem(host.get(0)))
             }
             _ => None,
         };
@@ -2372,10 +2333,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .ok_or_else(|| RunError::value("`reverse` of `sorted` must be True or False"))?,
         };
         self.no_more(args, "sorted")?;
-        let mut items = match &iterable {
-            Value::Str(text) => text.chars().map(|c| Value::str(&c.to_string())).collect(),
-            v => self.items_of(v)?,
-        };
+        let mut items = self.items_or_chars(&iterable)?;
         let numbers = items.iter().all(|v| as_f64(v).is_some());
         let strings = items.iter().all(|v| matches!(v, Value::Str(_)));
         if !numbers && !strings {
@@ -2677,7 +2635,7 @@ fn reduced(t: &Tensor, r: Tensor, axes: Option<&[usize]>, keepdims: bool) -> Res
         r
     };
     Ok(if r.shape().is_empty() {
-        value_of(r.get(0))
+        Value::from_elem(r.get(0))
     } else {
         Value::Tensor(TensorValue::new(r))
     })

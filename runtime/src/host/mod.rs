@@ -290,11 +290,7 @@ pub fn run_entry(
         // A 0-d array gives a scalar parameter its value.
         let scalar = matches!(shapes::param_kind(p), shapes::ParamKind::Scalar(_)) && tensor.shape().is_empty();
         args.push(if scalar {
-            match tensor.get(0) {
-                crate::tensor::Elem::Float(f) => Value::Float(f),
-                crate::tensor::Elem::Int(n) => Value::Int(n),
-                crate::tensor::Elem::Bool(b) => Value::Bool(b),
-            }
+            Value::from_elem(tensor.get(0))
         } else {
             Value::Tensor(TensorValue::new(tensor))
         });

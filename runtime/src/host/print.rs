@@ -140,7 +140,7 @@ pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> S
         Value::Function(f) => format!("<function {f}>"),
         Value::Builtin(b) => format!("<builtin {b}>"),
         Value::Namespace(n) => format!("<namespace {n}>"),
-        Value::StrMethod(s, m) => format!("<method {m} of {s:?}>"),
+        Value::Method(_, m) => format!("<method {m}>"),
     }
 }
 

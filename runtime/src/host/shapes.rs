@@ -82,11 +82,7 @@ pub(crate) fn numbers_for_scalars(def: &FnDef, args: &mut [Value]) {
         if let Value::Tensor(t) = value {
             if t.shape().is_empty() {
                 if let Ok(e) = t.element(0) {
-                    *value = match e {
-                        crate::tensor::Elem::Float(f) => Value::Float(f),
-                        crate::tensor::Elem::Int(i) => Value::Int(i),
-                        crate::tensor::Elem::Bool(b) => Value::Bool(b),
-                    };
+                    *value = Value::from_elem(e);
                 }
             }
         }

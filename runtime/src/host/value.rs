@@ -33,8 +33,9 @@ pub enum Value {
     Builtin(&'static str),
     /// A builtin namespace (`op`).
     Namespace(&'static str),
-    /// A string's method with its string (`", ".join`), to be called.
-    StrMethod(Rc<str>, &'static str),
+    /// A method of a string or a dict with its receiver (`", ".join`,
+    /// `d.items`), to be called.
+    Method(Rc<Value>, &'static str),
 }
 
 /// A dict's (key, value) entries.
@@ -75,6 +76,15 @@ impl Value {
         }
     }
 
+    /// A tensor element as a Python number.
+    pub fn from_elem(e: crate::tensor::Elem) -> Value {
+        match e {
+            crate::tensor::Elem::Int(i) => Value::Int(i),
+            crate::tensor::Elem::Float(f) => Value::Float(f),
+            crate::tensor::Elem::Bool(b) => Value::Bool(b),
+        }
+    }
+
     pub fn str(s: &str) -> Value {
         Value::Str(Rc::from(s))
     }
@@ -100,7 +110,7 @@ impl Value {
             Value::Function(f) => format!("the function `{f}`"),
             Value::Builtin(b) => format!("the builtin `{b}`"),
             Value::Namespace(n) => format!("the namespace `{n}`"),
-            Value::StrMethod(_, m) => format!("the string method `{m}`"),
+            Value::Method(_, m) => format!("the method `{m}`"),
         }
     }
 
@@ -117,9 +127,7 @@ impl Value {
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,
-            Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) | Value::StrMethod(..) => {
-                true
-            }
+            Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) | Value::Method(..) => true,
         })
     }
 }
