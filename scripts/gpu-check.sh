@@ -24,7 +24,8 @@
 #     2. the SASS of the GEMMs and attention: HGMMA, no local memory;
 #     3. the stdlib's and examples' @test functions (`tessera test`);
 #     4. bench/gpu/run.py --quick (one shape per family against torch and
-#        Triton), when python3 has torch;
+#        Triton), when python3 has torch, and $GPU_CHECK_NCU's cases
+#        under Nsight Compute;
 #     5. the examples with a main(), and the swizzled shared-buffer test,
 #        on the CPU and the GPU, their printed results compared (matmul's
 #        f32 sums checked against its reference instead);
@@ -37,8 +38,8 @@
 #   and writes the log, the benchmark's tables and a table of what passed
 #   to $OUT (else target/gpu-check/out); $GPU_CHECK_BENCH, when set, is a
 #   second benchmark run's options, after the sanitizers, and
-#   $GPU_CHECK_NCU one whose kernels also run under Nsight Compute
-#   (reports in $OUT/ncu). One command may take
+#   $GPU_CHECK_NCU one whose kernels also run under Nsight Compute, after
+#   the quick table (a report per case in $OUT/ncu). One command may take
 #   4 minutes ($limit), all of them $GPU_CHECK_BUDGET seconds (what is
 #   left is skipped); the exit status is 1 when a check fails.
 set -uo pipefail
@@ -162,15 +163,16 @@ hgmma() {
     return $bad
 }
 
-# bench NAME ARGS...: the harness with ARGS against torch and Triton,
-# when this machine's python3 has torch; its table and JSON in $out/NAME
-# (the device tool brings back 8 files).
+# bench DIR ARGS...: the harness with ARGS against torch and Triton,
+# when this machine's python3 has torch; its table and JSON in DIR, a
+# relative DIR under $out (the device tool brings back 8 files).
 bench() {
-    local name=$1
+    local dir=$1
     shift
+    [[ $dir = /* ]] || dir=$out/$dir
     python3 -c 'import torch' || return 1
     PYTHONUNBUFFERED=1 timeout "$left" python3 bench/gpu/run.py "$@" --tessera "$tessera" \
-        --out "$out/$name" --repeat 10 --warmup 2
+        --out "$dir" --repeat 10 --warmup 2
 }
 
 run() {
@@ -205,6 +207,14 @@ run() {
     check "SASS of the sm_90a GEMMs and attention: HGMMA" hgmma
     check "tessera test stdlib examples" "$tessera" test stdlib examples --device cuda
     check "bench/gpu/run.py --quick" bench quick --quick
+    # $GPU_CHECK_NCU: the harness's options for cases to run once more
+    # under Nsight Compute (say `--quick --only gemm`), a report each in
+    # $out/ncu, that run's own table left out of $out (the device tool
+    # brings back 8 files).
+    if [ -n "${GPU_CHECK_NCU:-}" ]; then
+        # shellcheck disable=SC2086
+        check "Nsight Compute: $GPU_CHECK_NCU" bench "$root/$work/ncu-table" $GPU_CHECK_NCU --ncu "$out/ncu"
+    fi
     # matmul.tsr's f32 sums are not @deterministic (the CPU and the GPU add
     # in different orders): it checks itself against its float64 reference.
     check "examples/matmul.tsr on cuda matches its reference" "$tessera" run examples/matmul.tsr --device cuda
@@ -223,14 +233,6 @@ run() {
                 compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda
         done
     done
-    # $GPU_CHECK_NCU: the harness's options for cases to run once more
-    # under Nsight Compute (say `--quick --only gemm`), a report each in
-    # $out/ncu (the device tool brings back 8 files: leave
-    # $GPU_CHECK_BENCH unset then).
-    if [ -n "${GPU_CHECK_NCU:-}" ]; then
-        # shellcheck disable=SC2086
-        check "Nsight Compute: $GPU_CHECK_NCU" bench ncu $GPU_CHECK_NCU --ncu "$out/ncu"
-    fi
     # $GPU_CHECK_BENCH: the harness's options for a longer table (say
     # `--only softmax,layernorm`).
     if [ -n "${GPU_CHECK_BENCH:-}" ]; then

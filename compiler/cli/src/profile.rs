@@ -79,7 +79,10 @@ pub fn run(args: ProfileArgs) -> ExitCode {
             return failed(diags, Some(std::mem::take(first)));
         }
     }
-    let mut profiler = Profiler::new(&p.loaded, &device);
+    let mut profiler = match Profiler::new(&p.loaded, &device) {
+        Ok(profiler) => profiler,
+        Err(e) => return failed(vec![e.to_diagnostic(None)], printed),
+    };
     for _ in 0..args.repeat {
         let mut out = Vec::new();
         profiler.begin_run();

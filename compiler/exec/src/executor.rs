@@ -147,20 +147,26 @@ impl Loaded {
     /// Launches as [`Loaded::launch_kernel`] does, with device events
     /// recorded just before and after the kernel (on the CPU, which runs
     /// it synchronously, the host's monotonic clock): argument copies and
-    /// scratch allocation are not in its time. `mesh` is the coordinates
-    /// of the rank that launches (none on one device).
+    /// scratch allocation are not in its time. `flush`, when given, is
+    /// set to zeros on the device's stream before the first event: it
+    /// evicts the caches, and the GPU is busy with it while the host
+    /// submits the kernel, so the host's launch latency is not in the time
+    /// either. `mesh` is the coordinates of the rank that launches (none
+    /// on one device).
     pub(crate) fn launch_timed(
         &self,
         device: &Device,
-        name: &str,
-        config: LaunchConfig,
-        args: &[Value],
-        dims: &[(String, i64)],
+        launch: &Launch<'_>,
         mesh: &[u32],
+        flush: Option<&mut Buffer>,
     ) -> Result<Timed, RunError> {
-        let bound = self.bind(device, name, config, args, dims, mesh)?;
+        let name = launch.kernel;
+        let bound = self.bind(device, name, launch.config, launch.args, launch.dims, mesh)?;
         let config = bound.config;
         let mut events = [device.event()?, device.event()?];
+        if let Some(flush) = flush {
+            device.memset(flush, 0)?;
+        }
         let started = Instant::now();
         let printed = fire(device, bound, Some(&mut events))?;
         let ms = device.elapsed_ms(&events[0], &events[1])?;

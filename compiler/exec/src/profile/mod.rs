@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use tessera_codegen::KernelInfo;
 use tessera_runtime::cpu::LaunchConfig;
-use tessera_runtime::device::CopyKind;
+use tessera_runtime::device::{Buffer, CopyKind, MemoryKind};
 use tessera_runtime::host::{Call, Executor, Launch, Value};
 use tessera_runtime::{Device, RunError};
 
@@ -73,6 +73,13 @@ pub struct Profile {
     pub runs: Vec<RunSpan>,
 }
 
+/// The bytes a GPU sets before each timed launch: twice the largest
+/// last-level cache of a current GPU (an MI300X's 256 MiB Infinity Cache;
+/// an H200's L2 holds 60 MB), so that every kernel starts with cold
+/// caches, as the anchors of `bench/gpu` (and Triton's `do_bench`) are
+/// timed.
+pub const FLUSH_BYTES: usize = 512 << 20;
+
 /// The interpreter's executor while profiling: launches and calls go to
 /// the loaded module, timed. Copies are recorded by the device from
 /// [`Profiler::new`] to [`Profiler::finish`].
@@ -81,19 +88,28 @@ pub struct Profiler<'l> {
     origin: Instant,
     run_started: Option<Instant>,
     profile: Profile,
+    /// On a GPU, the [`FLUSH_BYTES`] set before each timed launch.
+    flush: Option<Buffer>,
 }
 
 impl<'l> Profiler<'l> {
     /// Starts profiling the launches of `loaded` and the copies of
-    /// `device`; time 0 is now.
-    pub fn new(loaded: &'l Loaded, device: &Device) -> Profiler<'l> {
+    /// `device`; time 0 is now. On a GPU it takes [`FLUSH_BYTES`] of
+    /// device memory to evict the caches with before each launch.
+    pub fn new(loaded: &'l Loaded, device: &Device) -> Result<Profiler<'l>, RunError> {
+        let flush = if device.is_host() {
+            None
+        } else {
+            Some(device.alloc_in(FLUSH_BYTES, MemoryKind::Device)?)
+        };
         device.record_copies();
-        Profiler {
+        Ok(Profiler {
             loaded,
             origin: Instant::now(),
             run_started: None,
             profile: Profile::default(),
-        }
+            flush,
+        })
     }
 
     /// Marks the start of a run of the entry function.
@@ -138,7 +154,7 @@ impl<'l> Profiler<'l> {
     ) -> Result<String, RunError> {
         let loaded = self.loaded;
         let info = loaded.kernel_info(launch.kernel)?;
-        let timed = loaded.launch_timed(device, launch.kernel, launch.config, launch.args, launch.dims, mesh)?;
+        let timed = loaded.launch_timed(device, launch, mesh, self.flush.as_mut())?;
         let (flops, bytes) = launch_cost(info, &timed.config, launch.dims)?;
         self.profile.launches.push(LaunchRecord {
             kernel: launch.kernel.to_string(),
