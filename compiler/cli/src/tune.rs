@@ -5,8 +5,9 @@
 //! target use.
 //!
 //! Each configuration is compiled and loaded, then the function is called
-//! on the same random inputs (`--warmup` calls, then `--repeat` timed
-//! calls; the median counts). A configuration that does not compile (its
+//! on the same random inputs (`--warmup` calls, then `--repeat` calls
+//! whose kernels are timed on the device as `tessera profile` times them;
+//! the median of the calls' sums counts). A configuration that does not compile (its
 //! tiles do not fit the target's shared memory, say) is skipped with the
 //! reason; one whose result differs from the first configuration's is
 //! reported and not chosen.
@@ -14,10 +15,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use tessera_driver::tune::{self, Config, Entry, TuneCache, Tuning};
+use tessera_exec::profile::Profiler;
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
 use tessera_runtime::rng::{fill, host_key, Distribution};
 use tessera_runtime::{DType, Device};
@@ -239,21 +241,24 @@ fn measure(s: &Search<'_>, tuning: &Tuning, inputs: &mut Option<Vec<Value>>) -> 
         args: args_now,
         dims,
     };
-    let mut run = || -> Result<(f64, Value), String> {
-        let start = Instant::now();
-        let out = loaded.call(device, &call).map_err(|e| e.to_string())?;
-        device.synchronize().map_err(|e| e.to_string())?;
-        Ok((start.elapsed().as_secs_f64(), out))
-    };
     for _ in 0..args.warmup {
-        run()?;
+        loaded.call(device, &call).map_err(|e| e.to_string())?;
     }
-    let mut times = Vec::new();
+    // Each timed call's time is its kernels' time on the device, as
+    // `tessera profile` measures it (cold caches, without the host's
+    // copies and launch latency).
+    let mut profiler = Profiler::new(&loaded, device).map_err(|e| e.to_string())?;
     let mut last = None;
     for _ in 0..args.repeat {
-        let (t, out) = run()?;
-        times.push(t);
+        profiler.begin_run();
+        let out = profiler.call(device, &call).map_err(|e| e.to_string())?;
+        profiler.end_run();
         last = Some(out);
+    }
+    let profile = profiler.finish(device);
+    let mut times = vec![0.0; args.repeat as usize];
+    for launch in &profile.launches {
+        times[launch.run - 1] += launch.duration_us * 1e-6;
     }
     times.sort_by(f64::total_cmp);
     let values = match last {
