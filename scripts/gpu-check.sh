@@ -22,6 +22,8 @@
 #        the random streams against the reference bit for bit, the
 #        hand-written kernels of tests/kernels against theirs;
 #     2. the SASS of the GEMMs and attention: HGMMA, no local memory;
+#        then the `@autotune` functions $GPU_CHECK_TUNE names are tuned
+#        (their cache, $OUT/tune.json, serves the steps below);
 #     3. the stdlib's and examples' @test functions (`tessera test`);
 #     4. bench/gpu/run.py --quick (one shape per family against torch and
 #        Triton), when python3 has torch, and $GPU_CHECK_NCU's cases
@@ -197,7 +199,7 @@ run() {
     chmod +x "$bin/tessera"
     tessera=$bin/tessera
     device=("${runner[@]}" "$bin/device")
-    export TESSERA_REPO=$root TESSERA_TEST_DEVICE=cuda PATH=$PATH:/usr/local/cuda/bin
+    export TESSERA_REPO=$root TESSERA_TEST_DEVICE=cuda PATH=$PATH:/usr/local/cuda/bin TESSERA_CACHE_DIR=$out
     check "nvidia-smi" nvidia-smi
     check "examples, device memory" "${device[@]}" examples:: --test-threads=1
     check "determinism: cuda bits = cpu bits" "${device[@]}" determinism::
@@ -205,6 +207,17 @@ run() {
     check "random draws on the GPU = the runtime's streams, bit for bit" "${device[@]}" random::
     check "hand-written kernels (tests/kernels)" "${device[@]}" kernels:: --test-threads=1
     check "SASS of the sm_90a GEMMs and attention: HGMMA" hgmma
+    # $GPU_CHECK_TUNE: `FILE:ENTRY:DIM=SIZE,…` entries, `;` between them,
+    # each an `@autotune` function tuned at those dims; the cache
+    # ($out/tune.json) then serves the tests and benchmarks below.
+    local tuning
+    IFS=';' read -ra tuning <<<"${GPU_CHECK_TUNE:-}"
+    for t in "${tuning[@]}"; do
+        IFS=':' read -r file entry dims <<<"$t"
+        # shellcheck disable=SC2046
+        check "tessera tune $file --entry $entry at $dims" "$tessera" tune "$file" --entry "$entry" \
+            --device cuda $(printf -- '--dim %s ' ${dims//,/ })
+    done
     check "tessera test stdlib examples" "$tessera" test stdlib examples --device cuda
     check "bench/gpu/run.py --quick" bench quick --quick
     # $GPU_CHECK_NCU: the harness's options for cases to run once more

@@ -192,7 +192,7 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
                         Some(p) if running => p,
                         _ => 0,
                     };
-                    wgmma_in_registers(f, frag, &a, &b, &ds, k, pending);
+                    wgmma_in_registers(f, frag, &a, &b, &ds, k, pending, zero_operand(f.m(), op, 2));
                 }
             }
         }
@@ -201,6 +201,14 @@ fn in_registers(f: &mut FnEmitter, op: OpId, frag: Frag, c: &Tile, dims: &[DimEx
     }
     f.set(op, Val::Tile(d));
     Ok(())
+}
+
+/// Whether operand `index` of `op` is a `tile.const` 0.
+fn zero_operand(m: &tessera_ir::Module, op: OpId, index: usize) -> bool {
+    m.operands(op)
+        .get(index)
+        .and_then(|&v| m.defining_op(v))
+        .is_some_and(|d| m.op(d).name == "tile.const" && m.attr(d, "value").and_then(Attr::as_float) == Some(0.0))
 }
 
 /// Whether the product `op` multiplies by the transpose of its B (an
@@ -347,8 +355,19 @@ fn mma_sync_in_registers(f: &mut FnEmitter, frag: Frag, a: &View, b: &View, d: &
 /// in shared memory as [`Smem`] describes: warpgroup `g` runs one
 /// instruction per K step and 64-row block it owns, on the `N/2` slots of
 /// that block, all in one `asm` statement ([`wgmma_group`]) that returns
-/// with at most `pending` groups running.
-fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slots, k: i64, pending: i64) {
+/// with at most `pending` groups running. With `from_zero`, `d` starts
+/// as zeros whatever its slots hold (the product's C is a constant 0).
+#[allow(clippy::too_many_arguments)]
+fn wgmma_in_registers(
+    f: &mut FnEmitter,
+    frag: Frag,
+    a: &Smem,
+    b: &Smem,
+    d: &Slots,
+    k: i64,
+    pending: i64,
+    from_zero: bool,
+) {
     let Frag::Wgmma { cols: n, .. } = frag else {
         return;
     };
@@ -368,6 +387,11 @@ fn wgmma_in_registers(f: &mut FnEmitter, frag: Frag, a: &Smem, b: &Smem, d: &Slo
         }
     }
     update_slots(f, d, |f, acc| {
+        let acc = if from_zero {
+            Accumulators::Zero(acc.len())
+        } else {
+            Accumulators::Values(acc)
+        };
         wgmma_group(f, n, ops, b.mn_major(), pending, acc, &steps)
     });
 }
@@ -458,7 +482,9 @@ fn wgmma_register_a(
             steps.push((p as usize, AOperand::Registers(regs), db.clone()));
         }
     }
-    update_slots(f, d, |f, acc| wgmma_group(f, n, &b.ops, b.mn_major(), 0, acc, &steps));
+    update_slots(f, d, |f, acc| {
+        wgmma_group(f, n, &b.ops, b.mn_major(), 0, Accumulators::Values(acc), &steps)
+    });
 }
 
 /// Where one `wgmma` instruction reads A.
@@ -505,11 +531,22 @@ fn wgmma_operands(a: ScalarType, b: ScalarType) -> Option<WgmmaOperands> {
     })
 }
 
+/// The accumulators a [`wgmma_group`] starts from.
+#[derive(Clone, Copy)]
+enum Accumulators<'a> {
+    /// These values.
+    Values(&'a [String]),
+    /// This many zeros: each block's first product overwrites its
+    /// accumulators (scale-d false), so none is set to 0 first.
+    Zero(usize),
+}
+
 /// One `asm` statement that runs `wgmma.fence`, then for each step `(p,
 /// da, db)` a `wgmma.mma_async.m64n{n}k{K}.f32.{types}` (scale-d true, A
 /// K-major, B K-major or, with `b_mn_major`, N-major) adding `A·B`
 /// (shared-memory descriptors `da`, `db`)
-/// into block `p`'s `n/2` accumulators of `acc`, then
+/// into block `p`'s `n/2` accumulators of `acc` (scale-d false for a
+/// block's first step from [`Accumulators::Zero`]), then
 /// `wgmma.commit_group` and `wgmma.wait_group pending`; gives the
 /// accumulators after (with `pending` 1 they are the operands of a group
 /// still running, which only the next product or an
@@ -524,10 +561,14 @@ fn wgmma_group(
     ops: &WgmmaOperands,
     b_mn_major: bool,
     pending: i64,
-    acc: &[String],
+    acc: Accumulators<'_>,
     steps: &[(usize, AOperand, String)],
 ) -> Vec<String> {
     let regs = (n / 2) as usize;
+    let (acc, zero) = match acc {
+        Accumulators::Values(values) => (values.to_vec(), false),
+        Accumulators::Zero(count) => (vec!["undef".to_string(); count], true),
+    };
     let total = acc.len();
     // Each distinct descriptor (`i64`, "l") or A register (`i32`, "r") is
     // one operand, after the accumulators' outputs and tied inputs.
@@ -540,8 +581,17 @@ fn wgmma_group(
             })
     };
     let (k, types) = (ops.k, &ops.types);
-    let mut asm = String::from("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.fence.sync.aligned; ");
+    // `p` is scale-d true (add to the accumulators); a block's first
+    // product from zero takes `z`, false (overwrite them).
+    let mut asm =
+        String::from("{ .reg .pred p, z; setp.ne.b32 p, 1, 0; setp.ne.b32 z, 0, 0; wgmma.fence.sync.aligned; ");
+    let mut started = vec![!zero; total.div_ceil(regs.max(1))];
     for (p, a, db) in steps {
+        let scale_d = if std::mem::replace(&mut started[*p], true) {
+            "p"
+        } else {
+            "z"
+        };
         let outs: Vec<String> = (p * regs..(p + 1) * regs).map(|j| format!("${j}")).collect();
         // The transpose immediates: A's only when A is in shared memory.
         let (a_text, imm_a) = match a {
@@ -561,7 +611,7 @@ fn wgmma_group(
             String::new()
         };
         asm += &format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, {a_text}, ${ob}, p, 1, 1{transposes}; ",
+            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{}}}, {a_text}, ${ob}, {scale_d}, 1, 1{transposes}; ",
             outs.join(", ")
         );
     }
@@ -1290,10 +1340,6 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &Smem, b: &Smem, p: &str, r0: &str, rows: i
     let regs = n / 2;
     let ops = &a.ops;
     f.when(&inside, |f| {
-        let accs: Vec<String> = (0..regs).map(|_| f.alloca("float")).collect();
-        for cell in &accs {
-            f.line(format!("store float 0.0, ptr {cell}"));
-        }
         let row = f.val(format!("mul i64 {group}, 64"));
         let row = f.val(format!("add i64 {row}, {r0}"));
         let mut steps = Vec::new();
@@ -1302,11 +1348,8 @@ fn wgmma_chunk(f: &mut FnEmitter, a: &Smem, b: &Smem, p: &str, r0: &str, rows: i
             let db = b.descriptor(f, "0", ks);
             steps.push((0, AOperand::Shared(da), db));
         }
-        let vals: Vec<String> = accs
-            .iter()
-            .map(|cell| f.val(format!("load float, ptr {cell}")))
-            .collect();
-        let out = wgmma_group(f, n, ops, b.mn_major(), 0, &vals, &steps);
+        let out = wgmma_group(f, n, ops, b.mn_major(), 0, Accumulators::Zero(regs as usize), &steps);
+        let accs: Vec<String> = (0..regs).map(|_| f.alloca("float")).collect();
         for (cell, v) in accs.iter().zip(&out) {
             f.line(format!("store float {v}, ptr {cell}"));
         }

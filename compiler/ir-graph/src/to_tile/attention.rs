@@ -210,14 +210,17 @@ pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         end(&mut l);
     }
 
-    // out = acc / l, 0 where a row saw no key.
+    // out = acc · (1 / l), 0 where a row saw no key: one division per
+    // row, not per element.
     let col = tile_type(&column, acc);
     let out_tile = tile_type(&[bm, dv], acc);
     let total = load_tile(b, l_slot, c0, &col);
     let total = replace_equal(b, total, 0.0, 1.0, &col);
+    let one = number(b, 1.0, col.clone());
+    let inverse = binary(b, "div", one, total, col);
     let sums = load_tile(b, acc_slot, c0, &out_tile);
-    let total = broadcast(b, total, &[bm, dv]);
-    let value = binary(b, "div", sums, total, out_tile);
+    let inverse = broadcast(b, inverse, &[bm, dv]);
+    let value = binary(b, "mul", sums, inverse, out_tile);
 
     // The epilogue, on the output tile.
     let node_elem = node.ty.elem().unwrap_or(acc);
