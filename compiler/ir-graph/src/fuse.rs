@@ -821,8 +821,11 @@ fn attention_config(
                 .with_note("q, k and v tiles are staged in shared memory, whose size is fixed at compile time"),
         ));
     };
-    let threads = tuned_threads(target, tuned);
-    let mut tile = tuned_tile(target.attention_tile(threads), tuned);
+    let head = d.max(dv);
+    let threads = tuned
+        .get("warps")
+        .map_or_else(|| target.attention_threads(head), |w| w * 32);
+    let mut tile = tuned_tile(target.attention_tile(threads, head), tuned);
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }

@@ -87,13 +87,30 @@ impl Target {
         }
     }
 
-    /// The default `[BM, BN]` of an attention kernel of `threads` threads:
-    /// on sm_90a one 64-row block of queries per warpgroup, so that both
-    /// products are `wgmma`s whose accumulators stay in registers (each
-    /// warpgroup owns whole 64-row blocks); 64 × 64 elsewhere.
-    pub fn attention_tile(&self, threads: i64) -> [i64; 2] {
+    /// The default threads of an attention kernel whose widest head dim
+    /// is `head`: on sm_90a with heads of at most 64, three warpgroups of
+    /// 64 query rows each (FlashAttention-3's 192 × 128 tile), which
+    /// `tessera tune` measured fastest of the eight configurations it
+    /// offers (`bench/results/2026-11-27-h200-gpu-check.md`); the
+    /// matmul's elsewhere.
+    pub fn attention_threads(&self, head: i64) -> i64 {
         match self.name {
-            "sm_90a" if threads >= 128 && threads % 128 == 0 => [64 * (threads / 128), 64],
+            "sm_90a" if head <= 64 => 384,
+            _ => self.matmul_threads,
+        }
+    }
+
+    /// The default `[BM, BN]` of an attention kernel of `threads` threads
+    /// whose widest head dim is `head`: on sm_90a one 64-row block of
+    /// queries per warpgroup, so that both products are `wgmma`s whose
+    /// accumulators stay in registers (each warpgroup owns whole 64-row
+    /// blocks), and 128 keys a step for heads of at most 64; 64 × 64
+    /// elsewhere.
+    pub fn attention_tile(&self, threads: i64, head: i64) -> [i64; 2] {
+        match self.name {
+            "sm_90a" if threads >= 128 && threads % 128 == 0 => {
+                [64 * (threads / 128), if head <= 64 { 128 } else { 64 }]
+            }
             _ => [64, 64],
         }
     }
