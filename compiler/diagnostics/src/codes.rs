@@ -639,7 +639,7 @@ def f(a: f32[4, 8], b: f32[4]) -> f32[4, 8]:
 ```",
 
     E0307: "axis out of range" =>
-"A reduction or concatenation names an axis the tensor does not have.
+"A reduction, concatenation or (log-)softmax names an axis the tensor does not have.
 
 ```tessera
 def f(x: f32[4, 8]) -> f32[4]:

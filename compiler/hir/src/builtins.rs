@@ -323,6 +323,13 @@ pub static BUILTINS: &[Builtin] = &[
     // ---- op (operator level)
     op("op.matmul", "(a, b, tile_shape = None, accumulate = None)", "Matrix product `a @ b`.", Matmul).accumulates(),
     op("op.softmax", "(x, axis = -1, accumulate = None)", "Numerically stable softmax along `axis`.", SameAsFirst).accumulates(),
+    op(
+        "op.log_softmax",
+        "(x, axis = -1, accumulate = None)",
+        "The logarithm of the softmax along `axis`, `x - max - log(sum(exp(x - max)))` (stable where `log(op.softmax(x))` underflows).",
+        SameAsFirst,
+    )
+    .accumulates(),
     op("op.layernorm", "(x, weight, bias, eps = 1e-5, accumulate = None)", "Layer normalization over the last dimension.", SameAsFirst).accumulates(),
     op("op.rmsnorm", "(x, weight, eps = 1e-6, accumulate = None)", "RMS normalization over the last dimension.", SameAsFirst).accumulates(),
     op("op.sum", "(x, axis = None, keepdims = False, accumulate = None)", "Sum along `axis` (of all without it); with `keepdims=True` the reduced dims stay, as 1.", Reduce).accumulates().det(Det::Reduction),

@@ -1447,6 +1447,13 @@ impl<'a> Infer<'a> {
             Shape::Opaque => Ty::Unknown,
             Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
+            Shape::SameAsFirst if matches!(b.path, "op.softmax" | "op.log_softmax") => {
+                let axis = positional.get(1).copied().or_else(|| keyword("axis"));
+                match (&first, axis) {
+                    (Ty::Tensor(t), Some(axis)) => self.axis_in_range(b.path, t, axis, e),
+                    _ => first,
+                }
+            }
             Shape::SameAsFirst => first,
             Shape::FloatOfFirst => match first {
                 Ty::Int => Ty::Float,
@@ -2188,6 +2195,30 @@ impl<'a> Infer<'a> {
             dims: Some(dims),
             space: None,
         })
+    }
+
+    /// The type of `path(x, axis)`, `x` of type `t` (a softmax along one
+    /// axis): `t` itself, after E0307 when a constant `axis` is not one of
+    /// its dims.
+    fn axis_in_range(&mut self, path: &str, t: &TensorTy, axis: &ArgTy, e: &Expr) -> Ty {
+        if let (Some(dims), Some(k)) = (&t.dims, axis.expr.int_value()) {
+            let rank = dims.len() as i64;
+            if !(-rank..rank).contains(&k) {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0307,
+                        format!("axis {k} is out of range for a tensor with {rank} dims"),
+                    )
+                    .with_primary(
+                        self.at(axis.expr.span),
+                        format!("valid axes are {}..={}", -rank, rank - 1),
+                    )
+                    .with_secondary(self.at(e.span), format!("`{path}` of {}", Ty::Tensor(t.clone()))),
+                );
+                return Ty::Unknown;
+            }
+        }
+        Ty::Tensor(t.clone())
     }
 
     fn concat(&mut self, e: &Expr, tensors: Option<&ArgTy>, axis: Option<&ArgTy>) -> Ty {

@@ -79,10 +79,14 @@ const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "graph.softmax",
-        doc: "softmax along one axis",
+        doc: "softmax along one axis; with `log`, its logarithm",
         operands: Arity::Exact(1),
         results: Arity::Exact(1),
-        attrs: &[opt("axis", AttrKind::Int), req("accumulate", AttrKind::Type)],
+        attrs: &[
+            opt("axis", AttrKind::Int),
+            req("accumulate", AttrKind::Type),
+            opt("log", AttrKind::Bool),
+        ],
         pure: true,
         ..OpDef::DEFAULT
     },

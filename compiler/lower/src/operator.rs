@@ -906,7 +906,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
                 Some(op.result(ty).build_value())
             }
-            "op.softmax" => {
+            "op.softmax" | "op.log_softmax" => {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let rank = ty.dims().map_or(0, <[_]>::len) as i64;
@@ -942,14 +942,16 @@ impl<'a> Lower<'_, 'a, '_> {
                 } else {
                     (x, ty.clone())
                 };
-                let rows = self
+                let mut rows = self
                     .b
                     .op("graph.softmax")
                     .operand(x)
                     .attr("axis", Attr::Int(-1))
-                    .attr("accumulate", Type::Scalar(acc))
-                    .result(rows_ty)
-                    .build_value();
+                    .attr("accumulate", Type::Scalar(acc));
+                if path == "op.log_softmax" {
+                    rows = rows.attr("log", Attr::Bool(true));
+                }
+                let rows = rows.result(rows_ty).build_value();
                 if !moved {
                     return Some(rows);
                 }

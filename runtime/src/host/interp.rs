@@ -1449,7 +1449,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
-            "op.softmax" => self.op_softmax(args),
+            "op.softmax" | "op.log_softmax" => self.op_softmax(path, args),
             "op.layernorm" | "op.rmsnorm" => self.op_norm(path, args),
             "op.flash_attention" => self.op_attention(args),
             "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
@@ -2488,11 +2488,11 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Tensor(TensorValue::new(ops::matmul(&a, &b, out)?)))
     }
 
-    /// `op.softmax(x, axis=-1, accumulate=T)` on the host: in float64 along
-    /// `axis` (negative counts from the end), converted to `T` (by default
-    /// the dtype of `x`).
-    fn op_softmax(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let x = self.positional(args, "x", "op.softmax")?;
+    /// `op.softmax(x, axis=-1, accumulate=T)` and `op.log_softmax` on the
+    /// host: in float64 along `axis` (negative counts from the end),
+    /// converted to `T` (by default the dtype of `x`).
+    fn op_softmax(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", path)?;
         let axis = if args.positional.is_empty() {
             args.take("axis")
         } else {
@@ -2503,23 +2503,29 @@ impl<'a, 'p> Interp<'a, 'p> {
             Some((Value::Int(a), _)) => a,
             Some((v, _)) => {
                 return Err(RunError::value(format!(
-                    "the `axis` of `op.softmax` is an integer, not {}",
+                    "the `axis` of `{path}` is an integer, not {}",
                     v.describe()
                 )))
             }
         };
         let accumulate = self.accumulate_arg(args)?;
-        self.no_more(args, "op.softmax")?;
+        self.no_more(args, path)?;
         let t = self.to_tensor(&x)?;
         let rank = t.shape().len() as i64;
         let at = if axis < 0 { axis + rank } else { axis };
         if !(0..rank.max(1)).contains(&at) {
             return Err(RunError::value(format!(
-                "`op.softmax` along axis {axis} of a tensor of {rank} dims"
+                "`{path}` along axis {axis} of a tensor of {rank} dims"
             )));
         }
         let out = accumulate.unwrap_or(t.dtype());
-        Ok(Value::Tensor(TensorValue::new(ops::softmax(&t, at as usize, out)?)))
+        let log = path == "op.log_softmax";
+        Ok(Value::Tensor(TensorValue::new(ops::softmax(
+            &t,
+            at as usize,
+            out,
+            log,
+        )?)))
     }
 
     /// `op.layernorm(x, weight, bias, eps=…, accumulate=T)` and

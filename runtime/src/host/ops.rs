@@ -768,8 +768,9 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: DType) -> Result<Tensor, RunEr
 }
 
 /// Softmax along `axis` (an index below the rank) in float64 (the
-/// maximum subtracted first), converted to `out`.
-pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType) -> Result<Tensor, RunError> {
+/// maximum subtracted first), or with `log` its logarithm `x - max -
+/// log(sum)`, converted to `out`.
+pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType, log: bool) -> Result<Tensor, RunError> {
     let shape = t.shape();
     let n = shape.get(axis).copied().unwrap_or(1);
     let inner: usize = shape.iter().skip(axis + 1).product();
@@ -783,7 +784,8 @@ pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType) -> Result<Tensor, Run
             let e: Vec<f64> = (0..n).map(|j| (v[at(j)] - max).exp()).collect();
             let sum: f64 = e.iter().sum();
             for (j, x) in e.iter().enumerate() {
-                r.set(at(j), Elem::Float(x / sum));
+                let y = if log { v[at(j)] - max - sum.ln() } else { x / sum };
+                r.set(at(j), Elem::Float(y));
             }
         }
     }

@@ -407,12 +407,14 @@ fn reciprocal(b: &mut Builder<'_>, x: ValueId, acc: ScalarType) -> ValueId {
 /// walks, each lane keeping its running value: the maximum, the sum of
 /// exponentials, then the output (an online softmax would read the row
 /// once less, for a second exponential per element — the dearer of the
-/// two where the exponential is Tessera's own polynomial).
+/// two where the exponential is Tessera's own polynomial). With `log`,
+/// the output is `x - max - log(sum)`.
 pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let sm = k
         .anchor("graph.softmax")
         .ok_or("no `graph.softmax` in a softmax kernel")?;
     let node = &k.nodes[sm];
+    let log = node.attrs.get("log").and_then(Attr::as_bool) == Some(true);
     let input = node.operands[0];
     let dims = tensor_dims(k, input)?;
     last_axis(node, dims.len())?;
@@ -429,8 +431,13 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let shifted = binary(l, "sub", x, max, tile.clone());
         let e = g.exp(l, shifted, tile.clone());
         let sum = reduce_tile(g, l, e, "sum", acc);
-        let inverse = reciprocal(l, sum, acc);
-        let y = binary(l, "mul", e, inverse, tile);
+        let y = if log {
+            let log_sum = unary(l, "log", sum, Type::Scalar(acc));
+            binary(l, "sub", shifted, log_sum, tile)
+        } else {
+            let inverse = reciprocal(l, sum, acc);
+            binary(l, "mul", e, inverse, tile)
+        };
         store_row(g, l, k, sm, y, &dims, &coords, j, width)
     };
     let mut walks = |b: &mut Builder<'_>| -> Result<()> {
@@ -451,13 +458,22 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             Ok(vec![binary(l, "add", old[0], e, tile.clone())])
         })?;
         let sum = reduce_tile(g, b, sums[0], "sum", acc);
-        let inverse = reciprocal(b, sum, acc);
+        // What the last walk subtracts from or multiplies by `x - max`.
+        let scale = if log {
+            unary(b, "log", sum, Type::Scalar(acc))
+        } else {
+            reciprocal(b, sum, acc)
+        };
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
             let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
             let shifted = binary(l, "sub", x, max, tile.clone());
-            let e = g.exp(l, shifted, tile.clone());
-            let y = binary(l, "mul", e, inverse, tile.clone());
+            let y = if log {
+                binary(l, "sub", shifted, scale, tile.clone())
+            } else {
+                let e = g.exp(l, shifted, tile.clone());
+                binary(l, "mul", e, scale, tile.clone())
+            };
             store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
         })
     };
