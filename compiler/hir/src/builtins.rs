@@ -334,6 +334,22 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.rmsnorm", "(x, weight, eps = 1e-6, accumulate = None)", "RMS normalization over the last dimension.", SameAsFirst).accumulates(),
     op("op.sum", "(x, axis = None, keepdims = False, accumulate = None)", "Sum along `axis` (of all without it); with `keepdims=True` the reduced dims stay, as 1.", Reduce).accumulates().det(Det::Reduction),
     op("op.mean", "(x, axis = None, keepdims = False, accumulate = None)", "Mean along `axis` (of all without it); with `keepdims=True` the reduced dims stay, as 1.", Reduce).accumulates().det(Det::Reduction),
+    op(
+        "op.var",
+        "(x, axis = None, keepdims = False, correction = 1, accumulate = None)",
+        "Variance along `axis` (of all without it), `sum((x - mean)²) / (n - correction)` as PyTorch's: `correction=1` (the default) is the sample variance, 0 the population's.",
+        Reduce,
+    )
+    .accumulates()
+    .det(Det::Reduction),
+    op(
+        "op.std",
+        "(x, axis = None, keepdims = False, correction = 1, accumulate = None)",
+        "Standard deviation along `axis` (of all without it): the square root of `op.var` with the same arguments.",
+        Reduce,
+    )
+    .accumulates()
+    .det(Det::Reduction),
     op("op.max", "(x, axis = None, keepdims = False)", "The largest element along `axis` (of all without it); NaN if any is NaN. With `keepdims=True` the reduced dims stay, as 1.", Reduce),
     op("op.min", "(x, axis = None, keepdims = False)", "The smallest element along `axis` (of all without it); NaN if any is NaN. With `keepdims=True` the reduced dims stay, as 1.", Reduce),
     op("op.argmax", "(x, axis = None, keepdims = False)", "The index (`i64`) of the largest element along `axis`, the first of equal ones (of the flattened tensor without `axis`); a NaN is the largest. Host code only.", ArgReduce).host(),

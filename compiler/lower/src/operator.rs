@@ -508,6 +508,107 @@ impl<'a> Lower<'_, 'a, '_> {
 
     /// The value of a dim, an `i64`: a constant, or a `graph.dim` the
     /// runtime binds.
+    /// The axes `op.sum` and kin reduce: their `axis` (one or a tuple,
+    /// negative ones counted from the end), all without one.
+    fn reduced_axes(&self, args: &'a [Arg]) -> Vec<Attr> {
+        let rank = match arg(args, 0, "x").and_then(|x| self.cx.ty(x)) {
+            Some(Ty::Tensor(t)) => t.rank().unwrap_or(0) as i64,
+            _ => 0,
+        };
+        let normal = |a: i64| Attr::Int(if a < 0 { a + rank } else { a });
+        match arg(args, 1, "axis").and_then(literal_attr) {
+            Some(Attr::Int(a)) => vec![normal(a)],
+            Some(Attr::Array(items)) => items.into_iter().map(|a| a.as_int().map_or(a, normal)).collect(),
+            _ => (0..rank).map(Attr::Int).collect(),
+        }
+    }
+
+    /// `op.var(x, axis, keepdims, correction)` and `op.std`: in the
+    /// accumulator's type, the mean (kept dims), the squares of `x` minus
+    /// it, their sum over the axes divided by the count less `correction`
+    /// (and its square root), in the result's dtype.
+    fn variance(&mut self, path: &str, e: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
+        let x = self.operand(args, 0, "x", e)?;
+        let axes = self.reduced_axes(args);
+        let keepdims = arg(args, 2, "keepdims").and_then(literal_attr) == Some(Attr::Bool(true));
+        let correction = match arg(args, 3, "correction") {
+            None => 1.0,
+            Some(given) => match literal_attr(given) {
+                Some(Attr::Int(c)) => c as f64,
+                Some(Attr::Float(c)) => c,
+                _ => {
+                    self.cx
+                        .unsupported(given.span, "a `correction` that is not a constant number");
+                    return None;
+                }
+            },
+        };
+        let ty = self.result_type(e)?;
+        let acc = self
+            .cx
+            .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
+        let dims = self.b.value_type(x).dims().map(<[Dim]>::to_vec).unwrap_or_default();
+        let reduced: Vec<usize> = axes
+            .iter()
+            .filter_map(|a| a.as_int().and_then(|a| usize::try_from(a).ok()))
+            .collect();
+        let x = match self.b.value_type(x).elem() {
+            Some(elem) if elem != acc => self.convert(x, Type::tensor(dims.clone(), acc)),
+            _ => x,
+        };
+        let tree = self.cx.info.tree_reductions.contains(&e.span);
+        let reduce = |this: &mut Self, v: ValueId, kind: &str, keep: bool| {
+            let out: Vec<Dim> = dims
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| match (reduced.contains(&i), keep) {
+                    (false, _) => Some(d.clone()),
+                    (true, true) => Some(Dim::constant(1)),
+                    (true, false) => None,
+                })
+                .collect();
+            let mut op = this
+                .b
+                .op("graph.reduce")
+                .operand(v)
+                .attr("kind", kind)
+                .attr("axes", Attr::Array(axes.clone()))
+                .attr("keepdims", keep)
+                .attr("accumulate", Type::Scalar(acc));
+            if tree {
+                op = op.attr("order", "tree");
+            }
+            let ty = if out.is_empty() {
+                Type::Scalar(acc)
+            } else {
+                Type::tensor(out, acc)
+            };
+            op.result(ty).build_value()
+        };
+        let mean = reduce(self, x, "mean", true);
+        let full = Type::tensor(dims.clone(), acc);
+        let centered = self.elementwise("sub", &[x, mean], full.clone());
+        let squares = self.elementwise("mul", &[centered, centered], full);
+        let sum = reduce(self, squares, "sum", keepdims);
+        let mut count = self.constant(Attr::Int(1), Some(ScalarType::I64));
+        for &i in &reduced {
+            let d = self.dim(&dims[i].clone());
+            count = self.elementwise("mul", &[count, d], Type::I64);
+        }
+        let count = self.convert(count, Type::Scalar(acc));
+        let correction = self.constant(Attr::Float(correction), Some(acc));
+        let divisor = self.elementwise("sub", &[count, correction], Type::Scalar(acc));
+        let sum_ty = self.b.value_type(sum).clone();
+        let mut v = self.elementwise("div", &[sum, divisor], sum_ty.clone());
+        if path == "op.std" {
+            v = self.elementwise("sqrt", &[v], sum_ty);
+        }
+        match ty.elem() {
+            Some(elem) if elem != acc => Some(self.convert(v, ty)),
+            _ => Some(v),
+        }
+    }
+
     fn dim(&mut self, d: &Dim) -> ValueId {
         match d.as_const() {
             Some(c) => self.constant(Attr::Int(c), Some(ScalarType::I64)),
@@ -1025,17 +1126,10 @@ impl<'a> Lower<'_, 'a, '_> {
                         .build_value(),
                 )
             }
+            "op.var" | "op.std" => self.variance(path, e, args),
             "op.sum" | "op.mean" | "op.max" | "op.min" => {
                 let x = self.operand(args, 0, "x", e)?;
-                let rank = match self.cx.ty(arg(args, 0, "x")?) {
-                    Some(Ty::Tensor(t)) => t.rank().unwrap_or(0) as i64,
-                    _ => 0,
-                };
-                let axes = match arg(args, 1, "axis").and_then(literal_attr) {
-                    Some(Attr::Int(a)) => vec![Attr::Int(if a < 0 { a + rank } else { a })],
-                    Some(Attr::Array(items)) => items,
-                    _ => (0..rank).map(Attr::Int).collect(),
-                };
+                let axes = self.reduced_axes(args);
                 let keepdims = keyword(args, "keepdims").and_then(literal_attr) == Some(Attr::Bool(true));
                 let ty = self.result_type(e)?;
                 let acc = self

@@ -1433,6 +1433,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "load" => self.load(args),
             "save" => self.save(args),
             "op.sum" | "op.mean" | "op.max" | "op.min" => self.reduce(path, args),
+            "op.var" | "op.std" => self.op_var(path, args),
             "op.argmax" | "op.argmin" => self.arg_extremum(path, args),
             "op.add" | "op.mul" => self.op_binary(path, args),
             "op.transpose" => self.op_transpose(args),
@@ -1955,6 +1956,43 @@ impl<'a, 'p> Interp<'a, 'p> {
         };
         let r = ops::arg_extremum(&t, axis, path == "op.argmax")?;
         reduced(&t, r, axis.map(|a| vec![a]).as_deref(), keepdims)
+    }
+
+    /// `op.var(x, axis=None, keepdims=False, correction=1, accumulate=T)`
+    /// and `op.std` on the host: float64 references over the axes (all
+    /// without), in `T` (by default the dtype of `x`, `f32` for integers).
+    fn op_var(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", path)?;
+        let axis = args.optional("axis");
+        let keepdims = self.bool_arg(args, "keepdims")?;
+        let correction = match args.optional("correction") {
+            None => 1.0,
+            Some(Value::Int(c)) => c as f64,
+            Some(Value::Float(c)) => c,
+            Some(v) => {
+                return Err(RunError::value(format!(
+                    "the `correction` of `{path}` is a number, not {}",
+                    v.describe()
+                )))
+            }
+        };
+        let accumulate = self.accumulate_arg(args)?;
+        self.no_more(args, path)?;
+        let t = self.to_tensor(&x)?;
+        let rank = t.shape().len();
+        let axes = match axis {
+            None | Some(Value::None) => None,
+            Some(v @ (Value::Tuple(_) | Value::List(_))) => Some(self.axes_arg(&v, rank, "`axis`")?),
+            Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?),
+        };
+        let all: Vec<usize> = (0..rank).collect();
+        let over = axes.as_deref().unwrap_or(&all);
+        if (1..over.len()).any(|i| over[..i].contains(&over[i])) {
+            return Err(RunError::value("an axis is reduced twice"));
+        }
+        let out = accumulate.unwrap_or(if t.dtype().is_float() { t.dtype() } else { DType::F32 });
+        let r = ops::variance(&t, over, correction, out, path == "op.std")?;
+        reduced(&t, r, axes.as_deref(), keepdims)
     }
 
     fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {

@@ -792,6 +792,39 @@ pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType, log: bool) -> Result<
     Ok(r)
 }
 
+/// The variance of `t` over `axes` (indices below the rank, each once) in
+/// float64, `Σ(x - mean)² / (n - correction)`, or with `std` its square
+/// root, converted to `out`; the kept dims in order.
+pub(crate) fn variance(t: &Tensor, axes: &[usize], correction: f64, out: DType, std: bool) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let kept: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
+    let out_shape: Vec<usize> = kept.iter().map(|&a| shape[a]).collect();
+    let n: usize = axes.iter().map(|&a| shape[a]).product();
+    // The output element of each input element: its index over the kept dims.
+    let strides: Vec<usize> = (0..shape.len()).map(|a| shape[a + 1..].iter().product()).collect();
+    let output_of = |flat: usize| kept.iter().fold(0, |o, &a| o * shape[a] + flat / strides[a] % shape[a]);
+    let v = t.to_f64_vec();
+    let outputs: usize = out_shape.iter().product();
+    let mut means = vec![0.0; outputs];
+    for (i, x) in v.iter().enumerate() {
+        means[output_of(i)] += x;
+    }
+    for m in &mut means {
+        *m /= n as f64;
+    }
+    let mut squares = vec![0.0; outputs];
+    for (i, x) in v.iter().enumerate() {
+        let o = output_of(i);
+        squares[o] += (x - means[o]) * (x - means[o]);
+    }
+    let mut r = Tensor::zeros(out, &out_shape)?;
+    for (o, s) in squares.iter().enumerate() {
+        let var = s / (n as f64 - correction);
+        r.set(o, Elem::Float(if std { var.sqrt() } else { var }));
+    }
+    Ok(r)
+}
+
 /// Layer normalization (`weight` and `bias` given) or RMS normalization
 /// (`bias` None and `rms`) over the last axis, in float64, converted to
 /// `out`: `(x - mean) / sqrt(var + eps) · weight + bias` with the biased
