@@ -478,7 +478,9 @@ impl<'a> Infer<'a> {
         self.locals.insert(name.to_string(), Local { ty, param: false });
     }
 
-    /// A store through `x[...]` needs `x` to be writable.
+    /// A store through `x[...]` needs `x` to be writable: a parameter
+    /// declared `mut`, or one of host code declared without a type (a
+    /// list or dict is changed in place for its caller, as in Python).
     fn check_store_target(&mut self, target: &Expr) {
         let mut base = target;
         while let ExprKind::Subscript { base: b, .. } | ExprKind::Attr { base: b, .. } = &base.kind {
@@ -486,7 +488,8 @@ impl<'a> Infer<'a> {
         }
         let ExprKind::Name(name) = &base.kind else { return };
         let Some(param) = self.sig.param(name) else { return };
-        if param.mutable || self.locals.get(name).is_some_and(|l| !l.param) {
+        let host_untyped = param.type_start.is_none() && !self.sig.kind.is_device_code();
+        if param.mutable || host_untyped || self.locals.get(name).is_some_and(|l| !l.param) {
             return;
         }
         let mut diag = Diagnostic::error(

@@ -1,5 +1,6 @@
 //! The tree-walking interpreter of host code.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -91,33 +92,18 @@ fn elem_dtype(e: &Elem) -> DType {
     }
 }
 
-/// The name and entries of `e` when it is a local name bound to a dict
-/// (`d[k] = v` binds the name to the dict with that entry, as `append`
-/// does a list).
-fn local_dict(locals: &HashMap<String, Value>, e: &Expr) -> Option<(String, Rc<Entries>)> {
-    let ExprKind::Name(n) = &e.unparen().kind else {
-        return None;
-    };
-    match locals.get(n) {
-        Some(Value::Dict(entries)) => Some((n.clone(), entries.clone())),
-        _ => None,
-    }
-}
-
 /// The value of `key` in a dict's entries.
 fn lookup(entries: &[(Value, Value)], key: &Value) -> Option<Value> {
     entries.iter().find(|(k, _)| equal(k, key)).map(|(_, v)| v.clone())
 }
 
-/// The entries with `key` set to `value`: in its place when it is there,
+/// Sets `key` to `value` in `entries`: in its place when it is there,
 /// else at the end.
-fn with_entry(entries: &[(Value, Value)], key: Value, value: Value) -> Entries {
-    let mut out = entries.to_vec();
-    match out.iter_mut().find(|(k, _)| equal(k, &key)) {
+fn set_entry(entries: &mut Entries, key: Value, value: Value) {
+    match entries.iter_mut().find(|(k, _)| equal(k, &key)) {
         Some(entry) => entry.1 = value,
-        None => out.push((key, value)),
+        None => entries.push((key, value)),
     }
-    out
 }
 
 /// Whether a value can be a dict key: a number, string, dtype, None or a
@@ -153,6 +139,12 @@ fn missing_key(key: &Value) -> RunError {
 
 /// The methods of dicts host code calls, as Python's.
 const DICT_METHODS: [&str; 4] = ["keys", "values", "items", "get"];
+
+/// The methods of lists host code calls, as Python's; the first six change
+/// the list.
+const LIST_METHODS: [&str; 9] = [
+    "append", "extend", "insert", "pop", "clear", "reverse", "copy", "index", "count",
+];
 
 /// The methods of strings host code calls, as Python's.
 const STR_METHODS: [&str; 12] = [
@@ -440,16 +432,14 @@ impl<'a, 'p> Interp<'a, 'p> {
                     }
                 }
             }
-            Value::Tuple(items) | Value::List(items) => {
-                for v in items.iter() {
-                    if let Some(flow) = run(self, locals, v.clone())? {
-                        return Ok(flow);
-                    }
-                }
-            }
-            Value::Dict(entries) => {
-                for (k, _) in entries.iter() {
-                    if let Some(flow) = run(self, locals, k.clone())? {
+            Value::Tuple(_) | Value::List(_) | Value::Dict(_) => {
+                // Over the items (a dict's keys) as they are when the loop
+                // starts.
+                let items = self
+                    .items_of(&items)
+                    .map_err(|e| self.fail(iter.span, "this value", e))?;
+                for v in items {
+                    if let Some(flow) = run(self, locals, v)? {
                         return Ok(flow);
                     }
                 }
@@ -483,8 +473,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Ok(())
             }
             ExprKind::Tuple(targets) | ExprKind::List(targets) => {
-                let items = match &v {
-                    Value::Tuple(items) | Value::List(items) if items.len() == targets.len() => items.clone(),
+                let items = match v.items() {
+                    Some(items) if items.len() == targets.len() => items,
                     _ => {
                         return Err(self.fail(
                             target.span,
@@ -502,22 +492,29 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Ok(())
             }
             ExprKind::Subscript { base, args } => {
-                if let Some((name, entries)) = local_dict(locals, base) {
-                    let key = self.dict_key(locals, args, target.span)?;
-                    locals.insert(name, Value::Dict(Rc::new(with_entry(&entries, key, v))));
-                    return Ok(());
-                }
-                if let ExprKind::Name(n) = &base.unparen().kind {
-                    if let Some(Value::Dict(_) | Value::List(_)) =
-                        self.globals.get(n).filter(|_| !locals.contains_key(n))
-                    {
-                        return Err(self.module_constant(n, base.span));
+                self.check_not_constant(locals, base)?;
+                match self.expr(locals, base)? {
+                    Value::Dict(entries) => {
+                        let key = self.dict_key(locals, args, target.span)?;
+                        set_entry(&mut entries.borrow_mut(), key, v);
+                        Ok(())
                     }
+                    Value::List(items) => {
+                        let at = self.list_index(locals, &items, args, target.span)?;
+                        items.borrow_mut()[at] = v;
+                        Ok(())
+                    }
+                    Value::Tensor(tensor) => {
+                        let sels = self.selection(locals, &tensor, args, target.span)?;
+                        self.store(&tensor, &sels, &v)
+                            .map_err(|e| self.fail(target.span, "this store", e))
+                    }
+                    other => Err(self.fail(
+                        base.span,
+                        "this value",
+                        RunError::new(Code::E1005, format!("cannot assign into {}", other.describe())),
+                    )),
                 }
-                let tensor = self.expect_tensor(locals, base)?;
-                let sels = self.selection(locals, &tensor, args, target.span)?;
-                self.store(&tensor, &sels, &v)
-                    .map_err(|e| self.fail(target.span, "this store", e))
             }
             _ => Err(self.fail(
                 target.span,
@@ -555,28 +552,50 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let result = self
                     .binary(op, &current, &rhs)
                     .map_err(|e| self.fail(target.span, "this operation", e))?;
-                if let (Value::Tensor(t), Value::Tensor(r)) = (&current, &result) {
+                match (&current, &result) {
                     // In place, as NumPy does: every alias sees the change.
-                    let all = vec![];
-                    return self
-                        .store(t, &all, &Value::Tensor(r.clone()))
-                        .map_err(|e| self.fail(target.span, "this update", e));
+                    (Value::Tensor(t), Value::Tensor(r)) => {
+                        let all = vec![];
+                        return self
+                            .store(t, &all, &Value::Tensor(r.clone()))
+                            .map_err(|e| self.fail(target.span, "this update", e));
+                    }
+                    // `xs += ys` extends the list in place, as Python does.
+                    (Value::List(items), Value::List(sum)) if op == BinOp::Add => {
+                        let sum = sum.borrow().clone();
+                        *items.borrow_mut() = sum;
+                        return Ok(());
+                    }
+                    _ => {}
                 }
                 locals.insert(n.clone(), result);
                 Ok(())
             }
             ExprKind::Subscript { base, args } => {
-                if let Some((name, entries)) = local_dict(locals, base) {
-                    let key = self.dict_key(locals, args, target.span)?;
-                    let current =
-                        lookup(&entries, &key).ok_or_else(|| self.fail(target.span, "this key", missing_key(&key)))?;
-                    let result = self
-                        .binary(op, &current, &rhs)
-                        .map_err(|e| self.fail(target.span, "this operation", e))?;
-                    locals.insert(name, Value::Dict(Rc::new(with_entry(&entries, key, result))));
-                    return Ok(());
+                self.check_not_constant(locals, base)?;
+                let container = self.expr(locals, base)?;
+                let update = |this: &Self, current: &Value| {
+                    this.binary(op, current, &rhs)
+                        .map_err(|e| this.fail(target.span, "this operation", e))
+                };
+                match &container {
+                    Value::Dict(entries) => {
+                        let key = self.dict_key(locals, args, target.span)?;
+                        let current = lookup(&entries.borrow(), &key)
+                            .ok_or_else(|| self.fail(target.span, "this key", missing_key(&key)))?;
+                        let result = update(self, &current)?;
+                        set_entry(&mut entries.borrow_mut(), key, result);
+                        return Ok(());
+                    }
+                    Value::List(items) => {
+                        let at = self.list_index(locals, items, args, target.span)?;
+                        let current = items.borrow()[at].clone();
+                        items.borrow_mut()[at] = update(self, &current)?;
+                        return Ok(());
+                    }
+                    _ => {}
                 }
-                let tensor = self.expect_tensor(locals, base)?;
+                let tensor = self.expect_tensor(container, base.span)?;
                 let sels = self.selection(locals, &tensor, args, target.span)?;
                 let current = self
                     .index_tensor(&tensor, &sels)
@@ -640,9 +659,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                         return Err(self.fail(k.span, "this key", unhashable(&key)));
                     }
                     let value = self.expr(locals, v)?;
-                    dict = with_entry(&dict, key, value);
+                    set_entry(&mut dict, key, value);
                 }
-                Ok(Value::Dict(Rc::new(dict)))
+                Ok(Value::dict(dict))
             }
             ExprKind::Tuple(items) | ExprKind::List(items) => {
                 let mut values = Vec::with_capacity(items.len());
@@ -722,8 +741,13 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn name(&self, locals: &HashMap<String, Value>, n: &str, span: Span) -> Res<Value> {
-        if let Some(v) = locals.get(n).or_else(|| self.globals.get(n)) {
+        if let Some(v) = locals.get(n) {
             return Ok(v.clone());
+        }
+        // A module constant's lists and dicts are copied: host code does not
+        // change module constants.
+        if let Some(v) = self.globals.get(n) {
+            return Ok(v.deep_copy());
         }
         if self.program.function(n).is_some() {
             return Ok(Value::Function(n.into()));
@@ -772,11 +796,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                     .map(|b| Value::Builtin(b.path))
                     .ok_or_else(|| err(unsupported(format!("`{path}` is not a builtin"))))
             }
-            (Value::Str(_), _) | (Value::Dict(_), _) => {
-                let methods: &[&'static str] = if matches!(base, Value::Str(_)) {
-                    &STR_METHODS
-                } else {
-                    &DICT_METHODS
+            (Value::Tuple(_), "append") => Err(err(RunError::new(Code::E1005, "a tuple has no `append`")
+                .with_help("make it a list, in brackets: `[a, b]` or `[]`"))),
+            (Value::Str(_) | Value::Dict(_) | Value::List(_), _) => {
+                let methods: &[&'static str] = match base {
+                    Value::Str(_) => &STR_METHODS,
+                    Value::Dict(_) => &DICT_METHODS,
+                    _ => &LIST_METHODS,
                 };
                 match methods.iter().find(|&&m| m == name) {
                     Some(&method) => Ok(Value::Method(Rc::new(base.clone()), method)),
@@ -801,11 +827,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    fn expect_tensor(&mut self, locals: &mut HashMap<String, Value>, e: &Expr) -> Res<TensorValue> {
-        match self.expr(locals, e)? {
+    /// The tensor `v`, the value of the expression at `span`.
+    fn expect_tensor(&self, v: Value, span: Span) -> Res<TensorValue> {
+        match v {
             Value::Tensor(t) => Ok(t),
             v => Err(self.fail(
-                e.span,
+                span,
                 "this value",
                 RunError::new(Code::E1005, format!("expected a tensor, found {}", v.describe())),
             )),
@@ -931,7 +958,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             Value::Dict(entries) => {
                 let key = self.dict_key(locals, args, span)?;
-                lookup(entries, &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
+                lookup(&entries.borrow(), &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
             }
             Value::Tuple(_) | Value::List(_) | Value::Str(_) if args.len() == 1 => {
                 let items = self
@@ -1067,44 +1094,6 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(out)
     }
 
-    /// `xs.append(v)` on a local list: the name is bound to the list with
-    /// `v` at its end (lists are values: another name for the old list
-    /// keeps it). None when the call is something else.
-    fn append(&mut self, locals: &mut HashMap<String, Value>, callee: &Expr, args: &[Arg]) -> Res<Option<Value>> {
-        let ExprKind::Attr { base, name } = &callee.unparen().kind else {
-            return Ok(None);
-        };
-        let ExprKind::Name(list) = &base.unparen().kind else {
-            return Ok(None);
-        };
-        let items = match locals.get(list).filter(|_| name.name == "append") {
-            Some(Value::List(items)) => items,
-            Some(Value::Tuple(_)) => {
-                return Err(self.fail(
-                    callee.span,
-                    "this call",
-                    RunError::new(Code::E1005, format!("`{list}` is a tuple, which has no `append`"))
-                        .with_help("make it a list, in brackets: `[a, b]` or `[]`"),
-                ))
-            }
-            None if name.name == "append" && matches!(self.globals.get(list), Some(Value::List(_))) => {
-                return Err(self.module_constant(list, base.span))
-            }
-            _ => return Ok(None),
-        };
-        let mut items = items.to_vec();
-        let [arg] = args else {
-            return Err(self.fail(
-                callee.span,
-                "this call",
-                RunError::new(Code::E1005, "`append` takes one value"),
-            ));
-        };
-        items.push(self.expr(locals, &arg.value)?);
-        locals.insert(list.clone(), Value::list(items));
-        Ok(Some(Value::None))
-    }
-
     /// E1005 for host code changing the module constant `name` at `span`.
     fn module_constant(&self, name: &str, span: Span) -> Box<Diagnostic> {
         self.fail(
@@ -1141,6 +1130,137 @@ impl<'a, 'p> Interp<'a, 'p> {
         ))
     }
 
+    /// A list method (`LIST_METHODS`) of `items`, as Python's: the list is
+    /// changed in place, for every name and container that holds it.
+    fn list_method(&mut self, items: &RefCell<Vec<Value>>, method: &str, args: &mut Args) -> Result<Value, RunError> {
+        let index_of = |i: i64, n: usize, what: &str| {
+            ops::resolve_index(i, n).ok_or_else(|| {
+                RunError::new(
+                    Code::E1007,
+                    format!("{what} index {i} is out of range for a list of {n}"),
+                )
+            })
+        };
+        let result = match method {
+            "append" => {
+                let v = self.positional(args, "object", "append")?;
+                items.borrow_mut().push(v);
+                Value::None
+            }
+            "extend" => {
+                let v = self.positional(args, "iterable", "extend")?;
+                let more = self.items_of(&v)?;
+                items.borrow_mut().extend(more);
+                Value::None
+            }
+            "insert" => {
+                let at = self.positional(args, "index", "insert")?;
+                let v = self.positional(args, "object", "insert")?;
+                let n = items.borrow().len() as i64;
+                // Python clamps an insertion point to the list.
+                let i = self.int_arg(&at, "the index of `insert`")?;
+                let i = if i < 0 { (i + n).max(0) } else { i.min(n) };
+                items.borrow_mut().insert(i as usize, v);
+                Value::None
+            }
+            "pop" => {
+                let n = items.borrow().len();
+                if n == 0 {
+                    return Err(RunError::new(Code::E1007, "`pop` from an empty list"));
+                }
+                let at = match args.optional("index") {
+                    None => n - 1,
+                    Some(i) => index_of(self.int_arg(&i, "the index of `pop`")?, n, "`pop`")?,
+                };
+                items.borrow_mut().remove(at)
+            }
+            "clear" => {
+                items.borrow_mut().clear();
+                Value::None
+            }
+            "reverse" => {
+                items.borrow_mut().reverse();
+                Value::None
+            }
+            "copy" => Value::list(items.borrow().clone()),
+            "index" | "count" => {
+                let x = self.positional(args, "value", method)?;
+                let matches: Vec<usize> = items
+                    .borrow()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| equal(v, &x))
+                    .map(|(i, _)| i)
+                    .collect();
+                if method == "count" {
+                    Value::Int(matches.len() as i64)
+                } else {
+                    let first = matches.first().ok_or_else(|| {
+                        RunError::value(format!(
+                            "`index`: {} is not in the list",
+                            super::print::repr(&x, &|t| self.tensor_text(t))
+                        ))
+                    })?;
+                    Value::Int(*first as i64)
+                }
+            }
+            _ => return Err(unsupported(format!("lists have no method `{method}` in host code"))),
+        };
+        self.no_more(args, method)?;
+        Ok(result)
+    }
+
+    /// E1005 when `base` names a module constant's list or dict (not
+    /// shadowed by a local), which host code does not change.
+    fn check_not_constant(&self, locals: &HashMap<String, Value>, base: &Expr) -> Res<()> {
+        if let ExprKind::Name(n) = &base.unparen().kind {
+            if let Some(Value::Dict(_) | Value::List(_)) = self.globals.get(n).filter(|_| !locals.contains_key(n)) {
+                return Err(self.module_constant(n, base.span));
+            }
+        }
+        Ok(())
+    }
+
+    /// The position in `items` of the one int index of `args` (negative
+    /// from the end), E1007 when there is none such.
+    fn list_index(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        items: &RefCell<Vec<Value>>,
+        args: &[Arg],
+        span: Span,
+    ) -> Res<usize> {
+        let [arg] = args else {
+            return Err(self.fail(
+                span,
+                "this subscript",
+                RunError::new(Code::E1005, "a list takes one index in brackets"),
+            ));
+        };
+        if matches!(arg.value.kind, ExprKind::Slice { .. }) {
+            return Err(self.fail(
+                span,
+                "this subscript",
+                unsupported("host code does not assign to a slice of a list"),
+            ));
+        }
+        let n = items.borrow().len();
+        match self.expr(locals, &arg.value)? {
+            Value::Int(i) => ops::resolve_index(i, n).ok_or_else(|| {
+                self.fail(
+                    span,
+                    "this index",
+                    RunError::new(Code::E1007, format!("index {i} is out of range for a list of {n}")),
+                )
+            }),
+            v => Err(self.fail(
+                span,
+                "this index",
+                RunError::value(format!("a list index must be an int, not {}", v.describe())),
+            )),
+        }
+    }
+
     /// The key of `d[key]`: one hashable value.
     fn dict_key(&mut self, locals: &mut HashMap<String, Value>, args: &[Arg], span: Span) -> Res<Value> {
         let [arg] = args else {
@@ -1167,8 +1287,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
             }
         }
-        if let Some(v) = self.append(locals, callee, args)? {
-            return Ok(v);
+        if let ExprKind::Attr { base, name } = &callee.unparen().kind {
+            if LIST_METHODS[..6].contains(&name.name.as_str()) {
+                self.check_not_constant(locals, base)?;
+            }
         }
         let f = self.expr(locals, callee)?;
         match f {
@@ -1199,7 +1321,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             Value::Method(receiver, method) => {
                 let mut evaluated = self.args(locals, args)?;
                 let v = match &*receiver {
-                    Value::Dict(entries) => self.dict_method(entries, method, &mut evaluated),
+                    Value::Dict(entries) => self.dict_method(&entries.borrow(), method, &mut evaluated),
+                    Value::List(items) => self.list_method(items, method, &mut evaluated),
                     Value::Str(text) => self.str_method(text, method, &mut evaluated),
                     other => Err(unsupported(format!("{} has no methods in host code", other.describe()))),
                 }
@@ -1540,8 +1663,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .shape()
                 .first()
                 .ok_or_else(|| RunError::value("a 0-d tensor has no length"))? as i64,
-            Value::Tuple(items) | Value::List(items) => items.len() as i64,
-            Value::Dict(entries) => entries.len() as i64,
+            Value::Tuple(items) => items.len() as i64,
+            Value::List(items) => items.borrow().len() as i64,
+            Value::Dict(entries) => entries.borrow().len() as i64,
             Value::Str(s) => s.chars().count() as i64,
             Value::Range(a, b, s) => range_len(*a, *b, *s) as i64,
             v => return Err(RunError::new(Code::E1005, format!("{} has no length", v.describe()))),
@@ -1773,7 +1897,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// The shape given as sizes or as one tuple.
     fn shape_of(&self, values: &[(Value, Span)]) -> Result<Vec<usize>, RunError> {
         let sizes: Vec<Value> = match values {
-            [(Value::Tuple(items) | Value::List(items), _)] => items.to_vec(),
+            [(one @ (Value::Tuple(_) | Value::List(_)), _)] => one.items().unwrap_or_default(),
             _ => values.iter().map(|(v, _)| v.clone()).collect(),
         };
         sizes
@@ -2116,8 +2240,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             Value::Range(a, b, s) => Ok((0..range_len(*a, *b, *s))
                 .map(|k| Value::Int(a + k as i64 * s))
                 .collect()),
-            Value::Tuple(items) | Value::List(items) => Ok(items.to_vec()),
-            Value::Dict(entries) => Ok(entries.iter().map(|(k, _)| k.clone()).collect()),
+            Value::Tuple(items) => Ok(items.to_vec()),
+            Value::List(items) => Ok(items.borrow().clone()),
+            Value::Dict(entries) => Ok(entries.borrow().iter().map(|(k, _)| k.clone()).collect()),
             Value::Tensor(t) => {
                 let n = t.shape().first().copied().unwrap_or(0);
                 (0..n).map(|i| self.index_tensor(t, &[Sel::Index(i)])).collect()
@@ -2730,11 +2855,11 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         (Eq, _, _) => return Ok(Value::Bool(equal(a, b))),
         (Ne, _, _) => return Ok(Value::Bool(!equal(a, b))),
         (In | NotIn, x, Value::Dict(entries)) => {
-            let found = entries.iter().any(|(k, _)| equal(k, x));
+            let found = entries.borrow().iter().any(|(k, _)| equal(k, x));
             return Ok(Value::Bool(found == (op == In)));
         }
-        (In | NotIn, x, Value::Tuple(items) | Value::List(items)) => {
-            let found = items.iter().any(|v| equal(v, x));
+        (In | NotIn, x, items @ (Value::Tuple(_) | Value::List(_))) => {
+            let found = items.items().unwrap_or_default().iter().any(|v| equal(v, x));
             return Ok(Value::Bool(found == (op == In)));
         }
         (In | NotIn, Value::Int(x), Value::Range(s, e, st)) => {
@@ -2744,8 +2869,23 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             return Ok(Value::Bool(inside == (op == In)));
         }
         (Add, Value::Str(x), Value::Str(y)) => return Ok(Value::str(&format!("{x}{y}"))),
-        (Add, Value::Tuple(x), Value::Tuple(y)) | (Add, Value::List(x), Value::List(y)) => {
-            return Ok(a.same_kind(x.iter().chain(y.iter()).cloned().collect()))
+        (Add, Value::Tuple(_), Value::Tuple(_)) | (Add, Value::List(_), Value::List(_)) => {
+            let (x, y) = (a.items().unwrap_or_default(), b.items().unwrap_or_default());
+            return Ok(a.same_kind(x.into_iter().chain(y).collect()));
+        }
+        // `[x] * n`: the items n times over (the same values, as in Python:
+        // `[[0] * 2] * 2` holds one inner list twice); none for n ≤ 0.
+        (Mul, seq @ (Value::Tuple(_) | Value::List(_)), Value::Int(n))
+        | (Mul, Value::Int(n), seq @ (Value::Tuple(_) | Value::List(_))) => {
+            let items = seq.items().unwrap_or_default();
+            let times = usize::try_from(*n).unwrap_or(0);
+            if items.len().checked_mul(times).is_none_or(|total| total > MAX_REPEATED) {
+                return Err(RunError::value(format!(
+                    "a sequence of {} items repeated {n} times is more than host code holds",
+                    items.len()
+                )));
+            }
+            return Ok(seq.same_kind(items.iter().cycle().take(items.len() * times).cloned().collect()));
         }
         _ => {}
     }
@@ -2824,15 +2964,35 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
     })
 }
 
+/// Python's `==` of two values. Lists and dicts nested deeper than
+/// `MAX_NESTING` (a list that holds itself, say) are unequal.
 fn equal(a: &Value, b: &Value) -> bool {
+    equal_within(a, b, MAX_NESTING)
+}
+
+/// The most items `[x] * n` makes.
+const MAX_REPEATED: usize = 1 << 28;
+
+/// How deep `==` looks into lists, tuples and dicts.
+const MAX_NESTING: usize = 200;
+
+fn equal_within(a: &Value, b: &Value, depth: usize) -> bool {
+    if depth == 0 {
+        return false;
+    }
+    let equal = |p: &Value, q: &Value| equal_within(p, q, depth - 1);
     match (a, b) {
         (Value::None, Value::None) => true,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::Tuple(x), Value::Tuple(y)) | (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equal(p, q))
+        (Value::List(x), Value::List(y)) if Rc::ptr_eq(x, y) => true,
+        (Value::Dict(x), Value::Dict(y)) if Rc::ptr_eq(x, y) => true,
+        (Value::Tuple(_), Value::Tuple(_)) | (Value::List(_), Value::List(_)) => {
+            let (x, y) = (a.items().unwrap_or_default(), b.items().unwrap_or_default());
+            x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| equal(p, q))
         }
         (Value::Dict(x), Value::Dict(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| lookup(y, k).is_some_and(|w| equal(v, &w)))
+            let (x, y) = (x.borrow().clone(), y.borrow().clone());
+            x.len() == y.len() && x.iter().all(|(k, v)| lookup(&y, k).is_some_and(|w| equal(v, &w)))
         }
         (Value::DType(x), Value::DType(y)) => x == y,
         (Value::Tensor(x), Value::Tensor(y)) => x.same(y),

@@ -3,6 +3,8 @@
 //! fractional digits at most, decimal points aligned, scientific notation
 //! when the magnitudes call for it, long tensors summarized with `...`).
 
+use std::rc::Rc;
+
 use crate::tensor::Elem;
 use crate::{DType, Tensor};
 
@@ -108,6 +110,17 @@ pub fn display(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -
 
 /// Python's `repr` of a value (a string quoted), as `repr(x)` gives it.
 pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+    repr_within(value, tensor_text, &mut Vec::new())
+}
+
+/// [`repr`] inside the lists and dicts `open` (their addresses), which
+/// print as `[...]` and `{...}` where they hold themselves, as in Python.
+fn repr_within(
+    value: &Value,
+    tensor_text: &dyn Fn(&super::value::TensorValue) -> String,
+    open: &mut Vec<*const ()>,
+) -> String {
+    let mut repr = |v: &Value| repr_within(v, tensor_text, open);
     match value {
         Value::None => "None".into(),
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
@@ -115,18 +128,38 @@ pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> S
         Value::Float(f) => python_float(*f),
         Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
         Value::List(items) => {
-            let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
+            let at = Rc::as_ptr(items).cast::<()>();
+            if open.contains(&at) {
+                return "[...]".into();
+            }
+            let items = items.borrow().clone();
+            open.push(at);
+            let parts: Vec<String> = items.iter().map(|v| repr_within(v, tensor_text, open)).collect();
+            open.pop();
             format!("[{}]", parts.join(", "))
         }
         Value::Dict(entries) => {
+            let at = Rc::as_ptr(entries).cast::<()>();
+            if open.contains(&at) {
+                return "{...}".into();
+            }
+            let entries = entries.borrow().clone();
+            open.push(at);
             let parts: Vec<String> = entries
                 .iter()
-                .map(|(k, v)| format!("{}: {}", repr(k, tensor_text), repr(v, tensor_text)))
+                .map(|(k, v)| {
+                    format!(
+                        "{}: {}",
+                        repr_within(k, tensor_text, open),
+                        repr_within(v, tensor_text, open)
+                    )
+                })
                 .collect();
+            open.pop();
             format!("{{{}}}", parts.join(", "))
         }
         Value::Tuple(items) => {
-            let parts: Vec<String> = items.iter().map(|v| repr(v, tensor_text)).collect();
+            let parts: Vec<String> = items.iter().map(&mut repr).collect();
             if parts.len() == 1 {
                 format!("({},)", parts[0])
             } else {

@@ -18,10 +18,13 @@ pub enum Value {
     Float(f64),
     Str(Rc<str>),
     Tuple(Rc<Vec<Value>>),
-    /// A list: a tuple that prints in brackets and takes `append`.
-    List(Rc<Vec<Value>>),
-    /// A dict: its entries in insertion order, keys distinct.
-    Dict(Rc<Entries>),
+    /// A list: a mutable sequence that prints in brackets. As in Python,
+    /// every name bound to it and every list or dict holding it sees its
+    /// changes (`b = a; b.append(1)` changes `a`).
+    List(Rc<RefCell<Vec<Value>>>),
+    /// A dict: its entries in insertion order, keys distinct; shared as a
+    /// list is.
+    Dict(Rc<RefCell<Entries>>),
     Tensor(TensorValue),
     /// `range(start, stop, step)`.
     Range(i64, i64, i64),
@@ -47,14 +50,37 @@ impl Value {
     }
 
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Rc::new(items))
+        Value::List(Rc::new(RefCell::new(items)))
     }
 
-    /// The items of a tuple or a list.
-    pub fn items(&self) -> Option<&[Value]> {
+    pub fn dict(entries: Entries) -> Value {
+        Value::Dict(Rc::new(RefCell::new(entries)))
+    }
+
+    /// The items of a tuple or a list (a list's as they are now).
+    pub fn items(&self) -> Option<Vec<Value>> {
         match self {
-            Value::Tuple(items) | Value::List(items) => Some(items),
+            Value::Tuple(items) => Some(items.to_vec()),
+            Value::List(items) => Some(items.borrow().clone()),
             _ => None,
+        }
+    }
+
+    /// A copy of this value whose lists and dicts, at any depth, are new
+    /// ones with the same contents (a module constant's, handed to host
+    /// code, which does not change module constants).
+    pub fn deep_copy(&self) -> Value {
+        match self {
+            Value::List(items) => Value::list(items.borrow().iter().map(Value::deep_copy).collect()),
+            Value::Dict(entries) => Value::dict(
+                entries
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| (k.deep_copy(), v.deep_copy()))
+                    .collect(),
+            ),
+            Value::Tuple(items) => Value::tuple(items.iter().map(Value::deep_copy).collect()),
+            other => other.clone(),
         }
     }
 
@@ -122,8 +148,9 @@ impl Value {
             Value::Int(i) => *i != 0,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
-            Value::Tuple(t) | Value::List(t) => !t.is_empty(),
-            Value::Dict(d) => !d.is_empty(),
+            Value::Tuple(t) => !t.is_empty(),
+            Value::List(t) => !t.borrow().is_empty(),
+            Value::Dict(d) => !d.borrow().is_empty(),
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,

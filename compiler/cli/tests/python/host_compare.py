@@ -6,8 +6,9 @@ Each program is a `def main():` over ints, floats, strings, lists, tuples
 and dicts: arithmetic (`+ - * / // % **`), comparisons, `in`, conditional
 expressions, indexing and slicing with steps, `min`/`max` of several values
 or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
-`append` to a list and assign dict entries, `items()`, `str`, and f-strings
-with format specs.
+`append` to a list and assign dict entries, `items()`, `str`, f-strings
+with format specs, and lists and dicts changed through another name or a
+function's parameter (list methods, item assignment, `+=`, `[x] * n`).
 Programs CPython rejects are skipped; for the others both must print the
 same lines. Exits 1 with the first differences, 0 with "host: ok N of
 COUNT" (N the programs compared).
@@ -80,6 +81,11 @@ class Gen:
     def program(self):
         r = self.rng
         lines = [
+            "def grow(items, table, v):",
+            "    items.append(v)",
+            "    items[0] = v",
+            "    table[v] = len(items)",
+            "",
             "def main():",
             "    a = 7",
             "    b = -2.5",
@@ -99,6 +105,18 @@ class Gen:
             lines.append("    print(xs, d, len(d))")
         if r.random() < 0.5:
             lines.append(f'    print(f"{{a}} {{b:.3f}} {{xs!r}} {{s:>8}} {{{self.num(2)}:g}} {{{self.num(2)}:+.2e}}")')
+        if r.random() < 0.5:
+            lines.append("    ys = xs")
+            lines.append("    e = d")
+            for _ in range(r.randint(1, 4)):
+                lines.append("    " + r.choice([
+                    f"ys.append({self.num(2)})", f"xs += [{self.num(2)}]", f"ys[{r.choice(['0', '-1', '1'])}] = {self.num(2)}",
+                    "xs.pop()", f"ys.insert({r.randint(-4, 4)}, {self.num(2)})", "xs.extend(t)", "ys.reverse()",
+                    "e[" + r.choice(["2", "7", '"k"']) + "] = " + self.num(2), f"grow(ys, e, {r.randint(0, 9)})",
+                    "zs = ys.copy()", "ys.clear()"]))
+            lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
+            lines.append(f"    grid[0][1] = {self.num(2)}")
+            lines.append("    print(xs, ys, d, e, xs == ys, len(e), grid, xs.count(1))")
         if r.random() < 0.3:
             lines.append("    total = 0")
             lines.append("    for k, v in d.items():")
