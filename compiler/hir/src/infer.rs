@@ -867,8 +867,8 @@ impl<'a> Infer<'a> {
                         // A positive step k keeps ceil((hi - lo) / k) elements,
                         // a polynomial when k divides every term of hi - lo but
                         // the constant (`::2` of `2 * H` is `H`, and so is `1::2`);
-                        // a negative one over the whole dim (`::-1`, `::-2`)
-                        // ceil(dim / |k|).
+                        // a negative one ceil((start - stop) / |k|), Python's
+                        // (`negative_step_len`).
                         Some(ExprKind::Slice {
                             lower,
                             upper,
@@ -876,10 +876,8 @@ impl<'a> Infer<'a> {
                         }) => {
                             let len = crate::signature::int(step).and_then(|k| {
                                 if k < 0 {
-                                    let whole = lower.is_none() && upper.is_none();
-                                    return whole
-                                        .then(|| self.sizes.substitute(dim))
-                                        .and_then(|d| d.div_ceil(k.checked_neg()?));
+                                    let d = self.sizes.substitute(dim);
+                                    return negative_step_len(&d, lower.as_deref(), upper.as_deref(), k);
                                 }
                                 let span = self
                                     .sizes
@@ -2900,6 +2898,37 @@ fn promote(a: Option<DType>, b: Option<DType>) -> Option<DType> {
         (x, None) => x,
         (None, y) => y,
     }
+}
+
+/// The length of `lower:upper:k` (k < 0) over `dim`, as Python counts it:
+/// the start (the last element without a bound) and the stop (before the
+/// first without one) each a constant index, negative ones from the end
+/// and both clamped to the dim where it is a constant; where it is not,
+/// taken to lie inside it (as a positive step's bounds are).
+fn negative_step_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>, k: i64) -> Option<Poly> {
+    let bound = |e: Option<&Expr>| e.map(|e| dim_poly(e).as_const());
+    let (lo, hi) = (bound(lower), bound(upper));
+    let step = k.checked_neg()?;
+    if let Some(d) = dim.as_const() {
+        // Python's `slice.indices` for a negative step.
+        let clamp = |b: i64| {
+            let b = if b < 0 { b + d } else { b };
+            b.clamp(-1, d - 1)
+        };
+        let start = lo.map_or(Some(d - 1), |b| b.map(clamp))?;
+        let stop = hi.map_or(Some(-1), |b| b.map(clamp))?;
+        return Some(Poly::constant((start - stop).max(0)).div_ceil(step)?);
+    }
+    // `dim + b` for a negative bound b; `dim - 1` and `-1` without one.
+    let from_end = |b: Option<Option<i64>>, none: Poly| match b {
+        None => Some(none),
+        Some(Some(b)) if b < 0 => Some(dim.add(&Poly::constant(b))),
+        Some(Some(b)) => Some(Poly::constant(b)),
+        Some(None) => None,
+    };
+    let start = from_end(lo, dim.sub(&Poly::constant(1)))?;
+    let stop = from_end(hi, Poly::constant(-1))?;
+    start.sub(&stop).div_ceil(step)
 }
 
 fn slice_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>) -> Poly {

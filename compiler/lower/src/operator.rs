@@ -389,9 +389,10 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     /// `x[i, a:b:k]`: a `graph.slice` from constant starts by constant
-    /// steps (a negative one over the whole dim, its start counted from the
-    /// end), each index an extent of 1 that a `graph.reshape` then drops.
-    /// An index or bound may be negative when its dim is a constant.
+    /// steps (a negative one's start counted from the end of the dim), each
+    /// index an extent of 1 that a `graph.reshape` then drops; the extents
+    /// are the checker's. An index or bound may be negative when its dim is
+    /// a constant; a negative step's start, when its dim is not.
     fn window(&mut self, e: &Expr, base: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
         let mask = |a: &&Arg| matches!(self.cx.ty(&a.value), Some(Ty::Tensor(t)) if t.dtype == Some(tessera_hir::ty::DType::Bool));
         if let Some(masked) = args.iter().find(mask) {
@@ -401,22 +402,14 @@ impl<'a> Lower<'_, 'a, '_> {
             );
             return None;
         }
-        // A negative step walks the whole dim from its end (`::-1`).
         let step_of = |a: &Arg| match &a.value.kind {
-            ExprKind::Slice {
-                step: Some(s),
-                lower,
-                upper,
-            } => self
-                .number(s)
-                .and_then(|k| k.as_int())
-                .filter(|&k| k > 0 || (k < 0 && lower.is_none() && upper.is_none())),
+            ExprKind::Slice { step: Some(s), .. } => self.number(s).and_then(|k| k.as_int()).filter(|&k| k != 0),
             _ => Some(1),
         };
         if let Some(stepped) = args.iter().find(|a| step_of(a).is_none()) {
             self.cx.unsupported(
                 stepped.value.span,
-                "a slice whose step is not a constant, or is negative with bounds, in an operator-level function (a negative step walks the whole dim: `x[::-1]`)",
+                "a slice whose step is not a constant in an operator-level function",
             );
             return None;
         }
@@ -444,6 +437,7 @@ impl<'a> Lower<'_, 'a, '_> {
                 ExprKind::Slice { lower, .. } => {
                     let start = match lower.as_deref() {
                         None => Some(0),
+                        Some(l) if strides[axis] < 0 => self.position_from_end(l, dim),
                         Some(l) => self.const_position(l, dim),
                     };
                     (start, kept.next().cloned())
@@ -453,7 +447,7 @@ impl<'a> Lower<'_, 'a, '_> {
             let (Some(start), Some(extent)) = (start, extent) else {
                 self.cx.unsupported(
                     arg.value.span,
-                    "an index or slice bound that is not a constant (or is negative, of a dim known only at run time)",
+                    "an index or slice bound that is not a constant (or is negative, of a dim known only at run time, or is where a negative step starts, at a non-negative index of one)",
                 );
                 return None;
             };
@@ -501,13 +495,23 @@ impl<'a> Lower<'_, 'a, '_> {
         dim.as_const().map(|d| (d + value).max(0))
     }
 
+    /// How far before the end of `dim` the constant index `e` is, where a
+    /// slice with a negative step starts (Python's bounds: an index past
+    /// the end starts at the last element); None for a non-negative index
+    /// of a dim known only at run time.
+    fn position_from_end(&self, e: &Expr, dim: &Dim) -> Option<i64> {
+        let value = self.number(e)?.as_int()?;
+        if value < 0 {
+            return Some(-value - 1);
+        }
+        dim.as_const().map(|d| (d - 1 - value).max(0))
+    }
+
     /// Whether `name` is a dim of the function's parameters.
     fn is_dim(&self, name: &str) -> bool {
         self.cx.sig.dim_symbols().iter().any(|s| s == name)
     }
 
-    /// The value of a dim, an `i64`: a constant, or a `graph.dim` the
-    /// runtime binds.
     /// The axes `op.sum` and kin reduce: their `axis` (one or a tuple,
     /// negative ones counted from the end), all without one.
     fn reduced_axes(&self, args: &'a [Arg]) -> Vec<Attr> {
@@ -609,6 +613,8 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// The value of a dim, an `i64`: a constant, or a `graph.dim` the
+    /// runtime binds.
     fn dim(&mut self, d: &Dim) -> ValueId {
         match d.as_const() {
             Some(c) => self.constant(Attr::Int(c), Some(ScalarType::I64)),
