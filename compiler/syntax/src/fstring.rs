@@ -2,7 +2,8 @@
 //! tokens of `("x = " + format(x, ".3f") + ", " + repr(name))`: string
 //! literals for the text between the fields, `format(value, spec)` for a
 //! field (`spec` empty without `:`), `repr(value)` for `!r` and for a
-//! self-documenting `{x=}` (whose text, `x=`, comes first). The tokens of a
+//! self-documenting `{x=}` (whose text, `x=`, comes first), `str(value)`
+//! for `!s` (each inside `format(…, spec)` when there is a spec). The tokens of a
 //! field's expression are the lexer's, at their places in the file, so
 //! that diagnostics, hover and go-to-definition see the expression as
 //! written. `format` and `repr` are host builtins (spec/lexical.md).
@@ -250,7 +251,14 @@ impl<'a> FString<'a> {
             return None;
         }
         let tokens = self.expression(expr, expr_at as u32, Span::new(field_at, field_end))?;
-        let repr = conversion.as_deref() == Some("r") || (self_documenting && spec.is_empty() && conversion.is_none());
+        // `!r` (and a bare `{x=}`) is `repr(x)`, `!s` `str(x)`; a spec then
+        // formats that string.
+        let convert = match conversion.as_deref() {
+            Some("r") => Some("repr"),
+            Some("s") => Some("str"),
+            None if self_documenting && spec.is_empty() => Some("repr"),
+            _ => None,
+        };
         if let Some(c) = conversion.as_deref().filter(|c| !matches!(*c, "r" | "s")) {
             self.error(
                 Span::new(field_at, field_end),
@@ -267,18 +275,18 @@ impl<'a> FString<'a> {
             this.out.push((fa, Tok::Name(name), fa));
             this.out.push((fa, Tok::LParen, fa));
         };
-        if repr && !spec.is_empty() {
+        if convert.is_some() && !spec.is_empty() {
             // `{x!r:>10}`: the repr, formatted as a string.
             call(self, "format");
         }
-        call(self, if repr { "repr" } else { "format" });
+        call(self, convert.unwrap_or("format"));
         self.out.extend(tokens);
-        if !repr {
+        if convert.is_none() {
             self.out.push((fe - 1, Tok::Comma, fe - 1));
             self.out.push((fe - 1, Tok::Str(spec.clone()), fe - 1));
         }
         self.out.push((fe - 1, Tok::RParen, fe));
-        if repr && !spec.is_empty() {
+        if convert.is_some() && !spec.is_empty() {
             self.out.push((fe - 1, Tok::Comma, fe - 1));
             self.out.push((fe - 1, Tok::Str(spec), fe - 1));
             self.out.push((fe - 1, Tok::RParen, fe));

@@ -2270,8 +2270,10 @@ impl<'a, 'p> Interp<'a, 'p> {
             String::new()
         };
         self.no_more(args, path)?;
+        // A format spec formats a NumPy scalar's value as a Python number
+        // (`f"{x[0]}"` too); `str` and `repr` print the scalar.
         let element = match &value {
-            Value::Tensor(t) => {
+            Value::Tensor(t) if path == "format" => {
                 let host = t.host(self.device)?;
                 host.shape().is_empty().then(|| Value::from_elem(host.get(0)))
             }

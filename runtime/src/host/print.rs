@@ -100,10 +100,12 @@ fn positional(digits: &str, exp: i32, min_fraction: usize) -> String {
     format!("{int}.{frac}")
 }
 
-/// How host code prints a value (`print(x)`).
+/// How host code prints a value (`print(x)`, `str(x)`): a string as it
+/// is, a tensor in NumPy's `str` form, anything else as [`repr`].
 pub fn display(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
     match value {
         Value::Str(s) => s.to_string(),
+        Value::Tensor(t) => tensor_text(t),
         _ => repr(value, tensor_text),
     }
 }
@@ -166,6 +168,13 @@ fn repr_within(
                 format!("({})", parts.join(", "))
             }
         }
+        // NumPy 2's scalars of f32 and f16 name their type; ml_dtypes'
+        // bfloat16 prints as its `str`.
+        Value::Tensor(t) if t.shape().is_empty() => match t.dtype() {
+            DType::F32 => format!("np.float32({})", tensor_text(t)),
+            DType::F16 => format!("np.float16({})", tensor_text(t)),
+            _ => tensor_text(t),
+        },
         Value::Tensor(t) => tensor_text(t),
         Value::Range(a, b, 1) => format!("range({a}, {b})"),
         Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
