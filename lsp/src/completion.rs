@@ -66,7 +66,7 @@ fn enclosing_function<'db>(db: &'db dyn Db, file: SourceFile, text: &str, offset
 }
 
 /// Completions after `base.`: a namespace's builtins, a tensor's
-/// attributes, a module's functions.
+/// attributes, a string's or a list's methods, a module's functions.
 fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str) -> Vec<CompletionItem> {
     let local_ty = func.and_then(|f| {
         let sig = f.signature(db);
@@ -75,7 +75,21 @@ fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str
             .or_else(|| f.body(db).locals.iter().find(|(n, _, _)| n == base).map(|(_, _, t)| t))
     });
     if let Some(ty) = local_ty {
+        let methods = |table: &[(&str, &str)]| {
+            table
+                .iter()
+                .map(|(name, doc)| CompletionItem {
+                    label: name.to_string(),
+                    kind: Some(CompletionItemKind::METHOD),
+                    detail: Some(format!("{base}.{name}(…)")),
+                    documentation: Some(markdown(doc.to_string())),
+                    ..CompletionItem::default()
+                })
+                .collect()
+        };
         return match ty {
+            Ty::Str => methods(&builtins::STR_METHODS),
+            Ty::List(_) => methods(&builtins::LIST_METHODS),
             Ty::Tensor(_) | Ty::Unknown => [
                 ("T", "the transpose of the last two dims"),
                 ("shape", "the dims, as a tuple"),

@@ -204,6 +204,53 @@ pub const GEOMETRY: [&str; 5] = [
 /// The scopes of `tile.fence`: the threads that see its ordering.
 pub const FENCE_SCOPES: [&str; 3] = ["block", "device", "system"];
 
+/// The methods of host code's strings, as Python's: (name, what it does).
+pub const STR_METHODS: [(&str, &str); 12] = [
+    ("join", "The items of an iterable of strings, this string between them."),
+    (
+        "split",
+        "The pieces between occurrences of `sep` (runs of whitespace without it).",
+    ),
+    (
+        "strip",
+        "Without leading and trailing `chars` (whitespace without them).",
+    ),
+    ("lstrip", "Without leading `chars` (whitespace without them)."),
+    ("rstrip", "Without trailing `chars` (whitespace without them)."),
+    ("upper", "In upper case."),
+    ("lower", "In lower case."),
+    ("replace", "With every `old` replaced by `new`."),
+    ("startswith", "Whether it starts with `prefix`."),
+    ("endswith", "Whether it ends with `suffix`."),
+    ("find", "The index of the first `sub`, -1 when there is none."),
+    ("count", "How many times `sub` occurs, without overlap."),
+];
+
+/// The methods of host code's lists, as Python's: (name, what it does).
+/// The first [`LIST_MUTATORS`] change the list in place.
+pub const LIST_METHODS: [(&str, &str); 9] = [
+    ("append", "Adds `object` at the end."),
+    ("extend", "Adds the items of `iterable` at the end."),
+    ("insert", "Inserts `object` before `index` (clamped to the list)."),
+    ("pop", "Removes and gives the item at `index` (the last without one)."),
+    ("clear", "Removes every item."),
+    ("reverse", "Reverses the items in place."),
+    ("copy", "A new list of the same items."),
+    ("index", "The index of the first item equal to `value`."),
+    ("count", "How many items equal `value`."),
+];
+
+/// How many of [`LIST_METHODS`], from the first, change the list.
+pub const LIST_MUTATORS: usize = 6;
+
+/// The methods of host code's dicts, as Python's: (name, what it does).
+pub const DICT_METHODS: [(&str, &str); 4] = [
+    ("keys", "The keys, as a list, in insertion order."),
+    ("values", "The values, as a list, in insertion order."),
+    ("items", "The (key, value) pairs, as a list of tuples."),
+    ("get", "The value of `key`, else `default` (None without one)."),
+];
+
 /// The builtin namespaces.
 pub const NAMESPACES: [&str; 14] = [
     "op", "tile", "launch", "tshared", "rng", "dist", "numerics", "effects", "tensor", "stream", "graph", "autotune",

@@ -165,6 +165,18 @@ def completion_and_signature_help(s):
     help = s.signature_help(uri, line, len("    q = scale(y, "))
     assert help.signatures[0].label == "def scale(x: f32[M, K], s: f32) -> f32[M, K]", help
     assert help.active_parameter == 1
+    # A list's and a string's methods, after `.` on a local of main.
+    s.change(uri, [((line, 0), (line + 1, 0), "")])
+    text = MODEL.read_text()
+    line, _ = line_of(text, "    print(c)")
+    s.change(uri, [((line, 0), (line, 0), '    names = ["a"]\n    names.\n')])
+    items = {i.label: i for i in s.completion(uri, line + 1, len("    names."))}
+    assert {"append", "pop", "extend"} <= set(items), sorted(items)
+    assert items["append"].kind == t.CompletionItemKind.Method
+    assert "at the end" in items["append"].documentation.value
+    s.change(uri, [((line + 1, 0), (line + 2, 0), '    label = "x"\n    label.\n')])
+    items = {i.label: i for i in s.completion(uri, line + 2, len("    label."))}
+    assert {"startswith", "split", "join"} <= set(items), sorted(items)
 
 
 def outline_hints_and_tokens(s):

@@ -137,31 +137,6 @@ fn missing_key(key: &Value) -> RunError {
     )
 }
 
-/// The methods of dicts host code calls, as Python's.
-const DICT_METHODS: [&str; 4] = ["keys", "values", "items", "get"];
-
-/// The methods of lists host code calls, as Python's; the first six change
-/// the list.
-const LIST_METHODS: [&str; 9] = [
-    "append", "extend", "insert", "pop", "clear", "reverse", "copy", "index", "count",
-];
-
-/// The methods of strings host code calls, as Python's.
-const STR_METHODS: [&str; 12] = [
-    "join",
-    "split",
-    "strip",
-    "lstrip",
-    "rstrip",
-    "upper",
-    "lower",
-    "replace",
-    "startswith",
-    "endswith",
-    "find",
-    "count",
-];
-
 fn as_f64(v: &Value) -> Option<f64> {
     elem_of(v).map(Elem::as_f64)
 }
@@ -799,17 +774,21 @@ impl<'a, 'p> Interp<'a, 'p> {
             (Value::Tuple(_), "append") => Err(err(RunError::new(Code::E1005, "a tuple has no `append`")
                 .with_help("make it a list, in brackets: `[a, b]` or `[]`"))),
             (Value::Str(_) | Value::Dict(_) | Value::List(_), _) => {
-                let methods: &[&'static str] = match base {
-                    Value::Str(_) => &STR_METHODS,
-                    Value::Dict(_) => &DICT_METHODS,
-                    _ => &LIST_METHODS,
+                let methods: &[(&'static str, &str)] = match base {
+                    Value::Str(_) => &builtins::STR_METHODS,
+                    Value::Dict(_) => &builtins::DICT_METHODS,
+                    _ => &builtins::LIST_METHODS,
                 };
-                match methods.iter().find(|&&m| m == name) {
-                    Some(&method) => Ok(Value::Method(Rc::new(base.clone()), method)),
+                match methods.iter().find(|(m, _)| *m == name) {
+                    Some(&(method, _)) => Ok(Value::Method(Rc::new(base.clone()), method)),
                     None => Err(err(unsupported(format!(
                         "{} has no attribute `{name}` in host code (its methods are {})",
                         base.describe(),
-                        methods.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+                        methods
+                            .iter()
+                            .map(|(m, _)| format!("`{m}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )))),
                 }
             }
@@ -1288,7 +1267,10 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
         }
         if let ExprKind::Attr { base, name } = &callee.unparen().kind {
-            if LIST_METHODS[..6].contains(&name.name.as_str()) {
+            if builtins::LIST_METHODS[..builtins::LIST_MUTATORS]
+                .iter()
+                .any(|(m, _)| *m == name.name)
+            {
                 self.check_not_constant(locals, base)?;
             }
         }
