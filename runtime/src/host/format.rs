@@ -325,7 +325,7 @@ mod tests {
     use super::*;
 
     fn f(v: Value, spec: &str) -> String {
-        format(&v, spec, &|v| super::super::print::display(v, &|_| String::new())).unwrap()
+        format(&v, spec, &|v| super::super::print::display(v, &|_, _| String::new())).unwrap()
     }
 
     /// Expected strings are what Python 3 gives for `format(value, spec)`.

@@ -132,7 +132,7 @@ fn missing_key(key: &Value) -> RunError {
         Code::E1007,
         format!(
             "{} is not a key of the dict",
-            super::print::repr(key, &|_| String::new())
+            super::print::repr(key, &|_, _| String::new())
         ),
     )
 }
@@ -601,7 +601,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let v = self.expr(locals, m)?;
                 format!(
                     "assertion failed: {}",
-                    super::print::display(&v, &|t| self.tensor_text(t))
+                    super::print::display(&v, &|t, form| self.tensor_text(t, form))
                 )
             }
             None => format!("assertion failed: `{}`", self.program.text(cond.span)),
@@ -1177,7 +1177,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                     let first = matches.first().ok_or_else(|| {
                         RunError::value(format!(
                             "`index`: {} is not in the list",
-                            super::print::repr(&x, &|t| self.tensor_text(t))
+                            super::print::repr(&x, &|t, form| self.tensor_text(t, form))
                         ))
                     })?;
                     Value::Int(*first as i64)
@@ -1599,16 +1599,18 @@ impl<'a, 'p> Interp<'a, 'p> {
             if let Value::Tensor(t) = &v {
                 t.host(self.device)?;
             }
-            parts.push(super::print::display(&v, &|t| self.tensor_text(t)));
+            parts.push(super::print::display(&v, &|t, form| self.tensor_text(t, form)));
         }
         write!(self.out, "{}{end}", parts.join(&sep))
             .map_err(|e| RunError::new(Code::E1006, format!("cannot print: {e}")))?;
         Ok(Value::None)
     }
 
-    fn tensor_text(&self, t: &TensorValue) -> String {
+    /// A tensor as NumPy writes it in `form`.
+    fn tensor_text(&self, t: &TensorValue, form: super::print::Form) -> String {
         match t.host(self.device) {
-            Ok(host) => super::print::tensor(&host),
+            Ok(host) if form == super::print::Form::Str => super::print::tensor(&host),
+            Ok(host) => super::print::tensor_repr(&host),
             Err(e) => format!("<tensor: {}>", e.message),
         }
     }
@@ -1726,7 +1728,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                     Code::E1005,
                     format!(
                         "the `approximate` of `op.gelu` is \"none\" or \"tanh\", not {}",
-                        super::print::repr(&v, &|_| String::new())
+                        super::print::repr(&v, &|_, _| String::new())
                     ),
                 ))
             }
@@ -1868,7 +1870,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Some((v, _)) => {
                 return Err(unsupported(format!(
                     "host code rounds to nearest even only, not {}",
-                    super::print::display(&v, &|_| String::new())
+                    super::print::display(&v, &|_, _| String::new())
                 )))
             }
         }
@@ -1965,7 +1967,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Some((v, _)) => {
                 return Err(RunError::value(format!(
                     "a seed is a non-negative int, not {}",
-                    super::print::display(&v, &|_| "a tensor".into())
+                    super::print::display(&v, &|_, _| "a tensor".into())
                 )))
             }
             None => {
@@ -2264,9 +2266,9 @@ impl<'a, 'p> Interp<'a, 'p> {
         let value = element.unwrap_or(value);
         let text = |v: &Value| {
             if path == "repr" {
-                super::print::repr(v, &|t| self.tensor_text(t))
+                super::print::repr(v, &|t, form| self.tensor_text(t, form))
             } else {
-                super::print::display(v, &|t| self.tensor_text(t))
+                super::print::display(v, &|t, form| self.tensor_text(t, form))
             }
         };
         Ok(Value::str(&super::format::format(&value, &spec, &text)?))

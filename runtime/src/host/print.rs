@@ -100,28 +100,35 @@ fn positional(digits: &str, exp: i32, min_fraction: usize) -> String {
     format!("{int}.{frac}")
 }
 
+/// How the interpreter writes a tensor: its host copy in NumPy's `str`
+/// ([`tensor`]) or `repr` ([`tensor_repr`]) form.
+pub type TensorText<'a> = &'a dyn Fn(&super::value::TensorValue, Form) -> String;
+
+/// Which of NumPy's forms a tensor is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Str,
+    Repr,
+}
+
 /// How host code prints a value (`print(x)`, `str(x)`): a string as it
 /// is, a tensor in NumPy's `str` form, anything else as [`repr`].
-pub fn display(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+pub fn display(value: &Value, tensor_text: TensorText<'_>) -> String {
     match value {
         Value::Str(s) => s.to_string(),
-        Value::Tensor(t) => tensor_text(t),
+        Value::Tensor(t) => tensor_text(t, Form::Str),
         _ => repr(value, tensor_text),
     }
 }
 
 /// Python's `repr` of a value (a string quoted), as `repr(x)` gives it.
-pub fn repr(value: &Value, tensor_text: &dyn Fn(&super::value::TensorValue) -> String) -> String {
+pub fn repr(value: &Value, tensor_text: TensorText<'_>) -> String {
     repr_within(value, tensor_text, &mut Vec::new())
 }
 
 /// [`repr`] inside the lists and dicts `open` (their addresses), which
 /// print as `[...]` and `{...}` where they hold themselves, as in Python.
-fn repr_within(
-    value: &Value,
-    tensor_text: &dyn Fn(&super::value::TensorValue) -> String,
-    open: &mut Vec<*const ()>,
-) -> String {
+fn repr_within(value: &Value, tensor_text: TensorText<'_>, open: &mut Vec<*const ()>) -> String {
     let mut repr = |v: &Value| repr_within(v, tensor_text, open);
     match value {
         Value::None => "None".into(),
@@ -168,14 +175,7 @@ fn repr_within(
                 format!("({})", parts.join(", "))
             }
         }
-        // NumPy 2's scalars of f32 and f16 name their type; ml_dtypes'
-        // bfloat16 prints as its `str`.
-        Value::Tensor(t) if t.shape().is_empty() => match t.dtype() {
-            DType::F32 => format!("np.float32({})", tensor_text(t)),
-            DType::F16 => format!("np.float16({})", tensor_text(t)),
-            _ => tensor_text(t),
-        },
-        Value::Tensor(t) => tensor_text(t),
+        Value::Tensor(t) => tensor_text(t, Form::Repr),
         Value::Range(a, b, 1) => format!("range({a}, {b})"),
         Value::Range(a, b, s) => format!("range({a}, {b}, {s})"),
         Value::DType(d) => d.name().into(),
@@ -198,12 +198,109 @@ pub fn tensor(t: &Tensor) -> String {
     if shape.is_empty() {
         return element_alone(t.get(0), t.dtype());
     }
+    nested(t, STR_STYLE)
+}
+
+/// A tensor as NumPy 2's `repr` writes it: a scalar of f32 or f16 as
+/// `np.float32(…)` (ml_dtypes' bfloat16 and the scalars host code keeps as
+/// Python numbers as their `str`), an array as `array([…], …)` with `, `
+/// between elements, the dtype where it is not float64, int64 or bool, and
+/// the shape where it is empty but for its last dim or over 1000 elements.
+pub fn tensor_repr(t: &Tensor) -> String {
+    let shape = t.shape();
+    if shape.is_empty() {
+        let text = element_alone(t.get(0), t.dtype());
+        return match t.dtype() {
+            DType::F32 => format!("np.float32({text})"),
+            DType::F16 => format!("np.float16({text})"),
+            _ => text,
+        };
+    }
+    const PREFIX: &str = "array(";
+    let body = if t.numel() == 0 {
+        "[]".to_string()
+    } else {
+        nested(t, REPR_STYLE)
+    };
+    let mut extras = Vec::new();
+    if (t.numel() == 0 && shape.len() != 1) || t.numel() > THRESHOLD {
+        let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+        let tuple = match dims.as_slice() {
+            [one] => format!("({one},)"),
+            _ => format!("({})", dims.join(", ")),
+        };
+        extras.push(format!("shape={tuple}"));
+    }
+    if !matches!(t.dtype(), DType::F64 | DType::I64 | DType::Bool) || t.numel() == 0 {
+        extras.push(format!("dtype={}", numpy_name(t.dtype())));
+    }
+    if extras.is_empty() {
+        return format!("{PREFIX}{body})");
+    }
+    let head = format!("{PREFIX}{body},");
+    let extra = format!("{})", extras.join(", "));
+    let last_line = head.len() - head.rfind('\n').map_or(0, |i| i + 1);
+    let spacer = if last_line + extra.len() + 1 > LINE_WIDTH {
+        format!("\n{}", " ".repeat(PREFIX.len()))
+    } else {
+        " ".to_string()
+    };
+    format!("{head}{spacer}{extra}")
+}
+
+/// NumPy's name of a dtype (ml_dtypes' for bfloat16 and the fp8 formats).
+fn numpy_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F64 => "float64",
+        DType::F32 => "float32",
+        DType::F16 => "float16",
+        DType::Bf16 => "bfloat16",
+        DType::Fp8E4m3 => "float8_e4m3fn",
+        DType::Fp8E5m2 => "float8_e5m2",
+        DType::I8 => "int8",
+        DType::I16 => "int16",
+        DType::I32 => "int32",
+        DType::I64 => "int64",
+        DType::U8 => "uint8",
+        DType::U16 => "uint16",
+        DType::U32 => "uint32",
+        DType::U64 => "uint64",
+        DType::Bool => "bool",
+    }
+}
+
+/// How the elements of an array are laid out: NumPy's `separator`, its
+/// line width (75 less the suffix), and the indent of a wrapped line (one
+/// for the `[`, and the prefix's length).
+#[derive(Clone, Copy)]
+struct Style {
+    separator: &'static str,
+    width: usize,
+    indent: usize,
+}
+
+const STR_STYLE: Style = Style {
+    separator: " ",
+    width: LINE_WIDTH,
+    indent: 1,
+};
+
+/// `repr`'s: after `array(`, before `)`.
+const REPR_STYLE: Style = Style {
+    separator: ", ",
+    width: LINE_WIDTH - 1,
+    indent: 7,
+};
+
+/// The nested brackets of a tensor of at least one dim.
+fn nested(t: &Tensor, style: Style) -> String {
+    let shape = t.shape();
     let summarize = t.numel() > THRESHOLD;
     // The elements that are shown, to size the columns.
     let shown = shown_indices(shape, summarize);
     let format = ElementFormat::new(t, &shown);
     let mut out = String::new();
-    write_nested(t, shape, 0, 0, summarize, &format, &mut out, 1);
+    write_nested(t, shape, 0, 0, summarize, &format, &mut out, style.indent, style);
     out
 }
 
@@ -443,6 +540,7 @@ fn write_nested(
     format: &ElementFormat,
     out: &mut String,
     indent: usize,
+    style: Style,
 ) {
     let n = shape[axis];
     let stride: usize = shape[axis + 1..].iter().product();
@@ -467,16 +565,18 @@ fn write_nested(
             if k > 0 {
                 // Each enclosing `]` to come takes one column from the
                 // line, as NumPy counts them.
-                if line + 1 + text.len() + 1 + axis > LINE_WIDTH {
-                    // A wrapped line ends without the padding of its last
-                    // element, as in NumPy.
+                let sep = style.separator;
+                out.push_str(sep);
+                if line + sep.len() + text.len() + 1 + axis > style.width {
+                    // A wrapped line ends as NumPy's `line.rstrip()`: with
+                    // the separator's comma, else without the padding of
+                    // its last element.
                     out.truncate(out.trim_end_matches(' ').len());
                     out.push('\n');
                     out.push_str(&" ".repeat(indent));
                     line = indent;
                 } else {
-                    out.push(' ');
-                    line += 1;
+                    line += sep.len();
                 }
             }
             out.push_str(&text);
@@ -486,6 +586,7 @@ fn write_nested(
         let blank_lines = shape.len() - axis - 1;
         for (k, item) in items.iter().enumerate() {
             if k > 0 {
+                out.push_str(style.separator.trim_end());
                 out.push_str(&"\n".repeat(blank_lines));
                 out.push_str(&" ".repeat(indent));
             }
@@ -499,6 +600,7 @@ fn write_nested(
                     format,
                     out,
                     indent + 1,
+                    style,
                 ),
                 None => out.push_str("..."),
             }
@@ -513,6 +615,34 @@ mod tests {
 
     fn f32s(shape: &[usize], v: &[f32]) -> String {
         tensor(&Tensor::from_slice(shape, v).unwrap())
+    }
+
+    /// Expected strings are NumPy 2's `repr` of the same arrays.
+    #[test]
+    fn tensor_reprs_are_numpys() {
+        let sevenths: Vec<f64> = (0..12).map(|i| f64::from(i) / 7.0).collect();
+        assert_eq!(
+            tensor_repr(&Tensor::from_slice(&[3, 4], &sevenths).unwrap()),
+            "array([[0.        , 0.14285714, 0.28571429, 0.42857143],\n       [0.57142857, 0.71428571, 0.85714286, 1.        ],\n       [1.14285714, 1.28571429, 1.42857143, 1.57142857]])"
+        );
+        let thirds: Vec<f32> = (0..3).map(|i| i as f32 / 3.0).collect();
+        assert_eq!(
+            tensor_repr(&Tensor::from_slice(&[3], &thirds).unwrap()),
+            "array([0.        , 0.33333334, 0.6666667 ], dtype=float32)"
+        );
+        let counts: Vec<i64> = (0..2000).collect();
+        assert_eq!(
+            tensor_repr(&Tensor::from_slice(&[2000], &counts).unwrap()),
+            "array([   0,    1,    2, ..., 1997, 1998, 1999], shape=(2000,))"
+        );
+        assert_eq!(
+            tensor_repr(&Tensor::from_slice(&[0, 3], &[0.0f32; 0]).unwrap()),
+            "array([], shape=(0, 3), dtype=float32)"
+        );
+        assert_eq!(
+            tensor_repr(&Tensor::from_slice(&[], &[1.5f32]).unwrap()),
+            "np.float32(1.5)"
+        );
     }
 
     /// Expected strings are what NumPy 2 prints for the same arrays.

@@ -6,8 +6,8 @@ Writes COUNT random arrays (f64, f32, f16, i32, i64, bool; 0 to 3 dims,
 some long enough to be summarized; magnitudes from 1e-30 to 1e30, integral
 values, eighths, zeros of both signs, inf and nan) as .npy files, a .tsr
 program that loads and prints each, and compares its standard output with
-NumPy's `str` of each array and of its first element (and, for f32 and f16, the
-element's `repr`, alone and in a list), line by line. Exits 1 with the first
+NumPy's `str` and `repr` of each array and the `str` of its first element (and,
+for f32 and f16, the element's `repr`, alone and in a list), line by line. Exits 1 with the first
 differences, 0 with "print: ok COUNT".
 """
 
@@ -58,6 +58,9 @@ def main():
         np.save(path, x)
         lines.append(f'    print(load("{path}"))')
         expected.append(str(x))
+        if x.ndim > 0:
+            lines.append(f'    print(repr(load("{path}")))')
+            expected.append(repr(x))
         if x.ndim > 0:
             # An element is NumPy's scalar of the dtype: its `str`, and for
             # f32 and f16 (whose elements host code keeps as NumPy scalars)
