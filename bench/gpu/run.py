@@ -199,6 +199,37 @@ def profile_command(tessera, case, work, device, repeat, warmup):
     return command
 
 
+def tune_dims(case, source):
+    """The dims of the case's entry (its parameters' symbolic dims) at the
+    case's input shapes, for `tessera tune --dim`."""
+    header = re.search(rf"^def {case.entry}\((.*?)\)\s*->", source, re.M | re.S)
+    params = dict(re.findall(r"(\w+)\s*:\s*\w+\[([^\]]*)\]", header.group(1))) if header else {}
+    dims = {}
+    for t in case.inputs:
+        for dim, size in zip(params.get(t.name, "").split(","), t.shape):
+            if dim.strip().isidentifier():
+                dims[dim.strip()] = size
+    return dims
+
+
+def tune(tessera, case, device):
+    """With `--tune`: `tessera tune` of the case's entry at its shape, when
+    it is an `@autotune` function, into the tuning cache that the
+    profiles after it read ($TESSERA_CACHE_DIR, which main sets); the
+    configuration chosen, or None for an entry without `@autotune`."""
+    source = (ROOT / case.file).read_text()
+    if not re.search(rf"^@autotune\(.*\)\n(?:@.*\n)*def {case.entry}\(", source, re.M):
+        return None
+    dims = [f"--dim={name}={size}" for name, size in tune_dims(case, source).items()]
+    command = [str(tessera), "tune", case.file, "--entry", case.entry, "--device", device, *dims]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    best = re.search(rf"best for `{case.entry}`: (.*) at ", proc.stdout)
+    if proc.returncode != 0 or best is None:
+        output = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
+        raise HarnessError(f"`{shlex.join(command)}` exited with {proc.returncode}:\n{output}")
+    return best.group(1)
+
+
 def run_tessera(command):
     """Runs a tessera command from the repository root; HarnessError with
     the end of its output when it fails."""
@@ -342,7 +373,7 @@ def build(tessera, file, out_dir, emit):
     return json.loads((out_dir / f"{Path(file).stem}.{TARGET}.json").read_text())
 
 
-def dry_run(cases, tessera, repeat, warmup):
+def dry_run(cases, tessera, repeat, warmup, tuned=False):
     """Prints the plan and checks what runs without a GPU; the number of
     problems found."""
     print(f"plan: {len(cases)} cases, each run as (<work> is a new temporary directory):")
@@ -379,7 +410,7 @@ def dry_run(cases, tessera, repeat, warmup):
     if np is None:
         print("\nnote: numpy is not importable, so the entries are not run on the CPU device")
         return problems
-    return problems + cpu_smoke(cases, tessera)
+    return problems + cpu_smoke(cases, tessera, tuned)
 
 
 def describe_launch(launch, kernels):
@@ -392,9 +423,10 @@ def describe_launch(launch, kernels):
     return text + ")"
 
 
-def cpu_smoke(cases, tessera):
+def cpu_smoke(cases, tessera, tuned=False):
     """Runs each planned entry on a small shape on the CPU device through
-    `tessera profile`, checked against a numpy reference; the failures."""
+    `tessera profile` (with `tuned`, after `tessera tune` at that shape on
+    the CPU), checked against a numpy reference; the failures."""
     entries = {case.entry for case in cases}
     smoke = [case for case in SMOKE_CASES if case.entry in entries]
     print(f"\nthe same path on the CPU device, {len(smoke)} entries on small shapes (seed 0):")
@@ -403,6 +435,7 @@ def cpu_smoke(cases, tessera):
         rng = np.random.default_rng(0)
         inputs = {t.name: numpy_random(rng, t) for t in case.inputs}
         try:
+            config = tune(tessera, case, "cpu") if tuned else None
             ms, kernels, ours = run_ours(tessera, case, inputs, "cpu", repeat=2, warmup=1)
         except HarnessError as e:
             print(f"  FAIL {case.entry} {case.shape}: {e}")
@@ -411,7 +444,7 @@ def cpu_smoke(cases, tessera):
         ok, err = check(ours, numpy_reference(case, {k: widen(v) for k, v in inputs.items()}), case.rtol, case.atol)
         failures += not ok
         print(f"  {'ok  ' if ok else 'FAIL'} {case.entry} {case.shape}: {', '.join(kernels)} {ms:.1f} ms, "
-              f"max |err| {err:.1e}")
+              f"max |err| {err:.1e}" + (f", tuned {config}" if config else ""))
     return failures
 
 
@@ -518,8 +551,9 @@ def cuda_ms(fn, warmup, repeat, flush):
     return median(start.elapsed_time(end) for start, end in events)
 
 
-def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None):
-    """One case on the GPU: a dict of what the results record."""
+def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None, tuned=False):
+    """One case on the GPU: a dict of what the results record (with
+    `tuned`, the entry tuned at the case's shape first)."""
     generator = torch.Generator(device="cuda").manual_seed(seed)
     dtypes = {"bf16": torch.bfloat16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
     t = {x.name: torch.randn(x.shape, generator=generator, device="cuda").to(dtypes[x.dtype]) for x in case.inputs}
@@ -529,6 +563,8 @@ def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None):
             for name, x in t.items()}
     result = {"entry": case.entry, "shape": case.shape, "seed": seed, "flops": case.flops, "bytes": case.bytes}
     try:
+        if tuned:
+            result["config"] = tune(tessera, case, "cuda")
         result["ours_ms"], result["kernels"], ours = run_ours(tessera, case, host, "cuda", repeat, warmup, ncu_dir)
     except HarnessError as e:
         result["error"] = str(e)
@@ -595,10 +631,12 @@ def markdown_table(results):
 
 
 def notes(results):
-    """Markdown lines on the cases that failed and the anchors left out of
-    the comparison."""
+    """Markdown lines on the configurations tuned, the cases that failed
+    and the anchors left out of the comparison."""
     lines = []
     for r in results:
+        if r.get("config"):
+            lines.append(f"- {r['entry']} {r['shape']}: tuned at this shape, {r['config']}")
         if "error" in r:
             lines += [f"- {r['entry']} {r['shape']}:", "", "```", r["error"], "```", ""]
         for name, a in r.get("anchors", {}).items():
@@ -675,7 +713,7 @@ def gpu_run(cases, args):
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
     results = []
     for i, case in enumerate(cases):
-        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu)
+        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu, args.tune)
         results.append(result)
         print(f"[{i + 1}/{len(cases)}] " + " | ".join(table_row(result)), flush=True)
         if "error" in result:
@@ -708,6 +746,8 @@ def main():
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results", help="where the results go")
     parser.add_argument("--ncu", type=Path, metavar="DIR",
                         help="also run each of our kernels once under Nsight Compute, its report a text file in DIR")
+    parser.add_argument("--tune", action="store_true",
+                        help="tune each `@autotune` entry at the case's shape (`tessera tune`) before timing it")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan and check what runs without a GPU (no torch needed)")
     args = parser.parse_args()
@@ -715,8 +755,13 @@ def main():
     if not args.tessera.is_file():
         parser.error(f"{args.tessera} does not exist: `cargo build --release -p tessera-cli`, or pass --tessera")
     cases = plan(args.only, args.quick)
+    if args.tune:
+        # The tunings of this run, which its profiles read.
+        cache = Path(tempfile.mkdtemp(prefix="tessera-tune-"))
+        os.environ["TESSERA_CACHE_DIR"] = str(cache)
+        print(f"tuning into {cache}")
     if args.dry_run:
-        problems = dry_run(cases, args.tessera, args.repeat, args.warmup)
+        problems = dry_run(cases, args.tessera, args.repeat, args.warmup, args.tune)
         print(f"\ndry run: {'no problems' if problems == 0 else f'{problems} problems'}")
         return 0 if problems == 0 else 1
     if np is None or torch is None:

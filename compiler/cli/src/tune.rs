@@ -22,7 +22,7 @@ use tessera_driver::tune::{self, Config, Entry, TuneCache, Tuning};
 use tessera_exec::profile::Profiler;
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
 use tessera_runtime::rng::{fill, host_key, Distribution};
-use tessera_runtime::{DType, Device};
+use tessera_runtime::Device;
 
 use crate::run::DeviceOpts;
 use tessera_diagnostics::{Code, Diagnostic};
@@ -286,7 +286,7 @@ fn random_inputs(
     let count = host.params.len() - host.results.len() - host.scratch.len() - dim_params;
     let mut values = Vec::new();
     for (i, p) in host.params.iter().take(count).enumerate() {
-        let dtype = DType::from_name(&p.dtype).ok_or_else(|| format!("no random `{}` inputs", p.dtype))?;
+        let dtype = tessera_exec::host_dtype(&p.dtype).ok_or_else(|| format!("no random `{}` inputs", p.dtype))?;
         if p.kind != "buffer" {
             values.push(if dtype.is_float() {
                 Value::Float(1.0)

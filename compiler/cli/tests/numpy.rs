@@ -1,7 +1,8 @@
 //! Printing checked against NumPy itself (from the test environment that
 //! `scripts/setup.sh` makes in `.venv`): random arrays of every NumPy dtype
 //! Tessera shares, of 0 to 3 dims, with special values and magnitudes
-//! from 1e-30 to 1e30, and their first elements (NumPy's scalars),
+//! from 1e-30 to 1e30, their `repr`s, and their first elements (NumPy's
+//! scalars; the `repr` of an f32 or f16 one alone and in a list),
 //! printed by `tessera run` and by NumPy
 //! (`tests/numpy/print_compare.py`), line for line. The seed changes from
 //! run to run and is printed when they differ.

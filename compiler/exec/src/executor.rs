@@ -704,7 +704,7 @@ fn lookup(dims: &[(String, i64)], dim: &str, function: &str) -> Result<i64, RunE
 }
 
 /// The host dtype of a kernel parameter's element type (its IR name).
-pub(crate) fn host_dtype(ir: &str) -> Option<DType> {
+pub fn host_dtype(ir: &str) -> Option<DType> {
     match ir {
         "f8e4m3" => Some(DType::Fp8E4m3),
         "f8e5m2" => Some(DType::Fp8E5m2),

@@ -31,7 +31,7 @@ use tessera_runtime::host::Role;
 use tessera_runtime::{Device, DeviceKind};
 use tessera_syntax::ast::{FnDef, Module, StmtKind};
 
-pub use executor::{Image, Loaded};
+pub use executor::{host_dtype, Image, Loaded};
 
 /// The target whose code a device runs: the CPU its own; a CUDA device
 /// PTX for sm_90a when it is a Hopper GPU (compute capability 9.0), else
