@@ -64,7 +64,18 @@ fn in_function<'db>(
         }
         Node::Expr(e, role) => match &e.kind {
             ExprKind::Name(n) => resolve(db, file, Some(func), n, e.span, role),
-            ExprKind::Attr { name, .. } if name.span.start <= rel && rel <= name.span.end => {
+            ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
+                // A method of a string or a list local, from the tables
+                // the interpreter runs.
+                let methods: &[(&str, &str)] = match func.type_at(db, base.span) {
+                    Some(Ty::Str) => &builtins::STR_METHODS,
+                    Some(Ty::List(_)) => &builtins::LIST_METHODS,
+                    _ => &[],
+                };
+                if let Some((method, doc)) = methods.iter().find(|(m, _)| *m == name.name) {
+                    let of = source_text(text, func.absolute(base.span)).unwrap_or("");
+                    return Some(format!("{}\n\n{doc}", code(&format!("{of}.{method}(…)"))));
+                }
                 return match func.type_at(db, e.span)? {
                     Ty::Builtin(b) => Some(builtin(b)),
                     ty => Some(format!(

@@ -177,6 +177,10 @@ def completion_and_signature_help(s):
     s.change(uri, [((line + 1, 0), (line + 2, 0), '    label = "x"\n    label.\n')])
     items = {i.label: i for i in s.completion(uri, line + 2, len("    label."))}
     assert {"startswith", "split", "join"} <= set(items), sorted(items)
+    # Hover on a method call shows what the method does.
+    s.change(uri, [((line + 2, 0), (line + 3, 0), "    names.append(label)\n")])
+    method = hover_text(s, uri, (line + 2, len("    names.ap")))
+    assert "names.append(…)" in method and "at the end" in method, method
 
 
 def outline_hints_and_tokens(s):
