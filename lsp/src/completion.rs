@@ -23,6 +23,14 @@ const KEYWORDS: [&str; 27] = [
     "continue", "and", "or", "not", "assert", "where", "effects", "mut", "True", "False", "None", "is", "lambda",
 ];
 
+/// What `.` after a tensor offers.
+const TENSOR_PROPERTIES: [(&str, &str); 4] = [
+    ("T", "the transpose of the last two dims"),
+    ("shape", "the dims, as a tuple"),
+    ("ndim", "the number of dims"),
+    ("dtype", "the element type"),
+];
+
 pub fn completion(snapshot: &Snapshot, uri: &Uri, pos: Position) -> Vec<CompletionItem> {
     let Some(file) = snapshot.file_of(uri) else {
         return Vec::new();
@@ -75,36 +83,29 @@ fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str
             .or_else(|| f.body(db).locals.iter().find(|(n, _, _)| n == base).map(|(_, _, t)| t))
     });
     if let Some(ty) = local_ty {
-        let methods = |table: &[(&str, &str)]| {
+        // Methods (`base.name(…)`) or properties (`base.name`) with what
+        // each is.
+        let members = |table: &[(&str, &str)], kind: CompletionItemKind| {
+            let call = if kind == CompletionItemKind::METHOD {
+                "(…)"
+            } else {
+                ""
+            };
             table
                 .iter()
                 .map(|(name, doc)| CompletionItem {
                     label: name.to_string(),
-                    kind: Some(CompletionItemKind::METHOD),
-                    detail: Some(format!("{base}.{name}(…)")),
+                    kind: Some(kind),
+                    detail: Some(format!("{base}.{name}{call}")),
                     documentation: Some(markdown(doc.to_string())),
                     ..CompletionItem::default()
                 })
                 .collect()
         };
         return match ty {
-            Ty::Str => methods(&builtins::STR_METHODS),
-            Ty::List(_) => methods(&builtins::LIST_METHODS),
-            Ty::Tensor(_) | Ty::Unknown => [
-                ("T", "the transpose of the last two dims"),
-                ("shape", "the dims, as a tuple"),
-                ("ndim", "the number of dims"),
-                ("dtype", "the element type"),
-            ]
-            .into_iter()
-            .map(|(name, doc)| CompletionItem {
-                label: name.to_string(),
-                kind: Some(CompletionItemKind::PROPERTY),
-                detail: Some(format!("{base}.{name}")),
-                documentation: Some(markdown(doc.to_string())),
-                ..CompletionItem::default()
-            })
-            .collect(),
+            Ty::Str => members(&builtins::STR_METHODS, CompletionItemKind::METHOD),
+            Ty::List(_) => members(&builtins::LIST_METHODS, CompletionItemKind::METHOD),
+            Ty::Tensor(_) | Ty::Unknown => members(&TENSOR_PROPERTIES, CompletionItemKind::PROPERTY),
             _ => Vec::new(),
         };
     }

@@ -969,20 +969,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                             .collect(),
                     ));
                 }
-                match self.expr(locals, &args[0].value)? {
-                    Value::Int(i) => ops::resolve_index(i, n).map(|j| items[j].clone()).ok_or_else(|| {
-                        self.fail(
-                            span,
-                            "this index",
-                            RunError::new(Code::E1007, format!("index {i} is out of range for a {kind} of {n}")),
-                        )
-                    }),
-                    v => Err(self.fail(
-                        span,
-                        "this index",
-                        RunError::value(format!("a {kind} index must be an int, not {}", v.describe())),
-                    )),
-                }
+                let at = self.sequence_index(locals, &args[0], n, kind, span)?;
+                Ok(items[at].clone())
             }
             Value::Function(f) => Err(self.fail(
                 span,
@@ -1224,18 +1212,31 @@ impl<'a, 'p> Interp<'a, 'p> {
             ));
         }
         let n = items.borrow().len();
+        self.sequence_index(locals, arg, n, "list", span)
+    }
+
+    /// The position the int index `arg` names in a `kind` of `n` items
+    /// (negative from the end), E1007 when it is out of range.
+    fn sequence_index(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        arg: &Arg,
+        n: usize,
+        kind: &str,
+        span: Span,
+    ) -> Res<usize> {
         match self.expr(locals, &arg.value)? {
             Value::Int(i) => ops::resolve_index(i, n).ok_or_else(|| {
                 self.fail(
                     span,
                     "this index",
-                    RunError::new(Code::E1007, format!("index {i} is out of range for a list of {n}")),
+                    RunError::new(Code::E1007, format!("index {i} is out of range for a {kind} of {n}")),
                 )
             }),
             v => Err(self.fail(
                 span,
                 "this index",
-                RunError::value(format!("a list index must be an int, not {}", v.describe())),
+                RunError::value(format!("a {kind} index must be an int, not {}", v.describe())),
             )),
         }
     }
