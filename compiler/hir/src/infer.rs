@@ -498,11 +498,19 @@ impl<'a> Infer<'a> {
         )
         .with_primary(self.at(target.span), "this writes into the parameter")
         .with_secondary(self.at(param.span), "declared without `mut`");
-        if let Some(at) = param.type_start {
-            diag = diag.with_fix(
-                Fix::new(format!("make `{name}` writable"), Applicability::MachineApplicable)
-                    .with_edit(self.at(at), "mut "),
-            );
+        match param.type_start {
+            Some(at) => {
+                diag = diag.with_fix(
+                    Fix::new(format!("make `{name}` writable"), Applicability::MachineApplicable)
+                        .with_edit(self.at(at), "mut "),
+                );
+            }
+            // Without a type there is nowhere to write `mut`.
+            None => {
+                diag = diag.with_help(format!(
+                    "give `{name}` a type with `mut` before it (`{name}: mut f32[M, N]`): in kernel code a parameter is read-only unless declared writable"
+                ));
+            }
         }
         self.error(diag);
     }
