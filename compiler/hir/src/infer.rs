@@ -1063,7 +1063,10 @@ impl<'a> Infer<'a> {
                     }
                 }
                 (Ty::Tensor(t), _) | (_, Ty::Tensor(t))
-                    if !matches!(op, BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn) =>
+                    if !matches!(
+                        op,
+                        BinOp::And | BinOp::Or | BinOp::In | BinOp::NotIn | BinOp::Is | BinOp::IsNot
+                    ) =>
                 {
                     Ty::Tensor(TensorTy {
                         dtype: Some(DType::Bool),

@@ -438,6 +438,9 @@ pub enum BinOp {
     Ge,
     In,
     NotIn,
+    /// Python's identity: the same object (`x is None`).
+    Is,
+    IsNot,
 }
 
 impl BinOp {
@@ -466,13 +469,24 @@ impl BinOp {
             BinOp::Ge => ">=",
             BinOp::In => "in",
             BinOp::NotIn => "not in",
+            BinOp::Is => "is",
+            BinOp::IsNot => "is not",
         }
     }
 
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::In | BinOp::NotIn
+            BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::In
+                | BinOp::NotIn
+                | BinOp::Is
+                | BinOp::IsNot
         )
     }
 

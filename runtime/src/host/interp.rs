@@ -1015,6 +1015,9 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn binary(&self, op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
+        if matches!(op, BinOp::Is | BinOp::IsNot) {
+            return Ok(Value::Bool(identical(a, b) == (op == BinOp::Is)));
+        }
         if let (BinOp::MatMul, Value::Tensor(x), Value::Tensor(y)) = (op, a, b) {
             // `a @ b` as `op.matmul(a, b)`: a float64 reference in `a`'s dtype.
             let (x, y) = (x.host(self.device)?, y.host(self.device)?);
@@ -2949,6 +2952,23 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// Python's `is`: the same list, dict, tuple or tensor; for None, bools,
+/// numbers of one type, strings, dtypes and functions, which host code
+/// does not tell apart by identity, the same value.
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => Rc::ptr_eq(x, y),
+        (Value::Dict(x), Value::Dict(y)) => Rc::ptr_eq(x, y),
+        (Value::Tuple(x), Value::Tuple(y)) => Rc::ptr_eq(x, y),
+        (Value::Tensor(x), Value::Tensor(y)) => x.same(y),
+        (Value::Int(_), Value::Float(_)) | (Value::Float(_), Value::Int(_)) => false,
+        (Value::Bool(_), Value::Int(_) | Value::Float(_)) | (Value::Int(_) | Value::Float(_), Value::Bool(_)) => false,
+        (Value::List(_) | Value::Dict(_) | Value::Tuple(_) | Value::Tensor(_), _)
+        | (_, Value::List(_) | Value::Dict(_) | Value::Tuple(_) | Value::Tensor(_)) => false,
+        _ => equal(a, b),
+    }
 }
 
 /// Python's `==` of two values. Lists and dicts nested deeper than

@@ -6,7 +6,8 @@ Each program is a `def main():` over ints, floats, strings, lists, tuples
 and dicts: arithmetic (`+ - * / // % **`), comparisons, `in`, conditional
 expressions, indexing and slicing with steps, `min`/`max` of several values
 or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
-`append` to a list and assign dict entries, `items()`, `str`, f-strings
+`append` to a list and assign dict entries, `items()`, `str`, `is` and
+`is not`, f-strings
 with format specs, and lists and dicts changed through another name or a
 function's parameter (list methods, item assignment, `+=`, `[x] * n`).
 Programs CPython rejects are skipped; for the others both must print the
@@ -47,7 +48,10 @@ class Gen:
 
     def boolean(self, d=0):
         r = self.rng
-        k = r.randrange(5)
+        k = r.randrange(6)
+        if k == 5:
+            x, y = r.choice(["xs", "t", "d", "s", "a", "None"]), r.choice(["xs", "t", "d", "None"])
+            return f"({x} {r.choice(['is', 'is not'])} {y})"
         if k < 2:
             return f"({self.num(d + 1)} {r.choice(['<', '<=', '==', '!=', '>', '>='])} {self.num(d + 1)})"
         if k == 2:
@@ -116,7 +120,7 @@ class Gen:
                     "zs = ys.copy()", "ys.clear()"]))
             lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
             lines.append(f"    grid[0][1] = {self.num(2)}")
-            lines.append("    print(xs, ys, d, e, xs == ys, len(e), grid, xs.count(1))")
+            lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
         if r.random() < 0.3:
             lines.append("    total = 0")
             lines.append("    for k, v in d.items():")
