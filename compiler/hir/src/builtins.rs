@@ -244,12 +244,27 @@ pub const LIST_METHODS: [(&str, &str); 9] = [
 pub const LIST_MUTATORS: usize = 6;
 
 /// The methods of host code's dicts, as Python's: (name, what it does).
-pub const DICT_METHODS: [(&str, &str); 4] = [
+/// The first [`DICT_MUTATORS`] change the dict in place.
+pub const DICT_METHODS: [(&str, &str); 9] = [
+    (
+        "pop",
+        "Removes `key` and gives its value (`default` when it is missing, else an error).",
+    ),
+    (
+        "setdefault",
+        "The value of `key`, after setting it to `default` (None without one) when it is missing.",
+    ),
+    ("update", "Sets every key of the dict `other` to its value there."),
+    ("clear", "Removes every key."),
     ("keys", "The keys, as a list, in insertion order."),
     ("values", "The values, as a list, in insertion order."),
     ("items", "The (key, value) pairs, as a list of tuples."),
     ("get", "The value of `key`, else `default` (None without one)."),
+    ("copy", "A new dict of the same entries."),
 ];
+
+/// How many of [`DICT_METHODS`], from the first, change the dict.
+pub const DICT_MUTATORS: usize = 4;
 
 /// The builtin namespaces.
 pub const NAMESPACES: [&str; 14] = [

@@ -1080,24 +1080,75 @@ impl<'a, 'p> Interp<'a, 'p> {
         )
     }
 
-    /// A dict method (`DICT_METHODS`): `keys()`, `values()` and `items()`
-    /// as lists, `get(key, default=None)`.
-    fn dict_method(&mut self, entries: &[(Value, Value)], method: &str, args: &mut Args) -> Result<Value, RunError> {
-        if method == "get" {
-            let key = self.positional(args, "key", "get")?;
-            let default = args.optional("default").unwrap_or(Value::None);
-            return Ok(lookup(entries, &key).unwrap_or(default));
+    /// A dict method (`DICT_METHODS`), as Python's: `keys()`, `values()`
+    /// and `items()` as lists; `get`; and `pop`, `setdefault`, `update` and
+    /// `clear`, which change the dict in place.
+    fn dict_method(&mut self, entries: &RefCell<Entries>, method: &str, args: &mut Args) -> Result<Value, RunError> {
+        let key_arg = |this: &Self, args: &mut Args| {
+            let key = this.positional(args, "key", method)?;
+            if hashable(&key) {
+                Ok(key)
+            } else {
+                Err(unhashable(&key))
+            }
+        };
+        match method {
+            "get" => {
+                let key = key_arg(self, args)?;
+                let default = args.optional("default").unwrap_or(Value::None);
+                Ok(lookup(&entries.borrow(), &key).unwrap_or(default))
+            }
+            "pop" => {
+                let key = key_arg(self, args)?;
+                let default = args.optional("default");
+                let at = entries.borrow().iter().position(|(k, _)| equal(k, &key));
+                match (at, default) {
+                    (Some(at), _) => Ok(entries.borrow_mut().remove(at).1),
+                    (None, Some(default)) => Ok(default),
+                    (None, None) => Err(missing_key(&key)),
+                }
+            }
+            "setdefault" => {
+                let key = key_arg(self, args)?;
+                let default = args.optional("default").unwrap_or(Value::None);
+                let found = lookup(&entries.borrow(), &key);
+                Ok(found.unwrap_or_else(|| {
+                    entries.borrow_mut().push((key, default.clone()));
+                    default
+                }))
+            }
+            "update" => {
+                let other = self.positional(args, "other", "update")?;
+                let Value::Dict(other) = other else {
+                    return Err(RunError::value(format!(
+                        "`update` takes a dict, not {}",
+                        other.describe()
+                    )));
+                };
+                let pairs = other.borrow().clone();
+                let mut mine = entries.borrow_mut();
+                for (k, v) in pairs {
+                    set_entry(&mut mine, k, v);
+                }
+                Ok(Value::None)
+            }
+            "clear" => {
+                entries.borrow_mut().clear();
+                Ok(Value::None)
+            }
+            "copy" => Ok(Value::dict(entries.borrow().clone())),
+            _ => Ok(Value::list(
+                entries
+                    .borrow()
+                    .iter()
+                    .map(|(k, v)| match method {
+                        "keys" => k.clone(),
+                        "values" => v.clone(),
+                        _ => Value::tuple(vec![k.clone(), v.clone()]),
+                    })
+                    .collect(),
+            )),
         }
-        Ok(Value::list(
-            entries
-                .iter()
-                .map(|(k, v)| match method {
-                    "keys" => k.clone(),
-                    "values" => v.clone(),
-                    _ => Value::tuple(vec![k.clone(), v.clone()]),
-                })
-                .collect(),
-        ))
     }
 
     /// A list method (`LIST_METHODS`) of `items`, as Python's: the list is
@@ -1271,10 +1322,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
         }
         if let ExprKind::Attr { base, name } = &callee.unparen().kind {
-            if builtins::LIST_METHODS[..builtins::LIST_MUTATORS]
+            let changes = builtins::LIST_METHODS[..builtins::LIST_MUTATORS]
                 .iter()
-                .any(|(m, _)| *m == name.name)
-            {
+                .chain(&builtins::DICT_METHODS[..builtins::DICT_MUTATORS])
+                .any(|(m, _)| *m == name.name);
+            if changes {
                 self.check_not_constant(locals, base)?;
             }
         }
@@ -1307,7 +1359,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Value::Method(receiver, method) => {
                 let mut evaluated = self.args(locals, args)?;
                 let v = match &*receiver {
-                    Value::Dict(entries) => self.dict_method(&entries.borrow(), method, &mut evaluated),
+                    Value::Dict(entries) => self.dict_method(entries, method, &mut evaluated),
                     Value::List(items) => self.list_method(items, method, &mut evaluated),
                     Value::Str(text) => self.str_method(text, method, &mut evaluated),
                     other => Err(unsupported(format!("{} has no methods in host code", other.describe()))),

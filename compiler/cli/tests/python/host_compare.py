@@ -117,7 +117,8 @@ class Gen:
                     f"ys.append({self.num(2)})", f"xs += [{self.num(2)}]", f"ys[{r.choice(['0', '-1', '1'])}] = {self.num(2)}",
                     "xs.pop()", f"ys.insert({r.randint(-4, 4)}, {self.num(2)})", "xs.extend(t)", "ys.reverse()",
                     "e[" + r.choice(["2", "7", '"k"']) + "] = " + self.num(2), f"grow(ys, e, {r.randint(0, 9)})",
-                    "zs = ys.copy()", "ys.clear()"]))
+                    "zs = ys.copy()", "ys.clear()", "e.pop(2, None)", 'e.setdefault("k", 0)',
+                    f"e.update({{7: {self.num(2)}}})", "e.copy().clear()"]))
             lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
             lines.append(f"    grid[0][1] = {self.num(2)}")
             lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
