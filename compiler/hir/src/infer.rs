@@ -2928,7 +2928,7 @@ fn negative_step_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>, k: 
         };
         let start = lo.map_or(Some(d - 1), |b| b.map(clamp))?;
         let stop = hi.map_or(Some(-1), |b| b.map(clamp))?;
-        return Some(Poly::constant((start - stop).max(0)).div_ceil(step)?);
+        return Poly::constant((start - stop).max(0)).div_ceil(step);
     }
     // `dim + b` for a negative bound b; `dim - 1` and `-1` without one.
     let from_end = |b: Option<Option<i64>>, none: Poly| match b {
