@@ -207,6 +207,7 @@ pub fn walk_stmt<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(Node<'a>)) {
     let value = |e: &'a Expr, f: &mut dyn FnMut(Node<'a>)| walk_expr(e, Role::Value, f);
     match &stmt.kind {
         StmtKind::Expr(e) | StmtKind::Return(Some(e)) => value(e, f),
+        StmtKind::Del(targets) => targets.iter().for_each(|t| value(t, f)),
         StmtKind::Assign { targets, value: v } => {
             targets.iter().for_each(|t| value(t, f));
             value(v, f);

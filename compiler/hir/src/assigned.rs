@@ -166,6 +166,11 @@ impl Walk {
     fn stmt(&mut self, stmt: &Stmt, state: &mut State) {
         match &stmt.kind {
             StmtKind::Expr(e) => self.reads(e, state),
+            // `del x` reads nothing of `x`; `del d[k]` reads `d` and `k`.
+            StmtKind::Del(targets) => targets
+                .iter()
+                .filter(|t| !matches!(t.unparen().kind, ExprKind::Name(_)))
+                .for_each(|t| self.reads(t, state)),
             StmtKind::Return(Some(e)) => {
                 self.reads(e, state);
                 *state = None;

@@ -163,6 +163,7 @@ impl Copies<'_> {
     fn stmt(&mut self, stmt: &Stmt, flow: &mut Flow) {
         match &stmt.kind {
             StmtKind::Expr(e) => self.expr(e, flow),
+            StmtKind::Del(targets) => targets.iter().for_each(|t| self.expr(t, flow)),
             StmtKind::Assign { targets, value } => {
                 self.expr(value, flow);
                 targets.iter().for_each(|t| self.store(t, flow));

@@ -750,6 +750,7 @@ impl<'a> Walker<'a> {
     fn stmt(&mut self, stmt: &Stmt) {
         match &stmt.kind {
             StmtKind::Expr(e) => self.expr(e),
+            StmtKind::Del(targets) => targets.iter().for_each(|t| self.expr(t)),
             StmtKind::Assign { targets, value } => {
                 self.expr(value);
                 targets.iter().for_each(|t| self.target(t));

@@ -58,6 +58,7 @@ impl Checker<'_> {
 
     fn stmt(&mut self, stmt: &Stmt, region: Option<Region>) {
         match &stmt.kind {
+            StmtKind::Del(targets) => targets.iter().for_each(|t| self.expr(t, region)),
             StmtKind::Expr(e) => {
                 self.statement = Some(e.unparen().span);
                 self.expr(e, region);

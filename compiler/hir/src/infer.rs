@@ -169,6 +169,16 @@ impl<'a> Infer<'a> {
             StmtKind::Expr(e) => {
                 self.expr(e);
             }
+            // `del x` unbinds a name (its type is kept for a later
+            // assignment); `del d[k]` writes into `d`.
+            StmtKind::Del(targets) => {
+                for target in targets {
+                    if !matches!(target.unparen().kind, ExprKind::Name(_)) {
+                        self.check_store_target(target);
+                        self.expr(target);
+                    }
+                }
+            }
             StmtKind::Assign { targets, value } => {
                 let ty = self.expr(value);
                 for target in targets {

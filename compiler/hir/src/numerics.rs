@@ -79,6 +79,7 @@ impl Checker<'_, '_> {
     fn stmt(&mut self, stmt: &Stmt, policy: Option<&InForce>) {
         match &stmt.kind {
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(e, policy),
+            StmtKind::Del(targets) => targets.iter().for_each(|t| self.expr(t, policy)),
             StmtKind::Assign { targets, value } => {
                 targets.iter().for_each(|t| self.expr(t, policy));
                 self.expr(value, policy);

@@ -124,6 +124,7 @@ impl Stmt {
                 body.each_expr(f);
             }
             StmtKind::Return(Some(value)) => f(value),
+            StmtKind::Del(targets) => targets.iter().for_each(f),
             StmtKind::Assert { cond, message } => {
                 f(cond);
                 if let Some(message) = message {
@@ -184,6 +185,8 @@ pub enum StmtKind {
     Break,
     Continue,
     Pass,
+    /// `del x, d[k]`: unbinds names, removes dict keys and list items.
+    Del(Vec<Expr>),
     Assert {
         cond: Expr,
         message: Option<Expr>,

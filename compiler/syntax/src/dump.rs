@@ -74,6 +74,10 @@ fn write_stmt(out: &mut String, stmt: &Stmt, depth: usize) {
         StmtKind::Break => line(out, depth, "break"),
         StmtKind::Continue => line(out, depth, "continue"),
         StmtKind::Pass => line(out, depth, "pass"),
+        StmtKind::Del(targets) => {
+            let targets: Vec<String> = targets.iter().map(expr).collect();
+            line(out, depth, &format!("del {}", targets.join(", ")));
+        }
         StmtKind::Assert { cond, message } => {
             let message = message.as_ref().map_or(String::new(), |m| format!(" {}", expr(m)));
             line(out, depth, &format!("assert {}{message}", expr(cond)));

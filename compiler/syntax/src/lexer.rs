@@ -43,6 +43,8 @@ enum Raw {
     Continue,
     #[token("def")]
     Def,
+    #[token("del")]
+    Del,
     #[token("effects")]
     Effects,
     #[token("elif")]
@@ -369,7 +371,7 @@ fn keyword_or_punct(raw: Raw) -> Tok<'static> {
         };
     }
     same!(
-        And As Assert Break Continue Def Effects Elif Else False For From If Import In Is Mut None Not Or
+        And As Assert Break Continue Def Del Effects Elif Else False For From If Import In Is Mut None Not Or
         Pass Return True Where While With LParen RParen LBracket RBracket LBrace RBrace Comma Colon
         Semi Dot DotDot DotDotEq Arrow At Assign EqEq NotEq Lt Le Gt Ge Plus Minus Star Slash
         SlashSlash Percent StarStar Amp Pipe Caret Tilde Shl Shr PlusEq MinusEq StarEq SlashEq

@@ -106,6 +106,7 @@ fn stmt(s: &mut Stmt, f: &mut dyn FnMut(&mut Span)) {
                 expr(v, f);
             }
         }
+        StmtKind::Del(targets) => targets.iter_mut().for_each(|t| expr(t, f)),
         StmtKind::Assert { cond, message } => {
             expr(cond, f);
             if let Some(m) = message {

@@ -341,6 +341,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),
             StmtKind::Pass | StmtKind::Import(_) | StmtKind::FromImport { .. } => {}
+            StmtKind::Del(targets) => {
+                for target in targets {
+                    self.delete(locals, target)?;
+                }
+            }
             StmtKind::Assert { cond, message } => self.assert(locals, cond, message.as_ref())?,
             StmtKind::Def(def) => {
                 return Err(self.fail(
@@ -495,6 +500,61 @@ impl<'a, 'p> Interp<'a, 'p> {
                 target.span,
                 "this target",
                 unsupported("host code cannot assign to this"),
+            )),
+        }
+    }
+
+    /// `del target`, as Python's: a local name unbound (using it after is
+    /// an error), a dict's key or a list's item removed in place.
+    fn delete(&mut self, locals: &mut HashMap<String, Value>, target: &Expr) -> Res<()> {
+        match &target.unparen().kind {
+            ExprKind::Name(n) => match locals.remove(n) {
+                Some(_) => Ok(()),
+                None => Err(self.fail(
+                    target.span,
+                    "this name",
+                    RunError::new(
+                        Code::E1005,
+                        format!("`{n}` is not a local of this function, which `del` unbinds"),
+                    ),
+                )),
+            },
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().try_for_each(|item| self.delete(locals, item))
+            }
+            ExprKind::Subscript { base, args } => {
+                self.check_not_constant(locals, base)?;
+                match self.expr(locals, base)? {
+                    Value::Dict(entries) => {
+                        let key = self.dict_key(locals, args, target.span)?;
+                        let at = entries.borrow().iter().position(|(k, _)| equal(k, &key));
+                        match at {
+                            Some(at) => {
+                                entries.borrow_mut().remove(at);
+                                Ok(())
+                            }
+                            None => Err(self.fail(target.span, "this key", missing_key(&key))),
+                        }
+                    }
+                    Value::List(items) => {
+                        let at = self.list_index(locals, &items, args, target.span)?;
+                        items.borrow_mut().remove(at);
+                        Ok(())
+                    }
+                    other => Err(self.fail(
+                        base.span,
+                        "this value",
+                        RunError::new(
+                            Code::E1005,
+                            format!("`del` removes from a list or a dict, not {}", other.describe()),
+                        ),
+                    )),
+                }
+            }
+            _ => Err(self.fail(
+                target.span,
+                "this target",
+                unsupported("`del` of this: it unbinds a name or removes a list item or dict key"),
             )),
         }
     }

@@ -9,7 +9,8 @@ or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
 `append` to a list and assign dict entries, `items()`, `str`, `is` and
 `is not`, f-strings
 with format specs, and lists and dicts changed through another name or a
-function's parameter (list methods, item assignment, `+=`, `[x] * n`).
+function's parameter (list methods, item assignment, `+=`, `[x] * n`,
+`del`).
 Programs CPython rejects are skipped; for the others both must print the
 same lines. Exits 1 with the first differences, 0 with "host: ok N of
 COUNT" (N the programs compared).
@@ -118,7 +119,7 @@ class Gen:
                     "xs.pop()", f"ys.insert({r.randint(-4, 4)}, {self.num(2)})", "xs.extend(t)", "ys.reverse()",
                     "e[" + r.choice(["2", "7", '"k"']) + "] = " + self.num(2), f"grow(ys, e, {r.randint(0, 9)})",
                     "zs = ys.copy()", "ys.clear()", "e.pop(2, None)", 'e.setdefault("k", 0)',
-                    f"e.update({{7: {self.num(2)}}})", "e.copy().clear()"]))
+                    f"e.update({{7: {self.num(2)}}})", "e.copy().clear()", "del ys[0]", "del e[2]"]))
             lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
             lines.append(f"    grid[0][1] = {self.num(2)}")
             lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
