@@ -199,11 +199,17 @@ def profile_command(tessera, case, work, device, repeat, warmup):
     return command
 
 
+def entry_params(case, source):
+    """The tensor parameters of the case's entry in its source: (name, the
+    text of its dims) pairs, in order."""
+    header = re.search(rf"^def {case.entry}\((.*?)\)\s*->", source, re.M | re.S)
+    return re.findall(r"(\w+)\s*:\s*\w+\[([^\]]*)\]", header.group(1)) if header else []
+
+
 def tune_dims(case, source):
     """The dims of the case's entry (its parameters' symbolic dims) at the
     case's input shapes, for `tessera tune --dim`."""
-    header = re.search(rf"^def {case.entry}\((.*?)\)\s*->", source, re.M | re.S)
-    params = dict(re.findall(r"(\w+)\s*:\s*\w+\[([^\]]*)\]", header.group(1))) if header else {}
+    params = dict(entry_params(case, source))
     dims = {}
     for t in case.inputs:
         for dim, size in zip(params.get(t.name, "").split(","), t.shape):
@@ -346,8 +352,7 @@ def signature_problems(case, host, source):
     if host is None:
         return [f"no host function `{case.entry}` in the manifest"]
     problems = []
-    header = re.search(rf"^def {case.entry}\((.*?)\)\s*->", source, re.M | re.S)
-    names = re.findall(r"(\w+)\s*:\s*\w+\[", header.group(1)) if header else []
+    names = [name for name, _ in entry_params(case, source)]
     if names != [t.name for t in case.inputs]:
         problems.append(f"parameters {names} in {case.file}, the harness writes {[t.name for t in case.inputs]}")
     results = [host["params"][i] for i in host["results"]]

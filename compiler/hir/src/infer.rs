@@ -1940,10 +1940,7 @@ impl<'a> Infer<'a> {
         for (&k, item) in axes.iter().zip(&items) {
             let index = if k < 0 { k + rank } else { k };
             let problem = if !(0..rank).contains(&index) {
-                Some((
-                    format!("axis {k} is out of range for a tensor with {rank} dims"),
-                    format!("valid axes are {}..={}", -rank, rank - 1),
-                ))
+                Some(axis_out_of_range(k, rank))
             } else if removed.contains(&(index as usize)) {
                 Some((format!("axis {k} is reduced twice"), "each axis once".to_string()))
             } else {
@@ -2226,16 +2223,11 @@ impl<'a> Infer<'a> {
         if let (Some(dims), Some(k)) = (&t.dims, axis.expr.int_value()) {
             let rank = dims.len() as i64;
             if !(-rank..rank).contains(&k) {
+                let (message, label) = axis_out_of_range(k, rank);
                 self.error(
-                    Diagnostic::error(
-                        Code::E0307,
-                        format!("axis {k} is out of range for a tensor with {rank} dims"),
-                    )
-                    .with_primary(
-                        self.at(axis.expr.span),
-                        format!("valid axes are {}..={}", -rank, rank - 1),
-                    )
-                    .with_secondary(self.at(e.span), format!("`{path}` of {}", Ty::Tensor(t.clone()))),
+                    Diagnostic::error(Code::E0307, message)
+                        .with_primary(self.at(axis.expr.span), label)
+                        .with_secondary(self.at(e.span), format!("`{path}` of {}", Ty::Tensor(t.clone()))),
                 );
                 return Ty::Unknown;
             }
@@ -2919,6 +2911,14 @@ fn promote(a: Option<DType>, b: Option<DType>) -> Option<DType> {
         (x, None) => x,
         (None, y) => y,
     }
+}
+
+/// E0307's message and label for axis `k` of a tensor of `rank` dims.
+fn axis_out_of_range(k: i64, rank: i64) -> (String, String) {
+    (
+        format!("axis {k} is out of range for a tensor with {rank} dims"),
+        format!("valid axes are {}..={}", -rank, rank - 1),
+    )
 }
 
 /// The length of `lower:upper:k` (k < 0) over `dim`, as Python counts it:

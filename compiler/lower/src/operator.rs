@@ -8,7 +8,7 @@ use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
-use tessera_ir::{Attr, Builder, Dim, Module, ScalarType, ShapeConstraint, Type, ValueId};
+use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
 use crate::cx::{arg, ir_type, keyword, positional, saturates, FnCx, TensorAs};
@@ -208,7 +208,7 @@ fn elementwise_fn(op: BinOp) -> Option<&'static str> {
     }
 }
 
-impl<'a> Lower<'_, 'a, '_> {
+impl<'a, 'm> Lower<'_, 'a, 'm> {
     /// The runtime guards the checker left (constraints of callees it
     /// could not prove at their calls): a `graph.guard` each, at the call,
     /// all checked on entry.
@@ -527,6 +527,34 @@ impl<'a> Lower<'_, 'a, '_> {
         }
     }
 
+    /// A `graph.reduce` of `v` over `axes` accumulating in `acc`, in tree
+    /// order where the call `e` is in `@deterministic` code; its result
+    /// type is the caller's.
+    fn reduce(
+        &mut self,
+        e: &Expr,
+        v: ValueId,
+        kind: &str,
+        axes: &[Attr],
+        keepdims: bool,
+        acc: ScalarType,
+    ) -> OpBuilder<'_, 'm> {
+        let tree = self.cx.info.tree_reductions.contains(&e.span);
+        let op = self
+            .b
+            .op("graph.reduce")
+            .operand(v)
+            .attr("kind", kind)
+            .attr("axes", Attr::Array(axes.to_vec()))
+            .attr("keepdims", keepdims)
+            .attr("accumulate", Type::Scalar(acc));
+        if tree {
+            op.attr("order", "tree")
+        } else {
+            op
+        }
+    }
+
     /// `op.var(x, axis, keepdims, correction)` and `op.std`: in the
     /// accumulator's type, the mean (kept dims), the squares of `x` minus
     /// it, their sum over the axes divided by the count less `correction`
@@ -560,7 +588,6 @@ impl<'a> Lower<'_, 'a, '_> {
             Some(elem) if elem != acc => self.convert(x, Type::tensor(dims.clone(), acc)),
             _ => x,
         };
-        let tree = self.cx.info.tree_reductions.contains(&e.span);
         let reduce = |this: &mut Self, v: ValueId, kind: &str, keep: bool| {
             let out: Vec<Dim> = dims
                 .iter()
@@ -571,23 +598,12 @@ impl<'a> Lower<'_, 'a, '_> {
                     (true, false) => None,
                 })
                 .collect();
-            let mut op = this
-                .b
-                .op("graph.reduce")
-                .operand(v)
-                .attr("kind", kind)
-                .attr("axes", Attr::Array(axes.clone()))
-                .attr("keepdims", keep)
-                .attr("accumulate", Type::Scalar(acc));
-            if tree {
-                op = op.attr("order", "tree");
-            }
             let ty = if out.is_empty() {
                 Type::Scalar(acc)
             } else {
                 Type::tensor(out, acc)
             };
-            op.result(ty).build_value()
+            this.reduce(e, v, kind, &axes, keep, acc).result(ty).build_value()
         };
         let mean = reduce(self, x, "mean", true);
         let full = Type::tensor(dims.clone(), acc);
@@ -1141,18 +1157,8 @@ impl<'a> Lower<'_, 'a, '_> {
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
-                let mut op = self
-                    .b
-                    .op("graph.reduce")
-                    .operand(x)
-                    .attr("kind", path.trim_start_matches("op."))
-                    .attr("axes", Attr::Array(axes))
-                    .attr("keepdims", keepdims)
-                    .attr("accumulate", Type::Scalar(acc));
-                if self.cx.info.tree_reductions.contains(&e.span) {
-                    op = op.attr("order", "tree");
-                }
-                Some(op.result(ty).build_value())
+                let kind = path.trim_start_matches("op.");
+                Some(self.reduce(e, x, kind, &axes, keepdims, acc).result(ty).build_value())
             }
             "op.transpose" => {
                 let x = self.operand(args, 0, "x", e)?;

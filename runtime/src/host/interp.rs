@@ -106,6 +106,12 @@ fn set_entry(entries: &mut Entries, key: Value, value: Value) {
     }
 }
 
+/// Removes `key` from `entries`; its value, None when it is not there.
+fn remove_entry(entries: &mut Entries, key: &Value) -> Option<Value> {
+    let at = entries.iter().position(|(k, _)| equal(k, key))?;
+    Some(entries.remove(at).1)
+}
+
 /// Whether a value can be a dict key: a number, string, dtype, None or a
 /// tuple of such (not a list, dict or tensor, which change or have no
 /// single value).
@@ -527,14 +533,10 @@ impl<'a, 'p> Interp<'a, 'p> {
                 match self.expr(locals, base)? {
                     Value::Dict(entries) => {
                         let key = self.dict_key(locals, args, target.span)?;
-                        let at = entries.borrow().iter().position(|(k, _)| equal(k, &key));
-                        match at {
-                            Some(at) => {
-                                entries.borrow_mut().remove(at);
-                                Ok(())
-                            }
-                            None => Err(self.fail(target.span, "this key", missing_key(&key))),
-                        }
+                        let removed = remove_entry(&mut entries.borrow_mut(), &key);
+                        removed
+                            .map(drop)
+                            .ok_or_else(|| self.fail(target.span, "this key", missing_key(&key)))
                     }
                     Value::List(items) => {
                         let at = self.list_index(locals, &items, args, target.span)?;
@@ -1161,12 +1163,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             "pop" => {
                 let key = key_arg(self, args)?;
                 let default = args.optional("default");
-                let at = entries.borrow().iter().position(|(k, _)| equal(k, &key));
-                match (at, default) {
-                    (Some(at), _) => Ok(entries.borrow_mut().remove(at).1),
-                    (None, Some(default)) => Ok(default),
-                    (None, None) => Err(missing_key(&key)),
-                }
+                let removed = remove_entry(&mut entries.borrow_mut(), &key);
+                removed.or(default).ok_or_else(|| missing_key(&key))
             }
             "setdefault" => {
                 let key = key_arg(self, args)?;
@@ -1287,7 +1285,6 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             _ => return Err(unsupported(format!("lists have no method `{method}` in host code"))),
         };
-        self.no_more(args, method)?;
         Ok(result)
     }
 
@@ -2203,52 +2200,40 @@ impl<'a, 'p> Interp<'a, 'p> {
         let accumulate = self.accumulate_arg(args)?;
         self.no_more(args, path)?;
         let t = self.to_tensor(&x)?;
-        let rank = t.shape().len();
-        let axes = match axis {
-            None | Some(Value::None) => None,
-            Some(v @ (Value::Tuple(_) | Value::List(_))) => Some(self.axes_arg(&v, rank, "`axis`")?),
-            Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?),
-        };
-        let all: Vec<usize> = (0..rank).collect();
+        let axes = self.reduced_axes(axis, t.shape().len())?;
+        let all: Vec<usize> = (0..t.shape().len()).collect();
         let over = axes.as_deref().unwrap_or(&all);
-        if (1..over.len()).any(|i| over[..i].contains(&over[i])) {
-            return Err(RunError::value("an axis is reduced twice"));
-        }
         let out = accumulate.unwrap_or(if t.dtype().is_float() { t.dtype() } else { DType::F32 });
         let r = ops::variance(&t, over, correction, out, path == "op.std")?;
         reduced(&t, r, axes.as_deref(), keepdims)
     }
 
-    fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
-        let x = self.positional(args, "x", path)?;
-        let axis = args.optional("axis");
-        let keepdims = self.bool_arg(args, "keepdims")?;
-        let accumulate = match args.take("accumulate") {
-            None | Some((Value::None, _)) => None,
-            Some((Value::DType(d), _)) => Some(d),
-            Some((v, _)) => {
-                return Err(RunError::value(format!(
-                    "`accumulate` must be a dtype, not {}",
-                    v.describe()
-                )))
-            }
-        };
-        self.no_more(args, path)?;
-        let t = self.to_tensor(&x)?;
-        let rank = t.shape().len();
-        // One axis, a tuple of them (reduced from the last, each once), or all.
-        let axes: Option<Vec<usize>> = match axis {
-            None | Some(Value::None) => None,
+    /// The axes a reduction's `axis` names in a tensor of `rank` dims: one,
+    /// or a tuple or list of them (in increasing order, each once); None
+    /// for all.
+    fn reduced_axes(&self, axis: Option<Value>, rank: usize) -> Result<Option<Vec<usize>>, RunError> {
+        match axis {
+            None | Some(Value::None) => Ok(None),
             Some(v @ (Value::Tuple(_) | Value::List(_))) => {
                 let mut axes = self.axes_arg(&v, rank, "`axis`")?;
                 axes.sort_unstable();
                 if axes.windows(2).any(|w| w[0] == w[1]) {
                     return Err(RunError::value("an axis is reduced twice"));
                 }
-                Some(axes)
+                Ok(Some(axes))
             }
-            Some(v) => Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?),
-        };
+            Some(v) => Ok(Some(self.axes_arg(&Value::tuple(vec![v]), rank, "`axis`")?)),
+        }
+    }
+
+    fn reduce(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let x = self.positional(args, "x", path)?;
+        let axis = args.optional("axis");
+        let keepdims = self.bool_arg(args, "keepdims")?;
+        let accumulate = self.accumulate_arg(args)?;
+        self.no_more(args, path)?;
+        let t = self.to_tensor(&x)?;
+        let axes = self.reduced_axes(axis, t.shape().len())?;
         let kind = match path {
             "op.sum" => Reduction::Sum,
             "op.mean" => Reduction::Mean,
@@ -2340,8 +2325,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             Value::Range(a, b, s) => Ok((0..range_len(*a, *b, *s))
                 .map(|k| Value::Int(a + k as i64 * s))
                 .collect()),
-            Value::Tuple(items) => Ok(items.to_vec()),
-            Value::List(items) => Ok(items.borrow().clone()),
+            Value::Tuple(_) | Value::List(_) => Ok(v.items().unwrap_or_default()),
             Value::Dict(entries) => Ok(entries.borrow().iter().map(|(k, _)| k.clone()).collect()),
             Value::Tensor(t) => {
                 let n = t.shape().first().copied().unwrap_or(0);

@@ -301,10 +301,8 @@ pub fn run_entry(
         .call_function(def, role, args, None, def.name.span)
         .map_err(|d| vec![*d])?;
     let results = match result {
-        Value::Tuple(items) => items.to_vec(),
-        Value::List(items) => items.borrow().clone(),
         Value::None => vec![],
-        v => vec![v],
+        v => v.items().unwrap_or_else(|| vec![v]),
     };
     if results.len() != outputs.len() {
         return Err(vec![Diagnostic::error(

@@ -129,7 +129,6 @@ pub fn repr(value: &Value, tensor_text: TensorText<'_>) -> String {
 /// [`repr`] inside the lists and dicts `open` (their addresses), which
 /// print as `[...]` and `{...}` where they hold themselves, as in Python.
 fn repr_within(value: &Value, tensor_text: TensorText<'_>, open: &mut Vec<*const ()>) -> String {
-    let mut repr = |v: &Value| repr_within(v, tensor_text, open);
     match value {
         Value::None => "None".into(),
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
@@ -137,38 +136,30 @@ fn repr_within(value: &Value, tensor_text: TensorText<'_>, open: &mut Vec<*const
         Value::Float(f) => python_float(*f),
         Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
         Value::List(items) => {
-            let at = Rc::as_ptr(items).cast::<()>();
-            if open.contains(&at) {
-                return "[...]".into();
-            }
-            let items = items.borrow().clone();
-            open.push(at);
-            let parts: Vec<String> = items.iter().map(|v| repr_within(v, tensor_text, open)).collect();
-            open.pop();
-            format!("[{}]", parts.join(", "))
+            let items_now = items.borrow().clone();
+            inside(open, Rc::as_ptr(items).cast(), "[...]", |open| {
+                let parts: Vec<String> = items_now.iter().map(|v| repr_within(v, tensor_text, open)).collect();
+                format!("[{}]", parts.join(", "))
+            })
         }
         Value::Dict(entries) => {
-            let at = Rc::as_ptr(entries).cast::<()>();
-            if open.contains(&at) {
-                return "{...}".into();
-            }
-            let entries = entries.borrow().clone();
-            open.push(at);
-            let parts: Vec<String> = entries
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}: {}",
-                        repr_within(k, tensor_text, open),
-                        repr_within(v, tensor_text, open)
-                    )
-                })
-                .collect();
-            open.pop();
-            format!("{{{}}}", parts.join(", "))
+            let entries_now = entries.borrow().clone();
+            inside(open, Rc::as_ptr(entries).cast(), "{...}", |open| {
+                let parts: Vec<String> = entries_now
+                    .iter()
+                    .map(|(k, v)| {
+                        format!(
+                            "{}: {}",
+                            repr_within(k, tensor_text, open),
+                            repr_within(v, tensor_text, open)
+                        )
+                    })
+                    .collect();
+                format!("{{{}}}", parts.join(", "))
+            })
         }
         Value::Tuple(items) => {
-            let parts: Vec<String> = items.iter().map(&mut repr).collect();
+            let parts: Vec<String> = items.iter().map(|v| repr_within(v, tensor_text, open)).collect();
             if parts.len() == 1 {
                 format!("({},)", parts[0])
             } else {
@@ -191,6 +182,23 @@ const LINE_WIDTH: usize = 75;
 const THRESHOLD: usize = 1000;
 const EDGE_ITEMS: usize = 3;
 const PRECISION: usize = 8;
+
+/// `write` of the list or dict at address `at` with it among the `open`
+/// ones, or `cycle` where it is already open (it holds itself).
+fn inside(
+    open: &mut Vec<*const ()>,
+    at: *const (),
+    cycle: &str,
+    write: impl FnOnce(&mut Vec<*const ()>) -> String,
+) -> String {
+    if open.contains(&at) {
+        return cycle.into();
+    }
+    open.push(at);
+    let text = write(open);
+    open.pop();
+    text
+}
 
 /// A tensor as NumPy's `str` prints it.
 pub fn tensor(t: &Tensor) -> String {
@@ -224,12 +232,8 @@ pub fn tensor_repr(t: &Tensor) -> String {
     };
     let mut extras = Vec::new();
     if (t.numel() == 0 && shape.len() != 1) || t.numel() > THRESHOLD {
-        let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
-        let tuple = match dims.as_slice() {
-            [one] => format!("({one},)"),
-            _ => format!("({})", dims.join(", ")),
-        };
-        extras.push(format!("shape={tuple}"));
+        let dims = Value::tuple(shape.iter().map(|&d| Value::Int(d as i64)).collect());
+        extras.push(format!("shape={}", repr(&dims, &|_, _| String::new())));
     }
     if !matches!(t.dtype(), DType::F64 | DType::I64 | DType::Bool) || t.numel() == 0 {
         extras.push(format!("dtype={}", numpy_name(t.dtype())));

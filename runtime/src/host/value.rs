@@ -36,8 +36,8 @@ pub enum Value {
     Builtin(&'static str),
     /// A builtin namespace (`op`).
     Namespace(&'static str),
-    /// A method of a string or a dict with its receiver (`", ".join`,
-    /// `d.items`), to be called.
+    /// A method of a string, a list or a dict with its receiver
+    /// (`", ".join`, `xs.append`, `d.items`), to be called.
     Method(Rc<Value>, &'static str),
 }
 
