@@ -38,12 +38,15 @@
 #        the first three;
 #     7. the example references in managed and pinned memory;
 #   and writes the log, the benchmark's tables and a table of what passed
-#   to $OUT (else target/gpu-check/out); $GPU_CHECK_BENCH, when set, is a
-#   second benchmark run's options, after the sanitizers, and
-#   $GPU_CHECK_NCU one whose kernels also run under Nsight Compute, after
-#   the quick table (a report per case in $OUT/ncu). One command may take
-#   4 minutes ($limit), all of them $GPU_CHECK_BUDGET seconds (what is
-#   left is skipped); the exit status is 1 when a check fails.
+#   to $OUT (else target/gpu-check/out); $GPU_CHECK_NCU, when set, is a
+#   second benchmark run's options whose kernels also run under Nsight
+#   Compute (a report per case in $OUT/ncu), and $GPU_CHECK_BENCH a third
+#   one's, both after the quick table. One command may take 4 minutes
+#   ($limit), all of them $GPU_CHECK_BUDGET seconds (what is left is
+#   skipped); checks whose names match the regular expression
+#   $GPU_CHECK_SKIP are skipped too (say `managed|pinned|initcheck` where
+#   an earlier run of the same code passed them). The exit status is 1
+#   when a check fails.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -115,6 +118,10 @@ budget=${GPU_CHECK_BUDGET:-3600}
 check() {
     local name=$1
     shift
+    if [ -n "${GPU_CHECK_SKIP:-}" ] && [[ $name =~ $GPU_CHECK_SKIP ]]; then
+        rows+=("$(printf '%-58s %-18s' "$name" "skipped (asked)")")
+        return
+    fi
     left=$((budget - SECONDS - 5))
     [ "$left" -gt "$limit" ] && left=$limit
     if [ "$left" -lt 20 ]; then
@@ -228,6 +235,12 @@ run() {
         # shellcheck disable=SC2086
         check "Nsight Compute: $GPU_CHECK_NCU" bench "$root/$work/ncu-table" $GPU_CHECK_NCU --ncu "$out/ncu"
     fi
+    # $GPU_CHECK_BENCH: the harness's options for a longer table (say
+    # `--only softmax,layernorm`).
+    if [ -n "${GPU_CHECK_BENCH:-}" ]; then
+        # shellcheck disable=SC2086
+        check "bench/gpu/run.py $GPU_CHECK_BENCH" bench more $GPU_CHECK_BENCH
+    fi
     # matmul.tsr's f32 sums are not @deterministic (the CPU and the GPU add
     # in different orders): it checks itself against its float64 reference.
     check "examples/matmul.tsr on cuda matches its reference" "$tessera" run examples/matmul.tsr --device cuda
@@ -246,12 +259,6 @@ run() {
                 compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda
         done
     done
-    # $GPU_CHECK_BENCH: the harness's options for a longer table (say
-    # `--only softmax,layernorm`).
-    if [ -n "${GPU_CHECK_BENCH:-}" ]; then
-        # shellcheck disable=SC2086
-        check "bench/gpu/run.py $GPU_CHECK_BENCH" bench more $GPU_CHECK_BENCH
-    fi
     for memory in managed pinned; do
         check "examples, $memory memory" env TESSERA_TEST_MEMORY=$memory "${device[@]}" examples:: --test-threads=1
     done

@@ -199,6 +199,20 @@ def profile_command(tessera, case, work, device, repeat, warmup):
     return command
 
 
+def twin(case):
+    """The case with its entry's `@deterministic` twin (`<entry>_deterministic`
+    in the same file), or None when the file has none."""
+    entry = f"{case.entry}_deterministic"
+    if re.search(rf"^def {entry}\(", (ROOT / case.file).read_text(), re.M):
+        return replace(case, entry=entry)
+    return None
+
+
+def with_twins(cases):
+    """`cases`, each followed by its deterministic twin where it has one."""
+    return [c for case in cases for c in (case, twin(case)) if c is not None]
+
+
 def entry_params(case, source):
     """The tensor parameters of the case's entry in its source: (name, the
     text of its dims) pairs, in order."""
@@ -433,7 +447,7 @@ def cpu_smoke(cases, tessera, tuned=False):
     `tessera profile` (with `tuned`, after `tessera tune` at that shape on
     the CPU), checked against a numpy reference; the failures."""
     entries = {case.entry for case in cases}
-    smoke = [case for case in SMOKE_CASES if case.entry in entries]
+    smoke = [case for case in with_twins(SMOKE_CASES) if case.entry in entries]
     print(f"\nthe same path on the CPU device, {len(smoke)} entries on small shapes (seed 0):")
     failures = 0
     for case in smoke:
@@ -556,9 +570,11 @@ def cuda_ms(fn, warmup, repeat, flush):
     return median(start.elapsed_time(end) for start, end in events)
 
 
-def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None, tuned=False):
+def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None, tuned=False, deterministic=False):
     """One case on the GPU: a dict of what the results record (with
-    `tuned`, the entry tuned at the case's shape first)."""
+    `tuned`, the entry tuned at the case's shape first; with
+    `deterministic`, its deterministic twin timed and checked too, on the
+    same inputs)."""
     generator = torch.Generator(device="cuda").manual_seed(seed)
     dtypes = {"bf16": torch.bfloat16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
     t = {x.name: torch.randn(x.shape, generator=generator, device="cuda").to(dtypes[x.dtype]) for x in case.inputs}
@@ -581,6 +597,9 @@ def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None, tuned=Fals
         result["error"] = f"the reference failed: {type(e).__name__}: {e}"
         return result
     result["ok"], result["max_err"] = check(ours, reference, case.rtol, case.atol)
+    twin_case = twin(case) if deterministic else None
+    if twin_case is not None:
+        result["deterministic"] = measure_twin(twin_case, host, reference, tessera, repeat, warmup, tuned)
     result["anchors"] = {}
     for name, fn in timed:
         try:
@@ -597,6 +616,21 @@ def measure(case, seed, tessera, repeat, warmup, flush, ncu_dir=None, tuned=Fals
         result["copy_ms"] = cuda_ms(lambda: y.copy_(x), warmup, repeat, flush)
         result["copy_bytes"] = 2 * x.numel() * x.element_size()
     return result
+
+
+def measure_twin(case, host, reference, tessera, repeat, warmup, tuned):
+    """The deterministic twin `case` on the inputs `host`: what the results
+    record of it."""
+    twin_result = {"entry": case.entry}
+    try:
+        if tuned:
+            twin_result["config"] = tune(tessera, case, "cuda")
+        twin_result["ms"], twin_result["kernels"], out = run_ours(tessera, case, host, "cuda", repeat, warmup)
+    except HarnessError as e:
+        twin_result["error"] = str(e)
+        return twin_result
+    twin_result["ok"], twin_result["max_err"] = check(out, reference, case.rtol, case.atol)
+    return twin_result
 
 
 def best_anchor(result):
@@ -629,10 +663,33 @@ def table_row(result):
 
 
 def markdown_table(results):
-    rows = [TABLE_HEADER] + [table_row(r) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
+    return markdown_rows(TABLE_HEADER, [table_row(r) for r in results])
+
+
+def markdown_rows(header, body):
+    rows = [header] + body
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     line = lambda row: "| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |"
     return "\n".join([line(rows[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows[1:]])
+
+
+TWIN_HEADER = ("case", "shape", "ours ms", "deterministic twin", "twin ms", "ours ms / twin ms", "max err", "check")
+
+
+def twin_table(results):
+    """The table of the deterministic twins' times against their
+    entries', or None when no twin ran."""
+    rows = []
+    for r in results:
+        d = r.get("deterministic")
+        if d is None:
+            continue
+        if "error" in d or "ours_ms" not in r:
+            rows.append((r["entry"], r["shape"], "", d["entry"], "error", "", "", "ERROR"))
+            continue
+        rows.append((r["entry"], r["shape"], f"{r['ours_ms']:.3f}", d["entry"], f"{d['ms']:.3f}",
+                     f"{r['ours_ms'] / d['ms']:.2f}x", f"{d['max_err']:.1e}", "OK" if d["ok"] else "FAIL"))
+    return markdown_rows(TWIN_HEADER, rows) if rows else None
 
 
 def notes(results):
@@ -644,6 +701,11 @@ def notes(results):
             lines.append(f"- {r['entry']} {r['shape']}: tuned at this shape, {r['config']}")
         if "error" in r:
             lines += [f"- {r['entry']} {r['shape']}:", "", "```", r["error"], "```", ""]
+        twin_result = r.get("deterministic", {})
+        if twin_result.get("config"):
+            lines.append(f"- {twin_result['entry']} {r['shape']}: tuned at this shape, {twin_result['config']}")
+        if "error" in twin_result:
+            lines += [f"- {twin_result['entry']} {r['shape']}:", "", "```", twin_result["error"], "```", ""]
         for name, a in r.get("anchors", {}).items():
             if "error" in a:
                 lines.append(f"- {r['entry']} {r['shape']}: {name} failed: {a['error']}")
@@ -718,18 +780,22 @@ def gpu_run(cases, args):
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
     results = []
     for i, case in enumerate(cases):
-        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu, args.tune)
+        result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu, args.tune,
+                         args.deterministic)
         results.append(result)
         print(f"[{i + 1}/{len(cases)}] " + " | ".join(table_row(result)), flush=True)
         if "error" in result:
             print(result["error"], flush=True)
         torch.cuda.empty_cache()
     table = markdown_table(results)
+    twins = twin_table(results)
+    if twins:
+        table += "\n\nThe deterministic twins, on the same inputs:\n\n" + twins
     note_lines = notes(results)
     print("\n" + table + ("\n\n" + "\n".join(note_lines) if note_lines else ""))
     path = write_results(args.out, environment(args, seed), results, table, note_lines)
     print(f"\nwrote {path} and {path.with_suffix('.json').name}")
-    return all(r.get("ok") for r in results)
+    return all(r.get("ok") and r.get("deterministic", {"ok": True}).get("ok") for r in results)
 
 
 def families(text):
@@ -753,6 +819,8 @@ def main():
                         help="also run each of our kernels once under Nsight Compute, its report a text file in DIR")
     parser.add_argument("--tune", action="store_true",
                         help="tune each `@autotune` entry at the case's shape (`tessera tune`) before timing it")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="also time each entry's `@deterministic` twin (`<entry>_deterministic`), where it has one")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan and check what runs without a GPU (no torch needed)")
     args = parser.parse_args()
@@ -766,7 +834,7 @@ def main():
         os.environ["TESSERA_CACHE_DIR"] = str(cache)
         print(f"tuning into {cache}")
     if args.dry_run:
-        problems = dry_run(cases, args.tessera, args.repeat, args.warmup, args.tune)
+        problems = dry_run(with_twins(cases) if args.deterministic else cases, args.tessera, args.repeat, args.warmup, args.tune)
         print(f"\ndry run: {'no problems' if problems == 0 else f'{problems} problems'}")
         return 0 if problems == 0 else 1
     if np is None or torch is None:

@@ -10,7 +10,9 @@
 use crate::common;
 
 use tessera_runtime::cpu::{CpuDevice, LaunchConfig};
-use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::host::{Call, Executor, TensorValue, Value};
+
+use crate::examples::{bf16_tensor, Rng};
 use tessera_runtime::{Device, Tensor};
 
 const PROGRAM: &str = "\
@@ -84,6 +86,84 @@ fn deterministic_sums_are_identical_bit_for_bit() {
                     device.name()
                 ),
             }
+        }
+    }
+}
+
+/// `stdlib/nn.tsr` built for `device`'s target at `opt_level` and loaded.
+fn stdlib_nn(device: &Device, opt_level: u8) -> tessera_exec::Loaded {
+    let path = common::repo().join("stdlib/nn.tsr");
+    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
+    let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
+    let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
+    tessera_exec::Loaded::new(device, image).unwrap()
+}
+
+/// The bits of what `function` of `loaded` returns for `args`.
+fn call_bits(
+    loaded: &mut tessera_exec::Loaded,
+    device: &Device,
+    function: &str,
+    args: &[Value],
+    dims: &[(String, i64)],
+) -> Vec<u8> {
+    let call = Call { function, args, dims };
+    let Value::Tensor(out) = loaded.call(device, &call).unwrap() else {
+        panic!("{function} returns a tensor")
+    };
+    let bits = out.host(device).unwrap().bytes().to_vec();
+    bits
+}
+
+/// The standard library's `@deterministic` row kernels on fresh bf16 rows
+/// of a length for each of their variants (held in registers up to 1024,
+/// 2048 and 4096 columns, walked beyond): every CPU configuration and the
+/// GPU give the same bits, on every run. Its deterministic attention,
+/// whose products run on the tensor cores, repeats its bits on each device.
+#[test]
+fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let rows = 1 + rng.below(40) as usize;
+    let lengths = [0, 1024, 2048, 4096].map(|from| from + 1 + rng.below(1024) as usize);
+    let mut inputs = Vec::new();
+    for &n in &lengths {
+        let (x, _) = bf16_tensor(&mut rng, &[rows, n], 4.0);
+        let (w, _) = bf16_tensor(&mut rng, &[n], 1.0);
+        let (b, _) = bf16_tensor(&mut rng, &[n], 1.0);
+        let dims = vec![("R".to_string(), rows as i64), ("C".to_string(), n as i64)];
+        inputs.push(("softmax_deterministic", vec![Value::Tensor(x.clone())], dims.clone()));
+        inputs.push(("layernorm_deterministic", [x, w, b].map(Value::Tensor).to_vec(), dims));
+    }
+    let (s, t) = (1 + rng.below(150) as usize, 1 + rng.below(150) as usize);
+    let attention: Vec<Value> = [s, t, t]
+        .map(|len| Value::Tensor(bf16_tensor(&mut rng, &[1, 2, len, 64], 0.5).0))
+        .to_vec();
+    let attention_dims = [("B", 1), ("H", 2), ("S", s as i64), ("T", t as i64)].map(|(d, v)| (d.to_string(), v));
+    let cpus = [(1, 3), (4, 3), (2, 0)].map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
+    let gpu = common::gpu().map(|d| (d, 3, 20));
+    let mut rows_seen: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
+    for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
+        let mut loaded = stdlib_nn(&device, opt_level);
+        let mut attention_seen = None;
+        for _ in 0..runs {
+            for ((function, args, dims), seen) in inputs.iter().zip(&mut rows_seen) {
+                let bits = call_bits(&mut loaded, &device, function, args, dims);
+                let first = seen.get_or_insert_with(|| bits.clone());
+                assert!(
+                    *first == bits,
+                    "{function} [{rows}, {}] on {} at -O{opt_level} (seed {seed:#x}): other bits",
+                    dims[1].1,
+                    device.name()
+                );
+            }
+            let bits = call_bits(&mut loaded, &device, "attention_d64_deterministic", &attention, &attention_dims);
+            let first = attention_seen.get_or_insert_with(|| bits.clone());
+            assert!(
+                *first == bits,
+                "attention_d64_deterministic on {} (seed {seed:#x}): other bits from run to run",
+                device.name()
+            );
         }
     }
 }
