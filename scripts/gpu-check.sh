@@ -45,8 +45,9 @@
 #   ($limit), all of them $GPU_CHECK_BUDGET seconds (what is left is
 #   skipped); checks whose names match the regular expression
 #   $GPU_CHECK_SKIP are skipped too (say `managed|pinned|initcheck` where
-#   an earlier run of the same code passed them). The exit status is 1
-#   when a check fails.
+#   an earlier run of the same code passed them), and $GPU_CHECK_FILTER
+#   narrows the stdlib tests run under the sanitizers (`tessera test
+#   --filter`). The exit status is 1 when a check fails.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -256,7 +257,8 @@ run() {
     for tool in memcheck racecheck synccheck; do
         for f in stdlib/linalg.tsr stdlib/nn.tsr; do
             check "$f tests under compute-sanitizer $tool" \
-                compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda
+                compute-sanitizer --tool "$tool" --error-exitcode 1 "$tessera" test "$f" --device cuda \
+                ${GPU_CHECK_FILTER:+--filter "$GPU_CHECK_FILTER"}
         done
     done
     for memory in managed pinned; do

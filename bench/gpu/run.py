@@ -740,7 +740,8 @@ def environment(args, seed):
     }
 
 
-def write_results(out_dir, env, results, table, note_lines):
+def results_path(out_dir, env):
+    """A new `<date>-<gpu>-<commit>[-n].md` in `out_dir`."""
     slug = re.sub(r"[^a-z0-9]+", "-", env["gpu"].lower()).strip("-")
     stem = f"{env['date']}-{slug}-{env['commit']}"
     path = out_dir / f"{stem}.md"
@@ -748,6 +749,19 @@ def write_results(out_dir, env, results, table, note_lines):
     while path.exists() or path.with_suffix(".json").exists():
         n += 1
         path = out_dir / f"{stem}-{n}.md"
+    return path
+
+
+def write_results(path, env, results, cases):
+    """The table of `results` (the first of `cases`) at `path`, the
+    results themselves beside it in JSON; the table's text."""
+    table = markdown_table(results)
+    twins = twin_table(results)
+    if twins:
+        table += "\n\nThe deterministic twins, on the same inputs:\n\n" + twins
+    note_lines = notes(results)
+    if len(results) < len(cases):
+        note_lines.append(f"- the run stopped after {len(results)} of its {len(cases)} cases")
     changes = " (with uncommitted changes)" if env["uncommitted_changes"] else ""
     text = [
         f"# {env['gpu']}, {env['date']}",
@@ -763,10 +777,10 @@ def write_results(out_dir, env, results, table, note_lines):
         "",
         *note_lines,
     ]
-    out_dir.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(text).rstrip() + "\n")
     path.with_suffix(".json").write_text(json.dumps({"environment": env, "results": results}, indent=1) + "\n")
-    return path
+    return "\n".join([table, "", *note_lines]).rstrip()
 
 
 def gpu_run(cases, args):
@@ -778,6 +792,10 @@ def gpu_run(cases, args):
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little") % 2**31
     print(f"{torch.cuda.get_device_name()}, seed {seed}")
     flush = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
+    env = environment(args, seed)
+    # Written again after every case, so that a run stopped early keeps
+    # what it measured.
+    path = results_path(args.out, env)
     results = []
     for i, case in enumerate(cases):
         result = measure(case, seed + i, args.tessera, args.repeat, args.warmup, flush, args.ncu, args.tune,
@@ -787,13 +805,8 @@ def gpu_run(cases, args):
         if "error" in result:
             print(result["error"], flush=True)
         torch.cuda.empty_cache()
-    table = markdown_table(results)
-    twins = twin_table(results)
-    if twins:
-        table += "\n\nThe deterministic twins, on the same inputs:\n\n" + twins
-    note_lines = notes(results)
-    print("\n" + table + ("\n\n" + "\n".join(note_lines) if note_lines else ""))
-    path = write_results(args.out, environment(args, seed), results, table, note_lines)
+        report = write_results(path, env, results, cases)
+    print("\n" + report)
     print(f"\nwrote {path} and {path.with_suffix('.json').name}")
     return all(r.get("ok") and r.get("deterministic", {"ok": True}).get("ok") for r in results)
 
@@ -811,6 +824,8 @@ def main():
     parser.add_argument("--tessera", type=Path, default=ROOT / "target/release/tessera", help="the tessera binary")
     parser.add_argument("--only", type=families, default=list(FAMILIES), help=f"families, from {','.join(FAMILIES)}")
     parser.add_argument("--quick", action="store_true", help="one small shape per family")
+    parser.add_argument("--cases", type=re.compile, metavar="REGEX",
+                        help="only the cases whose `entry shape` text this matches (say 'S=(1024|16384) ')")
     parser.add_argument("--repeat", type=int, default=20, help="timed runs of each kernel (median)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs first")
     parser.add_argument("--seed", type=int, help="the first case's seed (default: random, printed)")
@@ -827,7 +842,7 @@ def main():
     args.tessera = args.tessera.resolve()
     if not args.tessera.is_file():
         parser.error(f"{args.tessera} does not exist: `cargo build --release -p tessera-cli`, or pass --tessera")
-    cases = plan(args.only, args.quick)
+    cases = [c for c in plan(args.only, args.quick) if args.cases is None or args.cases.search(f"{c.entry} {c.shape}")]
     if args.tune:
         # The tunings of this run, which its profiles read.
         cache = Path(tempfile.mkdtemp(prefix="tessera-tune-"))
