@@ -6,7 +6,7 @@
 
 use tessera_ir::{Attr, DimExpr, OpId, ScalarType, Type};
 
-use crate::emit::{elem_bytes, llvm_ty, Ext, FnEmitter, Pos, Storage, Tile, Val};
+use crate::emit::{elem_bytes, float_lit, llvm_ty, Ext, FnEmitter, Pos, Storage, Tile, Val};
 use crate::mma::layout::{Frag, Layout};
 use crate::swizzle::Swizzle;
 use crate::CodegenError;
@@ -303,7 +303,10 @@ fn rows_reduced_in_registers(f: &FnEmitter, op: OpId, src: &Tile, axis: usize, a
     let free_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
     match (src.layout, f.planned_layout(op), &src.storage) {
         (Layout::Frag(frag), Layout::Rows(rows), Storage::Private { .. })
-            if frag.row_layout() == Some(rows) && free_order && axis == 1 && acc.bits() == 32 =>
+            if frag.row_layout() == Some(rows)
+                && (free_order || frag.columns_in_quads())
+                && axis == 1
+                && acc.bits() == 32 =>
         {
             Some(frag)
         }
@@ -314,16 +317,47 @@ fn rows_reduced_in_registers(f: &FnEmitter, op: OpId, src: &Tile, axis: usize, a
 /// `src` (in `frag`) reduced along its rows into `out` (their rows'
 /// column), in registers: each thread combines its slots of a row in
 /// column order, then the 4 lanes of the row's quad combine theirs (XOR
-/// 1, then 2), so all four hold the row's result.
+/// 1, then 2), so all four hold the row's result. In tree order (`tree`),
+/// the pairwise tree over the row's columns instead ([`Frag::columns_in_quads`]):
+/// each of a thread's column pairs, the quad's lanes for each atom, then
+/// the atoms; two shuffles an atom instead of two a row.
 fn reduce_rows_in_registers(
     f: &mut FnEmitter,
     frag: Frag,
     src: &Tile,
     out: &Tile,
     acc: ScalarType,
+    tree: bool,
     combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
 ) {
     let t = llvm_ty(acc);
+    if tree {
+        let (blocks, per_row) = frag.atoms();
+        for p in 0..blocks {
+            for half in 0..2 {
+                let atoms: Vec<String> = (0..per_row)
+                    .map(|q| {
+                        let pair: Vec<String> = (0..2)
+                            .map(|r| {
+                                let x = f.load_slot(src, &slot_pos(frag.slot(p, q, 2 * half + r)));
+                                f.convert(&x, src.elem, acc)
+                            })
+                            .collect();
+                        let mut v = tree_of(f, pair, combine);
+                        for lanes in [1, 2] {
+                            let other = crate::ops::xor_lanes(f, &v, t, lanes);
+                            v = combine(f, &v, &other);
+                        }
+                        v
+                    })
+                    .collect();
+                let v = tree_of(f, atoms, combine);
+                let v = f.convert(&v, acc, out.elem);
+                f.store_slot(out, &slot_pos(frag.row_slot(frag.slot(p, 0, 2 * half))), &v);
+            }
+        }
+        return;
+    }
     for j in 0..frag.row_slots() {
         let own: Vec<String> = (0..frag.per_thread())
             .filter(|&i| frag.row_slot(i) == j)
@@ -653,7 +687,8 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     if let Some(frag) = rows_reduced_in_registers(f, op, &src, axis, acc) {
         let out = result_tile(f, op)?;
         if Some(out.layout) == frag.row_layout().map(Layout::Rows) {
-            reduce_rows_in_registers(f, frag, &src, &out, acc, &combine);
+            let tree = f.m().attr(op, "order").and_then(Attr::as_str) == Some("tree");
+            reduce_rows_in_registers(f, frag, &src, &out, acc, tree, &combine);
             f.set(op, Val::Tile(out));
             return Ok(());
         }
@@ -783,6 +818,19 @@ fn reduce_whole(
         Some(Type::Tensor { dims, .. }) => dims.iter().all(|d| d.as_const() == Some(1)),
         _ => false,
     };
+    if !free_order {
+        let kind = f
+            .m()
+            .attr(op, "kind")
+            .and_then(Attr::as_str)
+            .unwrap_or("sum")
+            .to_string();
+        return if one_result {
+            tree_whole(f, &kind, src, acc, combine)
+        } else {
+            None
+        };
+    }
     let Storage::Private { array, per_thread } = &src.storage else {
         return None;
     };
@@ -843,6 +891,142 @@ fn reduce_whole(
         });
     }
     total
+}
+
+/// The element a reduction of `kind` may be padded with, in `acc`: the
+/// value `x` combined with it gives back bit for bit (-0 for a sum, since
+/// +0 + -0 is +0; -inf for `llvm.maximum`, which orders -0 below +0 and
+/// keeps NaNs), so a tree over padded values is the pairwise tree over
+/// the values with its missing nodes passed through.
+fn neutral(kind: &str, acc: ScalarType) -> Option<String> {
+    if acc == ScalarType::F32 {
+        let v = match kind {
+            "sum" => -0.0,
+            "prod" => 1.0,
+            "max" => f64::NEG_INFINITY,
+            _ => f64::INFINITY,
+        };
+        return Some(float_lit(acc, v));
+    }
+    if acc.is_float() || acc.bits() != 32 {
+        return None;
+    }
+    let signed = !matches!(acc, ScalarType::U32);
+    Some(match (kind, signed) {
+        ("sum", _) => "0".to_string(),
+        ("prod", _) => "1".to_string(),
+        ("max", true) => i32::MIN.to_string(),
+        ("max", false) => "0".to_string(),
+        (_, true) => i32::MAX.to_string(),
+        (_, false) => "-1".to_string(),
+    })
+}
+
+/// `values` combined by the pairwise tree of [`tree_reduce`]: `(j, j + s)`
+/// for `j` a multiple of `2s`, `s = 1, 2, 4, …`, while `j + s` is in range.
+fn tree_of(
+    f: &mut FnEmitter,
+    mut values: Vec<String>,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) -> String {
+    let mut stride = 1;
+    while stride < values.len() {
+        for j in (0..values.len()).step_by(2 * stride) {
+            if j + stride < values.len() {
+                values[j] = combine(f, &values[j], &values[j + stride]);
+            }
+        }
+        stride *= 2;
+    }
+    values.swap_remove(0)
+}
+
+/// The whole of `src` reduced by the pairwise tree over its elements'
+/// row-major indices (`order = "tree"`, the bits [`tree_reduce`] gives),
+/// in registers, for a blocked tile or one in runs of `v` (blocked: runs
+/// of 1) on a block of `T` threads, both powers of two, of 32-bit values:
+/// element `r·v·T + t·v + k` is run `r`'s `k`-th of thread `t`, so the
+/// tree's lowest levels are each run's own `v` values, the next five the
+/// lanes of a warp (XOR shuffles 1, 2, 4, 8, 16: both lanes of a pair
+/// compute the same sum, the operations being commutative), then the
+/// warps (their results through shared memory, between two barriers),
+/// then the runs. Elements past the end are the kind's neutral value.
+/// Every thread gets the result. Against the staged tree: no copy of the
+/// tile through shared memory, and two barriers instead of one a level.
+fn tree_whole(
+    f: &mut FnEmitter,
+    kind: &str,
+    src: &Tile,
+    acc: ScalarType,
+    combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
+) -> Option<String> {
+    let Storage::Private { per_thread, .. } = &src.storage else {
+        return None;
+    };
+    let run = match src.layout {
+        Layout::Blocked => 1,
+        Layout::Strips(v) => v,
+        _ => return None,
+    };
+    let (n, threads, per_thread) = (src.count.as_const()?, f.threads, *per_thread);
+    let pow2 = |x: i64| x > 0 && x & (x - 1) == 0;
+    if !pow2(run) || !pow2(threads) || threads < 32 || per_thread % run != 0 || i64::from(f.info().warp) < 32 {
+        return None;
+    }
+    let pad = neutral(kind, acc)?;
+    let (runs, warps) = (per_thread / run, threads / 32);
+    let partials = partials_area(f, 0, warps * runs * 4)?;
+    let t = llvm_ty(acc);
+    let tid = f.tid.clone();
+    let mut run_values = Vec::new();
+    for r in 0..runs {
+        let first = r * run * threads;
+        let own: Vec<String> = (0..run)
+            .map(|k| {
+                let x = f.load_slot(src, &slot_pos(r * run + k));
+                let x = f.convert(&x, src.elem, acc);
+                if first + run * threads <= n {
+                    return x;
+                }
+                // Element first + t·v + k.
+                let tv = f.val(format!("mul i64 {tid}, {run}"));
+                let e = f.val(format!("add i64 {tv}, {}", first + k));
+                let inside = f.val(format!("icmp slt i64 {e}, {n}"));
+                f.val(format!("select i1 {inside}, {t} {x}, {t} {pad}"))
+            })
+            .collect();
+        let mut v = tree_of(f, own, combine);
+        for lanes in [1, 2, 4, 8, 16] {
+            let other = crate::ops::xor_lanes(f, &v, t, lanes);
+            v = combine(f, &v, &other);
+        }
+        run_values.push(v);
+    }
+    let sp = f.info().shared_ptr();
+    let warp = f.val(format!("udiv i64 {tid}, 32"));
+    let lane = f.val(format!("urem i64 {tid}, 32"));
+    let leader = f.val(format!("icmp eq i64 {lane}, 0"));
+    f.barrier();
+    f.when(&leader, |f| {
+        for (r, v) in run_values.iter().enumerate() {
+            let slot = f.val(format!("add i64 {warp}, {}", r as i64 * warps));
+            let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {slot}"));
+            f.line(format!("store {t} {v}, {sp} {at}"));
+        }
+    });
+    f.barrier();
+    let per_run: Vec<String> = (0..runs)
+        .map(|r| {
+            let of_warps: Vec<String> = (0..warps)
+                .map(|w| {
+                    let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {}", r * warps + w));
+                    f.val(format!("load {t}, {sp} {at}"))
+                })
+                .collect();
+            tree_of(f, of_warps, combine)
+        })
+        .collect();
+    Some(tree_of(f, per_run, combine))
 }
 
 /// Where a softmax finds each row's max and sum of exponentials.
@@ -1055,6 +1239,87 @@ mod tests {
             stride *= 2;
         }
         v[0]
+    }
+
+    /// A whole row held in registers (one row per block, blocked or in
+    /// runs) reduced in tree order is reduced there, through shuffles and
+    /// a few words of shared memory per warp, and still gives the bits of
+    /// the pairwise tree over the row: lengths that fill the block's runs
+    /// or not, shorter than the block, with zeros of both signs (a sum's
+    /// padding must not turn -0 into +0) and an infinity in the maxes and
+    /// minimums.
+    #[test]
+    fn whole_rows_reduced_in_registers_keep_the_pairwise_tree() {
+        let cases: [(usize, &str, u32); 9] = [
+            (1, "sum", 32),
+            (31, "sum", 64),
+            (200, "max", 128),
+            (1000, "sum", 128),
+            (1024, "min", 256),
+            (1025, "sum", 256),
+            (4096, "sum", 256),
+            (5000, "max", 256),
+            (777, "prod", 32),
+        ];
+        for (n, kind, threads) in cases {
+            let mut x = values(n);
+            if kind == "prod" {
+                x.iter_mut().for_each(|v| *v = 1.0 + *v / 5000.0);
+            }
+            if kind == "max" || kind == "min" {
+                x[n / 2] = f32::INFINITY.copysign(x[n / 2]);
+            }
+            let text = format!(
+                r#"module @m attributes {{layer = "target", target = "cpu"}} {{
+  func.func @k(%x: memref<1x{n}xf32, global>, %o: memref<1xf32, global>) -> () attributes {{block = [{threads}], kind = "kernel", layer = "target"}} {{
+    %z = tile.const() {{value = 0}} : () -> index
+    %t = tile.load_tile(%x, %z, %z) : (memref<1x{n}xf32, global>, index, index) -> tensor<1x{n}xf32>
+    %s = tile.reduce(%t) {{axis = 1, kind = "{kind}", order = "tree"}} : (tensor<1x{n}xf32>) -> tensor<1xf32>
+    tile.store_tile(%s, %o, %z) : (tensor<1xf32>, memref<1xf32, global>, index) -> ()
+    tile.return() : () -> ()
+  }}
+}}
+"#
+            );
+            let module = tessera_ir::parse(&text).expect("the IR parses");
+            let cpu = crate::CpuModule::new(&module, &crate::Options::default(), &[]).expect("the kernel compiles");
+            let shared = cpu.manifest.kernels[0].shared_bytes;
+            // The warps' results, one word a warp and slot of a thread.
+            let partials = (threads as usize / 32) * n.div_ceil(threads as usize).next_multiple_of(4) * 4;
+            assert!(
+                shared as usize <= partials,
+                "{kind} of {n} on {threads} threads staged {shared} bytes"
+            );
+            let combine: fn(f32, f32) -> f32 = match kind {
+                // IEEE 754-2019's maximum and minimum (`llvm.maximum`): -0 < +0.
+                "max" => |a, b| {
+                    if a > b || (a == b && b.is_sign_negative()) {
+                        a
+                    } else {
+                        b
+                    }
+                },
+                "min" => |a, b| {
+                    if a < b || (a == b && b.is_sign_positive()) {
+                        a
+                    } else {
+                        b
+                    }
+                },
+                "prod" => |a, b| a * b,
+                _ => |a, b| a + b,
+            };
+            for zeros in [false, true] {
+                let x: Vec<f32> = if zeros {
+                    x.iter().map(|_| -0.0).collect()
+                } else {
+                    x.clone()
+                };
+                let got = reduced(&x, 1, n, kind, threads);
+                let want = pairwise(x, combine);
+                assert_eq!(got[0].to_bits(), want.to_bits(), "{kind} of {n} on {threads} threads");
+            }
+        }
     }
 
     /// Row sums and maxes give the bits of the one pairwise tree over the

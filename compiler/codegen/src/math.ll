@@ -1,6 +1,7 @@
 ; Tessera's own transcendental functions, the same bits on every target:
-; plain IEEE adds, multiplies and divides (no fused multiply-add, no
-; target library), with range reduction by powers of two.
+; plain IEEE adds, multiplies, divides and fused multiply-adds (llvm.fma,
+; rounded once on every target; never a contraction the backend chooses),
+; no target library, with range reduction by powers of two.
 
 ; exp in f32 arithmetic (within 2 ulp): exp(x) = 2^k * exp(r), k the
 ; nearest integer to x*log2(e), r = (x - k*C1) - k*C2 with C1 + C2 = ln 2
@@ -11,12 +12,10 @@ entry:
   %big = fcmp ogt float %x, 0x40562E4300000000
   %small = fcmp olt float %x, 0xC05A000000000000
   %t = fmul float %x, 0x3FF7154760000000
-  %kr = fadd float %t, 0.5
-  %k = call float @llvm.floor.f32(float %kr)
-  %hi = fmul float %k, 0x3FE6300000000000
-  %lo = fmul float %k, 0xBF2BD01060000000
-  %r0 = fsub float %x, %hi
-  %r = fsub float %r0, %lo
+  %k = call float @llvm.roundeven.f32(float %t)
+  %nk = fneg float %k
+  %r0 = call float @llvm.fma.f32(float %nk, float 0x3FE6300000000000, float %x)
+  %r = call float @llvm.fma.f32(float %nk, float 0xBF2BD01060000000, float %r0)
   %y = call float @tsr_exp_reduced_f32(float %r, float %k)
   %z = select i1 %small, float 0.0, float %y
   %o = select i1 %big, float 0x7FF0000000000000, float %z
@@ -31,8 +30,7 @@ entry:
   %isnan = fcmp uno float %x, %x
   %big = fcmp ogt float %x, 128.0
   %small = fcmp olt float %x, -150.0
-  %kr = fadd float %x, 0.5
-  %k = call float @llvm.floor.f32(float %kr)
+  %k = call float @llvm.roundeven.f32(float %x)
   %f = fsub float %x, %k
   %r = fmul float %f, 0x3FE62E4300000000
   %y = call float @tsr_exp_reduced_f32(float %r, float %k)
@@ -43,24 +41,18 @@ entry:
 }
 
 ; 2^k * exp(r) for |r| <= ln2/2 and an integer k in [-150, 128]:
-; exp(r) = 1 + r + r^2 * P(r), P Cephes' degree-5 minimax polynomial;
-; 2^k is applied as two exact power-of-two factors, so a subnormal result
-; is rounded once.
+; exp(r) = 1 + r + r^2 * P(r), P Cephes' degree-5 minimax polynomial in
+; Horner's form, each step one fused multiply-add; 2^k is applied as two
+; exact power-of-two factors, so a subnormal result is rounded once.
 define internal float @tsr_exp_reduced_f32(float %r, float %k) alwaysinline {
 entry:
-  %p5 = fmul float %r, 0x3F2A0D2CE0000000
-  %p4 = fadd float %p5, 0x3F56E879C0000000
-  %q4 = fmul float %r, %p4
-  %p3 = fadd float %q4, 0x3F81112100000000
-  %q3 = fmul float %r, %p3
-  %p2 = fadd float %q3, 0x3FA5553820000000
-  %q2 = fmul float %r, %p2
-  %p1 = fadd float %q2, 0x3FC5555540000000
-  %q1 = fmul float %r, %p1
-  %p0 = fadd float %q1, 0x3FE0000000000000
+  %p4 = call float @llvm.fma.f32(float %r, float 0x3F2A0D2CE0000000, float 0x3F56E879C0000000)
+  %p3 = call float @llvm.fma.f32(float %r, float %p4, float 0x3F81112100000000)
+  %p2 = call float @llvm.fma.f32(float %r, float %p3, float 0x3FA5553820000000)
+  %p1 = call float @llvm.fma.f32(float %r, float %p2, float 0x3FC5555540000000)
+  %p0 = call float @llvm.fma.f32(float %r, float %p1, float 0x3FE0000000000000)
   %r2 = fmul float %r, %r
-  %q0 = fmul float %p0, %r2
-  %s1 = fadd float %q0, %r
+  %s1 = call float @llvm.fma.f32(float %p0, float %r2, float %r)
   %y = fadd float %s1, 1.0
   %ki = fptosi float %k to i32
   %k1 = ashr i32 %ki, 1
@@ -753,6 +745,8 @@ entry:
 
 declare double @llvm.floor.f64(double)
 declare float @llvm.floor.f32(float)
+declare float @llvm.roundeven.f32(float)
+declare float @llvm.fma.f32(float, float, float)
 declare double @llvm.fabs.f64(double)
 declare i64 @llvm.fshl.i64(i64, i64, i64)
 declare double @llvm.copysign.f64(double, double)

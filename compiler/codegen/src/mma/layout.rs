@@ -196,6 +196,26 @@ impl Frag {
         }
     }
 
+    /// Whether the columns of the rows lie as a row reduction in tree order
+    /// takes them in registers (`exchange::reduce_rows_in_registers`):
+    /// slot `(p, q, r)` of lane `l` is column `8q + 2(l % 4) + r % 2` of
+    /// its row, so that the pairwise tree's first level is a thread's own
+    /// pair, the next two the quad's lanes (XOR 1, then 2), and the rest a
+    /// thread's own atoms.
+    pub fn columns_in_quads(self) -> bool {
+        let (blocks, per_row) = self.atoms();
+        (0..32).all(|lane| {
+            (0..blocks).all(|p| {
+                (0..per_row).all(|q| {
+                    (0..4).all(|r| {
+                        let (_, col) = self.coords(&mut Exact, &lane, &self.slot(p, q, r));
+                        col == 8 * q + 2 * (lane % 4) + r % 2
+                    })
+                })
+            })
+        })
+    }
+
     /// The rows a thread holds: rows `g` and `g + 8` of each of its atom
     /// rows.
     pub fn row_slots(self) -> i64 {
@@ -429,8 +449,9 @@ pub(crate) fn plan(m: &Module, func: OpId, threads: i64) -> HashMap<ValueId, Lay
 
 /// The classes that are columns of per-row values of fragment tiles
 /// ([`Layout::Rows`]): the `[rows, 1]` result of a row reduction
-/// (`axis = 1`, not `order = "tree"`) of a fragment tile, the `[rows, 1]`
-/// operand of a broadcast into one, and what elementwise ops and
+/// (`axis = 1`; in `order = "tree"`, of fragments whose columns the tree
+/// can walk in registers, [`Frag::columns_in_quads`]) of a fragment tile,
+/// the `[rows, 1]` operand of a broadcast into one, and what elementwise ops and
 /// whole-tile locals join to them. A class keeps it when every source
 /// agrees on the rows' distribution, every member is `[rows, 1]`, and its
 /// values go only to ops that read each element as a value (elementwise
@@ -453,18 +474,17 @@ fn row_columns(
         }
         let Some(&result) = m.results(op).first() else { continue };
         let (from, column_value) = match m.op(op).name.as_str() {
-            "tile.reduce"
-                if m.attr(op, "order").and_then(Attr::as_str) != Some("tree")
-                    && matches!(m.attr(op, "axis").and_then(Attr::as_int), Some(1 | -1)) =>
-            {
-                (operands[0], result)
-            }
+            "tile.reduce" if matches!(m.attr(op, "axis").and_then(Attr::as_int), Some(1 | -1)) => (operands[0], result),
             "tile.broadcast" if operands.first().is_some_and(|&v| const_2d(m.value_type(v)).is_some()) => {
                 (result, operands[0])
             }
             _ => continue,
         };
-        let frag = chosen.get(&classes.find(from)).and_then(|f| f.row_layout());
+        let tree = m.op(op).name == "tile.reduce" && m.attr(op, "order").and_then(Attr::as_str) == Some("tree");
+        let frag = chosen
+            .get(&classes.find(from))
+            .filter(|f| !tree || f.columns_in_quads())
+            .and_then(|f| f.row_layout());
         if let (Some(frag), Some(rows)) = (frag, column(column_value)) {
             let root = classes.find(column_value);
             if rows == frag.rows() && !chosen.contains_key(&root) {
@@ -971,6 +991,74 @@ mod tests {
                 for c in 0..16 {
                     assert_eq!(f64::from(buffers[4][r * 16 + c]), max, "{frag}: broadcast ({r}, {c})");
                 }
+            }
+        }
+    }
+
+    /// Row sums and maxes in tree order of fragment tiles stay in registers
+    /// (no staging area) and give the bits of the pairwise tree over each
+    /// row's columns: `wgmma` fragments of 32 and 128 columns (4 and 16
+    /// atoms) and `mma.sync` ones, values of mixed magnitudes so that the
+    /// order shows in the sums' last bits, zeros of both signs in the maxes.
+    #[test]
+    fn row_reductions_in_tree_order_stay_in_registers() {
+        for (frag, rows_kind, threads, cols) in [
+            ("wgmma", "wgmma_rows", 128, 32),
+            ("wgmma", "wgmma_rows", 128, 128),
+            ("mma", "mma_rows", 64, 32),
+        ] {
+            let text = format!(
+                r#"module @m attributes {{layer = "target", target = "cpu"}} {{
+  func.func @k(%x: memref<64x{cols}xf32, global>, %mx: memref<64x1xf32, global>, %sm: memref<64x1xf32, global>) -> () attributes {{block = [{threads}], kind = "kernel", layer = "target"}} {{
+    %z = tile.const() : () -> index
+    %tx = tile.load_tile(%x, %z, %z) {{test.layout = "{frag}"}} : (memref<64x{cols}xf32, global>, index, index) -> tensor<64x{cols}xf32>
+    %m = tile.reduce(%tx) {{axis = 1, kind = "max", order = "tree", test.layout = "{rows_kind}"}} : (tensor<64x{cols}xf32>) -> tensor<64x1xf32>
+    %s = tile.reduce(%tx) {{axis = 1, kind = "sum", order = "tree", test.layout = "{rows_kind}"}} : (tensor<64x{cols}xf32>) -> tensor<64x1xf32>
+    tile.store_tile(%m, %mx, %z, %z) : (tensor<64x1xf32>, memref<64x1xf32, global>, index, index) -> ()
+    tile.store_tile(%s, %sm, %z, %z) : (tensor<64x1xf32>, memref<64x1xf32, global>, index, index) -> ()
+    tile.return() : () -> ()
+  }}
+}}
+"#
+            );
+            let module = tessera_ir::parse(&text).expect("the IR parses");
+            let cpu = crate::CpuModule::new(&module, &crate::Options::default(), &[]).expect("the kernel compiles");
+            assert_eq!(cpu.manifest.kernels[0].shared_bytes, 0, "{frag} {cols}: staged");
+            let x: Vec<f32> = (0..64 * cols)
+                .map(|e| match e % 7 {
+                    0 => ((e * 37 % 101) as f32 - 50.0) * 1000.0,
+                    3 if e % 2 == 0 => -0.0,
+                    _ => ((e * 53 % 97) as f32 - 48.0) / 1024.0,
+                })
+                .collect();
+            let mut buffers = vec![x.clone(), vec![f32::NAN; 64], vec![f32::NAN; 64]];
+            crate::emit::tests::run(&text, threads as u32, &mut buffers);
+            for r in 0..64 {
+                let mut row = x[r * cols..(r + 1) * cols].to_vec();
+                let mut stride = 1;
+                let mut maxes = row.clone();
+                while stride < cols {
+                    for j in (0..cols).step_by(2 * stride) {
+                        row[j] += row[j + stride];
+                        let (a, b) = (maxes[j], maxes[j + stride]);
+                        maxes[j] = if a > b || (a == b && b.is_sign_negative()) {
+                            a
+                        } else {
+                            b
+                        };
+                    }
+                    stride *= 2;
+                }
+                assert_eq!(
+                    buffers[1][r].to_bits(),
+                    maxes[0].to_bits(),
+                    "{frag} {cols}: max of row {r}"
+                );
+                assert_eq!(
+                    buffers[2][r].to_bits(),
+                    row[0].to_bits(),
+                    "{frag} {cols}: sum of row {r}"
+                );
             }
         }
     }
