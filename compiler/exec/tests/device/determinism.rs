@@ -140,7 +140,8 @@ fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
         .map(|len| Value::Tensor(bf16_tensor(&mut rng, &[1, 2, len, 64], 0.5).0))
         .to_vec();
     let attention_dims = [("B", 1), ("H", 2), ("S", s as i64), ("T", t as i64)].map(|(d, v)| (d.to_string(), v));
-    let cpus = [(1, 3), (4, 3), (2, 0)].map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
+    let cpus = [(1, 3), (4, 3), (2, 0)]
+        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
     let gpu = common::gpu().map(|d| (d, 3, 20));
     let mut rows_seen: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
     for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
@@ -157,7 +158,13 @@ fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
                     device.name()
                 );
             }
-            let bits = call_bits(&mut loaded, &device, "attention_d64_deterministic", &attention, &attention_dims);
+            let bits = call_bits(
+                &mut loaded,
+                &device,
+                "attention_d64_deterministic",
+                &attention,
+                &attention_dims,
+            );
             let first = attention_seen.get_or_insert_with(|| bits.clone());
             assert!(
                 *first == bits,
