@@ -104,13 +104,18 @@ impl Target {
     /// whose widest head dim is `head`: on sm_90a one 64-row block of
     /// queries per warpgroup, so that both products are `wgmma`s whose
     /// accumulators stay in registers (each warpgroup owns whole 64-row
-    /// blocks), and 128 keys a step for heads of at most 64; 64 × 64
-    /// elsewhere.
+    /// blocks), and 128 keys a step for heads of at most 64 and for two
+    /// warpgroups (a head of 128 with three spills its accumulators: 64
+    /// keys then); 64 × 64 elsewhere. Measured on an H200
+    /// (`bench/results/2026-11-27-h200-gpu-check-8f3c58d.md`): `[128,
+    /// 128]` ran a head of 128 in 0.539 ms against 0.573 ms for `[128,
+    /// 64]`, and `[192, 128]` a head of 64 fastest.
     pub fn attention_tile(&self, threads: i64, head: i64) -> [i64; 2] {
         match self.name {
-            "sm_90a" if threads >= 128 && threads % 128 == 0 => {
-                [64 * (threads / 128), if head <= 64 { 128 } else { 64 }]
-            }
+            "sm_90a" if threads >= 128 && threads % 128 == 0 => [
+                64 * (threads / 128),
+                if head <= 64 || threads <= 256 { 128 } else { 64 },
+            ],
             _ => [64, 64],
         }
     }
