@@ -3,7 +3,8 @@
 //! sm_90a (through ptxas, from the test environment's `.venv`), checks
 //! each entry's parameters against the plan, and tunes each `@autotune`
 //! entry on a small shape on the CPU device before running it there
-//! against a NumPy reference, as the GPU run does at the case's shape.
+//! against a NumPy reference, as the GPU run does at the case's shape;
+//! with `--deterministic`, each entry's `@deterministic` twin too.
 
 mod common;
 
@@ -22,7 +23,7 @@ fn harness_dry_run_tunes_and_checks_every_quick_case() {
     let o = Command::new(&python)
         .current_dir(root())
         .env("PATH", path)
-        .args(["bench/gpu/run.py", "--dry-run", "--quick", "--tune", "--tessera"])
+        .args(["bench/gpu/run.py", "--dry-run", "--quick", "--tune", "--deterministic", "--tessera"])
         .arg(env!("CARGO_BIN_EXE_tessera"))
         .output()
         .expect("python runs");
@@ -31,11 +32,23 @@ fn harness_dry_run_tunes_and_checks_every_quick_case() {
         o.status.success() && out.contains("dry run: no problems"),
         "{out}\n{err}"
     );
-    for tuned in ["matmul_bf16_aligned", "matmul_fp8_aligned", "attention_d64"] {
+    for tuned in [
+        "matmul_bf16_aligned",
+        "matmul_fp8_aligned",
+        "attention_d64",
+        "matmul_bf16_aligned_deterministic",
+        "attention_d64_deterministic",
+    ] {
         assert!(
             out.lines()
                 .any(|l| l.contains(&format!("ok   {tuned} ")) && l.contains(", tuned ")),
             "{tuned} was not tuned:\n{out}"
+        );
+    }
+    for twin in ["softmax_deterministic", "layernorm_deterministic"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("  ok   {twin} "))),
+            "{twin} did not run:\n{out}"
         );
     }
 }
