@@ -65,6 +65,8 @@ pub(crate) struct Interp<'a, 'p> {
     depth: usize,
     /// The host functions being run, innermost last.
     running: Vec<String>,
+    /// For each running function, the locals a `del` unbound and where.
+    deleted: Vec<HashMap<String, Span>>,
 }
 
 fn unsupported(message: impl Into<String>) -> RunError {
@@ -162,6 +164,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             globals: HashMap::new(),
             depth: 0,
             running: Vec::new(),
+            deleted: Vec::new(),
         }
     }
 
@@ -199,7 +202,9 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         self.depth += 1;
         self.running.push(def.name.name.clone());
+        self.deleted.push(HashMap::new());
         let flow = self.block(&mut locals, &def.body);
+        self.deleted.pop();
         self.running.pop();
         self.depth -= 1;
         match flow? {
@@ -515,7 +520,12 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn delete(&mut self, locals: &mut HashMap<String, Value>, target: &Expr) -> Res<()> {
         match &target.unparen().kind {
             ExprKind::Name(n) => match locals.remove(n) {
-                Some(_) => Ok(()),
+                Some(_) => {
+                    if let Some(deleted) = self.deleted.last_mut() {
+                        deleted.insert(n.clone(), target.span);
+                    }
+                    Ok(())
+                }
                 None => Err(self.fail(
                     target.span,
                     "this name",
@@ -803,6 +813,15 @@ impl<'a, 'p> Interp<'a, 'p> {
             .last()
             .and_then(|f| self.program.function(f))
             .is_some_and(|(def, _)| def.body.bound_names().contains(&n));
+        if let Some(&at) = self.deleted.last().and_then(|d| d.get(n)) {
+            // Python's UnboundLocalError after `del`.
+            let e = RunError::value(format!("`{n}` is read after `del` unbound it"))
+                .with_help(format!("assign `{n}` again before reading it, or read it before the `del`"));
+            return Err(Box::new(
+                self.fail(span, "read here", e)
+                    .with_secondary(self.program.at(at), format!("`{n}` is unbound here")),
+            ));
+        }
         if local {
             // Python's UnboundLocalError: the assignment did not run.
             return Err(self.fail(
