@@ -23,7 +23,14 @@ fn harness_dry_run_tunes_and_checks_every_quick_case() {
     let o = Command::new(&python)
         .current_dir(root())
         .env("PATH", path)
-        .args(["bench/gpu/run.py", "--dry-run", "--quick", "--tune", "--deterministic", "--tessera"])
+        .args([
+            "bench/gpu/run.py",
+            "--dry-run",
+            "--quick",
+            "--tune",
+            "--deterministic",
+            "--tessera",
+        ])
         .arg(env!("CARGO_BIN_EXE_tessera"))
         .output()
         .expect("python runs");

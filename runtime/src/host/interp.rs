@@ -815,8 +815,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             .is_some_and(|(def, _)| def.body.bound_names().contains(&n));
         if let Some(&at) = self.deleted.last().and_then(|d| d.get(n)) {
             // Python's UnboundLocalError after `del`.
-            let e = RunError::value(format!("`{n}` is read after `del` unbound it"))
-                .with_help(format!("assign `{n}` again before reading it, or read it before the `del`"));
+            let e = RunError::value(format!("`{n}` is read after `del` unbound it")).with_help(format!(
+                "assign `{n}` again before reading it, or read it before the `del`"
+            ));
             return Err(Box::new(
                 self.fail(span, "read here", e)
                     .with_secondary(self.program.at(at), format!("`{n}` is unbound here")),

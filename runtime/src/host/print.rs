@@ -236,7 +236,12 @@ pub fn tensor_repr(t: &Tensor) -> String {
         extras.push(format!("shape={}", repr(&dims, &|_, _| String::new())));
     }
     if !matches!(t.dtype(), DType::F64 | DType::I64 | DType::Bool) || t.numel() == 0 {
-        extras.push(format!("dtype={}", numpy_name(t.dtype())));
+        // NumPy quotes the names of ml_dtypes' fp8 types (not bfloat16).
+        let name = numpy_name(t.dtype());
+        extras.push(match t.dtype() {
+            DType::Fp8E4m3 | DType::Fp8E5m2 => format!("dtype='{name}'"),
+            _ => format!("dtype={name}"),
+        });
     }
     if extras.is_empty() {
         return format!("{PREFIX}{body})");
@@ -253,6 +258,42 @@ pub fn tensor_repr(t: &Tensor) -> String {
 }
 
 /// NumPy's name of a dtype (ml_dtypes' for bfloat16 and the fp8 formats).
+/// Whether NumPy holds `dtype` as one of ml_dtypes' types (bf16, fp8).
+fn ml_dtype(dtype: DType) -> bool {
+    matches!(dtype, DType::Bf16 | DType::Fp8E4m3 | DType::Fp8E5m2)
+}
+
+/// `x` as C's `%g` writes it (ml_dtypes' `str` of a scalar, C++'s default
+/// stream format): 6 significant digits, rounded half to even from the
+/// exact value; scientific (`e±XX`) below 1e-4 and from 1e6, else fixed;
+/// trailing zeros (and a bare point) dropped; `nan`, `inf`, `-inf`.
+fn general(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{x:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim(mantissa), exp.abs());
+    }
+    trim(&format!("{x:.*}", (5 - exp) as usize))
+}
+
 fn numpy_name(dtype: DType) -> &'static str {
     match dtype {
         DType::F64 => "float64",
@@ -314,11 +355,8 @@ fn nested(t: &Tensor, style: Style) -> String {
 /// read back can hide it: 208 in E4M3 reads back from 210).
 fn element_alone(e: Elem, dtype: DType) -> String {
     match e {
-        Elem::Float(x) if !matches!(dtype, DType::Fp8E4m3 | DType::Fp8E5m2) => float_repr(x, dtype),
-        Elem::Float(x) => {
-            let format = ElementFormat::floats(&[x], dtype);
-            format.text(e).trim().to_string()
-        }
+        Elem::Float(x) if ml_dtype(dtype) => general(x),
+        Elem::Float(x) => float_repr(x, dtype),
         Elem::Int(i) => int_text(i, dtype == DType::U64),
         Elem::Bool(b) => if b { "True" } else { "False" }.into(),
     }
@@ -358,6 +396,9 @@ fn shown_indices(shape: &[usize], summarize: bool) -> Vec<usize> {
 
 /// How every element of one tensor is written, so columns line up.
 enum ElementFormat {
+    /// ml_dtypes' floats (bf16, fp8), which NumPy prints as it prints
+    /// objects: each element its own `str` ([`general`]), unpadded.
+    General,
     Int {
         width: usize,
         /// `u64`, whose elements are held as the bits of an `i64`.
@@ -377,6 +418,7 @@ impl ElementFormat {
     fn new(t: &Tensor, shown: &[usize]) -> ElementFormat {
         match t.dtype() {
             DType::Bool => ElementFormat::Bool,
+            d if ml_dtype(d) => ElementFormat::General,
             d if d.is_float() => {
                 let values: Vec<f64> = shown.iter().map(|&i| t.get(i).as_f64()).collect();
                 ElementFormat::floats(&values, d)
@@ -444,6 +486,7 @@ impl ElementFormat {
 
     fn text(&self, e: Elem) -> String {
         match (self, e) {
+            (ElementFormat::General, e) => general(e.as_f64()),
             (ElementFormat::Bool, e) => format!("{:>5}", if e.as_bool() { "True" } else { "False" }),
             (ElementFormat::Int { width, unsigned }, e) => format!("{:>width$}", int_text(e.as_i64(), *unsigned)),
             (

@@ -2,7 +2,8 @@
 
 Usage: print_compare.py TESSERA WORKDIR SEED COUNT
 
-Writes COUNT random arrays (f64, f32, f16, i32, i64, bool; 0 to 3 dims,
+Writes COUNT random arrays (f64, f32, f16, i32, i64, bool, and ml_dtypes'
+bfloat16 and float8_e4m3fn; 0 to 3 dims,
 some long enough to be summarized; magnitudes from 1e-30 to 1e30, integral
 values, eighths, zeros of both signs, inf and nan) as .npy files, a .tsr
 program that loads and prints each, and compares its standard output with
@@ -15,11 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 
 def random_array(rng, i):
-    dtype = rng.choice([np.float32, np.float64, np.float16, np.int32, np.int64, np.bool_])
+    dtypes = [np.float32, np.float64, np.float16, np.int32, np.int64, np.bool_, ml_dtypes.bfloat16,
+              ml_dtypes.float8_e4m3fn]
+    dtype = dtypes[rng.integers(0, len(dtypes))]
     if rng.integers(0, 4):
         dims = rng.integers(0, 4)
         shape = tuple(int(s) for s in rng.integers(1, 5, size=dims))
@@ -42,7 +46,10 @@ def random_array(rng, i):
             x = x * 10.0 ** rng.integers(-30, 30, size=size)
         elif kind == 4:
             x = np.round(x * 8) / 8
-        with np.errstate(over="ignore"):
+        if dtype == ml_dtypes.float8_e4m3fn:
+            # No infinities: they become NaN; values past 448 too.
+            x = np.clip(np.nan_to_num(x, nan=0.0), -448.0, 448.0)
+        with np.errstate(over="ignore", invalid="ignore"):
             x = x.astype(dtype)
     return x.reshape(shape)
 
