@@ -300,7 +300,7 @@ fn slot_pos(i: i64) -> Pos {
 /// values whose order is free (not `order = "tree"`, whose pairwise tree
 /// is the same on every target).
 fn rows_reduced_in_registers(f: &FnEmitter, op: OpId, src: &Tile, axis: usize, acc: ScalarType) -> Option<Frag> {
-    let free_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
+    let free_order = !tree_order(f, op);
     match (src.layout, f.planned_layout(op), &src.storage) {
         (Layout::Frag(frag), Layout::Rows(rows), Storage::Private { .. })
             if frag.row_layout() == Some(rows)
@@ -687,13 +687,12 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     if let Some(frag) = rows_reduced_in_registers(f, op, &src, axis, acc) {
         let out = result_tile(f, op)?;
         if Some(out.layout) == frag.row_layout().map(Layout::Rows) {
-            let tree = f.m().attr(op, "order").and_then(Attr::as_str) == Some("tree");
-            reduce_rows_in_registers(f, frag, &src, &out, acc, tree, &combine);
+            reduce_rows_in_registers(f, frag, &src, &out, acc, tree_order(f, op), &combine);
             f.set(op, Val::Tile(out));
             return Ok(());
         }
     }
-    if let Some(r) = reduce_whole(f, op, &src, acc, &combine) {
+    if let Some(r) = reduce_whole(f, op, &src, acc, &kind, &combine) {
         let r = f.convert(&r, acc, out_elem);
         match &ty {
             Type::Scalar(_) => f.set(op, Val::Scalar(out_elem, r)),
@@ -791,9 +790,9 @@ pub(crate) fn reduce(f: &mut FnEmitter, op: OpId) -> Result<(), CodegenError> {
     Ok(())
 }
 
-/// The whole of `src` reduced by `op` to the one element of its result,
-/// a value every thread gets, when the order is free (not `order =
-/// "tree"`) and the values are 32-bit:
+/// The whole of `src` reduced by `op` (of `kind`) to the one element of
+/// its result, a value every thread gets, in tree order as
+/// [`tree_whole`] computes it, else when the values are 32-bit:
 ///
 /// - a one-element tile every thread holds (what this gives as a tile):
 ///   that element;
@@ -810,23 +809,18 @@ fn reduce_whole(
     op: OpId,
     src: &Tile,
     acc: ScalarType,
+    kind: &str,
     combine: &dyn Fn(&mut FnEmitter, &str, &str) -> String,
 ) -> Option<String> {
-    let free_order = f.m().attr(op, "order").and_then(Attr::as_str) != Some("tree");
+    let free_order = !tree_order(f, op);
     let one_result = match f.m().results(op).first().map(|&v| f.m().value_type(v)) {
         Some(Type::Scalar(_)) => true,
         Some(Type::Tensor { dims, .. }) => dims.iter().all(|d| d.as_const() == Some(1)),
         _ => false,
     };
     if !free_order {
-        let kind = f
-            .m()
-            .attr(op, "kind")
-            .and_then(Attr::as_str)
-            .unwrap_or("sum")
-            .to_string();
         return if one_result {
-            tree_whole(f, &kind, src, acc, combine)
+            tree_whole(f, kind, src, acc, combine)
         } else {
             None
         };
@@ -891,6 +885,11 @@ fn reduce_whole(
         });
     }
     total
+}
+
+/// Whether `op` reduces in the pairwise tree's order (`order = "tree"`).
+fn tree_order(f: &FnEmitter, op: OpId) -> bool {
+    f.m().attr(op, "order").and_then(Attr::as_str) == Some("tree")
 }
 
 /// The element a reduction of `kind` may be padded with, in `acc`: the
