@@ -392,6 +392,13 @@ pub static BUILTINS: &[Builtin] = &[
         SameAsFirst,
     )
     .accumulates(),
+    op(
+        "op.cumsum",
+        "(x, axis = -1, accumulate = None)",
+        "The inclusive cumulative sum along `axis` (`y[i] = x[0] + … + x[i]`), added in index order in `accumulate` (by default the dtype of `x`): the same order, and bits, on every target.",
+        SameAsFirst,
+    )
+    .accumulates(),
     op("op.layernorm", "(x, weight, bias, eps = 1e-5, accumulate = None)", "Layer normalization over the last dimension.", SameAsFirst).accumulates(),
     op("op.rmsnorm", "(x, weight, eps = 1e-6, accumulate = None)", "RMS normalization over the last dimension.", SameAsFirst).accumulates(),
     op("op.sum", "(x, axis = None, keepdims = False, accumulate = None)", "Sum along `axis` (of all without it); with `keepdims=True` the reduced dims stay, as 1.", Reduce).accumulates().det(Det::Reduction),

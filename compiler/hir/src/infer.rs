@@ -1469,7 +1469,7 @@ impl<'a> Infer<'a> {
             Shape::Opaque => Ty::Unknown,
             Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
-            Shape::SameAsFirst if matches!(b.path, "op.softmax" | "op.log_softmax") => {
+            Shape::SameAsFirst if matches!(b.path, "op.softmax" | "op.log_softmax" | "op.cumsum") => {
                 let axis = positional.get(1).copied().or_else(|| keyword("axis"));
                 match (&first, axis) {
                     (Ty::Tensor(t), Some(axis)) => self.axis_in_range(b.path, t, axis, e),

@@ -211,6 +211,7 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
             "graph.attention" => "attention",
             "graph.norm" => "norm",
             "graph.reduce" => "reduce",
+            "graph.cumsum" => "scan",
             _ => continue,
         };
         let g = a.groups.len();
@@ -673,6 +674,27 @@ fn schedule(
             stages,
             knobs: producer_knob(&target, knobs),
             specialize,
+        });
+    }
+    if group.pattern == "scan" {
+        // One thread per line along the axis (a 1-D grid with a bound
+        // check, as elementwise kernels), which it walks in order.
+        let x = dims_of(m.operands(anchor)[0]);
+        let axis = m.attr(anchor, "axis").and_then(Attr::as_int).unwrap_or(-1);
+        let lines: Vec<DimExpr> = x
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| Some(i) != normalize_axis(axis, x.len()))
+            .map(|(_, d)| d.clone())
+            .collect();
+        let threads = ELEMENTWISE_THREADS;
+        return Ok(Config {
+            tile: vec![1],
+            block: threads,
+            grid: vec![GridDim::ceil_div(&num_elements(&lines), threads)],
+            stages: 1,
+            knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+            specialize: false,
         });
     }
     if group.pattern == "attention" {

@@ -91,6 +91,15 @@ const OPS: &[OpDef] = &[
         ..OpDef::DEFAULT
     },
     OpDef {
+        name: "graph.cumsum",
+        doc: "the inclusive cumulative sum along one axis, added in index order in `accumulate`",
+        operands: Arity::Exact(1),
+        results: Arity::Exact(1),
+        attrs: &[opt("axis", AttrKind::Int), req("accumulate", AttrKind::Type)],
+        pure: true,
+        ..OpDef::DEFAULT
+    },
+    OpDef {
         name: "graph.attention",
         doc: "scaled dot-product attention `softmax(q·kᵀ·scale) · v` over the last two dims, optionally causal",
         operands: Arity::Exact(3),
@@ -283,7 +292,7 @@ impl Dialect for GraphDialect {
             "elementwise" => v.elementwise(),
             "matmul" => v.matmul(),
             "reduce" => v.reduce(),
-            "softmax" => v.softmax(),
+            "softmax" | "cumsum" => v.along_axis(),
             "attention" => v.attention(),
             "norm" => v.norm(),
             "transpose" => v.transpose(),
@@ -834,7 +843,10 @@ impl Verifier<'_, '_> {
         self.expect_result(&out, &[acc, elem]);
     }
 
-    fn softmax(&mut self) {
+    /// An op along one axis of its operand (`graph.softmax`,
+    /// `graph.cumsum`): the axis in range, the result of the operand's
+    /// dims, of its dtype or the accumulator's.
+    fn along_axis(&mut self) {
         let Some((dims, elem)) = self.tensor(self.operand(0), "operand") else {
             return;
         };

@@ -83,13 +83,14 @@ const OPS: &[OpDef] = &[
 
 /// The kernel patterns, and the length of `tile_shape` each one takes
 /// (`None`: any).
-pub const PATTERNS: [(&str, Option<usize>); 8] = [
+pub const PATTERNS: [(&str, Option<usize>); 9] = [
     ("matmul", Some(3)),
     ("matmul_epilogue", Some(3)),
     ("attention", Some(2)),
     ("softmax", Some(2)),
     ("norm", Some(2)),
     ("reduce", Some(1)),
+    ("scan", Some(1)),
     ("elementwise", Some(1)),
     ("generic", None),
 ];
@@ -104,6 +105,7 @@ pub fn pattern_anchor(pattern: &str) -> Option<&'static str> {
         "attention" => Some("graph.attention"),
         "norm" => Some("graph.norm"),
         "reduce" => Some("graph.reduce"),
+        "scan" => Some("graph.cumsum"),
         _ => None,
     }
 }
@@ -458,6 +460,7 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
             "matmul" | "matmul_epilogue" => "[BM, BN, BK]",
             "softmax" | "norm" => "[rows, columns]",
             "reduce" => "[columns]",
+            "scan" => "[lines]",
             _ => "[elements]",
         };
         errors.push(err(

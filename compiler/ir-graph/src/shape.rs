@@ -315,6 +315,7 @@ pub fn is_compute(name: &str) -> bool {
             | "graph.matmul"
             | "graph.reduce"
             | "graph.softmax"
+            | "graph.cumsum"
             | "graph.attention"
             | "graph.norm"
             | "graph.transpose"

@@ -285,6 +285,21 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         )
     }
 
+    /// The constant `axis` of an op along one axis (its second positional
+    /// argument or `axis=`; -1 without one); None, reported, when it is
+    /// not a constant integer.
+    fn constant_axis(&mut self, args: &[Arg]) -> Option<i64> {
+        let Some(given) = arg(args, 1, "axis") else {
+            return Some(-1);
+        };
+        let axis = self.number(given).and_then(|a| a.as_int());
+        if axis.is_none() {
+            self.cx
+                .unsupported(given.span, "an `axis` that is not a constant integer");
+        }
+        axis
+    }
+
     /// The type of `e`'s value; called once its operands are lowered, it
     /// also points the builder at `e`, for the op about to be made.
     fn result_type(&mut self, e: &Expr) -> Option<Type> {
@@ -1033,17 +1048,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 let x = self.operand(args, 0, "x", e)?;
                 let ty = self.result_type(e)?;
                 let rank = ty.dims().map_or(0, <[_]>::len) as i64;
-                let axis = match arg(args, 1, "axis") {
-                    None => -1,
-                    Some(given) => match self.number(given).and_then(|a| a.as_int()) {
-                        Some(a) => a,
-                        None => {
-                            self.cx
-                                .unsupported(given.span, "an `axis` that is not a constant integer");
-                            return None;
-                        }
-                    },
-                };
+                let axis = self.constant_axis(args)?;
                 let axis = if axis < 0 { axis + rank } else { axis };
                 let acc = self
                     .cx
@@ -1079,6 +1084,23 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                     return Some(rows);
                 }
                 Some(self.transposed(rows, perm, ty))
+            }
+            "op.cumsum" => {
+                let x = self.operand(args, 0, "x", e)?;
+                let ty = self.result_type(e)?;
+                let axis = self.constant_axis(args)?;
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
+                Some(
+                    self.b
+                        .op("graph.cumsum")
+                        .operand(x)
+                        .attr("axis", Attr::Int(axis))
+                        .attr("accumulate", Type::Scalar(acc))
+                        .result(ty)
+                        .build_value(),
+                )
             }
             "op.flash_attention" => {
                 let mut operands = Vec::new();

@@ -1688,7 +1688,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
-            "op.softmax" | "op.log_softmax" => self.op_softmax(path, args),
+            "op.softmax" | "op.log_softmax" | "op.cumsum" => self.op_softmax(path, args),
             "op.layernorm" | "op.rmsnorm" => self.op_norm(path, args),
             "op.flash_attention" => self.op_attention(args),
             "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
@@ -2757,9 +2757,9 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Tensor(TensorValue::new(ops::matmul(&a, &b, out)?)))
     }
 
-    /// `op.softmax(x, axis=-1, accumulate=T)` and `op.log_softmax` on the
-    /// host: in float64 along `axis` (negative counts from the end),
-    /// converted to `T` (by default the dtype of `x`).
+    /// `op.softmax(x, axis=-1, accumulate=T)`, `op.log_softmax` and
+    /// `op.cumsum` on the host: in float64 along `axis` (negative counts
+    /// from the end), converted to `T` (by default the dtype of `x`).
     fn op_softmax(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = if args.positional.is_empty() {
@@ -2788,6 +2788,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             )));
         }
         let out = accumulate.unwrap_or(t.dtype());
+        if path == "op.cumsum" {
+            return Ok(Value::Tensor(TensorValue::new(ops::cumsum(&t, at as usize, out)?)));
+        }
         let log = path == "op.log_softmax";
         Ok(Value::Tensor(TensorValue::new(ops::softmax(
             &t,

@@ -792,6 +792,35 @@ pub(crate) fn softmax(t: &Tensor, axis: usize, out: DType, log: bool) -> Result<
     Ok(r)
 }
 
+/// The inclusive cumulative sum of `t` along `axis`, added in index
+/// order in float64 (of integers into an integer `out`: in `i64`,
+/// wrapping), converted to `out`.
+pub(crate) fn cumsum(t: &Tensor, axis: usize, out: DType) -> Result<Tensor, RunError> {
+    let shape = t.shape();
+    let n = shape.get(axis).copied().unwrap_or(1);
+    let inner: usize = shape.iter().skip(axis + 1).product();
+    let outer: usize = shape.iter().take(axis).product();
+    let integers = !t.dtype().is_float() && !out.is_float();
+    let mut r = Tensor::zeros(out, shape)?;
+    for o in 0..outer {
+        for i in 0..inner {
+            let (mut total, mut count) = (0.0, 0i64);
+            for j in 0..n {
+                let at = (o * n + j) * inner + i;
+                let x = t.get(at);
+                if integers {
+                    count = count.wrapping_add(x.as_i64());
+                    r.set(at, Elem::Int(count));
+                } else {
+                    total += x.as_f64();
+                    r.set(at, Elem::Float(total));
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
 /// The variance of `t` over `axes` (indices below the rank, each once) in
 /// float64, `Σ(x - mean)² / (n - correction)`, or with `std` its square
 /// root, converted to `out`; the kept dims in order.

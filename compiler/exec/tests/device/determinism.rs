@@ -3,7 +3,10 @@
 //! orders and on different cores) and code optimized at -O0 and -O3 all
 //! agree bit for bit, and the result is the float64 sum within f32
 //! rounding. With `TESSERA_TEST_DEVICE=cuda` (or `hip`) 20 runs on that GPU
-//! must give the CPU's bits too.
+//! must give the CPU's bits too. So must the standard library's
+//! deterministic row kernels and its running sums; its deterministic
+//! attention, whose products are the tensor cores', must repeat its bits
+//! on each device.
 
 // Each test binary uses part of the shared module.
 #[allow(dead_code)]
@@ -90,9 +93,9 @@ fn deterministic_sums_are_identical_bit_for_bit() {
     }
 }
 
-/// `stdlib/nn.tsr` built for `device`'s target at `opt_level` and loaded.
-fn stdlib_nn(device: &Device, opt_level: u8) -> tessera_exec::Loaded {
-    let path = common::repo().join("stdlib/nn.tsr");
+/// `stdlib/FILE` built for `device`'s target at `opt_level` and loaded.
+fn stdlib(file: &str, device: &Device, opt_level: u8) -> tessera_exec::Loaded {
+    let path = common::repo().join("stdlib").join(file);
     let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
     let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
     let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
@@ -145,7 +148,7 @@ fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
     let gpu = common::gpu().map(|d| (d, 3, 20));
     let mut rows_seen: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
     for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
-        let mut loaded = stdlib_nn(&device, opt_level);
+        let mut loaded = stdlib("nn.tsr", &device, opt_level);
         let mut attention_seen = None;
         for _ in 0..runs {
             for ((function, args, dims), seen) in inputs.iter().zip(&mut rows_seen) {
@@ -169,6 +172,35 @@ fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
             assert!(
                 *first == bits,
                 "attention_d64_deterministic on {} (seed {seed:#x}): other bits from run to run",
+                device.name()
+            );
+        }
+    }
+}
+
+/// The standard library's running sums (`row_cumsum`, one thread per row
+/// adding in index order) give the same bits on every CPU configuration
+/// and the GPU, on every run, for fresh rows of a fresh length.
+#[test]
+fn running_sums_are_identical_bit_for_bit() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (rows, n) = (1 + rng.below(300) as usize, 1 + rng.below(3000) as usize);
+    let (x, _) = crate::examples::f32_tensor(&mut rng, &[rows, n], 100.0);
+    let args = [Value::Tensor(x)];
+    let dims = [("R".to_string(), rows as i64), ("C".to_string(), n as i64)];
+    let cpus = [(1, 3), (4, 3), (2, 0)]
+        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
+    let gpu = common::gpu().map(|d| (d, 3, 20));
+    let mut seen: Option<Vec<u8>> = None;
+    for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
+        let mut loaded = stdlib("reduce.tsr", &device, opt_level);
+        for _ in 0..runs {
+            let bits = call_bits(&mut loaded, &device, "row_cumsum", &args, &dims);
+            let first = seen.get_or_insert_with(|| bits.clone());
+            assert!(
+                *first == bits,
+                "row_cumsum [{rows}, {n}] on {} at -O{opt_level} (seed {seed:#x}): other bits",
                 device.name()
             );
         }

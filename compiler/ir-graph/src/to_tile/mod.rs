@@ -494,6 +494,7 @@ fn lower_kernel(
         "softmax" => rows::softmax(&g, &mut b, k),
         "norm" => rows::norm(&g, &mut b, k),
         "reduce" => rows::reduce(&g, &mut b, k),
+        "scan" => rows::scan(&g, &mut b, k),
         "elementwise" => pointwise::lower(&g, &mut b, k),
         other => Err(format!("a \"{other}\" kernel has no Tile-IR template yet")),
     };

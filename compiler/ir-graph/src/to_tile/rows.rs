@@ -844,6 +844,72 @@ fn reduce_in_threads(
     Ok(0)
 }
 
+/// A cumulative sum: one thread per line along the axis (a 1-D grid with
+/// a bound check, as elementwise kernels) adds its elements in index order
+/// into a running value in the accumulator's dtype, and each running value
+/// becomes its output element (through the epilogue) — a fixed order,
+/// the same on every target.
+pub(crate) fn scan(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
+    let at = k.anchor("graph.cumsum").ok_or("no `graph.cumsum` in a scan kernel")?;
+    let node = &k.nodes[at];
+    let input = node.operands[0];
+    let dims = tensor_dims(k, input)?;
+    let axis = normalize_axis(node.int("axis").unwrap_or(-1), dims.len()).ok_or("a cumulative sum's axis")?;
+    let acc = accumulate_type(node);
+    let lines: Vec<usize> = (0..dims.len()).filter(|&a| a != axis).collect();
+    let line_dims: Vec<DimExpr> = lines.iter().map(|&a| dims[a].clone()).collect();
+    let block = id(b, "tile.block_id", 0);
+    let thread = id(b, "tile.thread_id", 0);
+    let width = index(b, k.threads());
+    let base = binary(b, "mul", block, width, Type::INDEX);
+    let linear = binary(b, "add", base, thread, Type::INDEX);
+    let total = g.dim(b, &num_elements(&line_dims))?;
+    let inside = compare(b, linear, total, "lt");
+    let (then, other) = if_else(b, inside);
+    {
+        let mut l = g.at(b, then);
+        let line = g.unflatten(&mut l, linear, &line_dims)?;
+        let slot = g.slot(&mut l, acc, number_attr(0.0, acc));
+        let mut body = |l: &mut Builder<'_>, ivs: &[(usize, ValueId)]| -> Result<()> {
+            let coords: Vec<ValueId> = (0..dims.len())
+                .map(|a| match lines.iter().position(|&x| x == a) {
+                    Some(p) => line[p],
+                    None => ivs[0].1,
+                })
+                .collect();
+            let frame = || Frame {
+                dims: dims.clone(),
+                offsets: coords.clone(),
+                extents: vec![1; dims.len()],
+                rank: 0,
+            };
+            let mut eval = TileEval {
+                k,
+                frame: frame(),
+                known: HashMap::new(),
+            };
+            let (x, _) = eval.eval(g, l, input)?;
+            let x = cast_to(l, x, acc);
+            fold_into(l, slot, x, "add", acc);
+            let running = load(l, slot, acc);
+            let value = cast_to(l, running, node.ty.elem().unwrap_or(acc));
+            let mut eval = TileEval {
+                k,
+                frame: frame(),
+                known: HashMap::from([(Src::Node(at), (value, Vec::new()))]),
+            };
+            let (root, _) = eval.eval(g, l, k.root)?;
+            let root = cast_to(l, root, k.result.elem().unwrap_or(acc));
+            l.op("tile.store").operands(&[root, g.out]).operands(&coords).build();
+            Ok(())
+        };
+        nest(g, &mut l, &dims, &[axis], &mut Vec::new(), &mut body)?;
+        end(&mut l);
+    }
+    end(&mut g.at(b, other));
+    Ok(0)
+}
+
 fn number_attr(value: f64, elem: ScalarType) -> Attr {
     if elem.is_float() {
         Attr::Float(value)
