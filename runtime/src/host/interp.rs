@@ -998,11 +998,11 @@ impl<'a, 'p> Interp<'a, 'p> {
         let host = t.host(self.device)?;
         let (shape, indices) = ops::select(host.shape(), sels);
         if shape.is_empty() && sels.len() == host.shape().len() {
-            // An element of a float tensor narrower than f64 is NumPy's
-            // scalar of that dtype (`np.float32`): a tensor of no dims,
-            // which computes and prints in its dtype.
+            // An element of a float tensor is NumPy's scalar of that dtype
+            // (`np.float32`, `np.float64`): a tensor of no dims, which
+            // computes and prints in its dtype.
             let dtype = host.dtype();
-            if dtype.is_float() && dtype != DType::F64 {
+            if dtype.is_float() {
                 return Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)));
             }
             return Ok(Value::from_elem(host.get(indices[0])));

@@ -219,6 +219,7 @@ pub fn tensor_repr(t: &Tensor) -> String {
     if shape.is_empty() {
         let text = element_alone(t.get(0), t.dtype());
         return match t.dtype() {
+            DType::F64 => format!("np.float64({text})"),
             DType::F32 => format!("np.float32({text})"),
             DType::F16 => format!("np.float16({text})"),
             _ => text,
