@@ -85,6 +85,18 @@ fn elem_of(v: &Value) -> Option<Elem> {
     }
 }
 
+/// `v`, or the int it stands for where Python takes an index
+/// (`__index__`) when it is NumPy's integer scalar (an element of an
+/// integer tensor, a tensor of no dims).
+fn as_index(v: Value) -> Value {
+    match &v {
+        Value::Tensor(t) if t.shape().is_empty() && !t.dtype().is_float() && t.dtype() != DType::Bool => {
+            elem_of(&v).map_or(v, |e| Value::Int(e.as_i64()))
+        }
+        _ => v,
+    }
+}
+
 /// The host dtype that holds `e` exactly.
 fn elem_dtype(e: &Elem) -> DType {
     match e {
@@ -120,6 +132,9 @@ fn remove_entry(entries: &mut Entries, key: &Value) -> Option<Value> {
 fn hashable(v: &Value) -> bool {
     match v {
         Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) | Value::DType(_) => true,
+        // NumPy's scalars (elements of tensors), which equal the numbers
+        // of their value.
+        Value::Tensor(t) => t.shape().is_empty(),
         Value::Tuple(items) => items.iter().all(hashable),
         _ => false,
     }
@@ -926,7 +941,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let mut bound = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
                     match e {
                         None => Ok(None),
-                        Some(e) => match self.expr(locals, e)? {
+                        Some(e) => match as_index(self.expr(locals, e)?) {
                             Value::Int(i) => Ok(Some(i)),
                             Value::None => Ok(None),
                             v => Err(self.fail(
@@ -945,7 +960,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 sels.push(ops::resolve_slice(lo, hi, st, n));
                 continue;
             }
-            match self.expr(locals, &a.value)? {
+            match as_index(self.expr(locals, &a.value)?) {
                 // `x[x > 0.5]`: a mask of the tensor's own shape.
                 Value::Tensor(m) if m.dtype() == DType::Bool => {
                     let mask = m.host(self.device).map_err(|e| self.fail(a.span, "this mask", e))?;
@@ -1002,7 +1017,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             // (`np.float32`, `np.float64`): a tensor of no dims, which
             // computes and prints in its dtype.
             let dtype = host.dtype();
-            if dtype.is_float() {
+            if dtype != DType::Bool {
                 return Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)));
             }
             return Ok(Value::from_elem(host.get(indices[0])));
@@ -1356,7 +1371,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         kind: &str,
         span: Span,
     ) -> Res<usize> {
-        match self.expr(locals, &arg.value)? {
+        match as_index(self.expr(locals, &arg.value)?) {
             Value::Int(i) => ops::resolve_index(i, n).ok_or_else(|| {
                 self.fail(
                     span,
@@ -1630,8 +1645,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         let mut out = [1u32; 3];
         for (i, item) in items.iter().enumerate() {
-            out[i] = match item {
-                Value::Int(n) => u32::try_from(*n)
+            out[i] = match as_index(item.clone()) {
+                Value::Int(n) => u32::try_from(n)
                     .map_err(|_| RunError::launch(format!("a grid or block size of {n} is out of range")))?,
                 v => {
                     return Err(RunError::launch(format!(
@@ -1749,7 +1764,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn int_arg(&self, v: &Value, what: &str) -> Result<i64, RunError> {
-        match v {
+        match &as_index(v.clone()) {
             Value::Int(i) => Ok(*i),
             Value::Bool(b) => Ok(*b as i64),
             v => Err(RunError::value(format!("{what} must be an int, not {}", v.describe()))),
@@ -1812,8 +1827,11 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn min_max_pair(&mut self, path: &str, a: Value, b: Value) -> Result<Value, RunError> {
-        if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (&a, &b) {
-            // min(a, b) = where(b < a, b, a), elementwise.
+        let array = |v: &Value| matches!(v, Value::Tensor(t) if !t.shape().is_empty());
+        if array(&a) || array(&b) {
+            // min(a, b) = where(b < a, b, a), elementwise. Of NumPy's
+            // scalars (tensors of no dims) and numbers, as Python's: the
+            // value that wins, as it is.
             let less = if path == "min" {
                 self.binary(BinOp::Lt, &b, &a)?
             } else {
