@@ -1012,16 +1012,9 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn index_tensor(&self, t: &TensorValue, sels: &[Sel]) -> Result<Value, RunError> {
         let host = t.host(self.device)?;
         let (shape, indices) = ops::select(host.shape(), sels);
-        if shape.is_empty() && sels.len() == host.shape().len() {
-            // An element of a float tensor is NumPy's scalar of that dtype
-            // (`np.float32`, `np.float64`): a tensor of no dims, which
-            // computes and prints in its dtype.
-            let dtype = host.dtype();
-            if dtype != DType::Bool {
-                return Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)));
-            }
-            return Ok(Value::from_elem(host.get(indices[0])));
-        }
+        // An element is NumPy's scalar of the dtype (`np.float32`,
+        // `np.int32`, `np.True_`): a tensor of no dims, which computes and
+        // prints in its dtype.
         Ok(Value::Tensor(TensorValue::new(ops::gather(&host, &shape, &indices)?)))
     }
 

@@ -219,6 +219,7 @@ pub fn tensor_repr(t: &Tensor) -> String {
     if shape.is_empty() {
         let text = element_alone(t.get(0), t.dtype());
         return match t.dtype() {
+            DType::Bool => format!("np.{text}_"),
             DType::F64 => format!("np.float64({text})"),
             DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64 => {
                 format!("np.{}({text})", numpy_name(t.dtype()))

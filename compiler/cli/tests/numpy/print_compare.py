@@ -7,8 +7,8 @@ bfloat16 and float8_e4m3fn; 0 to 3 dims,
 some long enough to be summarized; magnitudes from 1e-30 to 1e30, integral
 values, eighths, zeros of both signs, inf and nan) as .npy files, a .tsr
 program that loads and prints each, and compares its standard output with
-NumPy's `str` and `repr` of each array and the `str` of its first element (and,
-but for bool, the element's `repr`, alone and in a list), line by line. Exits 1 with the first
+NumPy's `str` and `repr` of each array and the `str` and `repr` of its first
+element, alone and in a list, line by line. Exits 1 with the first
 differences, 0 with "print: ok COUNT".
 """
 
@@ -69,16 +69,14 @@ def main():
             lines.append(f'    print(repr(load("{path}")))')
             expected.append(repr(x))
         if x.ndim > 0:
-            # An element is NumPy's scalar of the dtype: its `str`, and but
-            # for bool (whose elements host code keeps as Python bools) its
+            # An element is NumPy's scalar of the dtype: its `str` and its
             # `repr`, alone and in a list.
             at = ", ".join(["0"] * x.ndim)
             lines.append(f'    print(load("{path}")[{at}])')
             element = x[(0,) * x.ndim]
             expected.append(str(element))
-            if x.dtype != np.bool_:
-                lines.append(f'    print(repr(load("{path}")[{at}]), [load("{path}")[{at}]], f"{{load(\'{path}\')[{at}]!s}}")')
-                expected.append(f"{element!r} {[element]} {element!s}")
+            lines.append(f'    print(repr(load("{path}")[{at}]), [load("{path}")[{at}]], f"{{load(\'{path}\')[{at}]!s}}")')
+            expected.append(f"{element!r} {[element]} {element!s}")
     program = workdir / "print.tsr"
     program.write_text("\n".join(lines) + "\n")
     run = subprocess.run([tessera, "run", str(program)], capture_output=True, text=True)
