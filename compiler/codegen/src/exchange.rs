@@ -865,16 +865,8 @@ fn reduce_whole(
         let other = crate::ops::xor_lanes(f, &v, t, lanes);
         v = combine(f, &v, &other);
     }
+    share_warp_results(f, &partials, t, &[v], warps);
     let sp = f.info().shared_ptr();
-    let warp = f.val(format!("udiv i64 {tid}, 32"));
-    let lane = f.val(format!("urem i64 {tid}, 32"));
-    let leader = f.val(format!("icmp eq i64 {lane}, 0"));
-    f.barrier();
-    f.when(&leader, |f| {
-        let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {warp}"));
-        f.line(format!("store {t} {v}, {sp} {at}"));
-    });
-    f.barrier();
     let mut total: Option<String> = None;
     for w in 0..warps {
         let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {w}"));
@@ -885,6 +877,26 @@ fn reduce_whole(
         });
     }
     total
+}
+
+/// Each warp's `values` (of type `t`) into `partials`, value `r` of warp
+/// `w` at `r·warps + w`, stored by the warp's lane 0 between two
+/// barriers, so that every thread reads every warp's after.
+fn share_warp_results(f: &mut FnEmitter, partials: &str, t: &str, values: &[String], warps: i64) {
+    let tid = f.tid.clone();
+    let sp = f.info().shared_ptr();
+    let warp = f.val(format!("udiv i64 {tid}, 32"));
+    let lane = f.val(format!("urem i64 {tid}, 32"));
+    let leader = f.val(format!("icmp eq i64 {lane}, 0"));
+    f.barrier();
+    f.when(&leader, |f| {
+        for (r, v) in values.iter().enumerate() {
+            let slot = f.val(format!("add i64 {warp}, {}", r as i64 * warps));
+            let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {slot}"));
+            f.line(format!("store {t} {v}, {sp} {at}"));
+        }
+    });
+    f.barrier();
 }
 
 /// Whether `op` reduces in the pairwise tree's order (`order = "tree"`).
@@ -1001,19 +1013,8 @@ fn tree_whole(
         }
         run_values.push(v);
     }
+    share_warp_results(f, &partials, t, &run_values, warps);
     let sp = f.info().shared_ptr();
-    let warp = f.val(format!("udiv i64 {tid}, 32"));
-    let lane = f.val(format!("urem i64 {tid}, 32"));
-    let leader = f.val(format!("icmp eq i64 {lane}, 0"));
-    f.barrier();
-    f.when(&leader, |f| {
-        for (r, v) in run_values.iter().enumerate() {
-            let slot = f.val(format!("add i64 {warp}, {}", r as i64 * warps));
-            let at = f.val(format!("getelementptr {t}, {sp} {partials}, i64 {slot}"));
-            f.line(format!("store {t} {v}, {sp} {at}"));
-        }
-    });
-    f.barrier();
     let per_run: Vec<String> = (0..runs)
         .map(|r| {
             let of_warps: Vec<String> = (0..warps)

@@ -581,15 +581,7 @@ fn schedule(
     let dims_of = |v: ValueId| m.value_type(v).dims().map(<[_]>::to_vec).unwrap_or_default();
     let out = dims_of(m.result(group.root, 0));
     let Some(anchor) = group.anchor else {
-        let threads = ELEMENTWISE_THREADS;
-        return Ok(Config {
-            tile: vec![threads],
-            block: threads,
-            grid: vec![GridDim::ceil_div(&num_elements(&out), threads)],
-            stages: 1,
-            knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
-            specialize: false,
-        });
+        return Ok(thread_per_item(&out, vec![ELEMENTWISE_THREADS]));
     };
     let tiled = tiled_dims(m, anchor);
     if group.pattern.starts_with("matmul") {
@@ -687,15 +679,7 @@ fn schedule(
             .filter(|&(i, _)| Some(i) != normalize_axis(axis, x.len()))
             .map(|(_, d)| d.clone())
             .collect();
-        let threads = ELEMENTWISE_THREADS;
-        return Ok(Config {
-            tile: vec![1],
-            block: threads,
-            grid: vec![GridDim::ceil_div(&num_elements(&lines), threads)],
-            stages: 1,
-            knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
-            specialize: false,
-        });
+        return Ok(thread_per_item(&lines, vec![1]));
     }
     if group.pattern == "attention" {
         return attention_config(m, anchor, &tiled, &out, target, constraints, tuned);
@@ -730,15 +714,7 @@ fn schedule(
         if !axes.contains(&(x.len() - 1)) {
             // The last axis is kept: rows are not contiguous, so each thread
             // folds the reduced elements of one output in order.
-            let threads = ELEMENTWISE_THREADS;
-            return Ok(Config {
-                tile: vec![1],
-                block: threads,
-                grid: vec![GridDim::ceil_div(&num_elements(&kept), threads)],
-                stages: 1,
-                knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
-                specialize: false,
-            });
+            return Ok(thread_per_item(&kept, vec![1]));
         }
         num_elements(&kept)
     } else {
@@ -773,6 +749,20 @@ fn schedule(
         ]),
         specialize: false,
     })
+}
+
+/// The configuration of a kernel of one thread per item of `items` (their
+/// count): a 1-D grid of ELEMENTWISE_THREADS-thread blocks, rounded up.
+fn thread_per_item(items: &[DimExpr], tile: Vec<i64>) -> Config {
+    let threads = ELEMENTWISE_THREADS;
+    Config {
+        tile,
+        block: threads,
+        grid: vec![GridDim::ceil_div(&num_elements(items), threads)],
+        stages: 1,
+        knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
+        specialize: false,
+    }
 }
 
 /// Accumulator elements per thread a matmul with a transcendental epilogue

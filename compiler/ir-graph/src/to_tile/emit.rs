@@ -463,6 +463,27 @@ pub(crate) fn compare(b: &mut Builder<'_>, x: ValueId, y: ValueId, pred: &str) -
         .build_value()
 }
 
+/// One thread per item of a 1-D grid of `threads`-thread blocks over the
+/// items of `dims` (their count, row-major): the thread's linear index,
+/// and the then and else blocks of the `tile.if` on its being below the
+/// count (the grid rounds up).
+pub(crate) fn thread_per_item(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    threads: i64,
+    dims: &[DimExpr],
+) -> Result<(ValueId, BlockId, BlockId)> {
+    let block = id(b, "tile.block_id", 0);
+    let thread = id(b, "tile.thread_id", 0);
+    let width = index(b, threads);
+    let base = binary(b, "mul", block, width, Type::INDEX);
+    let linear = binary(b, "add", base, thread, Type::INDEX);
+    let total = g.dim(b, &crate::shape::num_elements(dims))?;
+    let inside = compare(b, linear, total, "lt");
+    let (then, other) = if_else(b, inside);
+    Ok((linear, then, other))
+}
+
 /// A `tile.if` on `cond`; returns the then and else blocks.
 pub(crate) fn if_else(b: &mut Builder<'_>, cond: ValueId) -> (BlockId, BlockId) {
     let then = b.new_region(&[]);

@@ -6,21 +6,16 @@
 
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
-use super::emit::{apply, binary, cast_to, compare, compared_elem, constant, end, id, if_else, index, Gen, Result};
+use super::emit::{
+    apply, binary, cast_to, compare, compared_elem, constant, end, if_else, index, thread_per_item, Gen, Result,
+};
 use super::{Kernel, Src};
-use crate::shape::{normalize_axis, num_elements};
+use crate::shape::normalize_axis;
 
 pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let out_dims = k.result.dims().map(<[_]>::to_vec).unwrap_or_default();
     let threads = k.threads();
-    let block = id(b, "tile.block_id", 0);
-    let thread = id(b, "tile.thread_id", 0);
-    let width = index(b, threads);
-    let base = binary(b, "mul", block, width, Type::INDEX);
-    let linear = binary(b, "add", base, thread, Type::INDEX);
-    let total = g.dim(b, &num_elements(&out_dims))?;
-    let inside = compare(b, linear, total, "lt");
-    let (then, other) = if_else(b, inside);
+    let (linear, then, other) = thread_per_item(g, b, threads, &out_dims)?;
     {
         let mut l = g.at(b, then);
         let coords = g.unflatten(&mut l, linear, &out_dims)?;
@@ -231,14 +226,7 @@ pub(crate) struct Draw {
 pub(crate) fn rng(g: &Gen, b: &mut Builder<'_>, ty: &Type, threads: i64, draw: &Draw) -> Result<i64> {
     let out_dims = ty.dims().map(<[_]>::to_vec).unwrap_or_default();
     let elem = ty.elem().ok_or("random numbers without an element type")?;
-    let block = id(b, "tile.block_id", 0);
-    let thread = id(b, "tile.thread_id", 0);
-    let width = index(b, threads);
-    let base = binary(b, "mul", block, width, Type::INDEX);
-    let linear = binary(b, "add", base, thread, Type::INDEX);
-    let total = g.dim(b, &num_elements(&out_dims))?;
-    let inside = compare(b, linear, total, "lt");
-    let (then, other) = if_else(b, inside);
+    let (linear, then, other) = thread_per_item(g, b, threads, &out_dims)?;
     {
         let mut l = g.at(b, then);
         let mut op = l

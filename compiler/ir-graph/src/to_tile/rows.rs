@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use tessera_ir::{Attr, Builder, CmpOp, DimExpr, ScalarType, ShapeConstraint, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, compare, end, for_loop, id, if_else, index, number, tile_type, unary, Frame, Gen,
+    binary, broadcast, cast_to, end, for_loop, id, index, number, thread_per_item, tile_type, unary, Frame, Gen,
     Result, TileEval,
 };
 use super::{Kernel, Node, Src};
@@ -797,14 +797,7 @@ fn reduce_in_threads(
     fold: &Fold<'_>,
 ) -> Result<i64> {
     let input = k.nodes[at].operands[0];
-    let block = id(b, "tile.block_id", 0);
-    let thread = id(b, "tile.thread_id", 0);
-    let width = index(b, k.threads());
-    let base = binary(b, "mul", block, width, Type::INDEX);
-    let linear = binary(b, "add", base, thread, Type::INDEX);
-    let total = g.dim(b, &num_elements(kept_dims))?;
-    let inside = compare(b, linear, total, "lt");
-    let (then, other) = if_else(b, inside);
+    let (linear, then, other) = thread_per_item(g, b, k.threads(), kept_dims)?;
     {
         let mut l = g.at(b, then);
         let kept_coords = g.unflatten(&mut l, linear, kept_dims)?;
@@ -858,14 +851,7 @@ pub(crate) fn scan(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let acc = accumulate_type(node);
     let lines: Vec<usize> = (0..dims.len()).filter(|&a| a != axis).collect();
     let line_dims: Vec<DimExpr> = lines.iter().map(|&a| dims[a].clone()).collect();
-    let block = id(b, "tile.block_id", 0);
-    let thread = id(b, "tile.thread_id", 0);
-    let width = index(b, k.threads());
-    let base = binary(b, "mul", block, width, Type::INDEX);
-    let linear = binary(b, "add", base, thread, Type::INDEX);
-    let total = g.dim(b, &num_elements(&line_dims))?;
-    let inside = compare(b, linear, total, "lt");
-    let (then, other) = if_else(b, inside);
+    let (linear, then, other) = thread_per_item(g, b, k.threads(), &line_dims)?;
     {
         let mut l = g.at(b, then);
         let line = g.unflatten(&mut l, linear, &line_dims)?;
