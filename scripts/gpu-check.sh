@@ -26,8 +26,8 @@
 #        (their cache, $OUT/tune.json, serves the steps below);
 #     3. the stdlib's and examples' @test functions (`tessera test`);
 #     4. bench/gpu/run.py --quick (one shape per family against torch and
-#        Triton), when python3 has torch, and $GPU_CHECK_NCU's cases
-#        under Nsight Compute;
+#        Triton), when python3 has torch, $GPU_CHECK_NCU's cases under
+#        Nsight Compute, and $GPU_CHECK_BENCH's longer table;
 #     5. the examples with a main(), and the swizzled shared-buffer test,
 #        on the CPU and the GPU, their printed results compared (matmul's
 #        f32 sums checked against its reference instead);
