@@ -151,11 +151,19 @@ fn unhashable(key: &Value) -> RunError {
 }
 
 fn missing_key(key: &Value) -> RunError {
+    // A key that is NumPy's scalar (on the host, as every element is) as
+    // NumPy writes it.
+    let scalar = |t: &TensorValue, _| {
+        let e = t.element(0).ok()?;
+        let mut host = Tensor::zeros(t.dtype(), &[]).ok()?;
+        host.set(0, e);
+        Some(super::print::tensor_repr(&host))
+    };
     RunError::new(
         Code::E1007,
         format!(
             "{} is not a key of the dict",
-            super::print::repr(key, &|_, _| String::new())
+            super::print::repr(key, &|t, form| scalar(t, form).unwrap_or_default())
         ),
     )
 }
@@ -1113,6 +1121,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             let (x, y) = (x.host(self.device)?, y.host(self.device)?);
             let out = x.dtype();
             return Ok(Value::Tensor(TensorValue::new(ops::matmul(&x, &y, out)?)));
+        }
+        if matches!(op, BinOp::In | BinOp::NotIn) && !matches!(b, Value::Tensor(_)) {
+            // `x[0] in xs`: a NumPy scalar is looked for in a list, tuple,
+            // dict or range as the number it is.
+            return scalar_binary(op, &as_index(a.clone()), b);
         }
         if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (a, b) {
             if matches!(op, BinOp::In | BinOp::NotIn | BinOp::MatMul) {
@@ -3132,7 +3145,9 @@ fn equal_within(a: &Value, b: &Value, depth: usize) -> bool {
             x.len() == y.len() && x.iter().all(|(k, v)| lookup(&y, k).is_some_and(|w| equal(v, &w)))
         }
         (Value::DType(x), Value::DType(y)) => x == y,
-        (Value::Tensor(x), Value::Tensor(y)) => x.same(y),
+        // Arrays are equal only to themselves; NumPy's scalars (tensors
+        // of no dims) by value, as numbers are.
+        (Value::Tensor(x), Value::Tensor(y)) if !(x.shape().is_empty() && y.shape().is_empty()) => x.same(y),
         _ => match (as_f64(a), as_f64(b)) {
             (Some(x), Some(y)) => x == y,
             _ => false,
