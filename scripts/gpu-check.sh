@@ -113,6 +113,11 @@ failed=0
 limit=${GPU_CHECK_LIMIT:-240}
 budget=${GPU_CHECK_BUDGET:-3600}
 
+# skipped NAME WHY: records a row of the table for a check not run.
+skipped() {
+    rows+=("$(printf '%-58s %-18s' "$1" "skipped ($2)")")
+}
+
 # check NAME COMMAND...: runs COMMAND (a program, or a function of this
 # script whose programs run under `timeout "$left"`), its output appended
 # to the log, and records a row of the table.
@@ -120,13 +125,13 @@ check() {
     local name=$1
     shift
     if [ -n "${GPU_CHECK_SKIP:-}" ] && [[ $name =~ $GPU_CHECK_SKIP ]]; then
-        rows+=("$(printf '%-58s %-18s' "$name" "skipped (asked)")")
+        skipped "$name" asked
         return
     fi
     left=$((budget - SECONDS - 5))
     [ "$left" -gt "$limit" ] && left=$limit
     if [ "$left" -lt 20 ]; then
-        rows+=("$(printf '%-58s %-18s' "$name" "skipped (time)")")
+        skipped "$name" time
         return
     fi
     echo "== $name: $*" >>"$log"

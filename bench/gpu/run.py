@@ -692,20 +692,25 @@ def twin_table(results):
     return markdown_rows(TWIN_HEADER, rows) if rows else None
 
 
+def outcome_notes(entry, shape, record):
+    """Markdown lines on the configuration tuned for one of our entries at
+    a shape, and its error, from what the results record of it."""
+    lines = []
+    if record.get("config"):
+        lines.append(f"- {entry} {shape}: tuned at this shape, {record['config']}")
+    if "error" in record:
+        lines += [f"- {entry} {shape}:", "", "```", record["error"], "```", ""]
+    return lines
+
+
 def notes(results):
     """Markdown lines on the configurations tuned, the cases that failed
     and the anchors left out of the comparison."""
     lines = []
     for r in results:
-        if r.get("config"):
-            lines.append(f"- {r['entry']} {r['shape']}: tuned at this shape, {r['config']}")
-        if "error" in r:
-            lines += [f"- {r['entry']} {r['shape']}:", "", "```", r["error"], "```", ""]
-        twin_result = r.get("deterministic", {})
-        if twin_result.get("config"):
-            lines.append(f"- {twin_result['entry']} {r['shape']}: tuned at this shape, {twin_result['config']}")
-        if "error" in twin_result:
-            lines += [f"- {twin_result['entry']} {r['shape']}:", "", "```", twin_result["error"], "```", ""]
+        lines += outcome_notes(r["entry"], r["shape"], r)
+        if "deterministic" in r:
+            lines += outcome_notes(r["deterministic"]["entry"], r["shape"], r["deterministic"])
         for name, a in r.get("anchors", {}).items():
             if "error" in a:
                 lines.append(f"- {r['entry']} {r['shape']}: {name} failed: {a['error']}")
@@ -843,6 +848,8 @@ def main():
     if not args.tessera.is_file():
         parser.error(f"{args.tessera} does not exist: `cargo build --release -p tessera-cli`, or pass --tessera")
     cases = [c for c in plan(args.only, args.quick) if args.cases is None or args.cases.search(f"{c.entry} {c.shape}")]
+    if not cases:
+        parser.error("no case of the plan matches --cases")
     if args.tune:
         # The tunings of this run, which its profiles read.
         cache = Path(tempfile.mkdtemp(prefix="tessera-tune-"))

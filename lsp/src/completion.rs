@@ -103,10 +103,8 @@ fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str
                 .collect()
         };
         return match ty {
-            Ty::Str => members(&builtins::STR_METHODS, CompletionItemKind::METHOD),
-            Ty::List(_) => members(&builtins::LIST_METHODS, CompletionItemKind::METHOD),
             Ty::Tensor(_) | Ty::Unknown => members(&TENSOR_PROPERTIES, CompletionItemKind::PROPERTY),
-            _ => Vec::new(),
+            ty => members(builtins::methods_of(ty), CompletionItemKind::METHOD),
         };
     }
     match analysis::resolve_global(db, file, base) {

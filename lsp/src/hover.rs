@@ -67,11 +67,7 @@ fn in_function<'db>(
             ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
                 // A method of a string or a list local, from the tables
                 // the interpreter runs.
-                let methods: &[(&str, &str)] = match func.type_at(db, base.span) {
-                    Some(Ty::Str) => &builtins::STR_METHODS,
-                    Some(Ty::List(_)) => &builtins::LIST_METHODS,
-                    _ => &[],
-                };
+                let methods = func.type_at(db, base.span).map_or(&[][..], |t| builtins::methods_of(t));
                 if let Some((method, doc)) = methods.iter().find(|(m, _)| *m == name.name) {
                     let of = source_text(text, func.absolute(base.span)).unwrap_or("");
                     return Some(format!("{}\n\n{doc}", code(&format!("{of}.{method}(…)"))));

@@ -266,6 +266,16 @@ pub const DICT_METHODS: [(&str, &str); 9] = [
 /// How many of [`DICT_METHODS`], from the first, change the dict.
 pub const DICT_MUTATORS: usize = 4;
 
+/// The methods a value of type `ty` has in host code, from the tables
+/// above (dicts have no type of their own: none for them).
+pub fn methods_of(ty: &crate::ty::Ty) -> &'static [(&'static str, &'static str)] {
+    match ty {
+        crate::ty::Ty::Str => &STR_METHODS,
+        crate::ty::Ty::List(_) => &LIST_METHODS,
+        _ => &[],
+    }
+}
+
 /// The builtin namespaces.
 pub const NAMESPACES: [&str; 14] = [
     "op", "tile", "launch", "tshared", "rng", "dist", "numerics", "effects", "tensor", "stream", "graph", "autotune",

@@ -1709,7 +1709,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
-            "op.softmax" | "op.log_softmax" | "op.cumsum" => self.op_softmax(path, args),
+            "op.softmax" | "op.log_softmax" | "op.cumsum" => self.op_along_axis(path, args),
             "op.layernorm" | "op.rmsnorm" => self.op_norm(path, args),
             "op.flash_attention" => self.op_attention(args),
             "stream.synchronize" => self.device.synchronize().map(|_| Value::None),
@@ -2784,7 +2784,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `op.softmax(x, axis=-1, accumulate=T)`, `op.log_softmax` and
     /// `op.cumsum` on the host: in float64 along `axis` (negative counts
     /// from the end), converted to `T` (by default the dtype of `x`).
-    fn op_softmax(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+    fn op_along_axis(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let x = self.positional(args, "x", path)?;
         let axis = if args.positional.is_empty() {
             args.take("axis")

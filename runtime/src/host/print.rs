@@ -209,10 +209,9 @@ pub fn tensor(t: &Tensor) -> String {
     nested(t, STR_STYLE)
 }
 
-/// A tensor as NumPy 2's `repr` writes it: a scalar of f32 or f16 as
-/// `np.float32(…)` (ml_dtypes' bfloat16 and the scalars host code keeps as
-/// Python numbers as their `str`), an array as `array([…], …)` with `, `
-/// between elements, the dtype where it is not float64, int64 or bool, and
+/// A tensor as NumPy 2's `repr` writes it: a scalar as `np.float32(…)`,
+/// `np.int32(…)`, `np.True_` (ml_dtypes' bf16 and fp8 ones as their
+/// `str`), an array as `array([…], …)` with `, ` between elements, the dtype where it is not float64, int64 or bool, and
 /// the shape where it is empty but for its last dim or over 1000 elements.
 pub fn tensor_repr(t: &Tensor) -> String {
     let shape = t.shape();
@@ -220,13 +219,8 @@ pub fn tensor_repr(t: &Tensor) -> String {
         let text = element_alone(t.get(0), t.dtype());
         return match t.dtype() {
             DType::Bool => format!("np.{text}_"),
-            DType::F64 => format!("np.float64({text})"),
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64 => {
-                format!("np.{}({text})", numpy_name(t.dtype()))
-            }
-            DType::F32 => format!("np.float32({text})"),
-            DType::F16 => format!("np.float16({text})"),
-            _ => text,
+            d if ml_dtype(d) => text,
+            d => format!("np.{}({text})", numpy_name(d)),
         };
     }
     const PREFIX: &str = "array(";
@@ -262,7 +256,6 @@ pub fn tensor_repr(t: &Tensor) -> String {
     format!("{head}{spacer}{extra}")
 }
 
-/// NumPy's name of a dtype (ml_dtypes' for bfloat16 and the fp8 formats).
 /// Whether NumPy holds `dtype` as one of ml_dtypes' types (bf16, fp8).
 fn ml_dtype(dtype: DType) -> bool {
     matches!(dtype, DType::Bf16 | DType::Fp8E4m3 | DType::Fp8E5m2)
@@ -299,6 +292,7 @@ fn general(x: f64) -> String {
     trim(&format!("{x:.*}", (5 - exp) as usize))
 }
 
+/// NumPy's name of a dtype (ml_dtypes' for bfloat16 and the fp8 formats).
 fn numpy_name(dtype: DType) -> &'static str {
     match dtype {
         DType::F64 => "float64",

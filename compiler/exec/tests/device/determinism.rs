@@ -93,13 +93,20 @@ fn deterministic_sums_are_identical_bit_for_bit() {
     }
 }
 
-/// `stdlib/FILE` built for `device`'s target at `opt_level` and loaded.
-fn stdlib(file: &str, device: &Device, opt_level: u8) -> tessera_exec::Loaded {
-    let path = common::repo().join("stdlib").join(file);
-    let mut sources = tessera_driver::load(&[path.to_string_lossy().into_owned()]).unwrap();
-    let built = tessera_exec::build(&mut sources, tessera_exec::target_for(device)).unwrap_or_else(|d| panic!("{d:?}"));
-    let image = tessera_exec::image(device, &built.layers, opt_level).unwrap_or_else(|d| panic!("{d:?}"));
-    tessera_exec::Loaded::new(device, image).unwrap()
+/// `stdlib/NAME.tsr` built for `device`'s target at `opt_level` and loaded.
+fn stdlib(name: &str, device: &Device, opt_level: u8) -> tessera_exec::Loaded {
+    let path = common::repo().join("stdlib").join(format!("{name}.tsr"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    common::load_program(device, name, &text, opt_level)
+}
+
+/// Where the standard library's deterministic kernels run, with how many
+/// runs each: CPU devices of 1, 4 and 2 worker threads (the last with
+/// code at -O0) twice, and the GPU `TESSERA_TEST_DEVICE` names 20 times.
+fn configurations() -> impl Iterator<Item = (Device, u8, usize)> {
+    let cpus = [(1, 3), (4, 3), (2, 0)]
+        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
+    cpus.into_iter().chain(common::gpu().map(|d| (d, 3, 20)))
 }
 
 /// The bits of what `function` of `loaded` returns for `args`.
@@ -143,12 +150,9 @@ fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
         .map(|len| Value::Tensor(bf16_tensor(&mut rng, &[1, 2, len, 64], 0.5).0))
         .to_vec();
     let attention_dims = [("B", 1), ("H", 2), ("S", s as i64), ("T", t as i64)].map(|(d, v)| (d.to_string(), v));
-    let cpus = [(1, 3), (4, 3), (2, 0)]
-        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
-    let gpu = common::gpu().map(|d| (d, 3, 20));
     let mut rows_seen: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
-    for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
-        let mut loaded = stdlib("nn.tsr", &device, opt_level);
+    for (device, opt_level, runs) in configurations() {
+        let mut loaded = stdlib("nn", &device, opt_level);
         let mut attention_seen = None;
         for _ in 0..runs {
             for ((function, args, dims), seen) in inputs.iter().zip(&mut rows_seen) {
@@ -189,12 +193,9 @@ fn running_sums_are_identical_bit_for_bit() {
     let (x, _) = crate::examples::f32_tensor(&mut rng, &[rows, n], 100.0);
     let args = [Value::Tensor(x)];
     let dims = [("R".to_string(), rows as i64), ("C".to_string(), n as i64)];
-    let cpus = [(1, 3), (4, 3), (2, 0)]
-        .map(|(workers, opt_level)| (Device::Cpu(CpuDevice::with_workers(workers)), opt_level, 2));
-    let gpu = common::gpu().map(|d| (d, 3, 20));
     let mut seen: Option<Vec<u8>> = None;
-    for (device, opt_level, runs) in cpus.into_iter().chain(gpu) {
-        let mut loaded = stdlib("reduce.tsr", &device, opt_level);
+    for (device, opt_level, runs) in configurations() {
+        let mut loaded = stdlib("reduce", &device, opt_level);
         for _ in 0..runs {
             let bits = call_bits(&mut loaded, &device, "row_cumsum", &args, &dims);
             let first = seen.get_or_insert_with(|| bits.clone());
