@@ -482,7 +482,8 @@ fn load_tile(f: &mut FnEmitter, op: OpId) -> R {
     let offs = indices(f, op, 1, f.m().operands(op).len() - 1)?;
     let tile = f.new_tile(dims, *elem, op)?;
     if let Some(width) = runs_in_memory(&tile, &b) {
-        move_runs(f, &b, &tile, &offs, width, RunMove::Load);
+        let aligned = runs_aligned(f, op, 0, &tile, width);
+        move_runs(f, &b, &tile, &offs, width, aligned, RunMove::Load);
         f.set(op, Val::Tile(tile));
         return Ok(());
     }
@@ -535,7 +536,8 @@ fn store_tile(f: &mut FnEmitter, op: OpId) -> R {
     let b = f.buffer(op, 1)?;
     let offs = indices(f, op, 2, f.m().operands(op).len() - 2)?;
     if let Some(width) = runs_in_memory(&v, &b) {
-        move_runs(f, &b, &v, &offs, width, RunMove::Store);
+        let aligned = runs_aligned(f, op, 1, &v, width);
+        move_runs(f, &b, &v, &offs, width, aligned, RunMove::Store);
         return Ok(());
     }
     if let Layout::Frag(frag) = v.layout {
@@ -631,6 +633,23 @@ fn runs_in_memory(tile: &Tile, b: &Buffer) -> Option<i64> {
     }
 }
 
+/// Whether every run of `tile`, moved to or from the buffer that is
+/// operand `buffer` of `op` at the op's offsets, lies wholly inside the
+/// buffer's rows or wholly past their end: the kernel's constraints make
+/// the rows' length and the column offset multiples of `width`, and the
+/// tile's rows are whole runs.
+fn runs_aligned(f: &FnEmitter, op: OpId, buffer: usize, tile: &Tile, width: i64) -> bool {
+    let m = f.m();
+    let operands = m.operands(op);
+    let whole_rows = m
+        .value_type(operands[buffer])
+        .dims()
+        .and_then(<[_]>::last)
+        .is_some_and(|row| f.known.dim(row) % width == 0);
+    let column = operands.len() > buffer + 1 && operands.last().is_some_and(|&col| f.known.divides(width, col));
+    whole_rows && column && matches!(tile.dims.last(), Some(Ext::Const(cols)) if cols % width == 0)
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum RunMove {
     Load,
@@ -641,8 +660,11 @@ enum RunMove {
 /// run at a time: a run that lies inside the buffer at an address aligned
 /// to its size moves as one vector access (`ld.global.v4` of 16 bytes on
 /// NVIDIA GPUs); one at an edge of the buffer, or misaligned, element by
-/// element with the bounds checks of the scalar path.
-fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width: i64, how: RunMove) {
+/// element with the bounds checks of the scalar path, or (`aligned`: each
+/// run wholly inside the rows or wholly past their end, [`runs_aligned`])
+/// with its first element's bounds for all of its elements.
+#[allow(clippy::too_many_arguments)]
+fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width: i64, aligned: bool, how: RunMove) {
     let Storage::Private { per_thread, .. } = tile.storage else {
         return;
     };
@@ -662,11 +684,17 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
         let at = f.element_ptr(b, &idx);
         let address = f.val(format!("ptrtoint {bp} {at} to i64"));
         let low = f.val(format!("and i64 {address}, {}", width * bytes - 1));
-        let aligned = f.val(format!("icmp eq i64 {low}, 0"));
-        let whole = match chunk_in_bounds(f, b, &idx, width, true) {
-            Some(inside) => f.val(format!("and i1 {inside}, {aligned}")),
-            None => aligned,
+        let on_boundary = f.val(format!("icmp eq i64 {low}, 0"));
+        let run_inside = if aligned {
+            in_bounds(f, b, &idx)
+        } else {
+            chunk_in_bounds(f, b, &idx, width, true)
         };
+        let whole = match &run_inside {
+            Some(inside) => f.val(format!("and i1 {inside}, {on_boundary}")),
+            None => on_boundary,
+        };
+        let inside = run_inside.filter(|_| aligned);
         let slot = |f: &mut FnEmitter, j: i64| {
             let i = f.val(format!("add nuw nsw i64 {i0}, {j}"));
             let e = f.val(format!("add nuw nsw i64 {e0}, {j}"));
@@ -702,7 +730,10 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
                 f.when(&split, |f| {
                     for j in 0..width {
                         let idx = lane_idx(f, j);
-                        let x = guarded_load(f, b, &idx, &bp);
+                        let x = match &inside {
+                            Some(inside) => load_if(f, b, &idx, &bp, inside),
+                            None => guarded_load(f, b, &idx, &bp),
+                        };
                         let x = f.convert(&x, be, te);
                         let pos = slot(f, j);
                         f.store_slot(tile, &pos, &x);
@@ -718,9 +749,18 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
                 }
                 f.when(&whole, |f| store_vector(f, b, &at, &lanes));
                 f.when(&split, |f| {
-                    for (j, x) in lanes.iter().enumerate() {
-                        let idx = lane_idx(f, j as i64);
-                        guarded_store(f, b, &idx, &bp, x);
+                    let each = |f: &mut FnEmitter| {
+                        for (j, x) in lanes.iter().enumerate() {
+                            let idx = lane_idx(f, j as i64);
+                            match inside {
+                                Some(_) => store_at(f, b, &idx, &bp, x),
+                                None => guarded_store(f, b, &idx, &bp, x),
+                            }
+                        }
+                    };
+                    match &inside {
+                        Some(inside) => f.when(inside, each),
+                        None => each(f),
                     }
                 });
             }
@@ -775,11 +815,20 @@ fn in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> Option<String> {
 /// `buffer[idx]`, or zero outside the buffer (the address is clamped to
 /// its first element, so nothing outside it is read).
 fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> String {
+    match in_bounds(f, b, idx) {
+        Some(inside) => load_if(f, b, idx, bp, &inside),
+        None => {
+            let t = llvm_ty(b.elem);
+            let at = f.element_ptr(b, idx);
+            f.val(format!("load {t}, {bp} {at}"))
+        }
+    }
+}
+
+/// `buffer[idx]` where `inside` (an `i1` that says it lies inside the
+/// buffer), else zero; the address is then the buffer's first element's.
+fn load_if(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str, inside: &str) -> String {
     let t = llvm_ty(b.elem);
-    let Some(inside) = in_bounds(f, b, idx) else {
-        let at = f.element_ptr(b, idx);
-        return f.val(format!("load {t}, {bp} {at}"));
-    };
     let at = f.element_ptr(b, idx);
     let safe = f.val(format!("select i1 {inside}, {bp} {at}, {bp} {}", b.base));
     let v = f.val(format!("load {t}, {bp} {safe}"));
@@ -789,15 +838,16 @@ fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> Stri
 /// Stores `x` at `buffer[idx]` when that lies inside the buffer (nothing
 /// outside it is written).
 fn guarded_store(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str, x: &str) {
-    let t = llvm_ty(b.elem);
-    let store = |f: &mut FnEmitter| {
-        let at = f.element_ptr(b, idx);
-        f.line(format!("store {t} {x}, {bp} {at}"));
-    };
     match in_bounds(f, b, idx) {
-        Some(inside) => f.when(&inside, store),
-        None => store(f),
+        Some(inside) => f.when(&inside, |f| store_at(f, b, idx, bp, x)),
+        None => store_at(f, b, idx, bp, x),
     }
+}
+
+fn store_at(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str, x: &str) {
+    let t = llvm_ty(b.elem);
+    let at = f.element_ptr(b, idx);
+    f.line(format!("store {t} {x}, {bp} {at}"));
 }
 
 /// Whether the `len`-element chunk at `idx` lies inside a global buffer

@@ -469,14 +469,19 @@ impl Loaded {
     }
 }
 
-/// Whether launch `l` runs for `dims`: its `when` holds (a row kernel
-/// specialized for a range of row lengths), or it has none.
+/// Whether launch `l` runs for `dims`: every constraint of its `when`
+/// holds (a row kernel specialized for a range of row lengths, or for
+/// rows of whole runs), or it has none.
 fn launched_for(l: &LaunchInfo, dims: &[(String, i64)]) -> Result<bool, RunError> {
     let Some(when) = &l.when else { return Ok(true) };
     let bound = |name: &str| expr::bound(dims, name);
-    ShapeConstraint::parse(when)
-        .and_then(|c| c.check(bound))
-        .map(|outcome| outcome.is_ok())
+    ShapeConstraint::parse_all(when)
+        .and_then(|all| {
+            all.iter()
+                .map(|c| c.check(bound).map(|outcome| outcome.is_ok()))
+                .collect::<Option<Vec<bool>>>()
+        })
+        .map(|holds| holds.into_iter().all(|h| h))
         .ok_or_else(|| {
             RunError::launch(format!(
                 "cannot decide whether `{}` runs: its condition `{when}` is not over bound dims",

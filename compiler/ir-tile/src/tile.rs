@@ -1106,21 +1106,25 @@ fn dim_outside(m: &Module, func: OpId, constraint: &ShapeConstraint) -> Option<S
         .map(str::to_string)
 }
 
-/// `when` of `tile.launch`: a shape constraint over the host function's
-/// dims (the launch runs only where it holds).
+/// `when` of `tile.launch`: shape constraints over the host function's
+/// dims, joined by `and` (the launch runs only where all hold).
 fn launch_condition(c: &mut Check, when: &Attr) {
     let m = c.m;
-    let Some(constraint) = when.as_str().and_then(ShapeConstraint::parse) else {
-        c.fail(format!("`when` of `tile.launch` is {when}, not a shape constraint"));
+    let Some(constraints) = when.as_str().and_then(ShapeConstraint::parse_all) else {
+        c.fail(format!(
+            "`when` of `tile.launch` is {when}, not shape constraints joined by `and`"
+        ));
         return;
     };
     let Some(func) = m.enclosing_function(c.op) else {
         return;
     };
-    if let Some(sym) = dim_outside(m, func, &constraint) {
-        c.fail(format!(
-            "`tile.launch` runs when `{constraint}`, but `{sym}` is not among the function's `dims`"
-        ));
+    for constraint in &constraints {
+        if let Some(sym) = dim_outside(m, func, constraint) {
+            c.fail(format!(
+                "`tile.launch` runs when `{constraint}`, but `{sym}` is not among the function's `dims`"
+            ));
+        }
     }
 }
 

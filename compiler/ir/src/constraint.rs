@@ -14,6 +14,9 @@ use crate::dim::DimExpr;
 pub enum ShapeConstraint {
     /// `dim % by == 0`, `by` positive.
     Divisible { dim: DimExpr, by: i64 },
+    /// `dim % by != 0`, `by` positive (the rows a kernel for rows of whole
+    /// 8-column runs does not take).
+    Indivisible { dim: DimExpr, by: i64 },
     /// `lhs op rhs`.
     Compare { lhs: DimExpr, op: CmpOp, rhs: DimExpr },
     /// `dim in lo..hi` or `dim in lo..=hi`.
@@ -48,10 +51,17 @@ impl ShapeConstraint {
             .iter()
             .find_map(|&(op, s)| text.find(s).map(|at| (op, at, s.len())))?;
         let (lhs, rhs) = (&text[..at], &text[at + len..]);
-        if let (CmpOp::Eq, Some((dim, by))) = (op, lhs.split_once('%')) {
+        if let (CmpOp::Eq | CmpOp::Ne, Some((dim, by))) = (op, lhs.split_once('%')) {
             let by: i64 = by.trim().parse().ok()?;
-            return (rhs.trim() == "0" && by > 0)
-                .then(|| DimExpr::parse(dim).map(|dim| ShapeConstraint::Divisible { dim, by }))?;
+            if rhs.trim() != "0" || by <= 0 {
+                return None;
+            }
+            let dim = DimExpr::parse(dim)?;
+            return Some(if op == CmpOp::Eq {
+                ShapeConstraint::Divisible { dim, by }
+            } else {
+                ShapeConstraint::Indivisible { dim, by }
+            });
         }
         Some(ShapeConstraint::Compare {
             lhs: DimExpr::parse(lhs)?,
@@ -60,10 +70,22 @@ impl ShapeConstraint {
         })
     }
 
+    /// The constraints of a conjunction, `a and b and …` (a launch's
+    /// `when`); None when one of them is not a constraint.
+    pub fn parse_all(text: &str) -> Option<Vec<ShapeConstraint>> {
+        text.split(" and ").map(ShapeConstraint::parse).collect()
+    }
+
+    /// The text of a conjunction, which [`ShapeConstraint::parse_all`]
+    /// reads back.
+    pub fn join(all: &[ShapeConstraint]) -> String {
+        all.iter().map(ToString::to_string).collect::<Vec<_>>().join(" and ")
+    }
+
     /// The dims the constraint relates.
     fn dims(&self) -> Vec<&DimExpr> {
         match self {
-            ShapeConstraint::Divisible { dim, .. } => vec![dim],
+            ShapeConstraint::Divisible { dim, .. } | ShapeConstraint::Indivisible { dim, .. } => vec![dim],
             ShapeConstraint::Compare { lhs, rhs, .. } => vec![lhs, rhs],
             ShapeConstraint::InRange { dim, lo, hi, .. } => vec![dim, lo, hi],
         }
@@ -83,6 +105,7 @@ impl ShapeConstraint {
         let s = |d: &DimExpr| d.substitute(&map);
         match self {
             ShapeConstraint::Divisible { dim, by } => ShapeConstraint::Divisible { dim: s(dim), by: *by },
+            ShapeConstraint::Indivisible { dim, by } => ShapeConstraint::Indivisible { dim: s(dim), by: *by },
             ShapeConstraint::Compare { lhs, op, rhs } => ShapeConstraint::Compare {
                 lhs: s(lhs),
                 op: *op,
@@ -113,6 +136,14 @@ impl ShapeConstraint {
                     Err(format!("{v} % {by} == {rem}"))
                 }
             }
+            ShapeConstraint::Indivisible { dim, by } => {
+                let v = eval(dim)?;
+                if v.rem_euclid(*by) != 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{v} % {by} == 0"))
+                }
+            }
             ShapeConstraint::Compare { lhs, op, rhs } => {
                 let (a, b) = (eval(lhs)?, eval(rhs)?);
                 if op.holds(a, b) {
@@ -140,7 +171,11 @@ impl ShapeConstraint {
     /// whenever it cannot tell (other dims, divisibility).
     pub fn admits(&self, dim: &DimExpr, lo: i64, hi: i64) -> bool {
         let relates_dim_alone = self.dims().into_iter().all(|d| d == dim || d.as_const().is_some());
-        if lo > hi || matches!(self, ShapeConstraint::Divisible { .. }) || !relates_dim_alone {
+        let divisibility = matches!(
+            self,
+            ShapeConstraint::Divisible { .. } | ShapeConstraint::Indivisible { .. }
+        );
+        if lo > hi || divisibility || !relates_dim_alone {
             return lo <= hi;
         }
         let Some(sym) = dim.as_sym() else { return true };
@@ -161,6 +196,7 @@ impl fmt::Display for ShapeConstraint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ShapeConstraint::Divisible { dim, by } => write!(f, "{dim} % {by} == 0"),
+            ShapeConstraint::Indivisible { dim, by } => write!(f, "{dim} % {by} != 0"),
             ShapeConstraint::Compare { lhs, op, rhs } => write!(f, "{lhs} {} {rhs}", op.symbol()),
             ShapeConstraint::InRange { dim, lo, hi, inclusive } => {
                 write!(f, "{dim} in {lo}..{}{hi}", if *inclusive { "=" } else { "" })
@@ -194,6 +230,7 @@ mod tests {
             ("E == 2 * D", "E == 2*D"),
             ("D != 3", "D != 3"),
             ("D >= H", "D >= H"),
+            ("C % 8 != 0", "C % 8 != 0"),
         ] {
             let c = ShapeConstraint::parse(written).unwrap_or_else(|| panic!("{written}"));
             assert_eq!(c.to_string(), canonical);
@@ -209,6 +246,8 @@ mod tests {
             "D % 8",
             "D % 0 == 0",
             "D % 8 == 1",
+            "D % 8 != 2",
+            "D % 0 != 0",
             "D % k == 0",
             "f(D) < 3",
             "B in 1",
@@ -228,6 +267,17 @@ mod tests {
         assert_eq!(check("H in 1..8"), Some(Err("8 is outside 1..8".into())));
         assert_eq!(check("H * D % 8 == 0"), Some(Ok(())));
         assert_eq!(check("Q < 3"), None);
+        assert_eq!(check("D % 8 != 0"), Some(Ok(())));
+        assert_eq!(check("D % 4 != 0"), Some(Err("100 % 4 == 0".into())));
+    }
+
+    #[test]
+    fn conjunctions_read_back_and_fail_on_any_part() {
+        let all = ShapeConstraint::parse_all("C in 2049..=4096 and C % 8 == 0").unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(ShapeConstraint::join(&all), "C in 2049..=4096 and C % 8 == 0");
+        assert_eq!(ShapeConstraint::parse_all("C <= 1024 and C % 8"), None);
+        assert_eq!(ShapeConstraint::parse_all("C <= 1024").map(|c| c.len()), Some(1));
     }
 
     #[test]
@@ -257,6 +307,7 @@ mod tests {
         assert!(!admits("1024 >= C", 1025, 2048));
         // Divisibility, or other dims: it cannot tell.
         assert!(admits("C % 4096 == 0", 1025, 2048));
+        assert!(admits("C % 8 != 0", 1025, 2048));
         assert!(admits("C <= D", 1025, 2048));
         assert!(!admits("C <= D", 2048, 1025));
     }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use tessera_base::gcd;
 use tessera_ir::{Attr, BlockId, Builder, DimExpr, Loc, MemSpace, ScalarType, Type, ValueId};
 
 use super::rows::RowSpan;
@@ -206,15 +207,32 @@ impl Gen {
     }
 
     /// A mask of the lanes of a row tile of `shape` (its last dim the
-    /// row) starting at `start` that lie below `extent`: an `i1` tile.
+    /// row) starting at `start`, a multiple of the tile's width, that lie
+    /// below `extent`: an `i1` tile. Where the constraints make `extent` a
+    /// multiple of `g` that divides the width, a lane is below it when the
+    /// first lane of its group of `g` is, so the mask compares `lane & -g`:
+    /// one bound for each group, where a thread holds `g` columns in a
+    /// row (the columns' own bounds, live across a row's reductions, took
+    /// the registers of a second block of rows).
     pub fn lanes_below(&self, b: &mut Builder<'_>, start: ValueId, shape: &[i64], extent: &DimExpr) -> Result<ValueId> {
         let last = shape.len().saturating_sub(1) as i64;
-        let lanes = b
+        let index_tile = tile_type(shape, ScalarType::Index);
+        let mut lanes = b
             .op("tile.iota")
             .attr("dim", Attr::Int(last))
-            .result(tile_type(shape, ScalarType::Index))
+            .result(index_tile.clone())
             .build_value();
-        let at = binary(b, "add", lanes, start, tile_type(shape, ScalarType::Index));
+        let width = shape.last().copied().unwrap_or(1);
+        // A power of two, which `& -group` rounds down to.
+        let group = modulus_of(&self.constraints, extent).map_or(1, |d| {
+            let g = gcd(d.modulus, width);
+            g & -g
+        });
+        if group > 1 {
+            let low = index(b, -group);
+            lanes = binary(b, "and", lanes, low, index_tile.clone());
+        }
+        let at = binary(b, "add", lanes, start, index_tile);
         let n = self.dim(b, extent)?;
         Ok(b.op("tile.cmp")
             .operands(&[at, n])

@@ -221,8 +221,9 @@ struct Lowered {
     grid: Vec<GridDim>,
     block: Vec<i64>,
     shared_bytes: i64,
-    /// The dims it is launched for (a row template's variant).
-    when: Option<ShapeConstraint>,
+    /// The dims it is launched for, where all of these hold (a row
+    /// template's variant; none: every dims).
+    when: Vec<ShapeConstraint>,
 }
 
 /// A tensor's type as a buffer in global memory (a scalar result as a
@@ -424,7 +425,7 @@ fn lower_rng(
         grid: vec![GridDim::ceil_div(&total, threads)],
         block: vec![threads, 1, 1],
         shared_bytes: 0,
-        when: None,
+        when: Vec::new(),
     })
 }
 
@@ -438,6 +439,8 @@ fn lower_kernel(
     kept: &BTreeMap<String, Attr>,
 ) -> Result<Lowered, Box<VerifyError>> {
     let k = &variant.kernel;
+    let facts: Vec<(ShapeConstraint, String)> = facts.iter().chain(&variant.facts).cloned().collect();
+    let facts = facts.as_slice();
     let unsupported = |m: &Module, what: String| {
         Box::new(
             VerifyError::at_op(m, k.op, format!("kernel \"{}\": {what}", k.name))
@@ -641,8 +644,8 @@ fn lower_host(
                         .attr("block", Attr::ints(l.block.iter().copied()))
                         .attr("shared_bytes", Attr::Int(l.shared_bytes))
                         .loc(loc.clone());
-                    if let Some(when) = &l.when {
-                        launch = launch.attr("when", Attr::str(when.to_string()));
+                    if !l.when.is_empty() {
+                        launch = launch.attr("when", Attr::str(ShapeConstraint::join(&l.when)));
                     }
                     launch.build();
                 }

@@ -16,7 +16,7 @@ use super::emit::{
     Result, TileEval,
 };
 use super::{Kernel, Node, Src};
-use crate::shape::{normalize_axis, num_elements};
+use crate::shape::{modulus_of, normalize_axis, num_elements, Divisible};
 
 fn accumulate_type(node: &Node) -> ScalarType {
     match node.attrs.get("accumulate").and_then(Attr::as_type) {
@@ -261,11 +261,23 @@ pub(crate) enum RowSpan {
     Walks,
 }
 
-/// One kernel of a row op, and the lengths it is launched for (`when` of
-/// `tile.launch`; None: every length).
+/// The columns a thread of a whole-row kernel loads at once (a 16-byte
+/// load of bf16), its *run*.
+const RUN: i64 = 8;
+
+/// The divisibility a kernel of whole rows is launched for (`n % 8 == 0`
+/// or `!= 0`), none where every length is.
+type Split = Option<ShapeConstraint>;
+
+/// One kernel of a row op, and the lengths it is launched for.
 pub(crate) struct Variant {
     pub kernel: Kernel,
-    pub when: Option<ShapeConstraint>,
+    /// The row lengths it is launched for: where all of these hold (`when`
+    /// of `tile.launch`; none: every length).
+    pub when: Vec<ShapeConstraint>,
+    /// What its code may rely on beyond the function's facts (its rows are
+    /// whole runs: `C % 8 == 0`), with its text.
+    pub facts: Vec<(ShapeConstraint, String)>,
     pub span: RowSpan,
 }
 
@@ -278,14 +290,21 @@ pub(crate) struct Variant {
 /// registers are then its own range's, where one kernel branching on the
 /// length took the widest range's for every row: on sm_90a the bf16
 /// softmax took 64 registers a thread for rows of any length, and now 34
-/// for rows up to 1024 or 2048 columns; layer norm 95, now 53. A
-/// multiprocessor then holds 12 rows of up to 1024 columns in flight
-/// instead of 4 (softmax), 9 instead of 2 (layer norm). A range runs on 8
-/// columns a thread (a 16-byte load of bf16), at most the schedule's
-/// threads. Ranges the function's facts rule out get no kernel; where
-/// one is left, its kernel keeps `k`'s name and runs for every length
-/// (no `when`; facts that rule out every range leave the walks, which
-/// handle any length). Every other kernel is one kernel for every length.
+/// for rows up to 1024 or 2048 columns; layer norm 95, now 53. A range
+/// runs on [`RUN`] columns a thread, at most the schedule's threads.
+///
+/// A range of whole rows is two kernels, unless the facts say `n % 8 ==
+/// 0`: one for rows of whole runs (`n % 8 == 0`, a fact its code relies
+/// on: a run's columns are all inside the row or all past its end, one
+/// bound a run), one for the others (`n % 8 != 0`, a bound a column).
+/// The bounds of a column of every run were live across the row's
+/// reductions: layer norm of up to 4096 columns took 95 registers, and
+/// takes 54 on rows of whole runs; softmax 64, now 40.
+///
+/// Ranges the function's facts rule out get no kernel; where one kernel
+/// is left, it keeps `k`'s name and runs for every length (no `when`;
+/// facts that rule out every range leave the walks, which handle any
+/// length). Every other kernel is one kernel for every length.
 pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<Variant> {
     let anchor = match k.pattern.as_str() {
         "softmax" => k.anchor("graph.softmax"),
@@ -298,7 +317,8 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
     let Some(n) = n.filter(|n| n.as_const().is_none()) else {
         return vec![Variant {
             kernel: k.clone(),
-            when: None,
+            when: Vec::new(),
+            facts: Vec::new(),
             span: RowSpan::Any,
         }];
     };
@@ -324,52 +344,80 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
     if admitted.is_empty() {
         admitted.extend(ranges.last().copied());
     }
-    let only = admitted.len() == 1;
-    admitted
-        .into_iter()
-        .map(|(lo, hi, span)| {
-            let (suffix, when, threads) = match span {
-                RowSpan::Whole(w) => {
-                    let when = if lo == 0 {
-                        ShapeConstraint::Compare {
-                            lhs: n.clone(),
-                            op: CmpOp::Le,
-                            rhs: DimExpr::constant(hi),
-                        }
-                    } else {
-                        ShapeConstraint::InRange {
-                            dim: n.clone(),
-                            lo: DimExpr::constant(lo),
-                            hi: DimExpr::constant(hi),
-                            inclusive: true,
-                        }
-                    };
-                    (format!("w{w}"), when, (w / 8).max(32).min(threads))
-                }
-                _ => {
-                    let when = ShapeConstraint::Compare {
-                        lhs: n.clone(),
-                        op: CmpOp::Gt,
-                        rhs: DimExpr::constant(lo - 1),
-                    };
-                    ("long".to_string(), when, threads)
-                }
+    let known: Vec<Divisible> = facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect();
+    let whole_runs = modulus_of(&known, &n).is_some_and(|d| d.modulus % RUN == 0);
+    // Each kernel's name suffix, range of lengths (none where it is the
+    // only range), divisibility and rows.
+    let one_range = admitted.len() == 1;
+    let mut kernels: Vec<(Vec<String>, Option<ShapeConstraint>, Split, RowSpan)> = Vec::new();
+    for (lo, hi, span) in admitted {
+        let (name, range) = match span {
+            RowSpan::Whole(w) if lo == 0 => (
+                format!("w{w}"),
+                ShapeConstraint::Compare {
+                    lhs: n.clone(),
+                    op: CmpOp::Le,
+                    rhs: DimExpr::constant(hi),
+                },
+            ),
+            RowSpan::Whole(w) => (
+                format!("w{w}"),
+                ShapeConstraint::InRange {
+                    dim: n.clone(),
+                    lo: DimExpr::constant(lo),
+                    hi: DimExpr::constant(hi),
+                    inclusive: true,
+                },
+            ),
+            _ => (
+                "long".to_string(),
+                ShapeConstraint::Compare {
+                    lhs: n.clone(),
+                    op: CmpOp::Gt,
+                    rhs: DimExpr::constant(lo - 1),
+                },
+            ),
+        };
+        let (name, range) = if one_range {
+            (Vec::new(), None)
+        } else {
+            (vec![name], Some(range))
+        };
+        if matches!(span, RowSpan::Whole(_)) && !whole_runs {
+            let divisible = ShapeConstraint::Divisible {
+                dim: n.clone(),
+                by: RUN,
             };
+            let ragged = ShapeConstraint::Indivisible {
+                dim: n.clone(),
+                by: RUN,
+            };
+            let ragged_name = name.iter().cloned().chain(["ragged".to_string()]).collect();
+            kernels.push((name, range.clone(), Some(divisible), span));
+            kernels.push((ragged_name, range, Some(ragged), span));
+        } else {
+            kernels.push((name, range, None, span));
+        }
+    }
+    kernels
+        .into_iter()
+        .map(|(name, range, split, span)| {
             let mut kernel = k.clone();
-            if let Some(first) = kernel.block.first_mut() {
-                *first = threads;
+            if let (Some(first), RowSpan::Whole(w)) = (kernel.block.first_mut(), span) {
+                *first = (w / RUN).max(32).min(threads);
             }
-            if only {
-                return Variant {
-                    kernel,
-                    when: None,
-                    span,
-                };
+            if !name.is_empty() {
+                kernel.name = format!("{}_{}", k.name, name.join("_"));
             }
-            kernel.name = format!("{}_{suffix}", k.name);
+            let facts = split
+                .iter()
+                .filter(|c| matches!(c, ShapeConstraint::Divisible { .. }))
+                .map(|c| (c.clone(), c.to_string()))
+                .collect();
             Variant {
                 kernel,
-                when: Some(when),
+                when: range.into_iter().chain(split).collect(),
+                facts,
                 span,
             }
         })
