@@ -173,16 +173,20 @@ def plan(families, quick):
 
 
 # Every entry on a shape small enough for the CPU device (--dry-run); the
-# shapes are not multiples of the tiles.
+# shapes are not multiples of the tiles. Rows of a multiple of 8 columns
+# and ragged ones take different kernels.
 SMOKE_CASES = [
     gemm(130, 72, 96),
     gemm_fp8(130, 72, 96),
     gemm_fp8(130, 80, 96),
     *(attention(d, c, 130, batch=1, heads=2) for d in (64, 128) for c in (False, True)),
     softmax(33, 1500, "bf16"),
+    softmax(5, 8200, "bf16"),
     softmax(16, 777, "f32"),
     layernorm(40, 300, "bf16"),
+    layernorm(6, 4104, "bf16"),
     layernorm(8, 2100, "f32"),
+    layernorm(8, 1000, "f32"),
 ]
 
 

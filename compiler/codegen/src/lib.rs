@@ -431,8 +431,9 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
                 // Two blocks, not the four ptxas aims at for 256 threads
                 // (64 registers): a row held in registers, its bounds'
                 // predicates and addresses live across the row's
-                // reductions, spilled in 64.
-                Some(2)
+                // reductions, spilled in 64. One of 1024 threads, which
+                // has 64 (two spilled in 32).
+                Some(if threads <= 512 { 2 } else { 1 })
             } else {
                 None
             };

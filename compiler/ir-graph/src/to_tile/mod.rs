@@ -221,9 +221,9 @@ struct Lowered {
     grid: Vec<GridDim>,
     block: Vec<i64>,
     shared_bytes: i64,
-    /// The dims it is launched for, where all of these hold (a row
-    /// template's variant; none: every dims).
-    when: Vec<ShapeConstraint>,
+    /// Each launch of it: the dims it runs for, where all of these hold
+    /// (a row template's variant; none: every dims).
+    launches: Vec<Vec<ShapeConstraint>>,
 }
 
 /// A tensor's type as a buffer in global memory (a scalar result as a
@@ -425,7 +425,7 @@ fn lower_rng(
         grid: vec![GridDim::ceil_div(&total, threads)],
         block: vec![threads, 1, 1],
         shared_bytes: 0,
-        when: Vec::new(),
+        launches: vec![Vec::new()],
     })
 }
 
@@ -519,7 +519,7 @@ fn lower_kernel(
         grid,
         block: k.block.clone(),
         shared_bytes,
-        when: variant.when.clone(),
+        launches: variant.launches.clone(),
     })
 }
 
@@ -635,19 +635,21 @@ fn lower_host(
                     args.push(out);
                     args.extend(l.dims.iter().map(|d| dim_values[d.as_str()]));
                     let grid = Attr::Array(l.grid.iter().map(GridDim::to_attr).collect());
-                    let mut b = Builder::at_end(m, host_entry);
-                    let mut launch = b
-                        .op("tile.launch")
-                        .operands(&args)
-                        .attr("callee", Attr::Symbol(l.name.clone()))
-                        .attr("grid", grid)
-                        .attr("block", Attr::ints(l.block.iter().copied()))
-                        .attr("shared_bytes", Attr::Int(l.shared_bytes))
-                        .loc(loc.clone());
-                    if !l.when.is_empty() {
-                        launch = launch.attr("when", Attr::str(ShapeConstraint::join(&l.when)));
+                    for when in &l.launches {
+                        let mut b = Builder::at_end(m, host_entry);
+                        let mut launch = b
+                            .op("tile.launch")
+                            .operands(&args)
+                            .attr("callee", Attr::Symbol(l.name.clone()))
+                            .attr("grid", grid.clone())
+                            .attr("block", Attr::ints(l.block.iter().copied()))
+                            .attr("shared_bytes", Attr::Int(l.shared_bytes))
+                            .loc(loc.clone());
+                        if !when.is_empty() {
+                            launch = launch.attr("when", Attr::str(ShapeConstraint::join(when)));
+                        }
+                        launch.build();
                     }
-                    launch.build();
                 }
                 map.insert(result, out);
             }

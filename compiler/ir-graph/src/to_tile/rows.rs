@@ -242,11 +242,13 @@ fn chunk_size(k: &Kernel) -> Result<i64> {
     }
 }
 
-/// The longest row a block holds whole in registers: 16 f32 values a
-/// thread at 256 threads (32 spill where ptxas keeps 4 blocks of 256 on a
-/// multiprocessor, in 64 registers a thread). Such a row is read once and its statistics are
-/// reduced once, where a longer one is walked in chunks, two or three
-/// times, with a reduction per chunk.
+/// The longest row a block of the schedule's threads holds whole in
+/// registers: 16 f32 values a thread at 256 threads (32 spill where
+/// ptxas keeps 4 blocks of 256 on a multiprocessor, in 64 registers a
+/// thread). Such a row is read once and its statistics are reduced once,
+/// where a longer one is walked in chunks, two or three times, with a
+/// reduction per chunk (rows of whole runs up to [`WIDE_ROW`] columns
+/// are held on more threads).
 const ROW_IN_REGISTERS: i64 = 4096;
 
 /// Which rows a kernel of a row template computes.
@@ -265,33 +267,49 @@ pub(crate) enum RowSpan {
 /// load of bf16), its *run*.
 const RUN: i64 = 8;
 
-/// The divisibility a kernel of whole rows is launched for (`n % 8 == 0`
-/// or `!= 0`), none where every length is.
-type Split = Option<ShapeConstraint>;
+/// The longest row of whole runs a block holds in registers: 16 columns
+/// a thread of 1024, as a row of [`ROW_IN_REGISTERS`] columns is on 256.
+const WIDE_ROW: i64 = 16384;
+
+/// The most threads a block has.
+const MAX_THREADS: i64 = 1024;
 
 /// One kernel of a row op, and the lengths it is launched for.
 pub(crate) struct Variant {
     pub kernel: Kernel,
-    /// The row lengths it is launched for: where all of these hold (`when`
-    /// of `tile.launch`; none: every length).
-    pub when: Vec<ShapeConstraint>,
+    /// Each launch of it: the row lengths it runs for, where all of the
+    /// constraints hold (`when` of `tile.launch`; none: every length).
+    pub launches: Vec<Vec<ShapeConstraint>>,
     /// What its code may rely on beyond the function's facts (its rows are
     /// whole runs: `C % 8 == 0`), with its text.
     pub facts: Vec<(ShapeConstraint, String)>,
     pub span: RowSpan,
 }
 
+/// A range of row lengths and the kernel that holds them.
+struct Range {
+    lo: i64,
+    hi: i64,
+    span: RowSpan,
+    threads: i64,
+    /// Only rows of whole runs: a ragged one is walked.
+    runs_only: bool,
+}
+
 /// The kernels `k` lowers to. A softmax or norm whose row length `n` is
 /// known only at launch becomes one kernel per range of lengths: the
 /// whole row in a register tile of a quarter, a half or all of the
-/// registers' capacity ([`ROW_IN_REGISTERS`] columns; a row of 1000
-/// columns does not compute on 4096 lanes), or walked in chunks beyond
-/// it; the host launches the one whose range holds `n`. Each kernel's
+/// registers' capacity ([`ROW_IN_REGISTERS`] columns on the schedule's
+/// threads; a row of 1000 columns does not compute on 4096 lanes), or of
+/// twice or four times that on twice or four times the threads (rows of
+/// whole runs up to [`WIDE_ROW`] columns), or walked in chunks beyond it;
+/// the host launches the one whose range holds `n`. Each kernel's
 /// registers are then its own range's, where one kernel branching on the
 /// length took the widest range's for every row: on sm_90a the bf16
 /// softmax took 64 registers a thread for rows of any length, and now 34
 /// for rows up to 1024 or 2048 columns; layer norm 95, now 53. A range
-/// runs on [`RUN`] columns a thread, at most the schedule's threads.
+/// runs on [`RUN`] columns a thread, at most the schedule's threads, or
+/// on as many columns a thread as the capacity gives, on more threads.
 ///
 /// A range of whole rows is two kernels, unless the facts say `n % 8 ==
 /// 0`: one for rows of whole runs (`n % 8 == 0`, a fact its code relies
@@ -299,129 +317,188 @@ pub(crate) struct Variant {
 /// bound a run), one for the others (`n % 8 != 0`, a bound a column).
 /// The bounds of a column of every run were live across the row's
 /// reductions: layer norm of up to 4096 columns took 95 registers, and
-/// takes 54 on rows of whole runs; softmax 64, now 40.
+/// takes 56 on rows of whole runs; softmax 64, now 46. Ragged rows
+/// longer than the capacity are walked: the kernel of the walks has a
+/// second launch for them.
 ///
-/// Ranges the function's facts rule out get no kernel; where one kernel
-/// is left, it keeps `k`'s name and runs for every length (no `when`;
-/// facts that rule out every range leave the walks, which handle any
-/// length). Every other kernel is one kernel for every length.
+/// Ranges the function's facts rule out get no kernel; where one range
+/// is left, its kernels keep `k`'s name (and `_ragged`) and their
+/// launches have no range (facts that rule out every range leave the
+/// walks, which handle any length). Every other kernel is one kernel for
+/// every length.
 pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<Variant> {
     let anchor = match k.pattern.as_str() {
         "softmax" => k.anchor("graph.softmax"),
         "norm" => k.anchor("graph.norm"),
         _ => None,
     };
-    let n = anchor
-        .and_then(|a| tensor_dims(k, k.nodes[a].operands[0]).ok())
+    let input = anchor.map(|a| k.nodes[a].operands[0]);
+    let n = input
+        .and_then(|i| tensor_dims(k, i).ok())
         .and_then(|dims| dims.last().cloned());
     let Some(n) = n.filter(|n| n.as_const().is_none()) else {
         return vec![Variant {
             kernel: k.clone(),
-            when: Vec::new(),
+            launches: vec![Vec::new()],
             facts: Vec::new(),
             span: RowSpan::Any,
         }];
     };
-    let threads = k.threads();
-    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
-    let mut widths: Vec<i64> = [cap / 4, cap / 2, cap]
-        .into_iter()
-        .filter(|w| *w >= threads && w % threads == 0)
-        .collect();
-    widths.dedup();
-    let mut ranges: Vec<(i64, i64, RowSpan)> = Vec::new();
-    let mut lo = 0;
-    for &w in &widths {
-        ranges.push((lo, w, RowSpan::Whole(w)));
-        lo = w + 1;
-    }
-    ranges.push((lo, i64::MAX, RowSpan::Walks));
-    let mut admitted: Vec<(i64, i64, RowSpan)> = ranges
+    let bits = input.and_then(|i| k.ty(i).elem()).map_or(32, ScalarType::bits);
+    let ranges = length_ranges(k.threads(), bits);
+    let mut admitted: Vec<&Range> = ranges
         .iter()
-        .copied()
-        .filter(|&(lo, hi, _)| facts.iter().all(|(c, _)| c.admits(&n, lo, hi)))
+        .filter(|r| facts.iter().all(|(c, _)| c.admits(&n, r.lo, r.hi)))
         .collect();
     if admitted.is_empty() {
-        admitted.extend(ranges.last().copied());
+        admitted.extend(ranges.last());
     }
     let known: Vec<Divisible> = facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect();
     let whole_runs = modulus_of(&known, &n).is_some_and(|d| d.modulus % RUN == 0);
-    // Each kernel's name suffix, range of lengths (none where it is the
-    // only range), divisibility and rows.
+    let divisible = ShapeConstraint::Divisible {
+        dim: n.clone(),
+        by: RUN,
+    };
+    let ragged = ShapeConstraint::Indivisible {
+        dim: n.clone(),
+        by: RUN,
+    };
     let one_range = admitted.len() == 1;
-    let mut kernels: Vec<(Vec<String>, Option<ShapeConstraint>, Split, RowSpan)> = Vec::new();
-    for (lo, hi, span) in admitted {
-        let (name, range) = match span {
-            RowSpan::Whole(w) if lo == 0 => (
-                format!("w{w}"),
-                ShapeConstraint::Compare {
-                    lhs: n.clone(),
-                    op: CmpOp::Le,
-                    rhs: DimExpr::constant(hi),
-                },
-            ),
-            RowSpan::Whole(w) => (
-                format!("w{w}"),
-                ShapeConstraint::InRange {
-                    dim: n.clone(),
-                    lo: DimExpr::constant(lo),
-                    hi: DimExpr::constant(hi),
-                    inclusive: true,
-                },
-            ),
-            _ => (
-                "long".to_string(),
-                ShapeConstraint::Compare {
-                    lhs: n.clone(),
-                    op: CmpOp::Gt,
-                    rhs: DimExpr::constant(lo - 1),
-                },
-            ),
-        };
-        let (name, range) = if one_range {
-            (Vec::new(), None)
+    let mut out: Vec<(String, Variant)> = Vec::new();
+    let mut walked: Vec<Vec<ShapeConstraint>> = Vec::new();
+    for r in admitted {
+        let range: Vec<ShapeConstraint> = if one_range {
+            Vec::new()
         } else {
-            (vec![name], Some(range))
+            vec![length_range(&n, r)]
         };
-        if matches!(span, RowSpan::Whole(_)) && !whole_runs {
-            let divisible = ShapeConstraint::Divisible {
-                dim: n.clone(),
-                by: RUN,
-            };
-            let ragged = ShapeConstraint::Indivisible {
-                dim: n.clone(),
-                by: RUN,
-            };
-            let ragged_name = name.iter().cloned().chain(["ragged".to_string()]).collect();
-            kernels.push((name, range.clone(), Some(divisible), span));
-            kernels.push((ragged_name, range, Some(ragged), span));
+        let with = |c: &ShapeConstraint| range.iter().cloned().chain([c.clone()]).collect::<Vec<_>>();
+        let width = match r.span {
+            RowSpan::Whole(w) if !one_range => format!("w{w}"),
+            RowSpan::Whole(_) => String::new(),
+            _ => "long".to_string(),
+        };
+        let mut kernel = k.clone();
+        if let Some(first) = kernel.block.first_mut() {
+            *first = r.threads;
+        }
+        let variant = |launches: Vec<Vec<ShapeConstraint>>, facts: Vec<(ShapeConstraint, String)>| Variant {
+            kernel: kernel.clone(),
+            launches,
+            facts,
+            span: r.span,
+        };
+        if whole_runs || r.span == RowSpan::Walks {
+            out.push((width, variant(vec![range.clone()], Vec::new())));
+            continue;
+        }
+        let fact = vec![(divisible.clone(), divisible.to_string())];
+        out.push((width.clone(), variant(vec![with(&divisible)], fact)));
+        if r.runs_only {
+            walked.push(with(&ragged));
         } else {
-            kernels.push((name, range, None, span));
+            let name = [width.as_str(), "ragged"]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>();
+            out.push((name.join("_"), variant(vec![with(&ragged)], Vec::new())));
         }
     }
-    kernels
-        .into_iter()
-        .map(|(name, range, split, span)| {
-            let mut kernel = k.clone();
-            if let (Some(first), RowSpan::Whole(w)) = (kernel.block.first_mut(), span) {
-                *first = (w / RUN).max(32).min(threads);
+    if !walked.is_empty() {
+        match out.iter_mut().find(|(_, v)| v.span == RowSpan::Walks) {
+            Some((_, long)) => long.launches.extend(walked),
+            None => {
+                let mut kernel = k.clone();
+                if let Some(first) = kernel.block.first_mut() {
+                    *first = k.threads().min(MAX_THREADS);
+                }
+                out.push((
+                    "long".to_string(),
+                    Variant {
+                        kernel,
+                        launches: walked,
+                        facts: Vec::new(),
+                        span: RowSpan::Walks,
+                    },
+                ));
             }
-            if !name.is_empty() {
-                kernel.name = format!("{}_{}", k.name, name.join("_"));
+        }
+    }
+    let only = out.len() == 1;
+    out.into_iter()
+        .map(|(suffix, mut v)| {
+            if !only && !suffix.is_empty() {
+                v.kernel.name = format!("{}_{suffix}", k.name);
             }
-            let facts = split
-                .iter()
-                .filter(|c| matches!(c, ShapeConstraint::Divisible { .. }))
-                .map(|c| (c.clone(), c.to_string()))
-                .collect();
-            Variant {
-                kernel,
-                when: range.into_iter().chain(split).collect(),
-                facts,
-                span,
-            }
+            v
         })
         .collect()
+}
+
+/// The ranges of row lengths a block of `threads` (the schedule's) holds
+/// whole, in order, then the longer rows it walks. A wider row of
+/// elements of `bits` holds as many columns a thread as the capacity
+/// does, up to 16 of 16 bits or 8 of 32 on 1024 threads (a thread of
+/// 1024 has 64 registers: the bf16 layer norm holds 16 columns in 56, the
+/// f32 one 8 in 43, 16 in 84).
+fn length_ranges(threads: i64, bits: u32) -> Vec<Range> {
+    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
+    let per_thread = (cap / threads).min(if bits <= 16 { 16 } else { RUN });
+    let mut widths: Vec<(i64, i64, bool)> = [cap / 4, cap / 2, cap]
+        .into_iter()
+        .filter(|w| *w >= threads && w % threads == 0)
+        .map(|w| (w, (w / RUN).max(32).min(threads), false))
+        .collect();
+    widths.dedup();
+    let mut wide = cap * 2;
+    while wide <= WIDE_ROW && wide / per_thread <= MAX_THREADS {
+        widths.push((wide, wide / per_thread, true));
+        wide *= 2;
+    }
+    let mut ranges = Vec::new();
+    let mut lo = 0;
+    for (w, threads, runs_only) in widths {
+        ranges.push(Range {
+            lo,
+            hi: w,
+            span: RowSpan::Whole(w),
+            threads,
+            runs_only,
+        });
+        lo = w + 1;
+    }
+    ranges.push(Range {
+        lo,
+        hi: i64::MAX,
+        span: RowSpan::Walks,
+        threads,
+        runs_only: false,
+    });
+    ranges
+}
+
+/// The lengths of `r`: `n <= hi` for the first range, `n > lo - 1` for
+/// the walks, `n in lo..=hi` between.
+fn length_range(n: &DimExpr, r: &Range) -> ShapeConstraint {
+    match r.span {
+        RowSpan::Walks => ShapeConstraint::Compare {
+            lhs: n.clone(),
+            op: CmpOp::Gt,
+            rhs: DimExpr::constant(r.lo - 1),
+        },
+        _ if r.lo == 0 => ShapeConstraint::Compare {
+            lhs: n.clone(),
+            op: CmpOp::Le,
+            rhs: DimExpr::constant(r.hi),
+        },
+        _ => ShapeConstraint::InRange {
+            dim: n.clone(),
+            lo: DimExpr::constant(r.lo),
+            hi: DimExpr::constant(r.hi),
+            inclusive: true,
+        },
+    }
 }
 
 /// Runs `whole(l, width)` for the rows of `g.rows` that fit in a register
