@@ -1953,6 +1953,14 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// and `bool` (`float(x[0])`, `int(n)`), a tensor of no dims for the
     /// other dtypes (`f32(0.1)` is `np.float32(0.1)`, which prints `0.1`).
     fn cast(&self, v: &Value, d: DType, saturate: bool) -> Result<Value, RunError> {
+        let parsed;
+        let v = match v {
+            Value::Str(text) => {
+                parsed = parse_number(text, d.is_float())?;
+                &parsed
+            }
+            v => v,
+        };
         let t = match v {
             Value::Tensor(t) => t.host(self.device)?.cast_with(d, saturate)?,
             v => {
@@ -3155,6 +3163,41 @@ fn equal_within(a: &Value, b: &Value, depth: usize) -> bool {
     }
 }
 
+/// The number a string spells, as Python's `float(s)` (`with_fraction`) or
+/// `int(s)` reads it: surrounding whitespace, a sign, `_` between digits;
+/// for a float also an exponent, `inf`, `infinity` and `nan` in any case.
+fn parse_number(text: &str, with_fraction: bool) -> Result<Value, RunError> {
+    let s = text.trim();
+    let digits_ok = |part: &str| !part.starts_with('_') && !part.ends_with('_') && !part.contains("__");
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let plain: String = s.chars().filter(|&c| c != '_').collect();
+    if with_fraction {
+        let word = unsigned.to_ascii_lowercase();
+        let named = ["inf", "infinity", "nan"].contains(&word.as_str());
+        let numeric = !unsigned.is_empty()
+            && unsigned.chars().all(|c| c.is_ascii_digit() || "._eE+-".contains(c))
+            && unsigned.chars().any(|c| c.is_ascii_digit())
+            && unsigned.split(['.', 'e', 'E', '+', '-']).all(digits_ok);
+        if named || numeric {
+            if let Ok(x) = plain.parse::<f64>() {
+                return Ok(Value::Float(x));
+            }
+        }
+        return Err(RunError::value(format!(
+            "could not convert string to float: {}",
+            super::print::str_repr(text)
+        )));
+    }
+    let numeric =
+        !unsigned.is_empty() && unsigned.chars().all(|c| c.is_ascii_digit() || c == '_') && digits_ok(unsigned);
+    match plain.parse::<i64>() {
+        Ok(n) if numeric => Ok(Value::Int(n)),
+        _ => Err(RunError::value(format!(
+            "invalid literal for int() with base 10: {}",
+            super::print::str_repr(text)
+        ))),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,6 +121,12 @@ pub fn display(value: &Value, tensor_text: TensorText<'_>) -> String {
     }
 }
 
+/// A string as Python's `repr` writes it: in single quotes, with its
+/// backslashes and single quotes escaped.
+pub fn str_repr(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 /// Python's `repr` of a value (a string quoted), as `repr(x)` gives it.
 pub fn repr(value: &Value, tensor_text: TensorText<'_>) -> String {
     repr_within(value, tensor_text, &mut Vec::new())
@@ -134,7 +140,7 @@ fn repr_within(value: &Value, tensor_text: TensorText<'_>, open: &mut Vec<*const
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => python_float(*f),
-        Value::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Str(s) => str_repr(s),
         Value::List(items) => {
             let items_now = items.borrow().clone();
             inside(open, Rc::as_ptr(items).cast(), "[...]", |open| {
