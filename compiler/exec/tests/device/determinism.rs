@@ -127,15 +127,22 @@ fn call_bits(
 
 /// The standard library's `@deterministic` row kernels on fresh bf16 rows
 /// of a length for each of their variants (held in registers up to 1024,
-/// 2048 and 4096 columns, walked beyond): every CPU configuration and the
-/// GPU give the same bits, on every run. Its deterministic attention,
-/// whose products run on the tensor cores, repeats its bits on each device.
+/// 2048 and 4096 columns, by one kernel for multiples of 8 and one for the
+/// others, up to 8192 and 16384 for multiples of 8, walked beyond): every
+/// CPU configuration and the GPU give the same bits, on every run. Its
+/// deterministic attention, whose products run on the tensor cores,
+/// repeats its bits on each device.
 #[test]
 fn stdlib_deterministic_kernels_are_identical_bit_for_bit() {
     let mut rng = Rng::fresh();
     let seed = rng.0;
-    let rows = 1 + rng.below(40) as usize;
-    let lengths = [0, 1024, 2048, 4096].map(|from| from + 1 + rng.below(1024) as usize);
+    let rows = 1 + rng.below(16) as usize;
+    let mut lengths = Vec::new();
+    for from in [0, 1024, 2048, 4096, 8192, 16384] {
+        // A multiple of 8 in (from, from + 1024], then a ragged length.
+        let runs = from + 8 * (1 + rng.below(128) as usize);
+        lengths.extend([runs, runs - 1 - rng.below(7) as usize]);
+    }
     let mut inputs = Vec::new();
     for &n in &lengths {
         let (x, _) = bf16_tensor(&mut rng, &[rows, n], 4.0);

@@ -527,13 +527,61 @@ fn reciprocal(b: &mut Builder<'_>, x: ValueId, acc: ScalarType) -> ValueId {
     binary(b, "div", one, x, Type::Scalar(acc))
 }
 
+/// A walk's chunk of a row, in the accumulate type, -inf past its end.
+type ChunkOf<'s> = dyn FnMut(&mut Builder<'_>, ValueId) -> Result<ValueId> + 's;
+
+/// The maximum of a row and the sum of `exp(x - max)`, in one walk: each
+/// lane keeps its running maximum and the sum of its exponentials from
+/// it, rescaled by `exp(old - new)` when the maximum grows (a lane that
+/// has seen only -inf keeps 0, not `exp(-inf + inf)`); then the lanes'
+/// maximum, and the sum of each lane's sum times `exp(its max - max)`.
+#[allow(clippy::too_many_arguments)]
+fn online_statistics(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    chunk_at: &mut ChunkOf<'_>,
+    n: &DimExpr,
+    chunk: i64,
+    shape: &[i64],
+    acc: ScalarType,
+) -> Result<(ValueId, ValueId)> {
+    let tile = tile_type(shape, acc);
+    let inf = f64::INFINITY;
+    let lanes = walk_lanes(g, b, n, chunk, shape, acc, &[-inf, 0.0], &mut |l, j, old| {
+        let x = chunk_at(l, j)?;
+        let max = binary(l, "max", old[0], x, tile.clone());
+        let below = number(l, -inf, Type::Scalar(acc));
+        let seen = l
+            .op("tile.cmp")
+            .operands(&[max, below])
+            .attr("pred", "gt")
+            .result(tile_type(shape, ScalarType::I1))
+            .build_value();
+        let zero = number(l, 0.0, Type::Scalar(acc));
+        let base = select(l, seen, max, zero);
+        let drop = binary(l, "sub", old[0], base, tile.clone());
+        let rescale = g.exp(l, drop, tile.clone());
+        let kept = binary(l, "mul", old[1], rescale, tile.clone());
+        let shifted = binary(l, "sub", x, base, tile.clone());
+        let e = g.exp(l, shifted, tile.clone());
+        Ok(vec![max, binary(l, "add", kept, e, tile.clone())])
+    })?;
+    let max = reduce_tile(g, b, lanes[0], "max", acc);
+    let drop = binary(b, "sub", lanes[0], max, tile.clone());
+    let rescale = g.exp(b, drop, tile.clone());
+    let sums = binary(b, "mul", lanes[1], rescale, tile);
+    Ok((max, reduce_tile(g, b, sums, "sum", acc)))
+}
+
 /// Softmax of a row held whole (`width` columns, masked past its end):
-/// its maximum, the sum of its exponentials, the output; or in three
-/// walks, each lane keeping its running value: the maximum, the sum of
-/// exponentials, then the output (an online softmax would read the row
-/// once less, for a second exponential per element — the dearer of the
-/// two where the exponential is Tessera's own polynomial). With `log`,
-/// the output is `x - max - log(sum)`.
+/// its maximum, the sum of its exponentials, the output; or in walks, each
+/// lane keeping its running values: the maximum and the sum of
+/// exponentials together ([`online_statistics`]), then the output. A
+/// deterministic function walks three times, the maximum first, then the
+/// sum: once more through the row, for one exponential per element fewer
+/// (Tessera's own polynomial, there, where elsewhere a GPU takes its
+/// hardware's approximation). With `log`, the output is `x - max -
+/// log(sum)`.
 pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let sm = k
         .anchor("graph.softmax")
@@ -569,20 +617,35 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let shape = row_shape(dims.len(), chunk);
         let tile = tile_type(&shape, acc);
         let inf = f64::INFINITY;
-        let maxes = walk_lanes(g, b, &n, chunk, &shape, acc, &[-inf], &mut |l, j, old| {
-            let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
-            Ok(vec![binary(l, "max", old[0], x, tile.clone())])
-        })?;
-        let max = reduce_tile(g, b, maxes[0], "max", acc);
-        let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
-            let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
-            let shifted = binary(l, "sub", x, max, tile.clone());
-            let e = g.exp(l, shifted, tile.clone());
-            Ok(vec![binary(l, "add", old[0], e, tile.clone())])
-        })?;
-        let sum = reduce_tile(g, b, sums[0], "sum", acc);
+        let (max, sum) = if g.order == "tree" {
+            let maxes = walk_lanes(g, b, &n, chunk, &shape, acc, &[-inf], &mut |l, j, old| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                Ok(vec![binary(l, "max", old[0], x, tile.clone())])
+            })?;
+            let max = reduce_tile(g, b, maxes[0], "max", acc);
+            let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                let shifted = binary(l, "sub", x, max, tile.clone());
+                let e = g.exp(l, shifted, tile.clone());
+                Ok(vec![binary(l, "add", old[0], e, tile.clone())])
+            })?;
+            (max, reduce_tile(g, b, sums[0], "sum", acc))
+        } else {
+            online_statistics(
+                g,
+                b,
+                &mut |l, j| {
+                    let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                    chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))
+                },
+                &n,
+                chunk,
+                &shape,
+                acc,
+            )?
+        };
         // What the last walk subtracts from or multiplies by `x - max`.
         let scale = if log {
             unary(b, "log", sum, Type::Scalar(acc))
@@ -693,10 +756,80 @@ impl Norm<'_> {
     }
 }
 
+/// The mean of a row and the sum of the squares of its differences from
+/// it, in one walk (Welford's): each lane keeps the mean of its values so
+/// far and the sum of their squared differences from it; at step `s` (the
+/// chunk at `s · chunk`) a lane inside the row takes its value `x` as its
+/// `s + 1`-th, `mean += (x - mean) / (s + 1)`, `m2 += (x - old mean) · (x
+/// - mean)`, and one past the end keeps its own. The lanes then combine
+/// (Chan's): lane `c` holds `⌊(n - c + chunk - 1) / chunk⌋` values, the
+/// row's mean is their count-weighted mean, and its sum of squares the
+/// lanes' plus each lane's count times its mean's squared difference from
+/// the row's.
+#[allow(clippy::too_many_arguments)]
+fn welford(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    chunk_at: &mut ChunkOf<'_>,
+    n: &DimExpr,
+    chunk: i64,
+    shape: &[i64],
+    acc: ScalarType,
+) -> Result<(ValueId, ValueId)> {
+    let tile = tile_type(shape, acc);
+    let scalar = Type::Scalar(acc);
+    let lanes = walk_lanes(g, b, n, chunk, shape, acc, &[0.0, 0.0], &mut |l, j, old| {
+        let x = chunk_at(l, j)?;
+        let width = index(l, chunk);
+        let step = binary(l, "floordiv", j, width, Type::INDEX);
+        let one = index(l, 1);
+        let taken = binary(l, "add", step, one, Type::INDEX);
+        let taken = cast_to(l, taken, acc);
+        let share = reciprocal(l, taken, acc);
+        let delta = binary(l, "sub", x, old[0], tile.clone());
+        let moved = binary(l, "mul", delta, share, tile.clone());
+        let mut mean = binary(l, "add", old[0], moved, tile.clone());
+        let from_new = binary(l, "sub", x, mean, tile.clone());
+        let product = binary(l, "mul", delta, from_new, tile.clone());
+        let mut m2 = binary(l, "add", old[1], product, tile.clone());
+        if g.ragged(n, chunk) {
+            let valid = g.lanes_below(l, j, shape, n)?;
+            mean = select(l, valid, mean, old[0]);
+            m2 = select(l, valid, m2, old[1]);
+        }
+        Ok(vec![mean, m2])
+    })?;
+    let index_tile = tile_type(shape, ScalarType::Index);
+    let last = shape.len().saturating_sub(1) as i64;
+    let lane = b
+        .op("tile.iota")
+        .attr("dim", Attr::Int(last))
+        .result(index_tile.clone())
+        .build_value();
+    let minus_one = index(b, -1);
+    let back = binary(b, "mul", lane, minus_one, index_tile.clone());
+    let length = g.dim(b, n)?;
+    let spare = index(b, chunk - 1);
+    let top = binary(b, "add", length, spare, Type::INDEX);
+    let left = binary(b, "add", back, top, index_tile.clone());
+    let width = index(b, chunk);
+    let held = binary(b, "floordiv", left, width, index_tile);
+    let held = cast_to(b, held, acc);
+    let weighted = binary(b, "mul", held, lanes[0], tile.clone());
+    let total = reduce_tile(g, b, weighted, "sum", acc);
+    let count = cast_to(b, length, acc);
+    let mean = binary(b, "div", total, count, scalar);
+    let apart = binary(b, "sub", lanes[0], mean, tile.clone());
+    let spread = binary(b, "mul", apart, apart, tile.clone());
+    let spread = binary(b, "mul", held, spread, tile.clone());
+    let squares = binary(b, "add", lanes[1], spread, tile);
+    Ok((mean, reduce_tile(g, b, squares, "sum", acc)))
+}
+
 /// Layer norm and RMS norm of a row held whole (`width` columns, masked
 /// past its end): its mean, the mean square of the rest, the output; or
-/// in walks: the mean, then the variance, then the output (three walks
-/// for layer norm, two for RMS norm).
+/// in walks: the statistics (for layer norm in one walk, [`welford`];
+/// for RMS norm the sum of squares), then the output.
 pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let at = k.anchor("graph.norm").ok_or("no `graph.norm` in a norm kernel")?;
     let node = &k.nodes[at];
@@ -743,24 +876,29 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let mut walks = |b: &mut Builder<'_>| -> Result<()> {
         let shape = row_shape(dims.len(), chunk);
         let tile = tile_type(&shape, acc);
-        let mean = if norm.layer {
-            let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
-                let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
-                Ok(vec![binary(l, "add", old[0], x, tile.clone())])
-            })?;
-            let sum = reduce_tile(g, b, sums[0], "sum", acc);
-            Some(binary(b, "div", sum, count, scalar.clone()))
+        let (mean, squares) = if norm.layer {
+            let (mean, squares) = welford(
+                g,
+                b,
+                &mut |l, j| {
+                    let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                    chunk_of(g, l, &mut eval, input, acc, j, &n, None)
+                },
+                &n,
+                chunk,
+                &shape,
+                acc,
+            )?;
+            (Some(mean), squares)
         } else {
-            None
+            let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+                let sq = norm.squares(g, l, x, None, j, chunk)?;
+                Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
+            })?;
+            (None, reduce_tile(g, b, squares[0], "sum", acc))
         };
-        let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
-            let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
-            let sq = norm.squares(g, l, x, mean, j, chunk)?;
-            Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
-        })?;
-        let squares = reduce_tile(g, b, squares[0], "sum", acc);
         let rstd = norm.rstd(b, squares, count);
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
