@@ -527,24 +527,30 @@ fn reciprocal(b: &mut Builder<'_>, x: ValueId, acc: ScalarType) -> ValueId {
     binary(b, "div", one, x, Type::Scalar(acc))
 }
 
-/// A walk's chunk of a row, in the accumulate type, -inf past its end.
+/// A walk's chunk of a row at a column, in the accumulate type.
 type ChunkOf<'s> = dyn FnMut(&mut Builder<'_>, ValueId) -> Result<ValueId> + 's;
+
+/// A walk along rows of length `n` in chunks of `chunk` columns (tiles of
+/// `shape`), accumulating in `acc`.
+struct RowWalk<'a> {
+    n: &'a DimExpr,
+    chunk: i64,
+    shape: &'a [i64],
+    acc: ScalarType,
+}
 
 /// The maximum of a row and the sum of `exp(x - max)`, in one walk: each
 /// lane keeps its running maximum and the sum of its exponentials from
 /// it, rescaled by `exp(old - new)` when the maximum grows (a lane that
 /// has seen only -inf keeps 0, not `exp(-inf + inf)`); then the lanes'
 /// maximum, and the sum of each lane's sum times `exp(its max - max)`.
-#[allow(clippy::too_many_arguments)]
 fn online_statistics(
     g: &Gen,
     b: &mut Builder<'_>,
+    w: &RowWalk<'_>,
     chunk_at: &mut ChunkOf<'_>,
-    n: &DimExpr,
-    chunk: i64,
-    shape: &[i64],
-    acc: ScalarType,
 ) -> Result<(ValueId, ValueId)> {
+    let RowWalk { n, chunk, shape, acc } = *w;
     let tile = tile_type(shape, acc);
     let inf = f64::INFINITY;
     let lanes = walk_lanes(g, b, n, chunk, shape, acc, &[-inf, 0.0], &mut |l, j, old| {
@@ -633,18 +639,16 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             })?;
             (max, reduce_tile(g, b, sums[0], "sum", acc))
         } else {
-            online_statistics(
-                g,
-                b,
-                &mut |l, j| {
-                    let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                    chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))
-                },
-                &n,
+            let w = RowWalk {
+                n: &n,
                 chunk,
-                &shape,
+                shape: &shape,
                 acc,
-            )?
+            };
+            online_statistics(g, b, &w, &mut |l, j| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))
+            })?
         };
         // What the last walk subtracts from or multiplies by `x - max`.
         let scale = if log {
@@ -760,22 +764,14 @@ impl Norm<'_> {
 /// it, in one walk (Welford's): each lane keeps the mean of its values so
 /// far and the sum of their squared differences from it; at step `s` (the
 /// chunk at `s · chunk`) a lane inside the row takes its value `x` as its
-/// `s + 1`-th, `mean += (x - mean) / (s + 1)`, `m2 += (x - old mean) · (x
-/// - mean)`, and one past the end keeps its own. The lanes then combine
+/// `s + 1`-th, `mean += (x - mean) / (s + 1)`,
+/// `m2 += (x - old mean) · (x - mean)`, and one past the end keeps its own. The lanes then combine
 /// (Chan's): lane `c` holds `⌊(n - c + chunk - 1) / chunk⌋` values, the
 /// row's mean is their count-weighted mean, and its sum of squares the
 /// lanes' plus each lane's count times its mean's squared difference from
 /// the row's.
-#[allow(clippy::too_many_arguments)]
-fn welford(
-    g: &Gen,
-    b: &mut Builder<'_>,
-    chunk_at: &mut ChunkOf<'_>,
-    n: &DimExpr,
-    chunk: i64,
-    shape: &[i64],
-    acc: ScalarType,
-) -> Result<(ValueId, ValueId)> {
+fn welford(g: &Gen, b: &mut Builder<'_>, w: &RowWalk<'_>, chunk_at: &mut ChunkOf<'_>) -> Result<(ValueId, ValueId)> {
+    let RowWalk { n, chunk, shape, acc } = *w;
     let tile = tile_type(shape, acc);
     let scalar = Type::Scalar(acc);
     let lanes = walk_lanes(g, b, n, chunk, shape, acc, &[0.0, 0.0], &mut |l, j, old| {
@@ -877,18 +873,16 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let shape = row_shape(dims.len(), chunk);
         let tile = tile_type(&shape, acc);
         let (mean, squares) = if norm.layer {
-            let (mean, squares) = welford(
-                g,
-                b,
-                &mut |l, j| {
-                    let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                    chunk_of(g, l, &mut eval, input, acc, j, &n, None)
-                },
-                &n,
+            let w = RowWalk {
+                n: &n,
                 chunk,
-                &shape,
+                shape: &shape,
                 acc,
-            )?;
+            };
+            let (mean, squares) = welford(g, b, &w, &mut |l, j| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                chunk_of(g, l, &mut eval, input, acc, j, &n, None)
+            })?;
             (Some(mean), squares)
         } else {
             let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
