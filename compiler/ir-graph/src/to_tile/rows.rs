@@ -246,9 +246,10 @@ fn chunk_size(k: &Kernel) -> Result<i64> {
 /// registers: 16 f32 values a thread at 256 threads (32 spill where
 /// ptxas keeps 4 blocks of 256 on a multiprocessor, in 64 registers a
 /// thread). Such a row is read once and its statistics are reduced once,
-/// where a longer one is walked in chunks, two or three times, with a
-/// reduction per chunk (rows of whole runs up to [`WIDE_ROW`] columns
-/// are held on more threads).
+/// where a longer one is walked in chunks twice (a deterministic
+/// softmax's three times), its statistics reduced after the first walk
+/// (rows of whole runs up to [`WIDE_ROW`] columns are held on more
+/// threads).
 const ROW_IN_REGISTERS: i64 = 4096;
 
 /// Which rows a kernel of a row template computes.
