@@ -1706,6 +1706,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             "round" => self.round(args),
             "format" | "repr" | "str" => self.format(path, args),
             "zip" => self.zip(args),
+            "divmod" => self.divmod(args),
+            "pow" => self.pow(args),
+            "hex" | "oct" | "bin" => self.digits(path, args),
+            "chr" => self.chr(args),
+            "ord" => self.ord(args),
             "op.where" => self.op_where(args),
             "op.reshape" => self.op_reshape(args),
             "op.matmul" => self.op_matmul(args),
@@ -2620,6 +2625,132 @@ impl<'a, 'p> Interp<'a, 'p> {
                 Code::E1005,
                 format!("`ndigits` of `round` is an int from 0 to 300, not {}", v.describe()),
             )),
+        }
+    }
+
+    /// `divmod(a, b)`: Python's `(a // b, a % b)`, for numbers as `//` and
+    /// `%` compute them (and elementwise for tensors).
+    fn divmod(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let a = self.positional(args, "a", "divmod")?;
+        let b = self.positional(args, "b", "divmod")?;
+        self.no_more(args, "divmod")?;
+        let quotient = self.binary(BinOp::FloorDiv, &a, &b)?;
+        let remainder = self.binary(BinOp::Mod, &a, &b)?;
+        Ok(Value::tuple(vec![quotient, remainder]))
+    }
+
+    /// `pow(base, exp, mod=None)`: Python's. Without `mod` it is `base **
+    /// exp`; with it, of ints and a non-negative `exp`, `base ** exp % mod`
+    /// by squaring (the remainder with `mod`'s sign).
+    fn pow(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let base = self.positional(args, "base", "pow")?;
+        let exp = self.positional(args, "exp", "pow")?;
+        let modulus = args.optional("mod").map(as_index);
+        self.no_more(args, "pow")?;
+        let m = match modulus {
+            None | Some(Value::None) => return self.binary(BinOp::Pow, &base, &exp),
+            Some(Value::Int(m)) => m,
+            Some(v) => {
+                return Err(RunError::new(
+                    Code::E1005,
+                    format!("`pow` with a modulus takes ints, not {}", v.describe()),
+                ))
+            }
+        };
+        let (base, exp) = (as_index(base), as_index(exp));
+        let (Value::Int(b), Value::Int(e)) = (&base, &exp) else {
+            return Err(RunError::new(
+                Code::E1005,
+                format!(
+                    "`pow` with a modulus takes ints, not {} and {}",
+                    base.describe(),
+                    exp.describe()
+                ),
+            ));
+        };
+        if m == 0 {
+            return Err(RunError::value("pow() 3rd argument cannot be 0"));
+        }
+        if *e < 0 {
+            return Err(RunError::value(
+                "pow() with a modulus takes a non-negative exponent here",
+            ));
+        }
+        let m128 = i128::from(m);
+        let mut result: i128 = 1 % m128;
+        let mut square = i128::from(*b).rem_euclid(m128.abs());
+        let mut e = *e;
+        while e > 0 {
+            if e & 1 == 1 {
+                result = result * square % m128;
+            }
+            square = square * square % m128;
+            e >>= 1;
+        }
+        // Python's remainder takes the modulus's sign.
+        let r = result.rem_euclid(m128.abs());
+        let r = if m < 0 && r != 0 { r + m128 } else { r };
+        Ok(Value::Int(r as i64))
+    }
+
+    /// `hex(n)`, `oct(n)`, `bin(n)`: an int's digits in base 16, 8 or 2
+    /// after Python's prefix (`-0xff` for -255).
+    fn digits(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let n = as_index(self.positional(args, "n", path)?);
+        self.no_more(args, path)?;
+        let Value::Int(n) = n else {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("`{path}` takes an int, not {}", n.describe()),
+            ));
+        };
+        let magnitude = n.unsigned_abs();
+        let digits = match path {
+            "hex" => format!("0x{magnitude:x}"),
+            "oct" => format!("0o{magnitude:o}"),
+            _ => format!("0b{magnitude:b}"),
+        };
+        Ok(Value::str(&format!("{}{digits}", if n < 0 { "-" } else { "" })))
+    }
+
+    /// `chr(i)`: the one-character string of code point `i`.
+    fn chr(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let i = as_index(self.positional(args, "i", "chr")?);
+        self.no_more(args, "chr")?;
+        let Value::Int(i) = i else {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("`chr` takes an int, not {}", i.describe()),
+            ));
+        };
+        let c = u32::try_from(i)
+            .ok()
+            .filter(|&u| u < 0x11_0000)
+            .ok_or_else(|| RunError::value("chr() arg not in range(0x110000)"))?;
+        // A surrogate is a code point but not a `char`: Python makes a
+        // string of it, which cannot be printed.
+        let c =
+            char::from_u32(c).ok_or_else(|| RunError::value(format!("chr({i}) is a surrogate, not a character")))?;
+        Ok(Value::str(&c.to_string()))
+    }
+
+    /// `ord(c)`: the code point of a one-character string.
+    fn ord(&mut self, args: &mut Args) -> Result<Value, RunError> {
+        let c = self.positional(args, "c", "ord")?;
+        self.no_more(args, "ord")?;
+        let Value::Str(text) = &c else {
+            return Err(RunError::new(
+                Code::E1005,
+                format!("`ord` takes a one-character string, not {}", c.describe()),
+            ));
+        };
+        let mut chars = text.chars();
+        match (chars.next(), chars.next()) {
+            (Some(ch), None) => Ok(Value::Int(i64::from(u32::from(ch)))),
+            _ => Err(RunError::value(format!(
+                "ord() expected a character, but string of length {} found",
+                text.chars().count()
+            ))),
         }
     }
 
