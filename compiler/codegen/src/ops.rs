@@ -749,13 +749,12 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
                 }
                 f.when(&whole, |f| store_vector(f, b, &at, &lanes));
                 f.when(&split, |f| {
+                    // One bound for the run, or one for each element.
+                    let store = if inside.is_some() { store_at } else { guarded_store };
                     let each = |f: &mut FnEmitter| {
                         for (j, x) in lanes.iter().enumerate() {
                             let idx = lane_idx(f, j as i64);
-                            match inside {
-                                Some(_) => store_at(f, b, &idx, &bp, x),
-                                None => guarded_store(f, b, &idx, &bp, x),
-                            }
+                            store(f, b, &idx, &bp, x);
                         }
                     };
                     match &inside {

@@ -33,8 +33,8 @@ use std::f64::consts::LOG2_E;
 use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, compare, end, id, if_else, index, load_tile, mma, number, pipeline, tile_type,
-    transpose, view, with_elem, Frame, Gen, Result, TileEval,
+    binary, broadcast, cast_to, compare, end, id, if_else, index, iota, load_tile, mma, number, pipeline, tile_type,
+    transpose, view, Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Src};
 use crate::targets::attention_shared_bytes;
@@ -284,27 +284,16 @@ fn mask_where_needed(
         let s = load_tile(&mut t, slot, c0, &scores);
         let positions = tile_type(&shape, ScalarType::Index);
         let flags = tile_type(&shape, ScalarType::I1);
-        let iota = |b: &mut Builder<'_>, dim: i64, start: ValueId| {
-            let lanes = b
-                .op("tile.iota")
-                .attr("dim", Attr::Int(dim))
-                .result(positions.clone())
-                .build_value();
+        let from = |b: &mut Builder<'_>, dim: i64, start: ValueId| {
+            let lanes = iota(b, &shape, dim);
             binary(b, "add", lanes, start, positions.clone())
         };
-        let cmp = |b: &mut Builder<'_>, pred: &str, x: ValueId, y: ValueId| {
-            b.op("tile.cmp")
-                .operands(&[x, y])
-                .attr("pred", pred)
-                .result(flags.clone())
-                .build_value()
-        };
-        let keys = iota(&mut t, 1, j0);
-        let mut valid = ragged.then(|| cmp(&mut t, "lt", keys, n));
+        let keys = from(&mut t, 1, j0);
+        let mut valid = ragged.then(|| compare(&mut t, keys, n, "lt"));
         if causal {
-            let rows = iota(&mut t, 0, row0);
+            let rows = from(&mut t, 0, row0);
             let last = binary(&mut t, "add", rows, offset, positions.clone());
-            let seen = cmp(&mut t, "le", keys, last);
+            let seen = compare(&mut t, keys, last, "le");
             valid = Some(match valid {
                 Some(v) => binary(&mut t, "and", v, seen, flags.clone()),
                 None => seen,
@@ -328,13 +317,7 @@ fn mask_where_needed(
 /// `x` with `by` where it equals `value` (a tile of type `ty`).
 fn replace_equal(b: &mut Builder<'_>, x: ValueId, value: f64, by: f64, ty: &Type) -> ValueId {
     let value = number(b, value, ty.clone());
-    let flags = with_elem(ty, ScalarType::I1);
-    let equal = b
-        .op("tile.cmp")
-        .operands(&[x, value])
-        .attr("pred", "eq")
-        .result(flags)
-        .build_value();
+    let equal = compare(b, x, value, "eq");
     let by = number(b, by, ty.clone());
     b.op("tile.select")
         .operands(&[equal, by, x])

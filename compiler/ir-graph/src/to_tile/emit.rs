@@ -217,11 +217,7 @@ impl Gen {
     pub fn lanes_below(&self, b: &mut Builder<'_>, start: ValueId, shape: &[i64], extent: &DimExpr) -> Result<ValueId> {
         let last = shape.len().saturating_sub(1) as i64;
         let index_tile = tile_type(shape, ScalarType::Index);
-        let mut lanes = b
-            .op("tile.iota")
-            .attr("dim", Attr::Int(last))
-            .result(index_tile.clone())
-            .build_value();
+        let mut lanes = iota(b, shape, last);
         let width = shape.last().copied().unwrap_or(1);
         // A power of two, which `& -group` rounds down to.
         let group = modulus_of(&self.constraints, extent).map_or(1, |d| {
@@ -234,11 +230,7 @@ impl Gen {
         }
         let at = binary(b, "add", lanes, start, index_tile);
         let n = self.dim(b, extent)?;
-        Ok(b.op("tile.cmp")
-            .operands(&[at, n])
-            .attr("pred", "lt")
-            .result(tile_type(shape, ScalarType::I1))
-            .build_value())
+        Ok(compare(b, at, n, "lt"))
     }
 }
 
@@ -472,12 +464,22 @@ pub(crate) fn pipeline(
     (fill, consume)
 }
 
-/// `x pred y` of two scalars (`pred` as `tile.cmp` takes it: "lt", "le").
+/// `x pred y` (`pred` as `tile.cmp` takes it: "lt", "le"), `y` a scalar
+/// or of `x`'s shape: an `i1` of `x`'s shape.
 pub(crate) fn compare(b: &mut Builder<'_>, x: ValueId, y: ValueId, pred: &str) -> ValueId {
+    let flags = with_elem(b.value_type(x), ScalarType::I1);
     b.op("tile.cmp")
         .operands(&[x, y])
         .attr("pred", pred)
-        .result(Type::I1)
+        .result(flags)
+        .build_value()
+}
+
+/// Each lane's index along dim `dim` of a tile of `shape`.
+pub(crate) fn iota(b: &mut Builder<'_>, shape: &[i64], dim: i64) -> ValueId {
+    b.op("tile.iota")
+        .attr("dim", Attr::Int(dim))
+        .result(tile_type(shape, ScalarType::Index))
         .build_value()
 }
 

@@ -12,8 +12,8 @@ use std::collections::{BTreeSet, HashMap};
 use tessera_ir::{Attr, Builder, CmpOp, DimExpr, ScalarType, ShapeConstraint, Type, ValueId};
 
 use super::emit::{
-    binary, broadcast, cast_to, end, for_loop, id, index, number, thread_per_item, tile_type, unary, Frame, Gen,
-    Result, TileEval,
+    binary, broadcast, cast_to, compare, end, for_loop, id, index, iota, number, thread_per_item, tile_type, unary,
+    Frame, Gen, Result, TileEval,
 };
 use super::{Kernel, Node, Src};
 use crate::shape::{modulus_of, normalize_axis, num_elements, Divisible};
@@ -558,12 +558,7 @@ fn online_statistics(
         let x = chunk_at(l, j)?;
         let max = binary(l, "max", old[0], x, tile.clone());
         let below = number(l, -inf, Type::Scalar(acc));
-        let seen = l
-            .op("tile.cmp")
-            .operands(&[max, below])
-            .attr("pred", "gt")
-            .result(tile_type(shape, ScalarType::I1))
-            .build_value();
+        let seen = compare(l, max, below, "gt");
         let zero = number(l, 0.0, Type::Scalar(acc));
         let base = select(l, seen, max, zero);
         let drop = binary(l, "sub", old[0], base, tile.clone());
@@ -797,12 +792,7 @@ fn welford(g: &Gen, b: &mut Builder<'_>, w: &RowWalk<'_>, chunk_at: &mut ChunkOf
         Ok(vec![mean, m2])
     })?;
     let index_tile = tile_type(shape, ScalarType::Index);
-    let last = shape.len().saturating_sub(1) as i64;
-    let lane = b
-        .op("tile.iota")
-        .attr("dim", Attr::Int(last))
-        .result(index_tile.clone())
-        .build_value();
+    let lane = iota(b, shape, shape.len().saturating_sub(1) as i64);
     let minus_one = index(b, -1);
     let back = binary(b, "mul", lane, minus_one, index_tile.clone());
     let length = g.dim(b, n)?;
