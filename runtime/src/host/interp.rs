@@ -2645,41 +2645,25 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn pow(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let base = self.positional(args, "base", "pow")?;
         let exp = self.positional(args, "exp", "pow")?;
-        let modulus = args.optional("mod").map(as_index);
+        let modulus = args.optional("mod");
         self.no_more(args, "pow")?;
         let m = match modulus {
             None | Some(Value::None) => return self.binary(BinOp::Pow, &base, &exp),
-            Some(Value::Int(m)) => m,
-            Some(v) => {
-                return Err(RunError::new(
-                    Code::E1005,
-                    format!("`pow` with a modulus takes ints, not {}", v.describe()),
-                ))
-            }
+            Some(m) => self.int_arg(&m, "the modulus of `pow`")?,
         };
-        let (base, exp) = (as_index(base), as_index(exp));
-        let (Value::Int(b), Value::Int(e)) = (&base, &exp) else {
-            return Err(RunError::new(
-                Code::E1005,
-                format!(
-                    "`pow` with a modulus takes ints, not {} and {}",
-                    base.describe(),
-                    exp.describe()
-                ),
-            ));
-        };
+        let b = self.int_arg(&base, "the base of `pow` with a modulus")?;
+        let mut e = self.int_arg(&exp, "the exponent of `pow` with a modulus")?;
         if m == 0 {
             return Err(RunError::value("pow() 3rd argument cannot be 0"));
         }
-        if *e < 0 {
+        if e < 0 {
             return Err(RunError::value(
                 "pow() with a modulus takes a non-negative exponent here",
             ));
         }
         let m128 = i128::from(m);
         let mut result: i128 = 1 % m128;
-        let mut square = i128::from(*b).rem_euclid(m128.abs());
-        let mut e = *e;
+        let mut square = i128::from(b).rem_euclid(m128.abs());
         while e > 0 {
             if e & 1 == 1 {
                 result = result * square % m128;
@@ -2696,14 +2680,9 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `hex(n)`, `oct(n)`, `bin(n)`: an int's digits in base 16, 8 or 2
     /// after Python's prefix (`-0xff` for -255).
     fn digits(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
-        let n = as_index(self.positional(args, "n", path)?);
+        let n = self.positional(args, "n", path)?;
         self.no_more(args, path)?;
-        let Value::Int(n) = n else {
-            return Err(RunError::new(
-                Code::E1005,
-                format!("`{path}` takes an int, not {}", n.describe()),
-            ));
-        };
+        let n = self.int_arg(&n, &format!("the argument of `{path}`"))?;
         let magnitude = n.unsigned_abs();
         let digits = match path {
             "hex" => format!("0x{magnitude:x}"),
@@ -2715,14 +2694,9 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// `chr(i)`: the one-character string of code point `i`.
     fn chr(&mut self, args: &mut Args) -> Result<Value, RunError> {
-        let i = as_index(self.positional(args, "i", "chr")?);
+        let i = self.positional(args, "i", "chr")?;
         self.no_more(args, "chr")?;
-        let Value::Int(i) = i else {
-            return Err(RunError::new(
-                Code::E1005,
-                format!("`chr` takes an int, not {}", i.describe()),
-            ));
-        };
+        let i = self.int_arg(&i, "the argument of `chr`")?;
         let c = u32::try_from(i)
             .ok()
             .filter(|&u| u < 0x11_0000)
