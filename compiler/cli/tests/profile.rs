@@ -248,6 +248,55 @@ def main():
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A matmul of the default tile has a narrow kernel for a few rows
+/// (`spec/ir-schedule.md`, "Narrow variants"): on the CPU, M of at most
+/// 16 runs `<name>_m16` on 16-row tiles, a larger M the kernel itself.
+#[test]
+fn a_few_row_matmul_launches_the_narrow_kernel() {
+    let dir = temp("profile", "narrow");
+    let file = dir.join("mm.tsr");
+    std::fs::write(
+        &file,
+        "\
+def matmul(A: bf16[M, K], B: bf16[K, N]) -> f32[M, N]:
+    return op.matmul(A, B, accumulate=f32)
+
+def main():
+    B = randn(128, 192, seed=2, dtype=bf16)
+    for m in [16, 17]:
+        A = randn(m, 128, seed=m, dtype=bf16)
+        assert allclose(matmul(A, B), op.matmul(A, B, accumulate=f64), rtol=1e-4, atol=1e-3)
+",
+    )
+    .unwrap();
+    let out = dir.join("prof");
+    let (file_arg, out_arg) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let o = tessera(&["profile", file_arg, "-o", out_arg, "--repeat", "1", "--warmup", "0"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let w = read(&out);
+    let kernels = check_trace(&w, file_arg);
+    let launched: Vec<(&str, &Value, &Value)> = kernels
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), &e["args"]["grid"], &e["args"]["block"]))
+        .collect();
+    assert_eq!(
+        launched,
+        [
+            (
+                "matmul_k0_m16",
+                &serde_json::json!([1, 3, 1]),
+                &serde_json::json!([64, 1, 1])
+            ),
+            (
+                "matmul_k0",
+                &serde_json::json!([1, 3, 1]),
+                &serde_json::json!([64, 1, 1])
+            ),
+        ]
+    );
+}
+
 #[test]
 fn the_saxpy_example_is_profiled() {
     let dir = temp("profile", "saxpy");

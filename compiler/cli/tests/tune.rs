@@ -29,6 +29,14 @@ def matmul(A: bf16[M, K], B: bf16[K, N]) -> f32[M, N]:
 /// The `tile_shape`, `stages` and `block` of the first kernel in Schedule
 /// IR text.
 fn schedule_of(ir: &str) -> (String, String, String) {
+    // The kernel's own geometry, not its narrow variant's.
+    let ir = match ir.find("narrow = {") {
+        Some(at) => {
+            let end = ir[at..].find('}').map_or(ir.len(), |e| at + e + 1);
+            format!("{}{}", &ir[..at], &ir[end..])
+        }
+        None => ir.to_string(),
+    };
     let field = |key: &str| {
         let at = ir.find(&format!("{key} = ")).map(|i| i + key.len() + 3).unwrap_or(0);
         let rest = &ir[at..];

@@ -498,6 +498,34 @@ struct Config {
     knobs: BTreeMap<String, Attr>,
     /// A matmul on a target whose K loop may get a producer warpgroup.
     specialize: bool,
+    /// A matmul's variant for a small M (the kernel's `narrow`).
+    narrow: Option<Narrow>,
+}
+
+/// The geometry of a matmul's narrow variant, launched when M is at most
+/// `max_m` (`spec/ir-schedule.md`, "Narrow variants").
+struct Narrow {
+    max_m: i64,
+    tile: [i64; 3],
+    block: i64,
+    stages: i64,
+    grid: Vec<GridDim>,
+}
+
+impl Narrow {
+    fn to_attr(&self) -> Attr {
+        Attr::Dict(BTreeMap::from([
+            ("max_m".to_string(), Attr::Int(self.max_m)),
+            ("tile_shape".to_string(), Attr::ints(self.tile)),
+            ("block".to_string(), Attr::ints([self.block, 1, 1])),
+            ("stages".to_string(), Attr::Int(self.stages)),
+            ("grid".to_string(), grid_attr(&self.grid)),
+        ]))
+    }
+}
+
+fn grid_attr(grid: &[GridDim]) -> Attr {
+    Attr::Array(grid.iter().map(GridDim::to_attr).collect())
 }
 
 /// `size` made to respect the constraints on `dim`: kept when it divides
@@ -571,6 +599,17 @@ fn tuned_threads(target: Target, tuned: &BTreeMap<String, i64>) -> i64 {
     tuned.get("warps").map_or(target.matmul_threads, |w| w * 32)
 }
 
+/// Threads per block of a matmul of `rows`-row tiles: the tuner's
+/// `warps`, else the target's, but one warpgroup for a 64-row tile on
+/// sm_90a, whose wgmma takes 64 rows a warpgroup (two would split the
+/// rows into halves no wgmma takes, and fall back to `mma.sync`).
+fn matmul_threads(target: Target, rows: i64, tuned: &BTreeMap<String, i64>) -> i64 {
+    match tuned.get("warps") {
+        None if target.name == "sm_90a" && rows == 64 => 128,
+        _ => tuned_threads(target, tuned),
+    }
+}
+
 fn schedule(
     m: &Module,
     group: &Group,
@@ -588,13 +627,22 @@ fn schedule(
         let a = m.operands(anchor)[0];
         let elem = m.value_type(a).elem().unwrap_or(ScalarType::F32);
         let source = m.attr(anchor, "tile_shape").and_then(Attr::as_ints);
-        let mut tile = tuned_tile(
-            match source.as_deref() {
-                Some(&[bm, bn, bk]) => [bm, bn, bk],
-                _ => target.matmul_tile(elem),
-            },
-            tuned,
-        );
+        let dim = |i: usize| tiled.iter().find(|t| t.index == i).map(|t| &t.dim);
+        let narrow_target = target
+            .narrow_matmul(elem)
+            .filter(|_| source.is_none() && tuned.is_empty());
+        // A constant M that small takes the narrow geometry as its own.
+        let few_rows = narrow_target.filter(|n| dim(0).and_then(DimExpr::as_const).is_some_and(|c| c <= n.max_m));
+        let mut tile = match few_rows {
+            Some(n) => n.tile,
+            None => tuned_tile(
+                match source.as_deref() {
+                    Some(&[bm, bn, bk]) => [bm, bn, bk],
+                    _ => target.matmul_tile(elem),
+                },
+                tuned,
+            ),
+        };
         // An epilogue of transcendental functions needs registers for its
         // temporaries next to the accumulator: by default, at most
         // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread.
@@ -608,35 +656,11 @@ fn schedule(
         for t in &tiled {
             tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
-        let wanted = tuned.get("stages").copied().unwrap_or(target.matmul_stages);
-        let stages = fitting_stages(&target, wanted, |s| matmul_shared_bytes(&target, tile, s, elem));
-        let bytes = matmul_shared_bytes(&target, tile, stages, elem);
-        if !target.fits_shared(bytes) {
-            return Err(Box::new(
-                VerifyError::at_op(
-                    m,
-                    anchor,
-                    format!(
-                        "the matmul tile {} needs {bytes} bytes of shared memory, more than {} allows",
-                        Attr::ints(tile),
-                        target.name
-                    ),
-                )
-                .with_label("this matmul's tile does not fit")
-                .with_note(format!(
-                    "{} has {} bytes of shared memory per block; choose a smaller `tile_shape`",
-                    target.name,
-                    target.shared_limit.unwrap_or_default()
-                )),
-            ));
-        }
+        let wanted = match few_rows {
+            Some(n) => n.stages,
+            None => tuned.get("stages").copied().unwrap_or(target.matmul_stages),
+        };
         let batch = num_elements(&out[..out.len().saturating_sub(2)]);
-        let dim = |i: usize| tiled.iter().find(|t| t.index == i).map(|t| &t.dim);
-        let tiles = vec![
-            GridDim::ceil_div(dim(0).unwrap_or(&DimExpr::constant(1)), tile[0]),
-            GridDim::ceil_div(dim(1).unwrap_or(&DimExpr::constant(1)), tile[1]),
-            GridDim::ceil_div(&batch, 1),
-        ];
         let specialize = specializes(&target, tuned);
         let known = |d: &DimExpr| {
             d.as_const()
@@ -645,9 +669,67 @@ fn schedule(
         let loads_whole_rows = copied_operands(m, anchor)
             .iter()
             .all(|ty| tessera_ir_tile::strides_aligned(ty, 16, known));
-        let grid = match persists(&target, tuned, specialize && loads_whole_rows) {
-            true => vec![GridDim::Persistent(tiles)],
-            false => tiles,
+        let persistent = persists(&target, tuned, specialize && loads_whole_rows);
+        let geometry = |tile: [i64; 3], wanted: i64| -> Result<(i64, Vec<GridDim>), Box<VerifyError>> {
+            let stages = fitting_stages(&target, wanted, |s| matmul_shared_bytes(&target, tile, s, elem));
+            let bytes = matmul_shared_bytes(&target, tile, stages, elem);
+            if !target.fits_shared(bytes) {
+                return Err(Box::new(
+                    VerifyError::at_op(
+                        m,
+                        anchor,
+                        format!(
+                            "the matmul tile {} needs {bytes} bytes of shared memory, more than {} allows",
+                            Attr::ints(tile),
+                            target.name
+                        ),
+                    )
+                    .with_label("this matmul's tile does not fit")
+                    .with_note(format!(
+                        "{} has {} bytes of shared memory per block; choose a smaller `tile_shape`",
+                        target.name,
+                        target.shared_limit.unwrap_or_default()
+                    )),
+                ));
+            }
+            let tiles = vec![
+                GridDim::ceil_div(dim(0).unwrap_or(&DimExpr::constant(1)), tile[0]),
+                GridDim::ceil_div(dim(1).unwrap_or(&DimExpr::constant(1)), tile[1]),
+                GridDim::ceil_div(&batch, 1),
+            ];
+            Ok((
+                stages,
+                if persistent {
+                    vec![GridDim::Persistent(tiles)]
+                } else {
+                    tiles
+                },
+            ))
+        };
+        let (stages, grid) = geometry(tile, wanted)?;
+        // A symbolic M gets a narrow variant when the default tile is
+        // taller than the target's narrow one, nothing chose the tile, and
+        // M may be that small (no `where` makes it a multiple of more).
+        let narrow = match (narrow_target, dim(0)) {
+            (Some(n), Some(m_dim))
+                if m_dim.as_const().is_none()
+                    && n.tile[0] < tile[0]
+                    && modulus_of(constraints, m_dim).is_none_or(|c| c.modulus <= n.max_m) =>
+            {
+                let mut narrow_tile = n.tile;
+                for t in tiled.iter().filter(|t| t.index > 0) {
+                    narrow_tile[t.index] = constrain(narrow_tile[t.index], &t.dim, constraints);
+                }
+                let (narrow_stages, narrow_grid) = geometry(narrow_tile, n.stages)?;
+                Some(Narrow {
+                    max_m: n.max_m,
+                    tile: narrow_tile,
+                    block: n.threads,
+                    stages: narrow_stages,
+                    grid: narrow_grid,
+                })
+            }
+            _ => None,
         };
         let stage_list: Vec<i64> = (2..=target.matmul_stages).collect();
         let mut knobs = BTreeMap::from([
@@ -661,11 +743,12 @@ fn schedule(
         }
         return Ok(Config {
             tile: tile.to_vec(),
-            block: tuned_threads(target, tuned),
+            block: few_rows.map_or_else(|| matmul_threads(target, tile[0], tuned), |n| n.threads),
             grid,
             stages,
             knobs: producer_knob(&target, knobs),
             specialize,
+            narrow,
         });
     }
     if group.pattern == "scan" {
@@ -748,6 +831,7 @@ fn schedule(
             ("threads".to_string(), Attr::ints([128, 256])),
         ]),
         specialize: false,
+        narrow: None,
     })
 }
 
@@ -762,6 +846,7 @@ fn thread_per_item(items: &[DimExpr], tile: Vec<i64>) -> Config {
         stages: 1,
         knobs: BTreeMap::from([("threads".to_string(), Attr::ints([128, 256, 512]))]),
         specialize: false,
+        narrow: None,
     }
 }
 
@@ -880,6 +965,7 @@ fn attention_config(
             ]),
         ),
         specialize: specializes(&target, tuned),
+        narrow: None,
     })
 }
 
@@ -969,10 +1055,13 @@ fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
         let yielded = map[&root_value];
         b.op("schedule.yield").operand(yielded).loc(loc.clone()).build();
     });
-    let grid = Attr::Array(config.grid.iter().map(GridDim::to_attr).collect());
+    let grid = grid_attr(&config.grid);
     let mut kernel = b.op("schedule.kernel");
     if config.specialize {
         kernel = kernel.attr("warp_specialize", Attr::Bool(true));
+    }
+    if let Some(narrow) = &config.narrow {
+        kernel = kernel.attr("narrow", narrow.to_attr());
     }
     let kernel = kernel
         .operands(&externals)

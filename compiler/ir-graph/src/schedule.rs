@@ -32,6 +32,7 @@ const OPS: &[OpDef] = &[
             AttrDef::required("stages", AttrKind::Int),
             AttrDef::optional("knobs", AttrKind::Dict),
             AttrDef::optional("warp_specialize", AttrKind::Bool),
+            AttrDef::optional("narrow", AttrKind::Dict),
         ],
         pure: true,
         ..OpDef::DEFAULT
@@ -445,115 +446,18 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
             return;
         }
     }
-    let Some(tile) = int_array(m, op, "tile_shape").filter(|t| !t.is_empty() && t.iter().all(|&x| x > 0)) else {
-        let shown = m.attr(op, "tile_shape").map(ToString::to_string).unwrap_or_default();
-        errors.push(err(
-            m,
-            op,
-            format!("`tile_shape` of kernel \"{name}\" must be positive integers, not {shown}"),
-            "bad tile shape",
-        ));
+    let whole = |key: &str| m.attr(op, key);
+    let Some(tile) = verify_geometry(
+        m,
+        op,
+        &format!("kernel \"{name}\""),
+        &pattern,
+        tile_rank,
+        &whole,
+        errors,
+    ) else {
         return;
     };
-    if let Some(rank) = tile_rank.filter(|&r| r != tile.len()) {
-        let meaning = match pattern.as_str() {
-            "matmul" | "matmul_epilogue" => "[BM, BN, BK]",
-            "softmax" | "norm" => "[rows, columns]",
-            "reduce" => "[columns]",
-            "scan" => "[lines]",
-            _ => "[elements]",
-        };
-        errors.push(err(
-            m,
-            op,
-            format!(
-                "a \"{pattern}\" kernel takes a `tile_shape` of {rank} entries {meaning}, not {}",
-                tile.len()
-            ),
-            "wrong number of tile dims",
-        ));
-        return;
-    }
-    match int_array(m, op, "block") {
-        Some(block) if (1..=3).contains(&block.len()) && block.iter().all(|&b| b > 0) => {
-            let threads: i64 = block.iter().product();
-            if threads > 1024 {
-                errors.push(
-                    err(
-                        m,
-                        op,
-                        format!("kernel \"{name}\" has {threads} threads per block, more than 1024"),
-                        "too many threads",
-                    )
-                    .with_note("a block has 1 to 1024 threads on every target"),
-                );
-            }
-        }
-        _ => {
-            let shown = m.attr(op, "block").map(ToString::to_string).unwrap_or_default();
-            errors.push(err(
-                m,
-                op,
-                format!("`block` of kernel \"{name}\" must be 1 to 3 positive integers, not {shown}"),
-                "bad block shape",
-            ));
-        }
-    }
-    let stages = m.attr(op, "stages").and_then(Attr::as_int).unwrap_or(0);
-    if stages < 1 {
-        errors.push(err(
-            m,
-            op,
-            format!("kernel \"{name}\" has `stages = {stages}`; it needs at least 1"),
-            "no pipeline stage",
-        ));
-    }
-    if let Some(grid) = m.attr(op, "grid") {
-        let entries: Option<Vec<GridDim>> = grid
-            .as_array()
-            .filter(|g| (1..=3).contains(&g.len()))
-            .and_then(|g| g.iter().map(GridDim::from_attr).collect());
-        let persistent = entries
-            .as_ref()
-            .is_some_and(|g| g.iter().any(|d| matches!(d, GridDim::Persistent(_))));
-        if persistent && entries.as_ref().is_some_and(|g| g.len() > 1) {
-            errors.push(
-                err(
-                    m,
-                    op,
-                    format!("the persistent `grid` of kernel \"{name}\" has more than one entry: {grid}"),
-                    "bad grid",
-                )
-                .with_note("a persistent grid is one entry, `[\"persistent(work, …)\"]`: its blocks walk all the work"),
-            );
-        } else if persistent
-            && !m
-                .attr(op, "pattern")
-                .and_then(Attr::as_str)
-                .is_some_and(|p| p.starts_with("matmul"))
-        {
-            errors.push(
-                err(
-                    m,
-                    op,
-                    format!("kernel \"{name}\" has a persistent grid, which only matmul kernels walk"),
-                    "bad grid",
-                )
-                .with_note("other kernels compute one tile per block"),
-            );
-        }
-        if entries.is_none() {
-            errors.push(
-                err(
-                    m,
-                    op,
-                    format!("`grid` of kernel \"{name}\" must be 1 to 3 block counts, not {grid}"),
-                    "bad grid",
-                )
-                .with_note("a block count is a positive integer, a dim (\"B*H\"), \"cdiv(dim, tile)\" or \"persistent(count, …)\""),
-            );
-        }
-    }
     if let Some(knobs) = m.attr(op, "knobs").and_then(Attr::as_dict) {
         for (knob, values) in knobs {
             if values.as_ints().is_none_or(|v| v.is_empty()) {
@@ -569,6 +473,184 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
     if let Some(anchor) = anchor {
         verify_tile_constraints(m, op, anchor, &tile, errors);
     }
+    if let Some(narrow) = m.attr(op, "narrow") {
+        verify_narrow(m, op, anchor, &name, &pattern, narrow, errors);
+    }
+}
+
+/// A matmul's `narrow` variant (`{max_m, tile_shape, block, stages,
+/// grid}`): the kernel launched instead when M is at most `max_m`, whose
+/// geometry is checked as the kernel's own. M must be a symbolic dim (a
+/// constant one gets the fitting tile instead).
+fn verify_narrow(
+    m: &Module,
+    op: OpId,
+    anchor: Option<OpId>,
+    name: &str,
+    pattern: &str,
+    narrow: &Attr,
+    errors: &mut VerifyErrors,
+) {
+    let bad = |message: String| err(m, op, message, "bad narrow variant");
+    let Some(dict) = narrow.as_dict() else {
+        errors.push(bad(format!(
+            "the `narrow` variant of kernel \"{name}\" must be a dict of `max_m`, `tile_shape`, `block`, `stages` and `grid`, not {narrow}"
+        )));
+        return;
+    };
+    let Some(anchor) = anchor.filter(|_| pattern.starts_with("matmul")) else {
+        errors.push(bad(format!(
+            "kernel \"{name}\" has a `narrow` variant, which only matmul kernels take"
+        )));
+        return;
+    };
+    let max_m = dict.get("max_m").and_then(Attr::as_int).filter(|&v| v > 0);
+    if max_m.is_none() {
+        let shown = dict
+            .get("max_m")
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "nothing".into());
+        errors.push(bad(format!(
+            "`max_m` of the narrow variant of kernel \"{name}\" must be a positive integer, not {shown}"
+        )));
+    }
+    let m_dim = tiled_dims(m, anchor).into_iter().find(|t| t.index == 0).map(|t| t.dim);
+    if let Some(d) = m_dim.filter(|d| d.as_const().is_some()) {
+        errors.push(
+            bad(format!("kernel \"{name}\" has a `narrow` variant, but its M is the constant {d}"))
+                .with_note("a narrow variant is launched for the small values of a symbolic M; a constant M gets its tile directly"),
+        );
+    }
+    let get = |key: &str| dict.get(key);
+    let what = format!("the narrow variant of kernel \"{name}\"");
+    let rank = PATTERNS.iter().find(|(p, _)| *p == pattern).and_then(|&(_, r)| r);
+    if let Some(tile) = verify_geometry(m, op, &what, pattern, rank, &get, errors) {
+        verify_tile_constraints(m, op, anchor, &tile, errors);
+    }
+}
+
+/// A kernel's launch geometry, read through `get` (the kernel's own
+/// attributes, or its narrow variant's): `tile_shape` positive and of the
+/// pattern's rank, 1 to 3 positive `block` dims of at most 1024 threads,
+/// at least one of `stages`, and a `grid` of block counts. The tile, when
+/// there is one to check further.
+fn verify_geometry<'a>(
+    m: &Module,
+    op: OpId,
+    what: &str,
+    pattern: &str,
+    tile_rank: Option<usize>,
+    get: &dyn Fn(&str) -> Option<&'a Attr>,
+    errors: &mut VerifyErrors,
+) -> Option<Vec<i64>> {
+    let Some(tile) = get("tile_shape")
+        .and_then(Attr::as_ints)
+        .filter(|t| !t.is_empty() && t.iter().all(|&x| x > 0))
+    else {
+        let shown = get("tile_shape").map(ToString::to_string).unwrap_or_default();
+        errors.push(err(
+            m,
+            op,
+            format!("`tile_shape` of {what} must be positive integers, not {shown}"),
+            "bad tile shape",
+        ));
+        return None;
+    };
+    if let Some(rank) = tile_rank.filter(|&r| r != tile.len()) {
+        let meaning = match pattern {
+            "matmul" | "matmul_epilogue" => "[BM, BN, BK]",
+            "softmax" | "norm" => "[rows, columns]",
+            "reduce" => "[columns]",
+            "scan" => "[lines]",
+            _ => "[elements]",
+        };
+        errors.push(err(
+            m,
+            op,
+            format!(
+                "`tile_shape` of {what} has {} entries; a \"{pattern}\" kernel takes {rank}: {meaning}",
+                tile.len()
+            ),
+            "wrong number of tile dims",
+        ));
+        return None;
+    }
+    match get("block").and_then(Attr::as_ints) {
+        Some(block) if (1..=3).contains(&block.len()) && block.iter().all(|&b| b > 0) => {
+            let threads: i64 = block.iter().product();
+            if threads > 1024 {
+                errors.push(
+                    err(
+                        m,
+                        op,
+                        format!("{what} has {threads} threads per block, more than 1024"),
+                        "too many threads",
+                    )
+                    .with_note("a block has 1 to 1024 threads on every target"),
+                );
+            }
+        }
+        _ => {
+            let shown = get("block").map(ToString::to_string).unwrap_or_default();
+            errors.push(err(
+                m,
+                op,
+                format!("`block` of {what} must be 1 to 3 positive integers, not {shown}"),
+                "bad block shape",
+            ));
+        }
+    }
+    let stages = get("stages").and_then(Attr::as_int).unwrap_or(0);
+    if stages < 1 {
+        errors.push(err(
+            m,
+            op,
+            format!("{what} has `stages = {stages}`; it needs at least 1"),
+            "no pipeline stage",
+        ));
+    }
+    if let Some(grid) = get("grid") {
+        let entries: Option<Vec<GridDim>> = grid
+            .as_array()
+            .filter(|g| (1..=3).contains(&g.len()))
+            .and_then(|g| g.iter().map(GridDim::from_attr).collect());
+        let persistent = entries
+            .as_ref()
+            .is_some_and(|g| g.iter().any(|d| matches!(d, GridDim::Persistent(_))));
+        if persistent && entries.as_ref().is_some_and(|g| g.len() > 1) {
+            errors.push(
+                err(
+                    m,
+                    op,
+                    format!("the persistent `grid` of {what} has more than one entry: {grid}"),
+                    "bad grid",
+                )
+                .with_note("a persistent grid is one entry, `[\"persistent(work, …)\"]`: its blocks walk all the work"),
+            );
+        } else if persistent && !pattern.starts_with("matmul") {
+            errors.push(
+                err(
+                    m,
+                    op,
+                    format!("{what} has a persistent grid, which only matmul kernels walk"),
+                    "bad grid",
+                )
+                .with_note("other kernels compute one tile per block"),
+            );
+        }
+        if entries.is_none() {
+            errors.push(
+                err(
+                    m,
+                    op,
+                    format!("`grid` of {what} must be 1 to 3 block counts, not {grid}"),
+                    "bad grid",
+                )
+                .with_note("a block count is a positive integer, a dim (\"B*H\"), \"cdiv(dim, tile)\" or \"persistent(count, …)\""),
+            );
+        }
+    }
+    Some(tile)
 }
 
 /// Tile shapes respect the `where` constraints: a tile dim over a dim with

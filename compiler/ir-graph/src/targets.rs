@@ -87,6 +87,33 @@ impl Target {
         }
     }
 
+    /// The tile a matmul whose M is at most `max_m` is launched with
+    /// instead of the default one, where a default tile taller than that
+    /// would leave most multiprocessors idle: a 16-row product of 4096
+    /// columns is 16 blocks of `[128, 256]` on sm_90a's 132
+    /// multiprocessors, and 64 of `[64, 64]`. On sm_90a one consumer
+    /// warpgroup (wgmma's M is 64 a warpgroup) and twice the default
+    /// stages, which keep as many bytes of B in flight as the default tile;
+    /// on the CPU a 16-row tile, which computes no masked rows of such a
+    /// product. None where the default tile serves (gfx targets, f32).
+    pub fn narrow_matmul(&self, elem: ScalarType) -> Option<NarrowMatmul> {
+        let narrow = |max_m, tile, threads, stages| {
+            Some(NarrowMatmul {
+                max_m,
+                tile,
+                threads,
+                stages,
+            })
+        };
+        match self.name {
+            "sm_90a" if elem.bits() == 8 => narrow(64, [64, 64, 128], 128, 8),
+            "sm_90a" if elem.bits() <= 16 => narrow(64, [64, 64, 64], 128, 8),
+            "sm_80" if elem.bits() <= 16 => narrow(64, [64, 64, 32], 128, 4),
+            "cpu" => narrow(16, [16, 64, 64], self.matmul_threads, self.matmul_stages),
+            _ => None,
+        }
+    }
+
     /// The default threads of an attention kernel whose widest head dim
     /// is `head`: on sm_90a with heads of at most 64, three warpgroups of
     /// 64 query rows each (FlashAttention-3's 192 × 128 tile), which
@@ -124,6 +151,15 @@ impl Target {
     pub fn fits_shared(&self, bytes: i64) -> bool {
         self.shared_limit.is_none_or(|limit| bytes <= limit)
     }
+}
+
+/// A matmul's tile for an M of at most `max_m` ([`Target::narrow_matmul`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NarrowMatmul {
+    pub max_m: i64,
+    pub tile: [i64; 3],
+    pub threads: i64,
+    pub stages: i64,
 }
 
 /// The names of the targets, for messages.

@@ -7,15 +7,51 @@
 
 use std::collections::HashMap;
 
-use tessera_ir::{Attr, Builder, DimExpr, MemSpace, ScalarType, Type, ValueId};
+use tessera_ir::{Attr, Builder, CmpOp, DimExpr, MemSpace, ScalarType, ShapeConstraint, Type, ValueId};
 
 use super::emit::{
     binary, cast_to, end, for_loop, id, index, load_tile, mma, number, pipeline, tile_type, transpose, view, Frame,
     Gen, Result, TileEval,
 };
+use super::rows::{RowSpan, Variant};
 use super::{Kernel, Src};
 use crate::shape::GridDim;
 use crate::targets::matmul_shared_bytes;
+
+/// The kernels of a matmul with a narrow variant (`spec/ir-schedule.md`,
+/// "Narrow variants"): `<name>_m<max_m>`, the narrow geometry, launched
+/// when M is at most `max_m`, and the kernel itself when M is larger.
+pub(crate) fn variants(k: &Kernel) -> Vec<Variant> {
+    let m_dim = k
+        .anchor("graph.matmul")
+        .map(|mm| k.ty(k.nodes[mm].operands[0]))
+        .and_then(Type::dims)
+        .and_then(|dims| dims.len().checked_sub(2).map(|i| dims[i].clone()));
+    let whole = |kernel: Kernel, launches| Variant {
+        kernel,
+        launches,
+        facts: Vec::new(),
+        span: RowSpan::Any,
+    };
+    let (Some(narrow), Some(m)) = (&k.narrow, m_dim) else {
+        return vec![whole(k.clone(), vec![Vec::new()])];
+    };
+    let bound = |op| ShapeConstraint::Compare {
+        lhs: m.clone(),
+        op,
+        rhs: DimExpr::constant(narrow.max_m),
+    };
+    let mut small = k.clone();
+    small.name = format!("{}_m{}", k.name, narrow.max_m);
+    small.tile = narrow.tile.clone();
+    small.block = narrow.block.clone();
+    small.stages = narrow.stages;
+    small.grid = narrow.grid.clone();
+    vec![
+        whole(small, vec![vec![bound(CmpOp::Le)]]),
+        whole(k.clone(), vec![vec![bound(CmpOp::Gt)]]),
+    ]
+}
 
 /// Emits the kernel body; returns its shared memory in bytes.
 pub(crate) fn lower(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {

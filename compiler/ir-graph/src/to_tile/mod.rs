@@ -119,6 +119,36 @@ impl Node {
     }
 }
 
+/// A matmul kernel's narrow variant, read: launched instead of the kernel
+/// when M is at most `max_m`, with this geometry.
+#[derive(Clone)]
+pub(crate) struct Narrow {
+    pub max_m: i64,
+    pub tile: Vec<i64>,
+    pub block: Vec<i64>,
+    pub stages: i64,
+    pub grid: Option<Vec<GridDim>>,
+}
+
+impl Narrow {
+    fn read(attr: &Attr) -> Option<Narrow> {
+        let d = attr.as_dict()?;
+        let ints = |key: &str| d.get(key).and_then(Attr::as_ints);
+        Some(Narrow {
+            max_m: d.get("max_m").and_then(Attr::as_int)?,
+            tile: ints("tile_shape")?,
+            block: ints("block")?,
+            stages: d.get("stages").and_then(Attr::as_int)?,
+            grid: grid_of(d.get("grid")),
+        })
+    }
+}
+
+fn grid_of(attr: Option<&Attr>) -> Option<Vec<GridDim>> {
+    attr.and_then(Attr::as_array)
+        .and_then(|g| g.iter().map(GridDim::from_attr).collect())
+}
+
 /// A `schedule.kernel`, read.
 #[derive(Clone)]
 pub(crate) struct Kernel {
@@ -131,6 +161,8 @@ pub(crate) struct Kernel {
     pub stages: i64,
     /// The schedule asks for a producer warpgroup (`warp_specialize`).
     pub specialize: bool,
+    /// A matmul's variant for a small M (the schedule's `narrow`).
+    pub narrow: Option<Narrow>,
     pub args: Vec<Type>,
     pub nodes: Vec<Node>,
     pub root: Src,
@@ -179,12 +211,10 @@ impl Kernel {
                 .to_string(),
             tile: ints("tile_shape"),
             block: ints("block"),
-            grid: m
-                .attr(op, "grid")
-                .and_then(Attr::as_array)
-                .and_then(|g| g.iter().map(GridDim::from_attr).collect()),
+            grid: grid_of(m.attr(op, "grid")),
             stages: m.attr(op, "stages").and_then(Attr::as_int).unwrap_or(1),
             specialize: m.attr(op, "warp_specialize").and_then(Attr::as_bool) == Some(true),
+            narrow: m.attr(op, "narrow").and_then(Narrow::read),
             args: m.block_args(block).iter().map(|&a| m.value_type(a).clone()).collect(),
             nodes,
             root,
@@ -300,7 +330,11 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         .collect();
     let mut lowered: HashMap<OpId, Vec<Lowered>> = HashMap::new();
     for k in &kernels {
-        for variant in rows::variants(k, &facts) {
+        let variants = match k.narrow {
+            Some(_) => matmul::variants(k),
+            None => rows::variants(k, &facts),
+        };
+        for variant in variants {
             let l = lower_kernel(m, func, &variant, target, &facts, deterministic, &kept)?;
             lowered.entry(k.op).or_default().push(l);
         }
