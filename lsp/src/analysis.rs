@@ -334,6 +334,19 @@ fn walk_expr<'a>(e: &'a Expr, role: Role, f: &mut dyn FnMut(Node<'a>)) {
                 walk_expr(part, role, f);
             }
         }
+        ExprKind::Comp {
+            elt, value, clauses, ..
+        } => {
+            walk_expr(elt, role, f);
+            if let Some(value) = value {
+                walk_expr(value, role, f);
+            }
+            for c in clauses {
+                walk_expr(&c.target, role, f);
+                walk_expr(&c.iter, role, f);
+                c.conds.iter().for_each(|e| walk_expr(e, role, f));
+            }
+        }
         ExprKind::Name(_)
         | ExprKind::Int(_)
         | ExprKind::Float(_)

@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::{Block, Expr, ExprKind, FnDef, Stmt, StmtKind};
+use tessera_syntax::ast::{Block, CompFor, Expr, ExprKind, FnDef, Stmt, StmtKind};
 
 use crate::db::{self, Db, FnId, SourceFile};
 use crate::ty::{DType, Ty};
@@ -329,6 +329,15 @@ impl Walk {
                     });
                 }
             }
+            return;
+        }
+        if let ExprKind::Comp { clauses, .. } = &e.kind {
+            // A comprehension's names are its own, not the function's.
+            let mut inner = state.clone();
+            if let Some(assigned) = inner.as_mut() {
+                assigned.extend(clauses.iter().flat_map(CompFor::bound_names).map(str::to_string));
+            }
+            e.kind.for_each_child(|c| self.reads(c, &inner));
             return;
         }
         e.kind.for_each_child(|c| self.reads(c, state));

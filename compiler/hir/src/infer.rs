@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use tessera_base::{range_len, Span};
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
-use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
+use tessera_syntax::ast::{Arg, BinOp, Block, CompFor, CompKind, Expr, ExprKind, FnDef, Stmt, StmtKind, UnaryOp};
 
 pub use crate::body::BodyInfo;
 use crate::body::{Call, CallTarget, Guard};
@@ -84,6 +84,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
     info
 }
 
+#[derive(Clone)]
 struct Local {
     ty: Ty,
     param: bool,
@@ -471,6 +472,44 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// A comprehension, in Python's order: each clause's iterable, its
+    /// target bound to the iterable's items, its conditions; then the
+    /// element (and a dict's value). Its names are its own: a local of the
+    /// same name is as it was once the comprehension is done. A list or a
+    /// generator (host code evaluates it at once, to a list) is a list of
+    /// its element's type.
+    fn comprehension(&mut self, kind: CompKind, elt: &Expr, value: Option<&Expr>, clauses: &[CompFor]) -> Ty {
+        let saved: Vec<(String, Option<Local>)> = clauses
+            .iter()
+            .flat_map(CompFor::bound_names)
+            .map(|n| (n.to_string(), self.locals.get(n).cloned()))
+            .collect();
+        for clause in clauses {
+            let element = item_of(self.expr(&clause.iter));
+            for name in clause.bound_names() {
+                self.locals.remove(name);
+            }
+            self.assign(&clause.target, &element, &clause.iter);
+            for cond in &clause.conds {
+                self.expr(cond);
+            }
+        }
+        let item = self.expr(elt);
+        if let Some(value) = value {
+            self.expr(value);
+        }
+        for (name, old) in saved.into_iter().rev() {
+            match old {
+                Some(local) => self.locals.insert(name, local),
+                None => self.locals.remove(&name),
+            };
+        }
+        match kind {
+            CompKind::List | CompKind::Generator => Ty::List(Box::new(item)),
+            CompKind::Dict => Ty::Unknown,
+        }
+    }
+
     fn bind(&mut self, name: &str, span: Span, ty: Ty) {
         self.record(span, &ty);
         if !self.locals.contains_key(name) {
@@ -594,6 +633,12 @@ impl<'a> Infer<'a> {
                 }
                 Ty::Unknown
             }
+            ExprKind::Comp {
+                kind,
+                elt,
+                value,
+                clauses,
+            } => self.comprehension(*kind, elt, value.as_deref(), clauses),
             ExprKind::Unary { op, operand } => {
                 let ty = self.expr(operand);
                 let ty = self.element_of_0d(ty);

@@ -1,6 +1,6 @@
 //! Expressions printed back as source text, for messages.
 
-use tessera_syntax::ast::{Expr, ExprKind, UnaryOp};
+use tessera_syntax::ast::{CompKind, Expr, ExprKind, UnaryOp};
 
 /// Binding strength, loosest first; used to decide where parentheses go.
 fn precedence(e: &Expr) -> u8 {
@@ -81,6 +81,28 @@ pub fn expr(e: &Expr) -> String {
             match step {
                 Some(s) => format!("{}:{}:{}", part(lower), part(upper), expr(s)),
                 None => format!("{}:{}", part(lower), part(upper)),
+            }
+        }
+        ExprKind::Comp {
+            kind,
+            elt,
+            value,
+            clauses,
+        } => {
+            let mut body = match value {
+                Some(v) => format!("{}: {}", expr(elt), expr(v)),
+                None => expr(elt),
+            };
+            for c in clauses {
+                body += &format!(" for {} in {}", expr(&c.target), wrap(&c.iter, 2));
+                for cond in &c.conds {
+                    body += &format!(" if {}", wrap(cond, 2));
+                }
+            }
+            match kind {
+                CompKind::List => format!("[{body}]"),
+                CompKind::Dict => format!("{{{body}}}"),
+                CompKind::Generator => format!("({body})"),
             }
         }
         ExprKind::Error => "<error>".into(),

@@ -32,19 +32,11 @@ impl Block {
     /// less its parameters. Statements that did not parse count with what
     /// they hold.
     pub fn bound_names(&self) -> Vec<&str> {
-        fn targets<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
-            match &e.kind {
-                ExprKind::Name(n) => out.push(n),
-                ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| targets(i, out)),
-                ExprKind::Paren(inner) => targets(inner, out),
-                _ => {}
-            }
-        }
         fn stmts<'e>(list: &'e [Stmt], out: &mut Vec<&'e str>) {
             for stmt in list {
                 match &stmt.kind {
-                    StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, out)),
-                    StmtKind::AnnAssign { target, .. } | StmtKind::For { target, .. } => targets(target, out),
+                    StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| target_names(t, out)),
+                    StmtKind::AnnAssign { target, .. } | StmtKind::For { target, .. } => target_names(target, out),
                     StmtKind::With { items, .. } => {
                         out.extend(items.iter().filter_map(|i| i.alias.as_ref()).map(|a| a.name.as_str()))
                     }
@@ -397,7 +389,52 @@ pub enum ExprKind {
         upper: Option<Box<Expr>>,
         step: Option<Box<Expr>>,
     },
+    /// A comprehension: `[elt for x in xs if c]`, `{elt: value for …}`,
+    /// `(elt for …)`; its `for` clauses nest left to right.
+    Comp {
+        kind: CompKind,
+        elt: Box<Expr>,
+        /// A dict comprehension's value (`elt` is its key).
+        value: Option<Box<Expr>>,
+        clauses: Vec<CompFor>,
+    },
     Error,
+}
+
+/// What a comprehension builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompKind {
+    List,
+    Dict,
+    /// `(elt for …)`, and a call's only argument `f(elt for …)`.
+    Generator,
+}
+
+/// One `for target in iter if cond …` clause of a comprehension.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompFor {
+    pub target: Expr,
+    pub iter: Expr,
+    pub conds: Vec<Expr>,
+}
+
+impl CompFor {
+    /// The names the clause binds (a tuple target's too).
+    pub fn bound_names(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        target_names(&self.target, &mut out);
+        out
+    }
+}
+
+/// The names an assignment or `for` target binds, in source order.
+fn target_names<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
+    match &e.kind {
+        ExprKind::Name(n) => out.push(n),
+        ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|i| target_names(i, out)),
+        ExprKind::Paren(inner) => target_names(inner, out),
+        _ => {}
+    }
 }
 
 /// An argument of a call or subscript: positional, or `name=value`.
@@ -610,6 +647,19 @@ impl ExprKind {
             ExprKind::Attr { base, .. } => f(base),
             ExprKind::Slice { lower, upper, step } => {
                 [lower, upper, step].into_iter().flatten().for_each(|e| f(e));
+            }
+            ExprKind::Comp {
+                elt, value, clauses, ..
+            } => {
+                f(elt);
+                if let Some(value) = value {
+                    f(value);
+                }
+                for clause in clauses {
+                    f(&clause.target);
+                    f(&clause.iter);
+                    clause.conds.iter().for_each(&mut f);
+                }
             }
         }
     }

@@ -240,6 +240,31 @@ pub(crate) fn expr(e: &Expr) -> String {
         ExprKind::Slice { lower, upper, step } => {
             format!("(slice {} {} {})", opt(lower), opt(upper), opt(step))
         }
+        ExprKind::Comp {
+            kind,
+            elt,
+            value,
+            clauses,
+        } => {
+            let head = match kind {
+                CompKind::List => "listcomp",
+                CompKind::Dict => "dictcomp",
+                CompKind::Generator => "genexp",
+            };
+            let mut s = format!("({head} {}", expr(elt));
+            if let Some(value) = value {
+                let _ = write!(s, " {}", expr(value));
+            }
+            for c in clauses {
+                let _ = write!(s, " (for {} {}", expr(&c.target), expr(&c.iter));
+                for cond in &c.conds {
+                    let _ = write!(s, " (if {})", expr(cond));
+                }
+                s.push(')');
+            }
+            s.push(')');
+            s
+        }
         ExprKind::Error => "<error>".to_string(),
     }
 }

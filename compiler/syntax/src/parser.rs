@@ -165,12 +165,13 @@ impl<'a> Ctx<'a> {
                 return;
             }
         }
-        // `[f(x) for x in xs]`: a `for` inside brackets.
+        // `[a, b for x in xs]`: a `for` inside brackets after more than
+        // one element.
         if matches!(found, Some(Tok::For)) && self.inside_brackets(span.start) {
             self.error(
-                Diagnostic::error(Code::E0030, "comprehensions are not supported")
-                    .with_primary(self.at(span), "a comprehension")
-                    .with_help("build the list in a loop: `ys = []`, then `for x in xs:` and `ys.append(...)`"),
+                Diagnostic::error(Code::E0030, "a comprehension has one element before its `for`")
+                    .with_primary(self.at(span), "this `for` follows a list of elements")
+                    .with_help("make the elements one tuple, `[(a, b) for x in xs]`; a generator next to a call's other arguments takes its own parentheses, `f(a, (x for x in xs))`"),
             );
             return;
         }
@@ -315,6 +316,48 @@ impl<'a> Ctx<'a> {
             ExprKind::Call {
                 callee: Box::new(callee),
                 args,
+            },
+            span,
+        )
+    }
+
+    /// A comprehension's `for` clause: its target binds names (a tuple of
+    /// them too), local to the comprehension.
+    pub(crate) fn comp_for(&mut self, target: Expr, iter: Expr, conds: Vec<Expr>) -> CompFor {
+        fn names_only(e: &Expr) -> Option<&Expr> {
+            match &e.kind {
+                ExprKind::Name(_) | ExprKind::Error => None,
+                ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().find_map(names_only),
+                ExprKind::Paren(inner) => names_only(inner),
+                _ => Some(e),
+            }
+        }
+        if let Some(bad) = names_only(&target) {
+            self.error(
+                Diagnostic::error(Code::E0035, "a comprehension's `for` binds names only")
+                    .with_primary(self.at(bad.span), "not a name")
+                    .with_help("loop over names (`for x in xs`, `for i, x in enumerate(xs)`) and use the element in the expression"),
+            );
+        }
+        CompFor { target, iter, conds }
+    }
+
+    /// A comprehension; a generator's span covers its parentheses, a
+    /// call's only argument `f(x for x in xs)` the element and clauses.
+    pub(crate) fn comp(
+        &mut self,
+        kind: CompKind,
+        elt: Expr,
+        value: Option<Expr>,
+        clauses: Vec<CompFor>,
+        span: Span,
+    ) -> Expr {
+        self.expr(
+            ExprKind::Comp {
+                kind,
+                elt: Box::new(elt),
+                value: value.map(Box::new),
+                clauses,
             },
             span,
         )

@@ -207,5 +207,18 @@ fn expr(e: &mut Expr, f: &mut dyn FnMut(&mut Span)) {
                 expr(part, f);
             }
         }
+        ExprKind::Comp {
+            elt, value, clauses, ..
+        } => {
+            expr(elt, f);
+            if let Some(value) = value {
+                expr(value, f);
+            }
+            for c in clauses {
+                expr(&mut c.target, f);
+                expr(&mut c.iter, f);
+                c.conds.iter_mut().for_each(|e| expr(e, f));
+            }
+        }
     }
 }

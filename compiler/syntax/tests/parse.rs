@@ -97,6 +97,20 @@ fn literals_tuples_lists_dicts() {
 }
 
 #[test]
+fn comprehensions() {
+    check(
+        "a = [x * 2 for x in xs if x if not y]\nb = {k: v for k, v in d.items()}\nc = sum(x for x in r for y in x)\nd = (x if c else y for x in a if b)\ne = f((x for x in y), 1)\n",
+        expect![[r#"
+            (= a (listcomp (* x 2) (for x xs (if x) (if (not y)))))
+            (= b (dictcomp k v (for (tuple k v) (call (. d items)))))
+            (= c (call sum (genexp x (for x r) (for y x))))
+            (= d (genexp (if c x y) (for x a (if b))))
+            (= e (call f (genexp x (for x y)) 1))
+        "#]],
+    );
+}
+
+#[test]
 fn recovery_keeps_the_rest_of_the_file() {
     check(
         "def f(x):\n    y = x + * 2\n    return y\n\ndef g(:\n    pass\n\nz = (1, , 2)\nw = 3\n",

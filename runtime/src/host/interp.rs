@@ -9,7 +9,9 @@ use std::rc::Rc;
 use tessera_base::{range_len, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::builtins::{self, Context};
-use tessera_syntax::ast::{Arg, BinOp, Block, Expr, ExprKind, FnDef, Stmt, StmtKind, TypeKind, UnaryOp};
+use tessera_syntax::ast::{
+    Arg, BinOp, Block, CompFor, CompKind, Expr, ExprKind, FnDef, Stmt, StmtKind, TypeKind, UnaryOp,
+};
 
 use super::ops::{self, MathFn, Operand, Reduction, Sel};
 use super::shapes::{self, ArgSite};
@@ -166,6 +168,15 @@ fn missing_key(key: &Value) -> RunError {
             super::print::repr(key, &|t, form| scalar(t, form).unwrap_or_default())
         ),
     )
+}
+
+/// What a comprehension builds as its clauses run: its element (a dict's
+/// key) and value, and the items or entries so far.
+struct Built<'e> {
+    elt: &'e Expr,
+    value: Option<&'e Expr>,
+    items: Vec<Value>,
+    entries: Entries,
 }
 
 fn as_f64(v: &Value) -> Option<f64> {
@@ -446,9 +457,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                     }
                 }
             }
-            Value::Tuple(_) | Value::List(_) | Value::Dict(_) => {
-                // Over the items (a dict's keys) as they are when the loop
-                // starts.
+            Value::Tuple(_) | Value::List(_) | Value::Dict(_) | Value::Str(_) => {
+                // Over the items (a dict's keys, a string's characters) as
+                // they are when the loop starts.
                 let items = self
                     .items_of(&items)
                     .map_err(|e| self.fail(iter.span, "this value", e))?;
@@ -733,6 +744,12 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
                 Ok(Value::dict(dict))
             }
+            ExprKind::Comp {
+                kind,
+                elt,
+                value,
+                clauses,
+            } => self.comprehension(locals, *kind, (elt, value.as_deref()), clauses),
             ExprKind::Tuple(items) | ExprKind::List(items) => {
                 let mut values = Vec::with_capacity(items.len());
                 for item in items {
@@ -1038,9 +1055,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 lookup(&entries.borrow(), &key).ok_or_else(|| self.fail(span, "this key", missing_key(&key)))
             }
             Value::Tuple(_) | Value::List(_) | Value::Str(_) if args.len() == 1 => {
-                let items = self
-                    .items_or_chars(base)
-                    .map_err(|err| self.fail(span, "this value", err))?;
+                let items = self.items_of(base).map_err(|err| self.fail(span, "this value", err))?;
                 let kind = match base {
                     Value::Str(_) => "string",
                     Value::List(_) => "list",
@@ -1853,11 +1868,15 @@ impl<'a, 'p> Interp<'a, 'p> {
             let pick_a = self.binary(BinOp::Mul, &not_less, &a)?;
             return self.binary(BinOp::Add, &pick_a, &pick_b);
         }
-        let (Some(x), Some(y)) = (as_f64(&a), as_f64(&b)) else {
-            return Err(RunError::new(Code::E1005, format!("`{path}` needs numbers")));
+        let take_b = match (as_f64(&a), as_f64(&b)) {
+            // A NaN wins, whichever side it is on, as in kernels.
+            (Some(x), Some(y)) => y.is_nan() || !x.is_nan() && if path == "min" { y < x } else { y > x },
+            // Strings, lists and tuples as Python orders them.
+            _ => {
+                let op = if path == "min" { BinOp::Lt } else { BinOp::Gt };
+                py_order(op, &b, &a)?.is_some_and(|o| if path == "min" { o.is_lt() } else { o.is_gt() })
+            }
         };
-        // A NaN wins, whichever side it is on, as in kernels.
-        let take_b = y.is_nan() || !x.is_nan() && if path == "min" { y < x } else { y > x };
         Ok(if take_b { b } else { a })
     }
 
@@ -2375,10 +2394,87 @@ impl<'a, 'p> Interp<'a, 'p> {
             .collect()
     }
 
+    /// A comprehension, evaluated at once as Python does (a generator too,
+    /// to a list): its clauses nest left to right, each iterable's items
+    /// taken when its clause starts, and its names are its own — a local
+    /// of the same name is as it was once the comprehension is done, even
+    /// when it fails.
+    fn comprehension(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        kind: CompKind,
+        (elt, value): (&Expr, Option<&Expr>),
+        clauses: &[CompFor],
+    ) -> Res<Value> {
+        let saved: Vec<(String, Option<Value>)> = clauses
+            .iter()
+            .flat_map(CompFor::bound_names)
+            .map(|n| (n.to_string(), locals.get(n).cloned()))
+            .collect();
+        let mut built = Built {
+            elt,
+            value,
+            items: Vec::new(),
+            entries: Vec::new(),
+        };
+        let outcome = self.comp_clauses(locals, clauses, &mut built);
+        for (name, old) in saved.into_iter().rev() {
+            match old {
+                Some(v) => locals.insert(name, v),
+                None => locals.remove(&name),
+            };
+        }
+        outcome?;
+        Ok(match kind {
+            CompKind::Dict => Value::dict(built.entries),
+            CompKind::List | CompKind::Generator => Value::list(built.items),
+        })
+    }
+
+    /// Adds the comprehension's item (or entry) for each binding of its
+    /// clauses whose conditions hold.
+    fn comp_clauses(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        clauses: &[CompFor],
+        built: &mut Built<'_>,
+    ) -> Res<()> {
+        let Some((clause, rest)) = clauses.split_first() else {
+            let item = self.expr(locals, built.elt)?;
+            match built.value {
+                Some(value) => {
+                    if !hashable(&item) {
+                        return Err(self.fail(built.elt.span, "this key", unhashable(&item)));
+                    }
+                    let value = self.expr(locals, value)?;
+                    set_entry(&mut built.entries, item, value);
+                }
+                None => built.items.push(item),
+            }
+            return Ok(());
+        };
+        let iterable = self.expr(locals, &clause.iter)?;
+        let items = self
+            .items_of(&iterable)
+            .map_err(|e| self.fail(clause.iter.span, "this value", e))?;
+        'items: for v in items {
+            self.assign(locals, &clause.target, v)?;
+            for cond in &clause.conds {
+                if !self.condition(locals, cond)? {
+                    continue 'items;
+                }
+            }
+            self.comp_clauses(locals, rest, built)?;
+        }
+        Ok(())
+    }
+
     /// The items a loop over `v` takes: a range's integers, a list's or
-    /// tuple's items, a tensor's rows.
+    /// tuple's items, a dict's keys, a string's characters, a tensor's
+    /// rows.
     fn items_of(&self, v: &Value) -> Result<Vec<Value>, RunError> {
         match v {
+            Value::Str(s) => Ok(s.chars().map(|c| Value::str(c.encode_utf8(&mut [0; 4]))).collect()),
             Value::Range(a, b, s) => Ok((0..range_len(*a, *b, *s))
                 .map(|k| Value::Int(a + k as i64 * s))
                 .collect()),
@@ -2530,7 +2626,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 // "join"
                 let items = self.positional(args, "iterable", "join")?;
                 let mut pieces = Vec::new();
-                for item in self.items_or_chars(&items)? {
+                for item in self.items_of(&items)? {
                     match item {
                         Value::Str(s) => pieces.push(s.to_string()),
                         v => {
@@ -2550,7 +2646,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn sequence(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let iterable = args.optional("iterable").unwrap_or_else(|| Value::tuple(vec![]));
         self.no_more(args, path)?;
-        let mut items = self.items_or_chars(&iterable)?;
+        let mut items = self.items_of(&iterable)?;
         Ok(match path {
             "tuple" => Value::tuple(items),
             "reversed" => {
@@ -2561,20 +2657,11 @@ impl<'a, 'p> Interp<'a, 'p> {
         })
     }
 
-    /// A value's items as a loop takes them, a string's being its
-    /// characters.
-    fn items_or_chars(&self, v: &Value) -> Result<Vec<Value>, RunError> {
-        match v {
-            Value::Str(text) => Ok(text.chars().map(|c| Value::str(&c.to_string())).collect()),
-            v => self.items_of(v),
-        }
-    }
-
     /// `any(x)` and `all(x)`: Python's, by the items' truth.
     fn any_all(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let iterable = self.positional(args, "iterable", path)?;
         self.no_more(args, path)?;
-        let items = self.items_or_chars(&iterable)?;
+        let items = self.items_of(&iterable)?;
         let mut truths = items.iter().map(|v| {
             v.truthy()
                 .ok_or_else(|| RunError::value(format!("the truth of {} is ambiguous", v.describe())))
@@ -2739,32 +2826,27 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .ok_or_else(|| RunError::value("`reverse` of `sorted` must be True or False"))?,
         };
         self.no_more(args, "sorted")?;
-        let mut items = self.items_or_chars(&iterable)?;
-        let numbers = items.iter().all(|v| as_f64(v).is_some());
-        let strings = items.iter().all(|v| matches!(v, Value::Str(_)));
-        if !numbers && !strings {
-            return Err(RunError::new(
-                Code::E1005,
-                "`sorted` orders numbers or strings, not a mix of them or other values",
-            ));
-        }
-        let key = |v: &Value| -> (f64, String) {
-            match v {
-                Value::Str(s) => (0.0, s.to_string()),
-                v => (as_f64(v).unwrap_or(f64::NAN), String::new()),
-            }
-        };
+        let mut items = self.items_of(&iterable)?;
         // Python compares with `<`, under which a NaN is never smaller: a
         // stable sort that keeps it where the comparisons leave it.
         // `reverse` reverses the comparison, so equal items keep their
-        // order either way.
+        // order either way. Items Python cannot order (a string and a
+        // number) are the first comparison's error.
+        let mut failed = None;
         items.sort_by(|a, b| {
-            let (ka, kb) = if reverse { (key(b), key(a)) } else { (key(a), key(b)) };
-            ka.0.partial_cmp(&kb.0)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then_with(|| ka.1.cmp(&kb.1))
+            let (x, y) = if reverse { (b, a) } else { (a, b) };
+            match py_order(BinOp::Lt, x, y) {
+                Ok(o) => o.unwrap_or(std::cmp::Ordering::Equal),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    std::cmp::Ordering::Equal
+                }
+            }
         });
-        Ok(Value::list(items))
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Value::list(items)),
+        }
     }
 
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
@@ -3115,6 +3197,27 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             return Ok(Value::Bool(inside == (op == In)));
         }
         (Add, Value::Str(x), Value::Str(y)) => return Ok(Value::str(&format!("{x}{y}"))),
+        (Lt | Le | Gt | Ge, Value::Str(_) | Value::List(_) | Value::Tuple(_), _)
+        | (Lt | Le | Gt | Ge, _, Value::Str(_) | Value::List(_) | Value::Tuple(_)) => {
+            let ord = py_order(op, a, b)?;
+            return Ok(Value::Bool(ord.is_some_and(|o| match op {
+                Lt => o.is_lt(),
+                Le => o.is_le(),
+                Gt => o.is_gt(),
+                _ => o.is_ge(),
+            })));
+        }
+        // `"ab" * n`: the text n times over; empty for n ≤ 0.
+        (Mul, Value::Str(text), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(text)) => {
+            let times = usize::try_from(*n).unwrap_or(0);
+            if text.len().checked_mul(times).is_none_or(|total| total > MAX_REPEATED) {
+                return Err(RunError::value(format!(
+                    "a string of {} bytes repeated {n} times is more than host code holds",
+                    text.len()
+                )));
+            }
+            return Ok(Value::str(&text.repeat(times)));
+        }
         (Add, Value::Tuple(_), Value::Tuple(_)) | (Add, Value::List(_), Value::List(_)) => {
             let (x, y) = (a.items().unwrap_or_default(), b.items().unwrap_or_default());
             return Ok(a.same_kind(x.into_iter().chain(y).collect()));
@@ -3208,6 +3311,54 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// Python's order of two values under `op` (`<`, `<=`, `>`, `>=`): numbers
+/// by value (ints exactly; None when a NaN makes them unordered), strings
+/// by code point, lists and tuples (each with its own kind) by their first
+/// unequal items, then by length. Other pairs are E1005, as Python's
+/// `TypeError`; lists nested deeper than `MAX_NESTING` too.
+fn py_order(op: BinOp, a: &Value, b: &Value) -> Result<Option<std::cmp::Ordering>, RunError> {
+    py_order_within(op, a, b, MAX_NESTING)
+}
+
+fn py_order_within(op: BinOp, a: &Value, b: &Value, depth: usize) -> Result<Option<std::cmp::Ordering>, RunError> {
+    let unordered = || {
+        RunError::new(
+            Code::E1005,
+            format!(
+                "`{}` does not apply to {} and {}",
+                op.symbol(),
+                a.describe(),
+                b.describe()
+            ),
+        )
+    };
+    if depth == 0 {
+        return Err(unordered());
+    }
+    let int = |v: &Value| match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    };
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Ok(Some(x.cmp(y))),
+        (Value::List(_), Value::List(_)) | (Value::Tuple(_), Value::Tuple(_)) => {
+            let (x, y) = (a.items().unwrap_or_default(), b.items().unwrap_or_default());
+            match x.iter().zip(&y).find(|(p, q)| !equal(p, q)) {
+                Some((p, q)) => py_order_within(op, p, q, depth - 1),
+                None => Ok(Some(x.len().cmp(&y.len()))),
+            }
+        }
+        _ => match (int(a), int(b)) {
+            (Some(x), Some(y)) => Ok(Some(x.cmp(&y))),
+            _ => match (as_f64(a), as_f64(b)) {
+                (Some(x), Some(y)) => Ok(x.partial_cmp(&y)),
+                _ => Err(unordered()),
+            },
+        },
+    }
 }
 
 /// Python's `is`: the same list, dict, tuple or tensor; for None, bools,

@@ -10,7 +10,7 @@ or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
 `is not`, f-strings
 with format specs, and lists and dicts changed through another name or a
 function's parameter (list methods, item assignment, `+=`, `[x] * n`,
-`del`).
+`del`), and comprehensions over them.
 Programs CPython rejects are skipped; for the others both must print the
 same lines. Exits 1 with the first differences, 0 with "host: ok N of
 COUNT" (N the programs compared).
@@ -83,6 +83,38 @@ class Gen:
                              '" x ".strip()', 's.find("l")', 's.count("l")', 's.startswith("he")', '", ".join(["x", s])'])
         return 's + "' + r.choice(["!", "", "ab"]) + '"'
 
+    def comprehensions(self):
+        """List, dict and generator comprehensions over the program's
+        values, with conditions, tuple targets, nesting, and a local of the
+        same name that they leave alone."""
+        r = self.rng
+        lines = ["    x = \"kept\""]
+        for _ in range(r.randint(1, 3)):
+            source, target = r.choice([
+                ("xs", "x"), ("t", "x"), (f"range({r.randint(0, 5)})", "x"), ("d", "x"), ("s", "x"),
+                ("[a, b]", "x"), ("zip(xs, t)", "i, x"), ("enumerate(t)", "i, x"), ("d.items()", "i, x"),
+            ])
+            elt = r.choice(["x", f"(x, {self.num(2)})", f"x * {r.randint(-2, 3)}", "str(x)", f"[x, {self.num(2)}]",
+                            f"x if {self.boolean(2)} else {self.num(2)}"])
+            cond = r.choice(["", " if x", f" if {self.boolean(2)}", " if x != 2", " if not x if x != 0"])
+            k = r.randrange(5)
+            if k == 0:
+                lines.append(f"    print([{elt} for {target} in {source}{cond}])")
+            elif k == 1:
+                lines.append(f"    print({{str(x): {elt} for {target} in {source}{cond}}})")
+            elif k == 2:
+                fold = r.choice(["sum", "len", "sorted", "list", "tuple", "any", "all", "min", "max"])
+                if fold == "len":
+                    lines.append(f"    print(len([{elt} for {target} in {source}{cond}]))")
+                else:
+                    lines.append(f"    print({fold}({elt} for {target} in {source}{cond}))")
+            elif k == 3:
+                lines.append(f"    print([[{elt}, y] for {target} in {source}{cond} for y in range({r.randint(0, 2)})])")
+            else:
+                lines.append(f'    print(", ".join(str({elt}) for {target} in {source}{cond}))')
+        lines.append("    print(x)")
+        return lines
+
     def program(self):
         r = self.rng
         lines = [
@@ -123,6 +155,8 @@ class Gen:
             lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
             lines.append(f"    grid[0][1] = {self.num(2)}")
             lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
+        if r.random() < 0.6:
+            lines.extend(self.comprehensions())
         if r.random() < 0.3:
             lines.append("    total = 0")
             lines.append("    for k, v in d.items():")
