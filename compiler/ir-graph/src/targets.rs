@@ -93,9 +93,10 @@ impl Target {
     /// columns is 16 blocks of `[128, 256]` on sm_90a's 132
     /// multiprocessors, and 64 of `[64, 64]`. On sm_90a one consumer
     /// warpgroup (wgmma's M is 64 a warpgroup) and twice the default
-    /// stages, which keep as many bytes of B in flight as the default tile;
-    /// on the CPU a 16-row tile, which computes no masked rows of such a
-    /// product. None where the default tile serves (gfx targets, f32).
+    /// stages: 64 KiB of B in flight a block, half the default tile's, in
+    /// four times the blocks. On the CPU a 16-row tile, which computes no
+    /// masked rows of such a product. None where the default tile serves
+    /// (gfx targets, f32). Not yet measured on a GPU.
     pub fn narrow_matmul(&self, elem: ScalarType) -> Option<NarrowMatmul> {
         let narrow = |max_m, tile, threads, stages| {
             Some(NarrowMatmul {

@@ -47,6 +47,7 @@ pub(crate) fn variants(k: &Kernel) -> Vec<Variant> {
     small.block = narrow.block.clone();
     small.stages = narrow.stages;
     small.grid = narrow.grid.clone();
+    small.narrow = None;
     vec![
         whole(small, vec![vec![bound(CmpOp::Le)]]),
         whole(k.clone(), vec![vec![bound(CmpOp::Gt)]]),
