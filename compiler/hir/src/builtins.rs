@@ -243,6 +243,10 @@ pub const LIST_METHODS: [(&str, &str); 9] = [
 /// How many of [`LIST_METHODS`], from the first, change the list.
 pub const LIST_MUTATORS: usize = 6;
 
+/// The methods of host code's tuples, as Python's: a list's last two,
+/// `index` and `count`.
+pub const TUPLE_METHODS: &[(&str, &str)] = LIST_METHODS.split_at(7).1;
+
 /// The methods of host code's dicts, as Python's: (name, what it does).
 /// The first [`DICT_MUTATORS`] change the dict in place.
 pub const DICT_METHODS: [(&str, &str); 9] = [
@@ -272,6 +276,7 @@ pub fn methods_of(ty: &crate::ty::Ty) -> &'static [(&'static str, &'static str)]
     match ty {
         crate::ty::Ty::Str => &STR_METHODS,
         crate::ty::Ty::List(_) => &LIST_METHODS,
+        crate::ty::Ty::Tuple(_) => TUPLE_METHODS,
         _ => &[],
     }
 }

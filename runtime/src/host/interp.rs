@@ -895,10 +895,11 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             (Value::Tuple(_), "append") => Err(err(RunError::new(Code::E1005, "a tuple has no `append`")
                 .with_help("make it a list, in brackets: `[a, b]` or `[]`"))),
-            (Value::Str(_) | Value::Dict(_) | Value::List(_), _) => {
+            (Value::Str(_) | Value::Dict(_) | Value::List(_) | Value::Tuple(_), _) => {
                 let methods: &[(&'static str, &str)] = match base {
                     Value::Str(_) => &builtins::STR_METHODS,
                     Value::Dict(_) => &builtins::DICT_METHODS,
+                    Value::Tuple(_) => builtins::TUPLE_METHODS,
                     _ => &builtins::LIST_METHODS,
                 };
                 match methods.iter().find(|(m, _)| *m == name) {
@@ -1474,6 +1475,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let v = match &*receiver {
                     Value::Dict(entries) => self.dict_method(entries, method, &mut evaluated),
                     Value::List(items) => self.list_method(items, method, &mut evaluated),
+                    // `index` and `count`, which read it as a list's do.
+                    Value::Tuple(items) => self.list_method(&RefCell::new(items.to_vec()), method, &mut evaluated),
                     Value::Str(text) => self.str_method(text, method, &mut evaluated),
                     other => Err(unsupported(format!("{} has no methods in host code", other.describe()))),
                 }
@@ -1985,6 +1988,20 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             v => v,
         };
+        // `int(x)` of a float is Python's truncation, in 64 bits: NaN,
+        // the infinities and what does not fit are errors, not a saturated
+        // or wrapped int.
+        if let (DType::I64, Value::Float(x)) = (d, v) {
+            let bound = -(i64::MIN as f64); // 2^63
+            if !(-bound..bound).contains(&x.trunc()) {
+                let shown = super::print::python_float(*x);
+                return Err(RunError::value(match x {
+                    x if x.is_nan() => "cannot convert float NaN to integer".to_string(),
+                    x if x.is_infinite() => "cannot convert float infinity to integer".to_string(),
+                    _ => format!("{shown} does not fit in a 64-bit int"),
+                }));
+            }
+        }
         let t = match v {
             Value::Tensor(t) => t.host(self.device)?.cast_with(d, saturate)?,
             v => {
@@ -3185,6 +3202,9 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         (In | NotIn, x, Value::Dict(entries)) => {
             let found = entries.borrow().iter().any(|(k, _)| equal(k, x));
             return Ok(Value::Bool(found == (op == In)));
+        }
+        (In | NotIn, Value::Str(part), Value::Str(text)) => {
+            return Ok(Value::Bool(text.contains(&**part) == (op == In)));
         }
         (In | NotIn, x, items @ (Value::Tuple(_) | Value::List(_))) => {
             let found = items.items().unwrap_or_default().iter().any(|v| equal(v, x));

@@ -115,6 +115,21 @@ class Gen:
         lines.append("    print(x)")
         return lines
 
+    def builtins(self):
+        """Python's builtins over the program's values: conversions,
+        `round`, `divmod`, `pow`, `reversed`, `zip` and `enumerate` with
+        their options, `in` on strings, and sorting of tuples."""
+        r = self.rng
+        n = self.num(2)
+        return ["    print(" + r.choice([
+            f"int({n}) if abs({n}) < 1e18 else 0", f"round({n}) if abs({n}) < 1e18 else 0", f"round({n}, {r.randint(0, 3)})", f"divmod({n}, {r.choice(['3', '-2', '2.5'])})",
+            f"pow({r.randint(-3, 5)}, {r.randint(0, 4)})", "list(reversed(xs))", "list(zip(xs, t, s))",
+            f"list(enumerate(s, start={r.randint(-2, 3)}))", '"l" in s', '"x" not in s', '"" in s', "sorted(zip(t, xs))", "t.count(4)",
+            f"str({n}) + s", f"bool({n})", "abs(-len(s))", f"max(xs + [{n}])", "list(d.values())",
+            f"[{n}] * {r.randint(-1, 2)}", f"s[{r.randint(-6, 6)}:{r.randint(-6, 6)}]", "t.index(5) if 5 in t else -1", "xs.count(2)",
+            f"{n} != {n}",
+        ]) + ")"]
+
     def program(self):
         r = self.rng
         lines = [
@@ -157,6 +172,8 @@ class Gen:
             lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
         if r.random() < 0.6:
             lines.extend(self.comprehensions())
+        for _ in range(r.randint(0, 3)):
+            lines.extend(self.builtins())
         if r.random() < 0.3:
             lines.append("    total = 0")
             lines.append("    for k, v in d.items():")
