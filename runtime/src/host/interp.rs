@@ -3301,15 +3301,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         });
     }
     let (Some(x), Some(y)) = (as_f64(a), as_f64(b)) else {
-        return Err(RunError::new(
-            Code::E1005,
-            format!(
-                "`{}` does not apply to {} and {}",
-                op.symbol(),
-                a.describe(),
-                b.describe()
-            ),
-        ));
+        return Err(inapplicable(op, a, b));
     };
     Ok(match op {
         Add => Value::Float(x + y),
@@ -3333,6 +3325,20 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
     })
 }
 
+/// E1005 for `op` on two values it does not apply to (Python's
+/// `TypeError`).
+fn inapplicable(op: BinOp, a: &Value, b: &Value) -> RunError {
+    RunError::new(
+        Code::E1005,
+        format!(
+            "`{}` does not apply to {} and {}",
+            op.symbol(),
+            a.describe(),
+            b.describe()
+        ),
+    )
+}
+
 /// Python's order of two values under `op` (`<`, `<=`, `>`, `>=`): numbers
 /// by value (ints exactly; None when a NaN makes them unordered), strings
 /// by code point, lists and tuples (each with its own kind) by their first
@@ -3343,19 +3349,8 @@ fn py_order(op: BinOp, a: &Value, b: &Value) -> Result<Option<std::cmp::Ordering
 }
 
 fn py_order_within(op: BinOp, a: &Value, b: &Value, depth: usize) -> Result<Option<std::cmp::Ordering>, RunError> {
-    let unordered = || {
-        RunError::new(
-            Code::E1005,
-            format!(
-                "`{}` does not apply to {} and {}",
-                op.symbol(),
-                a.describe(),
-                b.describe()
-            ),
-        )
-    };
     if depth == 0 {
-        return Err(unordered());
+        return Err(inapplicable(op, a, b));
     }
     let int = |v: &Value| match v {
         Value::Int(i) => Some(*i),
@@ -3375,7 +3370,7 @@ fn py_order_within(op: BinOp, a: &Value, b: &Value, depth: usize) -> Result<Opti
             (Some(x), Some(y)) => Ok(Some(x.cmp(&y))),
             _ => match (as_f64(a), as_f64(b)) {
                 (Some(x), Some(y)) => Ok(x.partial_cmp(&y)),
-                _ => Err(unordered()),
+                _ => Err(inapplicable(op, a, b)),
             },
         },
     }
