@@ -119,14 +119,14 @@ fn ends_operand(tok: &Tok) -> bool {
 }
 
 /// Keywords that only ever start a statement: seeing one first on a line
-/// inside brackets means the brackets were left open by mistake.
+/// inside brackets means the brackets were left open by mistake. (`for`
+/// also starts a comprehension's clause: [`Layout::starts_loop`].)
 fn starts_statement_only(tok: &Tok) -> bool {
     matches!(
         tok,
         Tok::Def
             | Tok::Return
             | Tok::While
-            | Tok::For
             | Tok::Import
             | Tok::Pass
             | Tok::Break
@@ -151,6 +151,16 @@ impl<'a> Layout<'a> {
         span.in_file(self.file)
     }
 
+    /// Whether the `for` at `span` starts a loop, not a comprehension's
+    /// clause: the rest of its line (less a comment) ends with the loop's
+    /// `:`.
+    fn starts_loop(&self, span: Span) -> bool {
+        let rest = self.text.get(span.end as usize..).unwrap_or_default();
+        let line = rest.split('\n').next().unwrap_or_default();
+        let code = line.split('#').next().unwrap_or_default();
+        code.trim_end().ends_with(':')
+    }
+
     fn line_break(&mut self, span: Span) {
         if !self.brackets.is_empty() || self.skipping > 0 {
             self.line_break_in_brackets = true;
@@ -169,7 +179,10 @@ impl<'a> Layout<'a> {
             return;
         }
         let after_operand = self.out.last().is_some_and(|t| ends_operand(&t.1));
-        let starts_new_statement = starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand);
+        let starts_new_statement = match tok {
+            Tok::For => self.starts_loop(span),
+            _ => starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand),
+        };
         if std::mem::take(&mut self.line_break_in_brackets)
             && starts_new_statement
             && self.indent_of(span.start).0 <= self.levels.last().map_or(0, |l| l.width8)
