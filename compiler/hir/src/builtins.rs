@@ -228,24 +228,32 @@ pub const STR_METHODS: [(&str, &str); 12] = [
 
 /// The methods of host code's lists, as Python's: (name, what it does).
 /// The first [`LIST_MUTATORS`] change the list in place.
-pub const LIST_METHODS: [(&str, &str); 9] = [
+pub const LIST_METHODS: [(&str, &str); 11] = [
     ("append", "Adds `object` at the end."),
     ("extend", "Adds the items of `iterable` at the end."),
     ("insert", "Inserts `object` before `index` (clamped to the list)."),
     ("pop", "Removes and gives the item at `index` (the last without one)."),
+    (
+        "remove",
+        "Removes the first item equal to `value` (an error when there is none).",
+    ),
     ("clear", "Removes every item."),
     ("reverse", "Reverses the items in place."),
+    (
+        "sort",
+        "Sorts the items in place, smallest first (largest with `reverse=True`), stably, in the order of `sorted`.",
+    ),
     ("copy", "A new list of the same items."),
     ("index", "The index of the first item equal to `value`."),
     ("count", "How many items equal `value`."),
 ];
 
 /// How many of [`LIST_METHODS`], from the first, change the list.
-pub const LIST_MUTATORS: usize = 6;
+pub const LIST_MUTATORS: usize = 8;
 
 /// The methods of host code's tuples, as Python's: a list's last two,
 /// `index` and `count`.
-pub const TUPLE_METHODS: &[(&str, &str)] = LIST_METHODS.split_at(7).1;
+pub const TUPLE_METHODS: &[(&str, &str)] = LIST_METHODS.split_at(LIST_METHODS.len() - 2).1;
 
 /// The methods of host code's dicts, as Python's: (name, what it does).
 /// The first [`DICT_MUTATORS`] change the dict in place.

@@ -1318,6 +1318,28 @@ impl<'a, 'p> Interp<'a, 'p> {
                 items.borrow_mut().reverse();
                 Value::None
             }
+            "sort" => {
+                let reverse = reverse_arg(args, "sort")?;
+                // Python leaves the list in some order when the sort
+                // fails; this one is sorted as a copy and kept only
+                // when the sort succeeds.
+                let mut sorted = items.borrow().clone();
+                py_sort(&mut sorted, reverse)?;
+                *items.borrow_mut() = sorted;
+                Value::None
+            }
+            "remove" => {
+                let x = self.positional(args, "value", "remove")?;
+                let at = items.borrow().iter().position(|v| equal(v, &x));
+                let Some(i) = at else {
+                    return Err(RunError::value(format!(
+                        "`remove`: {} is not in the list",
+                        super::print::repr(&x, &|t, form| self.tensor_text(t, form))
+                    )));
+                };
+                items.borrow_mut().remove(i);
+                Value::None
+            }
             "copy" => Value::list(items.borrow().clone()),
             "index" | "count" => {
                 let x = self.positional(args, "value", method)?;
@@ -2836,34 +2858,11 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// numbers or of strings into a new list.
     fn sorted(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let iterable = self.positional(args, "iterable", "sorted")?;
-        let reverse = match args.optional("reverse") {
-            None => false,
-            Some(v) => v
-                .truthy()
-                .ok_or_else(|| RunError::value("`reverse` of `sorted` must be True or False"))?,
-        };
+        let reverse = reverse_arg(args, "sorted")?;
         self.no_more(args, "sorted")?;
         let mut items = self.items_of(&iterable)?;
-        // Python compares with `<`, under which a NaN is never smaller: a
-        // stable sort that keeps it where the comparisons leave it.
-        // `reverse` reverses the comparison, so equal items keep their
-        // order either way. Items Python cannot order (a string and a
-        // number) are the first comparison's error.
-        let mut failed = None;
-        items.sort_by(|a, b| {
-            let (x, y) = if reverse { (b, a) } else { (a, b) };
-            match py_order(BinOp::Lt, x, y) {
-                Ok(o) => o.unwrap_or(std::cmp::Ordering::Equal),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                    std::cmp::Ordering::Equal
-                }
-            }
-        });
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(Value::list(items)),
-        }
+        py_sort(&mut items, reverse)?;
+        Ok(Value::list(items))
     }
 
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
@@ -3323,6 +3322,38 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// The `reverse=` of `sorted` and `list.sort`: True or False (False
+/// without one).
+fn reverse_arg(args: &mut Args, what: &str) -> Result<bool, RunError> {
+    match args.optional("reverse") {
+        None => Ok(false),
+        Some(v) => v
+            .truthy()
+            .ok_or_else(|| RunError::value(format!("`reverse` of `{what}` must be True or False"))),
+    }
+}
+
+/// Sorts `items` as Python's `sorted` and `list.sort` do. Python compares
+/// with `<`, under which a NaN is never smaller: a stable sort that keeps
+/// it where the comparisons leave it. `reverse` reverses the comparison,
+/// so equal items keep their order either way. Items Python cannot order
+/// (a string and a number) are the first comparison's error, the items
+/// then in some order.
+fn py_sort(items: &mut [Value], reverse: bool) -> Result<(), RunError> {
+    let mut failed = None;
+    items.sort_by(|a, b| {
+        let (x, y) = if reverse { (b, a) } else { (a, b) };
+        match py_order(BinOp::Lt, x, y) {
+            Ok(o) => o.unwrap_or(std::cmp::Ordering::Equal),
+            Err(e) => {
+                failed.get_or_insert(e);
+                std::cmp::Ordering::Equal
+            }
+        }
+    });
+    failed.map_or(Ok(()), Err)
 }
 
 /// E1005 for `op` on two values it does not apply to (Python's

@@ -10,7 +10,7 @@ or of a list, `abs`, `len`, `sum`, `sorted`, string methods, loops that
 `is not`, f-strings
 with format specs, and lists and dicts changed through another name or a
 function's parameter (list methods, item assignment, `+=`, `[x] * n`,
-`del`), and comprehensions over them.
+`del`, `sort`, `remove`), and comprehensions over them.
 Programs CPython rejects are skipped; for the others both must print the
 same lines. Exits 1 with the first differences, 0 with "host: ok N of
 COUNT" (N the programs compared).
@@ -166,7 +166,8 @@ class Gen:
                     "xs.pop()", f"ys.insert({r.randint(-4, 4)}, {self.num(2)})", "xs.extend(t)", "ys.reverse()",
                     "e[" + r.choice(["2", "7", '"k"']) + "] = " + self.num(2), f"grow(ys, e, {r.randint(0, 9)})",
                     "zs = ys.copy()", "ys.clear()", "e.pop(2, None)", 'e.setdefault("k", 0)',
-                    f"e.update({{7: {self.num(2)}}})", "e.copy().clear()", "del ys[0]", "del e[2]"]))
+                    f"e.update({{7: {self.num(2)}}})", "e.copy().clear()", "del ys[0]", "del e[2]",
+                    f"ys.sort(reverse={r.choice(['True', 'False'])})", f"xs.remove({r.choice(['1', '2', 'a', 'b'])}) if {r.choice(['1', '2', 'a', 'b'])} in xs else None"]))
             lines.append(f"    grid = [[0] * 2] * {r.randint(1, 3)}")
             lines.append(f"    grid[0][1] = {self.num(2)}")
             lines.append("    print(xs, ys, d, e, xs == ys, xs is ys, e is d, len(e), grid, xs.count(1))")
