@@ -65,6 +65,20 @@ impl<'a> FnCx<'a> {
         self.unsupported_with(span, what.into(), None);
     }
 
+    /// E0903 for a `key=` of `min` or `max` (`path`), a key function only
+    /// host code calls; whether there was one.
+    pub fn host_only_key(&mut self, path: &str, args: &[Arg]) -> bool {
+        let Some(key) = keyword(args, "key") else { return false };
+        self.unsupported_with(
+            key.span,
+            format!("`key=` of `{path}` in code the IR layers compile"),
+            Some(format!(
+                "order the values in host code, or compare them with `{path}` alone"
+            )),
+        );
+        true
+    }
+
     fn unsupported_with(&mut self, span: Span, what: String, help: Option<String>) {
         let at = Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db));
         if self.errors.iter().any(|d| d.primary_span() == Some(at)) {

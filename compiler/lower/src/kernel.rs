@@ -2459,7 +2459,11 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.op1(block, e.span, "tile.unary", &[x], vec![("fn", Attr::str(f))], ty))
             }
             "min" | "max" => {
-                // Of every value, left to right.
+                // Of every value, left to right; a key function is host
+                // code's.
+                if self.cx.host_only_key(path, args) {
+                    return None;
+                }
                 let ty = self.result_type(e)?;
                 let a = self.arg_value(block, args, 0, "a", e)?;
                 let mut acc = self.convert(block, a, &ty);

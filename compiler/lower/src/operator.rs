@@ -1010,6 +1010,9 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 Some(self.elementwise("select", &[cond, x, y], ty))
             }
             "op.add" | "op.mul" | "min" | "max" => {
+                if self.cx.host_only_key(path, args) {
+                    return None;
+                }
                 let f = match path {
                     "op.add" => "add",
                     "op.mul" => "mul",

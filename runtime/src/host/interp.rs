@@ -1714,6 +1714,11 @@ impl<'a, 'p> Interp<'a, 'p> {
                 return Err(fail(self, unsupported(format!("`{path}` runs only inside kernels"))));
             }
         }
+        if matches!(path, "sorted" | "min" | "max") {
+            if let Some((key, key_span)) = args.take("key").filter(|(k, _)| !matches!(k, Value::None)) {
+                return self.keyed(path, &key, key_span, args, span);
+            }
+        }
         let result = match path {
             "print" => self.print(args),
             "range" => self.range(args),
@@ -2865,6 +2870,91 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::list(items))
     }
 
+    /// `sorted`, `min` and `max` with a `key=` function, as Python's: the
+    /// items ordered by what it gives for each (called once an item, in
+    /// order); `min` and `max` give the first item whose key is smallest
+    /// or largest.
+    fn keyed(&mut self, path: &'static str, key: &Value, key_span: Span, args: &mut Args, span: Span) -> Res<Value> {
+        let fail = |this: &Self, e: RunError| this.fail(span, "in this call", e);
+        let (items, reverse) = if path == "sorted" {
+            let iterable = self.positional(args, "iterable", path).map_err(|e| fail(self, e))?;
+            let reverse = reverse_arg(args, path).map_err(|e| fail(self, e))?;
+            (self.items_of(&iterable).map_err(|e| fail(self, e))?, reverse)
+        } else {
+            let values: Vec<Value> = std::mem::take(&mut args.positional)
+                .into_iter()
+                .map(|(v, _)| v)
+                .collect();
+            match &values[..] {
+                [one] => (self.items_of(one).map_err(|e| fail(self, e))?, false),
+                _ => (values, false),
+            }
+        };
+        self.no_more(args, path).map_err(|e| fail(self, e))?;
+        let mut keyed = Vec::with_capacity(items.len());
+        for item in items {
+            keyed.push((self.call_value(key, item.clone(), key_span)?, item));
+        }
+        if path == "sorted" {
+            py_sort_by(&mut keyed, |(k, _)| k, reverse).map_err(|e| fail(self, e))?;
+            return Ok(Value::list(keyed.into_iter().map(|(_, item)| item).collect()));
+        }
+        let (op, wins): (BinOp, fn(std::cmp::Ordering) -> bool) = match path {
+            "min" => (BinOp::Lt, std::cmp::Ordering::is_lt),
+            _ => (BinOp::Gt, std::cmp::Ordering::is_gt),
+        };
+        let mut best: Option<(Value, Value)> = None;
+        for (k, item) in keyed {
+            let better = match &best {
+                None => true,
+                Some((best_key, _)) => py_order(op, &k, best_key).map_err(|e| fail(self, e))?.is_some_and(wins),
+            };
+            if better {
+                best = Some((k, item));
+            }
+        }
+        best.map(|(_, item)| item).ok_or_else(|| {
+            fail(
+                self,
+                RunError::new(
+                    Code::E1005,
+                    format!("`{path}` of nothing: give it values or a non-empty list"),
+                ),
+            )
+        })
+    }
+
+    /// Calls `f`, a key function (a function of the program, a builtin or a
+    /// dtype), with one argument.
+    fn call_value(&mut self, f: &Value, arg: Value, span: Span) -> Res<Value> {
+        let one = Args {
+            positional: vec![(arg, span)],
+            keyword: Vec::new(),
+        };
+        match f {
+            Value::Function(name) => {
+                let Some((def, role)) = self.program.function(name) else {
+                    return Err(self.fail(span, "this key", unsupported(format!("`{name}` is not a function"))));
+                };
+                let (values, sites) = self.bind_params(def, one, span)?;
+                self.call_function(def, role, values, Some(sites), span)
+            }
+            Value::Builtin(path) => {
+                let mut one = one;
+                self.builtin(path, &mut one, span)
+            }
+            Value::DType(d) => {
+                let arg = &one.positional[0].0;
+                self.cast(arg, *d, false).map_err(|e| self.fail(span, "this key", e))
+            }
+            other => Err(self.fail(
+                span,
+                "this key",
+                unsupported(format!("{} is not callable", other.describe())),
+            )),
+        }
+    }
+
     /// `enumerate(iterable, start=0)`: a list of (count, item) pairs.
     fn enumerate(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let iterable = self.positional(args, "iterable", "enumerate")?;
@@ -3342,9 +3432,14 @@ fn reverse_arg(args: &mut Args, what: &str) -> Result<bool, RunError> {
 /// (a string and a number) are the first comparison's error, the items
 /// then in some order.
 fn py_sort(items: &mut [Value], reverse: bool) -> Result<(), RunError> {
+    py_sort_by(items, |v| v, reverse)
+}
+
+/// [`py_sort`] of items by the value `key` gives for each.
+fn py_sort_by<T>(items: &mut [T], key: impl Fn(&T) -> &Value, reverse: bool) -> Result<(), RunError> {
     let mut failed = None;
     items.sort_by(|a, b| {
-        let (x, y) = if reverse { (b, a) } else { (a, b) };
+        let (x, y) = if reverse { (key(b), key(a)) } else { (key(a), key(b)) };
         match py_order(BinOp::Lt, x, y) {
             Ok(o) => o.unwrap_or(std::cmp::Ordering::Equal),
             Err(e) => {

@@ -118,7 +118,7 @@ class Gen:
     def builtins(self):
         """Python's builtins over the program's values: conversions,
         `round`, `divmod`, `pow`, `reversed`, `zip` and `enumerate` with
-        their options, `in` on strings, and sorting of tuples."""
+        their options, `in` on strings, sorting of tuples, and `key=`."""
         r = self.rng
         n = self.num(2)
         return ["    print(" + r.choice([
@@ -127,7 +127,8 @@ class Gen:
             f"list(enumerate(s, start={r.randint(-2, 3)}))", '"l" in s', '"x" not in s', '"" in s', "sorted(zip(t, xs))", "t.count(4)",
             f"str({n}) + s", f"bool({n})", "abs(-len(s))", f"max(xs + [{n}])", "list(d.values())",
             f"[{n}] * {r.randint(-1, 2)}", f"s[{r.randint(-6, 6)}:{r.randint(-6, 6)}]", "t.index(5) if 5 in t else -1", "xs.count(2)",
-            f"{n} != {n}",
+            f"{n} != {n}", "sorted(xs, key=abs)", "max(t, key=abs)", "sorted(d, key=str)", f"min(xs + [{n}], key=abs)",
+            "sorted(s, key=str, reverse=True)", "max(len(s), 3, key=abs)",
         ]) + ")"]
 
     def program(self):
