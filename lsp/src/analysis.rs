@@ -307,54 +307,8 @@ fn walk_expr<'a>(e: &'a Expr, role: Role, f: &mut dyn FnMut(Node<'a>)) {
                 walk_expr(&a.value, role, f);
             }
         }
-        ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().for_each(|e| walk_expr(e, role, f)),
-        ExprKind::Dict(entries) => {
-            for (k, v) in entries {
-                walk_expr(k, role, f);
-                walk_expr(v, role, f);
-            }
-        }
-        ExprKind::Paren(inner) | ExprKind::Unary { operand: inner, .. } => walk_expr(inner, role, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk_expr(lhs, role, f);
-            walk_expr(rhs, role, f);
-        }
-        ExprKind::Range { start, end, .. } => {
-            walk_expr(start, role, f);
-            walk_expr(end, role, f);
-        }
-        ExprKind::IfElse { cond, then, orelse } => {
-            walk_expr(then, role, f);
-            walk_expr(cond, role, f);
-            walk_expr(orelse, role, f);
-        }
-        ExprKind::Attr { base, .. } => walk_expr(base, role, f),
-        ExprKind::Slice { lower, upper, step } => {
-            for part in [lower, upper, step].into_iter().flatten() {
-                walk_expr(part, role, f);
-            }
-        }
-        ExprKind::Comp {
-            elt, value, clauses, ..
-        } => {
-            walk_expr(elt, role, f);
-            if let Some(value) = value {
-                walk_expr(value, role, f);
-            }
-            for c in clauses {
-                walk_expr(&c.target, role, f);
-                walk_expr(&c.iter, role, f);
-                c.conds.iter().for_each(|e| walk_expr(e, role, f));
-            }
-        }
-        ExprKind::Name(_)
-        | ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Size(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Error => {}
+        // The other kinds' children, in source order, as the tree gives them.
+        kind => kind.for_each_child(|child| walk_expr(child, role, f)),
     }
 }
 

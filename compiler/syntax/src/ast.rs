@@ -610,7 +610,7 @@ impl Expr {
 
 impl ExprKind {
     /// Calls `f` on each direct child expression, in source order.
-    pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
+    pub fn for_each_child<'e>(&'e self, mut f: impl FnMut(&'e Expr)) {
         match self {
             ExprKind::Name(_)
             | ExprKind::Int(_)
