@@ -1864,22 +1864,22 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// `min`/`max` of its values, or of the items of its one list, tuple
     /// or range, as Python's (a NaN wins, as in kernels).
     fn min_max(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
+        let mut items = self.extremum_values(args)?.into_iter();
+        let first = items.next().ok_or_else(|| of_nothing(path))?;
+        items.try_fold(first, |a, b| self.min_max_pair(path, a, b))
+    }
+
+    /// The values `min` and `max` choose from: their positional arguments,
+    /// or the items of the one list, tuple or range they are given.
+    fn extremum_values(&self, args: &mut Args) -> Result<Vec<Value>, RunError> {
         let values: Vec<Value> = std::mem::take(&mut args.positional)
             .into_iter()
             .map(|(v, _)| v)
             .collect();
-        let values = match &values[..] {
-            [one @ (Value::Tuple(_) | Value::List(_) | Value::Range(..))] => self.items_of(one)?,
-            _ => values,
-        };
-        let mut items = values.into_iter();
-        let first = items.next().ok_or_else(|| {
-            RunError::new(
-                Code::E1005,
-                format!("`{path}` of nothing: give it values or a non-empty list"),
-            )
-        })?;
-        items.try_fold(first, |a, b| self.min_max_pair(path, a, b))
+        match &values[..] {
+            [one @ (Value::Tuple(_) | Value::List(_) | Value::Range(..))] => self.items_of(one),
+            _ => Ok(values),
+        }
     }
 
     fn min_max_pair(&mut self, path: &str, a: Value, b: Value) -> Result<Value, RunError> {
@@ -1888,11 +1888,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             // min(a, b) = where(b < a, b, a), elementwise. Of NumPy's
             // scalars (tensors of no dims) and numbers, as Python's: the
             // value that wins, as it is.
-            let less = if path == "min" {
-                self.binary(BinOp::Lt, &b, &a)?
-            } else {
-                self.binary(BinOp::Gt, &b, &a)?
-            };
+            let less = self.binary(extremum_op(path), &b, &a)?;
             let pick_b = self.binary(BinOp::Mul, &less, &b)?;
             let not_less = self.unary(UnaryOp::Not, &less)?;
             let pick_a = self.binary(BinOp::Mul, &not_less, &a)?;
@@ -1902,10 +1898,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             // A NaN wins, whichever side it is on, as in kernels.
             (Some(x), Some(y)) => y.is_nan() || !x.is_nan() && if path == "min" { y < x } else { y > x },
             // Strings, lists and tuples as Python orders them.
-            _ => {
-                let op = if path == "min" { BinOp::Lt } else { BinOp::Gt };
-                py_order(op, &b, &a)?.is_some_and(|o| if path == "min" { o.is_lt() } else { o.is_gt() })
-            }
+            _ => py_compare(extremum_op(path), &b, &a)?,
         };
         Ok(if take_b { b } else { a })
     }
@@ -2859,8 +2852,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    /// `sorted(iterable, reverse=False)`: Python's, a stable sort of
-    /// numbers or of strings into a new list.
+    /// `sorted(iterable, reverse=False)`: Python's, a stable sort into a
+    /// new list, in [`py_order`]'s order.
     fn sorted(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let iterable = self.positional(args, "iterable", "sorted")?;
         let reverse = reverse_arg(args, "sorted")?;
@@ -2881,14 +2874,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             let reverse = reverse_arg(args, path).map_err(|e| fail(self, e))?;
             (self.items_of(&iterable).map_err(|e| fail(self, e))?, reverse)
         } else {
-            let values: Vec<Value> = std::mem::take(&mut args.positional)
-                .into_iter()
-                .map(|(v, _)| v)
-                .collect();
-            match &values[..] {
-                [one] => (self.items_of(one).map_err(|e| fail(self, e))?, false),
-                _ => (values, false),
-            }
+            (self.extremum_values(args).map_err(|e| fail(self, e))?, false)
         };
         self.no_more(args, path).map_err(|e| fail(self, e))?;
         let mut keyed = Vec::with_capacity(items.len());
@@ -2899,29 +2885,17 @@ impl<'a, 'p> Interp<'a, 'p> {
             py_sort_by(&mut keyed, |(k, _)| k, reverse).map_err(|e| fail(self, e))?;
             return Ok(Value::list(keyed.into_iter().map(|(_, item)| item).collect()));
         }
-        let (op, wins): (BinOp, fn(std::cmp::Ordering) -> bool) = match path {
-            "min" => (BinOp::Lt, std::cmp::Ordering::is_lt),
-            _ => (BinOp::Gt, std::cmp::Ordering::is_gt),
-        };
         let mut best: Option<(Value, Value)> = None;
         for (k, item) in keyed {
             let better = match &best {
                 None => true,
-                Some((best_key, _)) => py_order(op, &k, best_key).map_err(|e| fail(self, e))?.is_some_and(wins),
+                Some((best_key, _)) => py_compare(extremum_op(path), &k, best_key).map_err(|e| fail(self, e))?,
             };
             if better {
                 best = Some((k, item));
             }
         }
-        best.map(|(_, item)| item).ok_or_else(|| {
-            fail(
-                self,
-                RunError::new(
-                    Code::E1005,
-                    format!("`{path}` of nothing: give it values or a non-empty list"),
-                ),
-            )
-        })
+        best.map(|(_, item)| item).ok_or_else(|| fail(self, of_nothing(path)))
     }
 
     /// Calls `f`, a key function (a function of the program, a builtin or a
@@ -3308,13 +3282,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         (Add, Value::Str(x), Value::Str(y)) => return Ok(Value::str(&format!("{x}{y}"))),
         (Lt | Le | Gt | Ge, Value::Str(_) | Value::List(_) | Value::Tuple(_), _)
         | (Lt | Le | Gt | Ge, _, Value::Str(_) | Value::List(_) | Value::Tuple(_)) => {
-            let ord = py_order(op, a, b)?;
-            return Ok(Value::Bool(ord.is_some_and(|o| match op {
-                Lt => o.is_lt(),
-                Le => o.is_le(),
-                Gt => o.is_gt(),
-                _ => o.is_ge(),
-            })));
+            return Ok(Value::Bool(py_compare(op, a, b)?));
         }
         // `"ab" * n`: the text n times over; empty for n ≤ 0.
         (Mul, Value::Str(text), Value::Int(n)) | (Mul, Value::Int(n), Value::Str(text)) => {
@@ -3347,12 +3315,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         }
         _ => {}
     }
-    let int = |v: &Value| match v {
-        Value::Int(i) => Some(*i),
-        Value::Bool(b) => Some(*b as i64),
-        _ => None,
-    };
-    if let (Some(x), Some(y)) = (int(a), int(b)) {
+    if let (Some(x), Some(y)) = (int_of(a), int_of(b)) {
         return Ok(match op {
             Add => Value::Int(x.checked_add(y).ok_or_else(overflow)?),
             Sub => Value::Int(x.checked_sub(y).ok_or_else(overflow)?),
@@ -3412,6 +3375,24 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// The comparison by which a value beats the best so far for `min` (`<`)
+/// or `max` (`>`).
+fn extremum_op(path: &str) -> BinOp {
+    if path == "min" {
+        BinOp::Lt
+    } else {
+        BinOp::Gt
+    }
+}
+
+/// E1005 for `min` or `max` (`path`) of no values.
+fn of_nothing(path: &str) -> RunError {
+    RunError::new(
+        Code::E1005,
+        format!("`{path}` of nothing: give it values or a non-empty list"),
+    )
 }
 
 /// The `reverse=` of `sorted` and `list.sort`: True or False (False
@@ -3474,15 +3455,30 @@ fn py_order(op: BinOp, a: &Value, b: &Value) -> Result<Option<std::cmp::Ordering
     py_order_within(op, a, b, MAX_NESTING)
 }
 
+/// Whether `a op b` holds under [`py_order`] (`op` one of `<`, `<=`, `>`,
+/// `>=`): never for an unordered pair (a NaN).
+fn py_compare(op: BinOp, a: &Value, b: &Value) -> Result<bool, RunError> {
+    Ok(py_order(op, a, b)?.is_some_and(|o| match op {
+        BinOp::Lt => o.is_lt(),
+        BinOp::Le => o.is_le(),
+        BinOp::Gt => o.is_gt(),
+        _ => o.is_ge(),
+    }))
+}
+
+/// A Python int's value: an int's, or a bool's 0 or 1.
+fn int_of(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(i64::from(*b)),
+        _ => None,
+    }
+}
+
 fn py_order_within(op: BinOp, a: &Value, b: &Value, depth: usize) -> Result<Option<std::cmp::Ordering>, RunError> {
     if depth == 0 {
         return Err(inapplicable(op, a, b));
     }
-    let int = |v: &Value| match v {
-        Value::Int(i) => Some(*i),
-        Value::Bool(b) => Some(i64::from(*b)),
-        _ => None,
-    };
     match (a, b) {
         (Value::Str(x), Value::Str(y)) => Ok(Some(x.cmp(y))),
         (Value::List(_), Value::List(_)) | (Value::Tuple(_), Value::Tuple(_)) => {
@@ -3492,7 +3488,7 @@ fn py_order_within(op: BinOp, a: &Value, b: &Value, depth: usize) -> Result<Opti
                 None => Ok(Some(x.len().cmp(&y.len()))),
             }
         }
-        _ => match (int(a), int(b)) {
+        _ => match (int_of(a), int_of(b)) {
             (Some(x), Some(y)) => Ok(Some(x.cmp(&y))),
             _ => match (as_f64(a), as_f64(b)) {
                 (Some(x), Some(y)) => Ok(x.partial_cmp(&y)),
