@@ -111,6 +111,12 @@ impl Divisible {
             _ => None,
         }
     }
+
+    /// The divisibility constraints among `facts` (constraints with their
+    /// text).
+    pub fn all_of(facts: &[(ShapeConstraint, String)]) -> Vec<Divisible> {
+        facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect()
+    }
 }
 
 /// Whether one of `func`'s [`facts`] says `a == b`.

@@ -521,7 +521,7 @@ fn lower_kernel(
         out: args[n_in],
         loc: k.loc.clone(),
         order: if deterministic { "tree" } else { "any" },
-        constraints: facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect(),
+        constraints: Divisible::all_of(facts),
         target,
         rows: variant.span,
     };

@@ -354,7 +354,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
     if admitted.is_empty() {
         admitted.extend(ranges.last());
     }
-    let known: Vec<Divisible> = facts.iter().filter_map(|(c, text)| Divisible::of(c, text)).collect();
+    let known = Divisible::all_of(facts);
     let whole_runs = modulus_of(&known, &n).is_some_and(|d| d.modulus % RUN == 0);
     let divisible = ShapeConstraint::Divisible {
         dim: n.clone(),
