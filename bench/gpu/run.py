@@ -47,7 +47,7 @@ except Exception as e:  # the Triton anchors are optional (and a broken install 
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "sm_90a"
-FAMILIES = ("gemm", "gemm_fp8", "attention", "softmax", "layernorm")
+FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_nt", "attention", "softmax", "layernorm")
 RTOL = {"bf16": 2e-2, "f32": 1e-4}
 ITEM_BYTES = {"f8e4m3": 1, "bf16": 2, "f32": 4}
 LAYERNORM_EPS = 1e-5  # stdlib/nn.tsr's
@@ -91,7 +91,22 @@ def gemm_fp8(m, n, k):
     # about 2e-4 of sum |a·b|, so the check allows 2^-9 of its expectation
     # for standard normal operands rounded to E4M3 (E|a| E|b| = 0.64).
     case = gemm_case("gemm_fp8", "matmul_fp8", "f8e4m3", m, n, k)
-    return replace(case, rtol=0.0, atol=2.0**-9 * 0.64 * k)
+    return replace(case, rtol=0.0, atol=FP8_ATOL * k)
+
+
+# The fp8 check's atol per unit of K (gemm_fp8).
+FP8_ATOL = 2.0**-9 * 0.64
+
+
+def gemm_fp8_nt(m, n, k):
+    # A @ Bᵀ with B given N×K (K % 16 == 0): the layout cuBLASLt's fp8
+    # GEMM takes, which the anchor gets as a view of the same B, no copy.
+    return Case(
+        "gemm_fp8_nt", "stdlib/linalg.tsr", "matmul_fp8_nt", f"{m}x{n}x{k} (MxNxK)",
+        (Tensor("A", (m, k), "f8e4m3"), Tensor("B", (n, k), "f8e4m3")),
+        Tensor("C", (m, n), "f32"),
+        rtol=0.0, atol=FP8_ATOL * k, flops=2 * m * n * k,
+    )
 
 
 def gemm_case(family, entry, dtype, m, n, k):
@@ -151,9 +166,10 @@ def plan(families, quick):
             (16, 4096, 4096),  # skinny: a decode step
         ]
         cases += [gemm(*shape) for shape in shapes]
-    if "gemm_fp8" in families:
-        shapes = [(2048, 2048, 2048)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 14336)]
-        cases += [gemm_fp8(*shape) for shape in shapes]
+    for family, make in (("gemm_fp8", gemm_fp8), ("gemm_fp8_nt", gemm_fp8_nt)):
+        if family in families:
+            shapes = [(2048, 2048, 2048)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 14336)]
+            cases += [make(*shape) for shape in shapes]
     if "attention" in families:
         runs = [(64, False, 1024)] if quick else [
             (head_dim, causal, seq)
@@ -179,6 +195,7 @@ SMOKE_CASES = [
     gemm(130, 72, 96),
     gemm_fp8(130, 72, 96),
     gemm_fp8(130, 80, 96),
+    gemm_fp8_nt(130, 72, 96),
     *(attention(d, c, 130, batch=1, heads=2) for d in (64, 128) for c in (False, True)),
     softmax(33, 1500, "bf16"),
     softmax(5, 8200, "bf16"),
@@ -488,6 +505,8 @@ def numpy_reference(case, x):
     x = {k: v.astype(np.float64) for k, v in x.items()}
     if case.family in ("gemm", "gemm_fp8"):
         return x["A"] @ x["B"]
+    if case.family == "gemm_fp8_nt":
+        return x["A"] @ x["B"].T
     if case.family == "softmax":
         e = np.exp(x["x"] - x["x"].max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
@@ -506,6 +525,18 @@ def numpy_reference(case, x):
 # --- the GPU run -----------------------------------------------------------
 
 
+def scaled_mm_anchors(a, b_columns):
+    """cuBLASLt's fp8 GEMM of `a` by the column-major `b_columns` (unit
+    scales, a bf16 result), with and without fast accumulation."""
+    one = torch.ones((), device="cuda")
+    return [
+        ("torch._scaled_mm", lambda: torch._scaled_mm(
+            a, b_columns, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)),
+        ("torch._scaled_mm fast accum", lambda: torch._scaled_mm(
+            a, b_columns, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)),
+    ]
+
+
 def anchors(case, t):
     """The reference our result is checked against, and the timed anchors
     (name, function) on the tensors `t`."""
@@ -520,15 +551,11 @@ def anchors(case, t):
         # The same values in f32; cuBLASLt wants B column-major (made once,
         # outside the timing) and scales.
         reference = lambda: torch.matmul(t["A"].float(), t["B"].float())
-        b_columns = t["B"].t().contiguous().t()
-        one = torch.ones((), device="cuda")
-        timed = [
-            ("torch._scaled_mm", lambda: torch._scaled_mm(
-                t["A"], b_columns, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)),
-            ("torch._scaled_mm fast accum", lambda: torch._scaled_mm(
-                t["A"], b_columns, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                use_fast_accum=True)),
-        ]
+        timed = scaled_mm_anchors(t["A"], t["B"].t().contiguous().t())
+    elif case.family == "gemm_fp8_nt":
+        # B is N×K: its transpose is the column-major K×N cuBLASLt takes.
+        reference = lambda: torch.matmul(t["A"].float(), t["B"].float().t())
+        timed = scaled_mm_anchors(t["A"], t["B"].t())
     elif case.family == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel
 

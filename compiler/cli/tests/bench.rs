@@ -42,6 +42,7 @@ fn harness_dry_run_tunes_and_checks_every_quick_case() {
     for tuned in [
         "matmul_bf16_aligned",
         "matmul_fp8_aligned",
+        "matmul_fp8_nt",
         "attention_d64",
         "matmul_bf16_aligned_deterministic",
         "attention_d64_deterministic",
