@@ -139,7 +139,7 @@ pub fn run(args: TuneArgs) -> ExitCode {
             seed,
         };
         for (i, config) in configs.iter().enumerate() {
-            let tuning = Tuning::from([(function.clone(), config.clone())]);
+            let tuning = Tuning::from([(function.clone(), tune::everywhere(config.clone()))]);
             let outcome = measure(&search, &tuning, &mut inputs).and_then(|(time, out)| match &reference {
                 None => {
                     reference = Some(out);

@@ -5,8 +5,10 @@
 //! `$TESSERA_CACHE_DIR`, else `.tessera/` under the working directory),
 //! keyed by (function, source hash of its file, target, the dims it was
 //! measured at). A build of that file for that target gives each tuned
-//! function the configuration measured last as its `autotune.config`,
-//! which `fuse` applies to the function's kernels; without an entry the
+//! function its configuration (`autotune.config`) or, when it was tuned
+//! at several shapes to different configurations, all of them with their
+//! dims (`autotune.configs`), which `fuse` applies to the function's
+//! kernels, each for the shapes nearest its dims; without an entry the
 //! build uses the target's defaults, so machines without the device (CPU
 //! CI, a laptop) build with the cache they were given or with defaults.
 
@@ -22,8 +24,25 @@ pub type Config = BTreeMap<String, i64>;
 /// The knobs of an `@autotune` and their candidates, in order.
 pub type Space = Vec<(String, Vec<i64>)>;
 
-/// Function name → the configuration its kernels are built with.
-pub type Tuning = BTreeMap<String, Config>;
+/// A configuration and the dims it was measured at (none: it is meant for
+/// every shape).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub dims: BTreeMap<String, i64>,
+    pub config: Config,
+}
+
+/// `config` for every shape of a function.
+pub fn everywhere(config: Config) -> Vec<Measured> {
+    vec![Measured {
+        dims: BTreeMap::new(),
+        config,
+    }]
+}
+
+/// Function name → the configurations its kernels are built with, in the
+/// order they were measured.
+pub type Tuning = BTreeMap<String, Vec<Measured>>;
 
 /// One measured best configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,19 +116,19 @@ impl TuneCache {
         });
     }
 
-    /// The configuration each function of a file (by its source hash) was
-    /// last tuned to for `target`, with the entry it comes from.
-    pub fn tuning(&self, source_hash: &str, target: &str) -> BTreeMap<String, &Entry> {
-        let mut out: BTreeMap<String, &Entry> = BTreeMap::new();
+    /// The entries of each function of a file (by its source hash) for
+    /// `target`, one per shape it was tuned at, oldest first.
+    pub fn tuning(&self, source_hash: &str, target: &str) -> BTreeMap<String, Vec<&Entry>> {
+        let mut out: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
         for e in self
             .entries
             .iter()
             .filter(|e| e.source_hash == source_hash && e.target == target)
         {
-            let newer = out.get(&e.function).is_none_or(|old| e.tuned_at >= old.tuned_at);
-            if newer {
-                out.insert(e.function.clone(), e);
-            }
+            out.entry(e.function.clone()).or_default().push(e);
+        }
+        for entries in out.values_mut() {
+            entries.sort_by_key(|e| e.tuned_at);
         }
         out
     }
@@ -124,33 +143,68 @@ pub fn cached_tuning(text: &str, target: &str) -> Result<(Tuning, Vec<String>), 
     let cache = TuneCache::load(&path)?;
     let mut tuning = Tuning::new();
     let mut notes = Vec::new();
-    for (function, entry) in cache.tuning(&source_hash(text), target) {
-        let dims: Vec<String> = entry.dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        notes.push(format!(
-            "`{function}` uses its tuned configuration {} (measured on {} at {}, {})",
-            describe(&entry.config),
-            entry.device,
-            dims.join(" "),
-            path.display()
-        ));
-        tuning.insert(function, entry.config.clone());
+    for (function, entries) in cache.tuning(&source_hash(text), target) {
+        let measured = |e: &Entry| format!("measured on {} at {}", e.device, describe(&e.dims));
+        let note = match entries.as_slice() {
+            [e] => format!(
+                "`{function}` uses its tuned configuration {} ({}, {})",
+                describe(&e.config),
+                measured(e),
+                path.display()
+            ),
+            _ => format!(
+                "`{function}` uses the configurations it was tuned to at {} shapes ({}), each for the shapes nearest its own: {}",
+                entries.len(),
+                path.display(),
+                entries
+                    .iter()
+                    .map(|e| format!("{} ({})", describe(&e.config), measured(e)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        };
+        notes.push(note);
+        let all = entries
+            .iter()
+            .map(|e| Measured {
+                dims: e.dims.clone(),
+                config: e.config.clone(),
+            })
+            .collect();
+        tuning.insert(function, all);
     }
     Ok((tuning, notes))
 }
 
 /// Gives each `@autotune` function of a Graph-IR module named in `tuning`
-/// its configuration (`autotune.config`), for `fuse`. Functions without
-/// the `autotune.space` attribute (no `@autotune`) are left alone.
+/// its configurations, for `fuse`: one (or several that agree) as
+/// `autotune.config`, several that differ as `autotune.configs`, each
+/// with the dims it was measured at. Functions without the
+/// `autotune.space` attribute (no `@autotune`) are left alone.
 pub fn apply(module: &mut Module, tuning: &Tuning) {
+    let ints = |map: &BTreeMap<String, i64>| Attr::Dict(map.iter().map(|(k, v)| (k.clone(), Attr::Int(*v))).collect());
     for func in module.functions() {
         let Some(name) = module.func_name(func).map(str::to_string) else {
             continue;
         };
-        let (Some(config), Some(_)) = (tuning.get(&name), module.attr(func, "autotune.space")) else {
+        let (Some(all), Some(_)) = (tuning.get(&name), module.attr(func, "autotune.space")) else {
             continue;
         };
-        let dict = config.iter().map(|(k, v)| (k.clone(), Attr::Int(*v))).collect();
-        module.set_attr(func, "autotune.config", Attr::Dict(dict));
+        let Some(last) = all.last() else { continue };
+        if all.iter().all(|t| t.config == last.config) {
+            module.set_attr(func, "autotune.config", ints(&last.config));
+            continue;
+        }
+        let configs = all
+            .iter()
+            .map(|t| {
+                Attr::Dict(BTreeMap::from([
+                    ("dims".to_string(), ints(&t.dims)),
+                    ("config".to_string(), ints(&t.config)),
+                ]))
+            })
+            .collect();
+        module.set_attr(func, "autotune.configs", Attr::Array(configs));
     }
 }
 
@@ -229,16 +283,53 @@ mod tests {
     }
 
     #[test]
-    fn the_latest_entry_of_a_function_wins_and_keys_replace() {
+    fn each_shape_keeps_its_entry_and_keys_replace() {
         let mut cache = TuneCache::default();
         cache.insert(entry("f", 256, 64, 1));
         cache.insert(entry("f", 512, 128, 2));
         cache.insert(entry("f", 256, 32, 3));
         assert_eq!(cache.entries.len(), 2, "the same dims replace their entry");
         let tuning = cache.tuning("h", "cpu");
-        assert_eq!(tuning["f"].config["BM"], 32);
+        let seen: Vec<(i64, i64)> = tuning["f"].iter().map(|e| (e.dims["M"], e.config["BM"])).collect();
+        assert_eq!(seen, [(512, 128), (256, 32)], "oldest first");
         assert!(cache.tuning("h", "sm_80").is_empty());
         assert!(cache.tuning("other", "cpu").is_empty());
+    }
+
+    #[test]
+    fn configurations_that_differ_are_applied_with_their_dims() {
+        let text = r#"module {
+  func.func @f(%a: tensor<Mxf32>) -> (tensor<Mxf32>) attributes {autotune.space = {BM = [32, 64]}, effects = [], numerics = "none"} {
+    graph.return(%a) : (tensor<Mxf32>) -> ()
+  }
+  func.func @g(%a: tensor<Mxf32>) -> (tensor<Mxf32>) attributes {effects = [], numerics = "none"} {
+    graph.return(%a) : (tensor<Mxf32>) -> ()
+  }
+}"#;
+        let at = |m: i64, bm: i64| Measured {
+            dims: BTreeMap::from([("M".into(), m)]),
+            config: Config::from([("BM".into(), bm)]),
+        };
+        let applied = |all: Vec<Measured>| {
+            let mut module = tessera_ir::parse(text).unwrap();
+            let tuning = Tuning::from([("f".to_string(), all.clone()), ("g".to_string(), all)]);
+            apply(&mut module, &tuning);
+            tessera_ir::print_module(&module)
+        };
+        let agreeing = applied(vec![at(16, 32), at(4096, 32)]);
+        assert!(agreeing.contains("autotune.config = {BM = 32}"), "{agreeing}");
+        let differing = applied(vec![at(16, 32), at(4096, 64)]);
+        assert!(
+            differing.contains(
+                "autotune.configs = [{config = {BM = 32}, dims = {M = 16}}, {config = {BM = 64}, dims = {M = 4096}}]"
+            ),
+            "{differing}"
+        );
+        assert_eq!(
+            differing.matches("autotune.config").count(),
+            1,
+            "no @autotune, no tuning: {differing}"
+        );
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //!    the last one backwards, each taking the producers used only by it.
 //!
 //! Scalar constants are copied into every kernel that uses them.
+//!
+//! Each kernel is scheduled under every configuration a tuner measured for
+//! the function (`crate::tuned`); one that they tile differently keeps
+//! each geometry as a `tuned` variant with the shapes it is launched for.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -32,6 +36,7 @@ use crate::shape::{
 use crate::targets::{
     attention_shared_bytes, matmul_shared_bytes, row_chunk, row_threads, target_names, Target, ELEMENTWISE_THREADS,
 };
+use crate::tuned::{self, PERSISTENT, PRODUCERS};
 
 /// The `fuse` pass.
 pub struct Fuse;
@@ -301,12 +306,18 @@ fn fuse_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<V
     order.sort_by_key(|&g| a.position[&a.groups[g].root]);
     let name = m.func_name(func).unwrap_or("kernel").to_string();
     let constraints = divisibility(m, Some(func));
-    let tuned = tuned_config(m, func);
+    let measured = tuned::measured(m, func);
+    let points: Vec<BTreeMap<String, i64>> = measured.iter().map(|t| t.dims.clone()).collect();
+    let regions = tuned::nearest_regions(&points);
     for (i, g) in order.into_iter().enumerate() {
         let group = &mut a.groups[g];
         group.members.sort_by_key(|o| a.position[o]);
-        let config = schedule(m, group, target, &constraints, &tuned)?;
-        build_kernel(m, group, &format!("{name}_k{i}"), config);
+        let configs = measured
+            .iter()
+            .map(|t| schedule(m, group, target, &constraints, &t.config))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (config, variants) = tuned_variants(configs, &regions);
+        build_kernel(m, group, &format!("{name}_k{i}"), config, variants);
     }
     let mut counts = m.use_counts();
     for op in m.block_ops(entry).iter().rev().copied().collect::<Vec<_>>() {
@@ -512,6 +523,57 @@ struct Narrow {
     grid: Vec<GridDim>,
 }
 
+impl Config {
+    /// Whether `other` tiles and launches the kernel as this one does.
+    fn same_geometry(&self, other: &Config) -> bool {
+        (&self.tile, self.block, &self.grid, self.stages, self.specialize)
+            == (&other.tile, other.block, &other.grid, other.stages, other.specialize)
+    }
+
+    /// The kernel's variant of this geometry, launched `when` one of the
+    /// conjunctions holds (an entry of the kernel's `tuned`).
+    fn variant_attr(&self, when: &[Vec<ShapeConstraint>]) -> Attr {
+        Attr::Dict(BTreeMap::from([
+            (
+                "when".to_string(),
+                Attr::Array(when.iter().map(|c| Attr::str(ShapeConstraint::join(c))).collect()),
+            ),
+            ("tile_shape".to_string(), Attr::ints(self.tile.iter().copied())),
+            ("block".to_string(), Attr::ints([self.block, 1, 1])),
+            ("stages".to_string(), Attr::Int(self.stages)),
+            ("grid".to_string(), grid_attr(&self.grid)),
+            ("warp_specialize".to_string(), Attr::Bool(self.specialize)),
+        ]))
+    }
+}
+
+/// A kernel's configuration under each measured configuration of its
+/// function, and the shapes each is nearest to (`regions`, in the same
+/// order): the first configuration and, when they tile the kernel
+/// differently, its tuned variants, one per geometry, each launched for
+/// the shapes of the measurements that chose it.
+fn tuned_variants(configs: Vec<Config>, regions: &[Vec<Vec<ShapeConstraint>>]) -> (Config, Vec<Attr>) {
+    let mut distinct: Vec<(Config, Vec<Vec<ShapeConstraint>>)> = Vec::new();
+    for (config, region) in configs.into_iter().zip(regions) {
+        match distinct.iter_mut().find(|(d, _)| d.same_geometry(&config)) {
+            Some((_, when)) => when.extend(region.iter().cloned()),
+            None => distinct.push((config, region.clone())),
+        }
+    }
+    distinct.retain(|(_, when)| !when.is_empty());
+    let variants = if distinct.len() > 1 {
+        distinct.iter().map(|(c, when)| c.variant_attr(when)).collect()
+    } else {
+        Vec::new()
+    };
+    let config = distinct
+        .into_iter()
+        .next()
+        .map(|(c, _)| c)
+        .expect("every shape is nearest a measurement");
+    (config, variants)
+}
+
 impl Narrow {
     fn to_attr(&self) -> Attr {
         Attr::Dict(BTreeMap::from([
@@ -560,27 +622,6 @@ fn knob(values: &[i64], chosen: i64, dim: Option<&DimExpr>, constraints: &[Divis
     list.sort_unstable();
     list.dedup();
     Attr::ints(list)
-}
-
-/// The knob of a matmul's producer warpgroups: 0 or 1.
-const PRODUCERS: &str = "producers";
-
-/// The knob of a matmul's persistent grid: 0 (a block per tile) or 1.
-const PERSISTENT: &str = "persistent";
-
-/// The knob values a tuner chose for the function (its `autotune.config`
-/// attribute: `{BM = 128, stages = 3}`), by knob name.
-fn tuned_config(m: &Module, func: OpId) -> BTreeMap<String, i64> {
-    match m.attr(func, "autotune.config") {
-        Some(Attr::Dict(d)) => d
-            .iter()
-            .filter_map(|(k, v)| {
-                let switch = k == PRODUCERS || k == PERSISTENT;
-                Some((k.clone(), v.as_int().filter(|&v| v > 0 || (switch && v == 0))?))
-            })
-            .collect(),
-        _ => BTreeMap::new(),
-    }
 }
 
 /// `tile` (`[BM, BN]` or `[BM, BN, BK]`) with the entries a tuner chose.
@@ -1015,7 +1056,7 @@ fn specializes(target: &Target, tuned: &BTreeMap<String, i64>) -> bool {
 }
 
 /// Replaces the group's ops by one `schedule.kernel` at the root's place.
-fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
+fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config, variants: Vec<Attr>) {
     let members: HashSet<OpId> = group.members.iter().copied().collect();
     // The kernel's inputs in the order a walk from its root back through
     // the operands meets them: a matmul's A, then B, then the epilogue's.
@@ -1062,6 +1103,9 @@ fn build_kernel(m: &mut Module, group: &Group, name: &str, config: Config) {
     }
     if let Some(narrow) = &config.narrow {
         kernel = kernel.attr("narrow", narrow.to_attr());
+    }
+    if !variants.is_empty() {
+        kernel = kernel.attr("tuned", Attr::Array(variants));
     }
     let kernel = kernel
         .operands(&externals)

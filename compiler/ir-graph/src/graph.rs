@@ -1461,6 +1461,67 @@ pub fn inside_kernel(m: &Module, op: OpId) -> bool {
     false
 }
 
+/// A function's `autotune.configs`: at least two entries `{dims = {…},
+/// config = {…}}`, each measured at positive values of the same dims of
+/// the function's parameters, its knobs integers; never with
+/// `autotune.config` (one configuration for every shape).
+fn verify_tuned_configs(m: &Module, func: OpId, name: &str, configs: &Attr, errors: &mut VerifyErrors) {
+    let bad = |message: String| VerifyError::at_op(m, func, message).with_label("bad tuned configurations");
+    if m.attr(func, crate::tuned::CONFIG_ATTR).is_some() {
+        errors.push(bad(format!(
+            "`@{name}` has both `autotune.config` and `autotune.configs`"
+        )));
+    }
+    let Some(items) = configs.as_array().filter(|items| items.len() >= 2) else {
+        errors.push(
+            bad(format!(
+                "`autotune.configs` of `@{name}` must list at least two configurations, not {configs}"
+            ))
+            .with_note("one configuration for every shape is `autotune.config`"),
+        );
+        return;
+    };
+    let params = function_dims(m, func);
+    let mut first_dims: Option<Vec<&String>> = None;
+    for (i, item) in items.iter().enumerate() {
+        let dict = item.as_dict();
+        let dims = dict.and_then(|d| d.get("dims")).and_then(Attr::as_dict);
+        let config = dict.and_then(|d| d.get("config")).and_then(Attr::as_dict);
+        let (Some(dims), Some(config)) = (dims, config) else {
+            errors.push(bad(format!(
+                "configuration #{i} of `@{name}` must be `{{dims = {{…}}, config = {{…}}}}`, not {item}"
+            )));
+            continue;
+        };
+        for (dim, value) in dims {
+            if !params.contains(dim) {
+                errors.push(bad(format!(
+                    "configuration #{i} of `@{name}` was measured at `{dim}`, which is not a dim of its parameters"
+                )));
+            } else if value.as_int().is_none_or(|v| v < 1) {
+                errors.push(bad(format!(
+                    "configuration #{i} of `@{name}` was measured at {dim} = {value}; dims are positive integers"
+                )));
+            }
+        }
+        let names: Vec<&String> = dims.keys().collect();
+        match &first_dims {
+            Some(first) if *first != names => errors.push(bad(format!(
+                "configuration #{i} of `@{name}` was measured at other dims than the first: {} instead of {}",
+                names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "),
+                first.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+            ))),
+            Some(_) => {}
+            None => first_dims = Some(names),
+        }
+        if let Some((knob, value)) = config.iter().find(|(_, v)| v.as_int().is_none_or(|v| v < 0)) {
+            errors.push(bad(format!(
+                "knob `{knob}` of configuration #{i} of `@{name}` is {value}, not a non-negative integer"
+            )));
+        }
+    }
+}
+
 /// The rules of a Graph-IR function as a whole: its `effects` and
 /// `numerics`, one chain of tokens, and effects that cover its ops'.
 fn verify_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
@@ -1495,6 +1556,9 @@ fn verify_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
         // The kinds of function attributes are checked by `func.func`'s
         // definition.
         Some(_) => {}
+    }
+    if let Some(configs) = m.attr(func, crate::tuned::CONFIGS_ATTR) {
+        verify_tuned_configs(m, func, &name, configs, errors);
     }
     if m.attr(func, "numerics").is_none() {
         errors.push(

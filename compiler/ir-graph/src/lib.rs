@@ -21,6 +21,7 @@ mod schedule;
 mod shape;
 pub mod targets;
 mod to_tile;
+mod tuned;
 
 pub use fuse::Fuse;
 pub use graph::GraphDialect;

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tessera_base::gcd;
 use tessera_ir::{
-    Arity, Attr, AttrDef, AttrKind, Dialect, DimExpr, Module, OpDef, OpId, Type, ValueDef, ValueId, VerifyError,
-    VerifyErrors,
+    Arity, Attr, AttrDef, AttrKind, Dialect, DimExpr, Module, OpDef, OpId, ShapeConstraint, Type, ValueDef, ValueId,
+    VerifyError, VerifyErrors,
 };
 
 use crate::shape::{divisibility, is_compute, is_leaf, modulus_of, normalize_axis, tile_respects, GridDim, Layer};
@@ -33,6 +33,7 @@ const OPS: &[OpDef] = &[
             AttrDef::optional("knobs", AttrKind::Dict),
             AttrDef::optional("warp_specialize", AttrKind::Bool),
             AttrDef::optional("narrow", AttrKind::Dict),
+            AttrDef::optional("tuned", AttrKind::Array),
         ],
         pure: true,
         ..OpDef::DEFAULT
@@ -475,6 +476,96 @@ fn verify_kernel(m: &Module, op: OpId, errors: &mut VerifyErrors) {
     }
     if let Some(narrow) = m.attr(op, "narrow") {
         verify_narrow(m, op, anchor, &name, &pattern, narrow, errors);
+    }
+    if let Some(Attr::Array(variants)) = m.attr(op, "tuned") {
+        verify_tuned(m, op, anchor, &name, &pattern, variants, errors);
+    }
+}
+
+/// A kernel's `tuned` variants (`[{when, tile_shape, block, stages, grid,
+/// warp_specialize}, …]`): the geometries of configurations tuned at
+/// several shapes, each launched where one of its `when` conjunctions
+/// holds. Only matmul and attention kernels, which the tuning knobs
+/// shape, take them, never with a `narrow` variant; at least two, each
+/// with conditions over the function's dims and a geometry checked as the
+/// kernel's own.
+fn verify_tuned(
+    m: &Module,
+    op: OpId,
+    anchor: Option<OpId>,
+    name: &str,
+    pattern: &str,
+    variants: &[Attr],
+    errors: &mut VerifyErrors,
+) {
+    let bad = |message: String| err(m, op, message, "bad tuned variant");
+    let tunable = pattern.starts_with("matmul") || pattern == "attention";
+    let Some(anchor) = anchor.filter(|_| tunable) else {
+        errors.push(bad(format!(
+            "kernel \"{name}\" has `tuned` variants, which only matmul and attention kernels take"
+        )));
+        return;
+    };
+    if m.attr(op, "narrow").is_some() {
+        errors.push(
+            bad(format!("kernel \"{name}\" has both `tuned` and `narrow` variants"))
+                .with_note("a tuning replaces the target's defaults, the narrow variant among them"),
+        );
+    }
+    if variants.len() < 2 {
+        errors.push(bad(format!(
+            "kernel \"{name}\" has {} `tuned` variant{}; a kernel with one geometry takes it as its own",
+            variants.len(),
+            if variants.len() == 1 { "" } else { "s" }
+        )));
+    }
+    let dims = m
+        .enclosing_function(op)
+        .map(|f| crate::shape::function_dims(m, f))
+        .unwrap_or_default();
+    let rank = PATTERNS.iter().find(|(p, _)| *p == pattern).and_then(|&(_, r)| r);
+    for (i, variant) in variants.iter().enumerate() {
+        let what = format!("tuned variant #{i} of kernel \"{name}\"");
+        let Some(dict) = variant.as_dict() else {
+            errors.push(bad(format!("{what} must be a dictionary, not {variant}")));
+            continue;
+        };
+        let when = dict.get("when").and_then(Attr::as_array).filter(|w| !w.is_empty());
+        let Some(when) = when else {
+            errors.push(bad(format!(
+                "`when` of {what} must list the conditions it is launched under, not {}",
+                dict.get("when")
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "nothing".into())
+            )));
+            continue;
+        };
+        for condition in when {
+            match condition.as_str().and_then(ShapeConstraint::parse_all) {
+                None => errors.push(bad(format!(
+                    "`when` of {what} holds {condition}, which is not a conjunction of shape constraints"
+                ))),
+                Some(all) => {
+                    let unknown: Vec<&str> = all
+                        .iter()
+                        .flat_map(ShapeConstraint::symbols)
+                        .filter(|s| !dims.contains(*s))
+                        .collect();
+                    if let Some(first) = unknown.first() {
+                        errors.push(bad(format!(
+                            "`when` of {what} names `{first}`, which is not a dim of the function's parameters"
+                        )));
+                    }
+                }
+            }
+        }
+        if dict.get("warp_specialize").is_some_and(|w| w.as_bool().is_none()) {
+            errors.push(bad(format!("`warp_specialize` of {what} must be a boolean")));
+        }
+        let get = |key: &str| dict.get(key);
+        if let Some(tile) = verify_geometry(m, op, &what, pattern, rank, &get, errors) {
+            verify_tile_constraints(m, op, anchor, &tile, errors);
+        }
     }
 }
 

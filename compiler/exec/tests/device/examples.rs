@@ -14,7 +14,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tessera_driver::tune::Tuning;
+use tessera_driver::tune::{self, Tuning};
 use tessera_driver::Layer;
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::half::{bf16_to_f32, f32_to_bf16};
@@ -592,7 +592,10 @@ def batched(A: bf16[G, M, K], B: bf16[G, K, N]) -> f32[G, M, N]:
     let path = dir.join("persistent.tsr");
     std::fs::write(&path, PROGRAM).unwrap();
     let on = BTreeMap::from([("persistent".to_string(), 1)]);
-    let tuning = Tuning::from([("matmul".to_string(), on.clone()), ("batched".to_string(), on)]);
+    let tuning = Tuning::from([
+        ("matmul".to_string(), tune::everywhere(on.clone())),
+        ("batched".to_string(), tune::everywhere(on)),
+    ]);
     let (device, mut loaded, target_ir) = program_tuned(&path, "persistent", Some(&tuning));
     let mut rng = Rng::fresh();
     let seed = rng.0;

@@ -41,13 +41,7 @@ pub(crate) fn variants(k: &Kernel) -> Vec<Variant> {
         op,
         rhs: DimExpr::constant(narrow.max_m),
     };
-    let mut small = k.clone();
-    small.name = format!("{}_m{}", k.name, narrow.max_m);
-    small.tile = narrow.tile.clone();
-    small.block = narrow.block.clone();
-    small.stages = narrow.stages;
-    small.grid = narrow.grid.clone();
-    small.narrow = None;
+    let small = k.with_geometry(format!("{}_m{}", k.name, narrow.max_m), &narrow.geometry);
     vec![
         whole(small, vec![vec![bound(CmpOp::Le)]]),
         whole(k.clone(), vec![vec![bound(CmpOp::Gt)]]),

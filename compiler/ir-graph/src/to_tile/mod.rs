@@ -119,27 +119,67 @@ impl Node {
     }
 }
 
-/// A matmul kernel's narrow variant, read: launched instead of the kernel
-/// when M is at most `max_m`, with this geometry.
+/// How a variant of a kernel tiles and launches it, read from the
+/// variant's dict (`tile_shape`, `block`, `stages`, `grid`).
 #[derive(Clone)]
-pub(crate) struct Narrow {
-    pub max_m: i64,
+pub(crate) struct Geometry {
     pub tile: Vec<i64>,
     pub block: Vec<i64>,
     pub stages: i64,
     pub grid: Option<Vec<GridDim>>,
 }
 
-impl Narrow {
-    fn read(attr: &Attr) -> Option<Narrow> {
-        let d = attr.as_dict()?;
+impl Geometry {
+    fn read(d: &BTreeMap<String, Attr>) -> Option<Geometry> {
         let ints = |key: &str| d.get(key).and_then(Attr::as_ints);
-        Some(Narrow {
-            max_m: d.get("max_m").and_then(Attr::as_int)?,
+        Some(Geometry {
             tile: ints("tile_shape")?,
             block: ints("block")?,
             stages: d.get("stages").and_then(Attr::as_int)?,
             grid: grid_of(d.get("grid")),
+        })
+    }
+}
+
+/// A matmul kernel's narrow variant, read: launched instead of the kernel
+/// when M is at most `max_m`, with this geometry.
+#[derive(Clone)]
+pub(crate) struct Narrow {
+    pub max_m: i64,
+    pub geometry: Geometry,
+}
+
+impl Narrow {
+    fn read(attr: &Attr) -> Option<Narrow> {
+        let d = attr.as_dict()?;
+        Some(Narrow {
+            max_m: d.get("max_m").and_then(Attr::as_int)?,
+            geometry: Geometry::read(d)?,
+        })
+    }
+}
+
+/// One of a kernel's tuned variants, read: its geometry, whether it asks
+/// for a producer warpgroup, and the conjunctions it is launched under.
+#[derive(Clone)]
+pub(crate) struct Tuned {
+    pub when: Vec<Vec<ShapeConstraint>>,
+    pub geometry: Geometry,
+    pub specialize: bool,
+}
+
+impl Tuned {
+    fn read(attr: &Attr) -> Option<Tuned> {
+        let d = attr.as_dict()?;
+        Some(Tuned {
+            when: d
+                .get("when")?
+                .as_array()?
+                .iter()
+                .map(|c| c.as_str().and_then(ShapeConstraint::parse_all))
+                .collect::<Option<_>>()?,
+            geometry: Geometry::read(d)?,
+            specialize: d.get("warp_specialize").and_then(Attr::as_bool) == Some(true),
         })
     }
 }
@@ -163,6 +203,9 @@ pub(crate) struct Kernel {
     pub specialize: bool,
     /// A matmul's variant for a small M (the schedule's `narrow`).
     pub narrow: Option<Narrow>,
+    /// The geometries of configurations tuned at several shapes (the
+    /// schedule's `tuned`).
+    pub tuned: Vec<Tuned>,
     pub args: Vec<Type>,
     pub nodes: Vec<Node>,
     pub root: Src,
@@ -215,6 +258,11 @@ impl Kernel {
             stages: m.attr(op, "stages").and_then(Attr::as_int).unwrap_or(1),
             specialize: m.attr(op, "warp_specialize").and_then(Attr::as_bool) == Some(true),
             narrow: m.attr(op, "narrow").and_then(Narrow::read),
+            tuned: m
+                .attr(op, "tuned")
+                .and_then(Attr::as_array)
+                .map(|all| all.iter().filter_map(Tuned::read).collect())
+                .unwrap_or_default(),
             args: m.block_args(block).iter().map(|&a| m.value_type(a).clone()).collect(),
             nodes,
             root,
@@ -233,6 +281,39 @@ impl Kernel {
     /// The node the pattern is built around.
     pub fn anchor(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// The kernel as variant `name` of geometry `g`, without variants of
+    /// its own.
+    pub fn with_geometry(&self, name: String, g: &Geometry) -> Kernel {
+        let mut k = self.clone();
+        k.name = name;
+        k.tile = g.tile.clone();
+        k.block = g.block.clone();
+        k.stages = g.stages;
+        k.grid = g.grid.clone();
+        k.narrow = None;
+        k.tuned = Vec::new();
+        k
+    }
+
+    /// Its tuned variants (`<name>_t<i>`), each launched where its
+    /// conditions hold.
+    fn tuned_variants(&self) -> Vec<Variant> {
+        self.tuned
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut kernel = self.with_geometry(format!("{}_t{i}", self.name), &t.geometry);
+                kernel.specialize = t.specialize;
+                Variant {
+                    kernel,
+                    launches: t.when.clone(),
+                    facts: Vec::new(),
+                    span: RowSpan::Any,
+                }
+            })
+            .collect()
     }
 
     pub fn threads(&self) -> i64 {
@@ -330,9 +411,12 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         .collect();
     let mut lowered: HashMap<OpId, Vec<Lowered>> = HashMap::new();
     for k in &kernels {
-        let variants = match k.narrow {
-            Some(_) => matmul::variants(k),
-            None => rows::variants(k, &facts),
+        let variants = if !k.tuned.is_empty() {
+            k.tuned_variants()
+        } else if k.narrow.is_some() {
+            matmul::variants(k)
+        } else {
+            rows::variants(k, &facts)
         };
         for variant in variants {
             let l = lower_kernel(m, func, &variant, target, &facts, deterministic, &kept)?;
