@@ -552,17 +552,20 @@ impl Config {
 /// order): the first configuration and, when they tile the kernel
 /// differently, its tuned variants, one per geometry, each launched for
 /// the shapes of the measurements that chose it.
-fn tuned_variants(configs: Vec<Config>, regions: &[Vec<Vec<ShapeConstraint>>]) -> (Config, Vec<Attr>) {
-    let mut distinct: Vec<(Config, Vec<Vec<ShapeConstraint>>)> = Vec::new();
-    for (config, region) in configs.into_iter().zip(regions) {
+fn tuned_variants(configs: Vec<Config>, regions: &tuned::Regions) -> (Config, Vec<Attr>) {
+    let mut distinct: Vec<(Config, Vec<tuned::Span>)> = Vec::new();
+    for (config, cells) in configs.into_iter().zip(&regions.cells) {
         match distinct.iter_mut().find(|(d, _)| d.same_geometry(&config)) {
-            Some((_, when)) => when.extend(region.iter().cloned()),
-            None => distinct.push((config, region.clone())),
+            Some((_, joined)) => joined.extend(cells.iter().cloned()),
+            None => distinct.push((config, cells.clone())),
         }
     }
-    distinct.retain(|(_, when)| !when.is_empty());
+    distinct.retain(|(_, cells)| !cells.is_empty());
     let variants = if distinct.len() > 1 {
-        distinct.iter().map(|(c, when)| c.variant_attr(when)).collect()
+        distinct
+            .iter()
+            .map(|(c, cells)| c.variant_attr(&regions.condition(cells.clone())))
+            .collect()
     } else {
         Vec::new()
     };

@@ -83,58 +83,69 @@ pub(crate) fn measured(m: &Module, func: OpId) -> Vec<Measured> {
     }]
 }
 
-/// For each of `points` (the dims of measurements, in order), the shapes
-/// it is nearest to as a disjunction of conjunctions; an empty conjunction
-/// holds for every shape (one point, or points that do not differ).
-pub(crate) fn nearest_regions(points: &[BTreeMap<String, i64>]) -> Vec<Vec<Vec<ShapeConstraint>>> {
-    let mut out = vec![Vec::new(); points.len()];
-    let Some(first) = points.first() else { return out };
-    // The dims every point measured, and the distinct values of those
-    // whose values differ.
-    let axes: Vec<(&String, Vec<i64>)> = first
-        .keys()
-        .filter(|name| points.iter().all(|p| p.get(*name).is_some_and(|&v| v > 0)))
-        .map(|name| {
-            let mut values: Vec<i64> = points.iter().map(|p| p[name]).collect();
-            values.sort_unstable();
-            values.dedup();
-            (name, values)
+/// A box of shapes: along each axis of [`Regions`], the first and last of
+/// the intervals it spans.
+pub(crate) type Span = Vec<(usize, usize)>;
+
+/// The shapes each measurement is nearest to: the dims whose measured
+/// values differ (the axes, each with its sorted values), and each
+/// measurement's cells.
+pub(crate) struct Regions {
+    axes: Vec<(String, Vec<i64>)>,
+    pub cells: Vec<Vec<Span>>,
+}
+
+/// The regions of `points`, the dims of measurements in order. Without an
+/// axis (one point, or points that do not differ) every shape is the last
+/// point's.
+pub(crate) fn nearest_regions(points: &[BTreeMap<String, i64>]) -> Regions {
+    let mut cells = vec![Vec::new(); points.len()];
+    let axes: Vec<(String, Vec<i64>)> = points
+        .first()
+        .map(|first| {
+            first
+                .keys()
+                .filter(|name| points.iter().all(|p| p.get(*name).is_some_and(|&v| v > 0)))
+                .map(|name| {
+                    let mut values: Vec<i64> = points.iter().map(|p| p[name]).collect();
+                    values.sort_unstable();
+                    values.dedup();
+                    (name.clone(), values)
+                })
+                .filter(|(_, values)| values.len() > 1)
+                .collect()
         })
-        .filter(|(_, values)| values.len() > 1)
-        .collect();
-    if axes.is_empty() {
-        out[points.len() - 1].push(Vec::new());
-        return out;
+        .unwrap_or_default();
+    if let Some(last) = cells.last_mut() {
+        if axes.is_empty() {
+            last.push(Vec::new());
+            return Regions { axes, cells };
+        }
+    } else {
+        return Regions { axes, cells };
     }
     // Every cell, as the index of its interval along each axis.
     let mut cell = vec![0usize; axes.len()];
     loop {
+        let distance = |p: usize| -> f64 {
+            axes.iter()
+                .zip(&cell)
+                .map(|((name, values), &i)| {
+                    let r = (values[i] as f64 / points[p][name] as f64).ln();
+                    r * r
+                })
+                .sum()
+        };
         let nearest = (0..points.len())
             .rev()
-            .min_by(|&a, &b| {
-                let distance = |p: usize| -> f64 {
-                    axes.iter()
-                        .zip(&cell)
-                        .map(|((name, values), &i)| {
-                            let r = (values[i] as f64 / points[p][*name] as f64).ln();
-                            r * r
-                        })
-                        .sum()
-                };
-                distance(a).total_cmp(&distance(b))
-            })
+            .min_by(|&a, &b| distance(a).total_cmp(&distance(b)))
             .unwrap_or(0);
-        let conjunction = axes
-            .iter()
-            .zip(&cell)
-            .map(|((name, values), &i)| interval(name, values, i))
-            .collect();
-        out[nearest].push(conjunction);
+        cells[nearest].push(cell.iter().map(|&i| (i, i)).collect());
         // The next cell: the last axis varies fastest.
         let mut axis = axes.len();
         loop {
             if axis == 0 {
-                return out;
+                return Regions { axes, cells };
             }
             axis -= 1;
             cell[axis] += 1;
@@ -143,6 +154,41 @@ pub(crate) fn nearest_regions(points: &[BTreeMap<String, i64>]) -> Vec<Vec<Vec<S
             }
             cell[axis] = 0;
         }
+    }
+}
+
+impl Regions {
+    /// The launch condition of the union of `spans`, a disjunction of
+    /// conjunctions: spans that differ along one axis only, where they
+    /// meet, merged; an axis a span covers whole left out of its
+    /// conjunction (which is empty, true for every shape, when it covers
+    /// every axis whole).
+    pub(crate) fn condition(&self, mut spans: Vec<Span>) -> Vec<Vec<ShapeConstraint>> {
+        'merge: loop {
+            for i in 0..spans.len() {
+                for j in 0..spans.len() {
+                    let differing: Vec<usize> = (0..self.axes.len()).filter(|&a| spans[i][a] != spans[j][a]).collect();
+                    if let [a] = differing[..] {
+                        if spans[i][a].1 + 1 == spans[j][a].0 {
+                            spans[i][a].1 = spans[j][a].1;
+                            spans.remove(j);
+                            continue 'merge;
+                        }
+                    }
+                }
+            }
+            break;
+        }
+        spans
+            .iter()
+            .map(|span| {
+                self.axes
+                    .iter()
+                    .zip(span)
+                    .filter_map(|((name, values), &(lo, hi))| interval(name, values, lo, hi))
+                    .collect()
+            })
+            .collect()
     }
 }
 
@@ -160,27 +206,28 @@ fn cut(a: i64, b: i64) -> i64 {
     i64::try_from(r).unwrap_or(a).clamp(a, b - 1)
 }
 
-/// The interval around `values[i]` along dim `name`: up to the cut after
-/// it, from the cut before it.
-fn interval(name: &str, values: &[i64], i: usize) -> ShapeConstraint {
+/// The intervals around `values[lo..=hi]` along dim `name`: from the cut
+/// before the first, up to the cut after the last; None when that is every
+/// value of the dim.
+fn interval(name: &str, values: &[i64], lo: usize, hi: usize) -> Option<ShapeConstraint> {
     let dim = DimExpr::sym(name);
     let compare = |op, bound| ShapeConstraint::Compare {
         lhs: dim.clone(),
         op,
         rhs: DimExpr::constant(bound),
     };
-    let below = (i > 0).then(|| cut(values[i - 1], values[i]));
-    let above = values.get(i + 1).map(|&b| cut(values[i], b));
+    let below = (lo > 0).then(|| cut(values[lo - 1], values[lo]));
+    let above = values.get(hi + 1).map(|&b| cut(values[hi], b));
     match (below, above) {
-        (None, Some(hi)) => compare(CmpOp::Le, hi),
-        (Some(lo), None) => compare(CmpOp::Gt, lo),
-        (Some(lo), Some(hi)) => ShapeConstraint::InRange {
+        (None, None) => None,
+        (None, Some(top)) => Some(compare(CmpOp::Le, top)),
+        (Some(bottom), None) => Some(compare(CmpOp::Gt, bottom)),
+        (Some(bottom), Some(top)) => Some(ShapeConstraint::InRange {
             dim: dim.clone(),
-            lo: DimExpr::constant(lo + 1),
-            hi: DimExpr::constant(hi),
+            lo: DimExpr::constant(bottom + 1),
+            hi: DimExpr::constant(top),
             inclusive: true,
-        },
-        (None, None) => compare(CmpOp::Ge, 1),
+        }),
     }
 }
 
@@ -192,10 +239,19 @@ mod tests {
         pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
     }
 
-    fn text(regions: &[Vec<Vec<ShapeConstraint>>]) -> Vec<Vec<String>> {
+    /// Each measurement's launch condition.
+    fn text(points: &[BTreeMap<String, i64>]) -> Vec<Vec<String>> {
+        let regions = nearest_regions(points);
         regions
+            .cells
             .iter()
-            .map(|r| r.iter().map(|c| ShapeConstraint::join(c)).collect())
+            .map(|cells| {
+                regions
+                    .condition(cells.clone())
+                    .iter()
+                    .map(|c| ShapeConstraint::join(c))
+                    .collect()
+            })
             .collect()
     }
 
@@ -207,7 +263,7 @@ mod tests {
             dims(&[("M", 256), ("N", 4096)]),
         ];
         assert_eq!(
-            text(&nearest_regions(&points)),
+            text(&points),
             [vec!["M > 1024"], vec!["M <= 64"], vec!["M in 65..=1024"]]
         );
     }
@@ -216,32 +272,41 @@ mod tests {
     fn cells_of_several_dims_go_to_the_nearest_measurement() {
         let points = [dims(&[("M", 16), ("N", 4096)]), dims(&[("M", 4096), ("N", 512)])];
         assert_eq!(
-            text(&nearest_regions(&points)),
-            [
-                vec!["M <= 256 and N <= 1448", "M <= 256 and N > 1448"],
-                vec!["M > 256 and N <= 1448", "M > 256 and N > 1448"],
-            ]
+            text(&points),
+            [vec!["M <= 256"], vec!["M > 256"]],
+            "N's cells merge: each measurement takes every N"
         );
         // (16, 16) and (4096, 4096) are as far from both measurements in
         // log space: the tie goes to the later one.
         let points = [dims(&[("M", 16), ("N", 4096)]), dims(&[("M", 4096), ("N", 16)])];
         assert_eq!(
-            text(&nearest_regions(&points)),
-            [
-                vec!["M <= 256 and N > 256"],
-                vec!["M <= 256 and N <= 256", "M > 256 and N <= 256", "M > 256 and N > 256"],
-            ]
+            text(&points),
+            [vec!["M <= 256 and N > 256"], vec!["N <= 256", "M > 256 and N > 256"]]
         );
     }
 
     #[test]
     fn points_that_do_not_differ_leave_every_shape_to_the_last() {
         let points = [dims(&[("M", 64)]), dims(&[("M", 64)])];
-        assert_eq!(
-            text(&nearest_regions(&points)),
-            [Vec::<String>::new(), vec![String::new()]]
-        );
-        assert!(nearest_regions(&[]).is_empty());
+        assert_eq!(text(&points), [Vec::<String>::new(), vec![String::new()]]);
+        assert!(nearest_regions(&[]).cells.is_empty());
+    }
+
+    #[test]
+    fn the_cells_of_measurements_joined_merge_where_they_meet() {
+        let points = [dims(&[("M", 16)]), dims(&[("M", 512)]), dims(&[("M", 4096)])];
+        let regions = nearest_regions(&points);
+        let joined = |a: usize, b: usize| {
+            let cells = [regions.cells[a].clone(), regions.cells[b].clone()].concat();
+            regions
+                .condition(cells)
+                .iter()
+                .map(|c| ShapeConstraint::join(c))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(joined(0, 1), ["M <= 1448"]);
+        assert_eq!(joined(2, 1), ["M > 90"]);
+        assert_eq!(joined(0, 2), ["M <= 90", "M > 1448"]);
     }
 
     #[test]
