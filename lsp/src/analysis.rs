@@ -338,14 +338,29 @@ pub fn node_at<'a>(offset: u32, walk: impl FnOnce(&mut dyn FnMut(Node<'a>))) -> 
 /// What a name refers to.
 #[derive(Clone)]
 pub enum Symbol<'db> {
-    Param { func: Function<'db>, index: usize },
-    Local { func: Function<'db>, name: String },
-    Dim { func: Function<'db>, name: String },
+    Param {
+        func: Function<'db>,
+        index: usize,
+    },
+    /// A local variable; `scope` is the span (relative to the function)
+    /// of the comprehension that binds it, None for the function's own.
+    Local {
+        func: Function<'db>,
+        name: String,
+        scope: Option<Span>,
+    },
+    Dim {
+        func: Function<'db>,
+        name: String,
+    },
     Function(Function<'db>),
     Builtin(&'static Builtin),
     Namespace(&'static str),
     Module(SourceFile),
-    Global { file: SourceFile, name: String },
+    Global {
+        file: SourceFile,
+        name: String,
+    },
     Policy(String),
     DType(DType),
 }
@@ -376,6 +391,13 @@ pub fn resolve<'db>(
             Some(Ty::DTypeValue(d)) => return Some(Symbol::DType(*d)),
             _ => {}
         }
+        if let Some(scope) = comprehension_scope(func.def, name, span) {
+            return Some(Symbol::Local {
+                func,
+                name: name.to_string(),
+                scope: Some(scope),
+            });
+        }
         if let Some(index) = func.def.params.iter().position(|p| p.name.name == name) {
             return Some(Symbol::Param { func, index });
         }
@@ -383,6 +405,7 @@ pub fn resolve<'db>(
             return Some(Symbol::Local {
                 func,
                 name: name.to_string(),
+                scope: None,
             });
         }
         if func.dim_names().contains(&name) {
@@ -393,6 +416,34 @@ pub fn resolve<'db>(
         }
     }
     resolve_global(db, file, name)
+}
+
+/// The span of the innermost comprehension of `def` whose variable `name`
+/// is at `span` (both relative to the function). A comprehension's
+/// variable is seen by its element (and a dict's value), and from the
+/// clause that binds it on, but for that clause's iterable, which is
+/// evaluated before it binds (the first clause's in the enclosing scope).
+pub fn comprehension_scope(def: &FnDef, name: &str, span: Span) -> Option<Span> {
+    let inside = |outer: Span| outer.start <= span.start && span.end <= outer.end;
+    let mut best: Option<Span> = None;
+    walk_def(def, &mut |node| {
+        let Node::Expr(e, _) = node else { return };
+        let ExprKind::Comp { clauses, .. } = &e.kind else {
+            return;
+        };
+        let (Some(first), true) = (clauses.first(), inside(e.span)) else {
+            return;
+        };
+        let Some(binding) = clauses.iter().find(|c| c.bound_names().contains(&name)) else {
+            return;
+        };
+        let in_element = span.end <= first.target.span.start;
+        let after_binding = span.start >= binding.target.span.start && !inside(binding.iter.span);
+        if (in_element || after_binding) && best.is_none_or(|b| e.span.len() < b.len()) {
+            best = Some(e.span);
+        }
+    });
+    best
 }
 
 /// A name at the top level of a file: its functions, imports, globals,
@@ -470,6 +521,7 @@ pub fn symbol_at(db: &dyn Db, file: SourceFile, offset: u32) -> Option<(Symbol<'
             Node::WithAlias(a) => Some(Symbol::Local {
                 func,
                 name: a.name.clone(),
+                scope: None,
             }),
             Node::DType(d) => DType::from_name(&d.name).map(Symbol::DType),
             _ => None,

@@ -97,6 +97,7 @@ fn in_function<'db>(
         Node::WithAlias(a) => Some(Symbol::Local {
             func,
             name: a.name.clone(),
+            scope: None,
         }),
         other => return about_syntax(db, file, other),
     }?;
@@ -189,7 +190,7 @@ fn describe(db: &dyn Db, symbol: &Symbol<'_>, at: Option<(Function<'_>, Span, u3
                 func.name()
             ))
         }
-        Symbol::Local { func, name } => {
+        Symbol::Local { func, name, .. } => {
             // The type at this use when inference recorded one, else at the
             // first binding.
             let here = at.and_then(|(f, span, _)| f.type_at(db, span));

@@ -53,7 +53,26 @@ fn declaration(db: &dyn Db, symbol: &Symbol<'_>) -> Option<FileSpan> {
     let in_file = |file: SourceFile, span: Span| Some(span.in_file(file.id(db)));
     match symbol {
         Symbol::Param { func, index } => in_file(func.file, func.absolute(func.def.params.get(*index)?.name.span)),
-        Symbol::Local { func, name } => {
+        Symbol::Local {
+            func,
+            name,
+            scope: Some(scope),
+        } => {
+            let mut binding = None;
+            analysis::walk_def(func.def, &mut |node| match node {
+                Node::Expr(e, _) if e.span == *scope => {
+                    if let ExprKind::Comp { clauses, .. } = &e.kind {
+                        binding = clauses
+                            .iter()
+                            .find(|c| c.bound_names().contains(&name.as_str()))
+                            .and_then(|c| name_in(&c.target, name));
+                    }
+                }
+                _ => {}
+            });
+            in_file(func.file, func.absolute(binding?))
+        }
+        Symbol::Local { func, name, .. } => {
             let (_, span, _) = func.body(db).locals.iter().find(|(n, _, _)| n == name)?;
             in_file(func.file, func.absolute(*span))
         }
@@ -83,6 +102,20 @@ fn declaration(db: &dyn Db, symbol: &Symbol<'_>) -> Option<FileSpan> {
         }),
         Symbol::Builtin(_) | Symbol::Namespace(_) | Symbol::Policy(_) | Symbol::DType(_) => None,
     }
+}
+
+/// The span of `name` in the target `e` (a name, or a tuple of targets).
+fn name_in(e: &tessera_syntax::ast::Expr, name: &str) -> Option<Span> {
+    if matches!(&e.kind, ExprKind::Name(n) if n == name) {
+        return Some(e.span);
+    }
+    let mut found = None;
+    e.kind.for_each_child(|child| {
+        if found.is_none() {
+            found = name_in(child, name);
+        }
+    });
+    found
 }
 
 /// Every place a symbol is named. Locals, parameters and dims live in one
@@ -141,6 +174,7 @@ fn names_in<'db>(
             Node::WithAlias(a) => Some(Symbol::Local {
                 func,
                 name: a.name.clone(),
+                scope: None,
             }),
             _ => None,
         };
@@ -182,8 +216,19 @@ fn top_level_names(db: &dyn Db, file: SourceFile, symbol: &Symbol<'_>, out: &mut
 fn same_symbol(a: &Symbol<'_>, b: &Symbol<'_>) -> bool {
     match (a, b) {
         (Symbol::Param { func: f, index: i }, Symbol::Param { func: g, index: j }) => f.id == g.id && i == j,
-        (Symbol::Local { func: f, name: m }, Symbol::Local { func: g, name: n })
-        | (Symbol::Dim { func: f, name: m }, Symbol::Dim { func: g, name: n }) => f.id == g.id && m == n,
+        (
+            Symbol::Local {
+                func: f,
+                name: m,
+                scope: s,
+            },
+            Symbol::Local {
+                func: g,
+                name: n,
+                scope: t,
+            },
+        ) => f.id == g.id && m == n && s == t,
+        (Symbol::Dim { func: f, name: m }, Symbol::Dim { func: g, name: n }) => f.id == g.id && m == n,
         (Symbol::Function(f), Symbol::Function(g)) => f.id == g.id,
         (Symbol::Global { file: f, name: m }, Symbol::Global { file: g, name: n }) => f == g && m == n,
         (Symbol::Builtin(x), Symbol::Builtin(y)) => x.path == y.path,

@@ -55,6 +55,11 @@ fn definition_location() {
 }
 
 #[test]
+fn comprehension_variables_are_their_own() {
+    scenario("comprehension_variables_are_their_own");
+}
+
+#[test]
 fn code_action_fixes_the_error() {
     scenario("code_action_fixes_the_error");
 }

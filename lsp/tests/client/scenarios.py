@@ -123,6 +123,37 @@ def definition_location(s):
     assert sorted(r.range.start.line for r in refs) == [line_of(text, "def project")[0], line_of(text, "c = project")[0]]
 
 
+def comprehension_variables_are_their_own(s):
+    # A comprehension's variable is not the function's local of the same
+    # name: references, definition and rename keep them apart. The first
+    # clause's iterable (`range(x)`) is the function's `x`.
+    text = (
+        "def main():\n"
+        "    x = 3\n"
+        "    ys = [x * 2 for x in range(x)]\n"
+        "    zs = [[x + y for y in range(2)] for x in ys]\n"
+        "    print(x, ys, zs)\n"
+    )
+    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-comprehension.tsr", text)
+    assert s.diagnostics(uri) == []
+
+    def spans(refs):
+        return sorted((r.range.start.line, r.range.start.character) for r in refs)
+
+    element = line_of(text, "x * 2")
+    binding = line_of(text, "x in range")
+    assert spans(s.references(uri, *element)) == [element, binding]
+    target = s.definition(uri, *element)
+    assert (target.range.start.line, target.range.start.character) == binding, target
+    local = line_of(text, "x = 3")
+    outer = [local, line_of(text, "range(x)"), line_of(text, "x, ys, zs")]
+    outer[1] = (outer[1][0], outer[1][1] + 6)
+    assert spans(s.references(uri, *local)) == sorted(outer)
+    # The nested comprehension's `x` is the outer comprehension's.
+    nested = line_of(text, "x + y")
+    assert spans(s.references(uri, *nested)) == [nested, line_of(text, "x in ys")]
+
+
 def code_action_fixes_the_error(s):
     uri = s.open(MODEL)
     (diag,) = s.diagnostics(uri)
@@ -220,6 +251,7 @@ SCENARIOS = {
         edit_updates_and_clears_diagnostics,
         hover_shows_shapes,
         definition_location,
+        comprehension_variables_are_their_own,
         code_action_fixes_the_error,
         completion_and_signature_help,
         outline_hints_and_tokens,
