@@ -1861,23 +1861,48 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(Value::Int(n))
     }
 
-    /// `min`/`max` of its values, or of the items of its one list, tuple
-    /// or range, as Python's (a NaN wins, as in kernels).
+    /// `min`/`max` of its values, or of the items of its one iterable, as
+    /// Python's (a NaN wins, as in kernels).
     fn min_max(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
-        let mut items = self.extremum_values(args)?.into_iter();
+        let mut items = self.extremum_values(path, args)?.into_iter();
         let first = items.next().ok_or_else(|| of_nothing(path))?;
         items.try_fold(first, |a, b| self.min_max_pair(path, a, b))
     }
 
     /// The values `min` and `max` choose from: their positional arguments,
-    /// or the items of the one list, tuple or range they are given.
-    fn extremum_values(&self, args: &mut Args) -> Result<Vec<Value>, RunError> {
+    /// or, given one, its items as Python iterates them (a list's, tuple's
+    /// or range's items, a string's characters, a dict's keys, a 1-d
+    /// tensor's elements).
+    fn extremum_values(&self, path: &str, args: &mut Args) -> Result<Vec<Value>, RunError> {
         let values: Vec<Value> = std::mem::take(&mut args.positional)
             .into_iter()
             .map(|(v, _)| v)
             .collect();
         match &values[..] {
-            [one @ (Value::Tuple(_) | Value::List(_) | Value::Range(..))] => self.items_of(one),
+            [Value::Tensor(t)] if t.shape().len() != 1 => {
+                let why = match t.shape().len() {
+                    0 => "has nothing to iterate".to_string(),
+                    n => format!("compares its rows, which have no single order (as in Python): it is {n}-d"),
+                };
+                Err(RunError::new(
+                    Code::E1005,
+                    format!("`{path}` of one tensor {why}; `op.{path}` reduces a tensor"),
+                ))
+            }
+            [one @ (Value::Tuple(_)
+            | Value::List(_)
+            | Value::Range(..)
+            | Value::Str(_)
+            | Value::Dict(_)
+            | Value::Tensor(_))] => self.items_of(one),
+            [one] => Err(RunError::new(
+                Code::E1005,
+                format!(
+                    "`{path}` of one value takes what it iterates (a list, tuple, range, string, dict or 1-d \
+                     tensor), not {}",
+                    one.describe()
+                ),
+            )),
             _ => Ok(values),
         }
     }
@@ -2874,7 +2899,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             let reverse = reverse_arg(args, path).map_err(|e| fail(self, e))?;
             (self.items_of(&iterable).map_err(|e| fail(self, e))?, reverse)
         } else {
-            (self.extremum_values(args).map_err(|e| fail(self, e))?, false)
+            (self.extremum_values(path, args).map_err(|e| fail(self, e))?, false)
         };
         self.no_more(args, path).map_err(|e| fail(self, e))?;
         let mut keyed = Vec::with_capacity(items.len());
