@@ -143,7 +143,9 @@ struct StageBarrier {
 struct Lowering {
     target: Target,
     family: Family,
-    block: [i64; 3],
+    /// The kernel's `block` sizes; None for a kernel that runs any block
+    /// (`any_block`, whose `block` is only the default launch's).
+    block: Option<[i64; 3]>,
     threads: Option<i64>,
     /// `cp.async.wait_group` counts, by `tile.wait_async` op.
     pending: HashMap<OpId, i64>,
@@ -176,11 +178,18 @@ struct Lowering {
 /// (and so a larger block).
 fn lower_function(m: &mut Module, func: OpId, target: Target, errors: &mut Vec<VerifyError>) -> bool {
     let ops = m.walk_op(func);
-    let block_attr = m.attr(func, "block").and_then(Attr::as_ints).unwrap_or_default();
-    let mut block = [1i64; 3];
-    for (slot, &size) in block.iter_mut().zip(&block_attr) {
-        *slot = size;
-    }
+    let runs_any_block = m.attr(func, "any_block").is_some();
+    let sizes = m
+        .attr(func, "block")
+        .and_then(Attr::as_ints)
+        .filter(|_| !runs_any_block);
+    let block = sizes.map(|sizes| {
+        let mut block = [1i64; 3];
+        for (slot, &size) in block.iter_mut().zip(&sizes) {
+            *slot = size;
+        }
+        block
+    });
     let mut l = Lowering {
         target,
         family: target.family(),
@@ -696,19 +705,30 @@ impl Lowering {
     }
 
     /// The thread's index in its block, linearized (x fastest) with the
-    /// kernel's `block` sizes.
+    /// kernel's `block` sizes, or, in a kernel that runs any block, with the
+    /// launch's: `x + block_dim.x · (y + block_dim.y · z)`.
     fn linear_tid(&self, b: &mut Builder) -> ValueId {
         let mut linear = self.id(b, "thread_id", 0);
-        let mut stride = self.block[0];
+        let Some(block) = self.block else {
+            let y = self.id(b, "thread_id", 1);
+            let z = self.id(b, "thread_id", 2);
+            let height = self.id(b, "block_dim", 1);
+            let width = self.id(b, "block_dim", 0);
+            let plane = binary(b, "mul", height, z);
+            let row = binary(b, "add", y, plane);
+            let rows = binary(b, "mul", width, row);
+            return binary(b, "add", linear, rows);
+        };
+        let mut stride = block[0];
         for d in 1..3 {
-            if self.block[d] <= 1 {
+            if block[d] <= 1 {
                 continue;
             }
             let t = self.id(b, "thread_id", d);
             let s = konst(b, Attr::Int(stride), Type::INDEX);
             let scaled = binary(b, "mul", t, s);
             linear = binary(b, "add", linear, scaled);
-            stride *= self.block[d];
+            stride *= block[d];
         }
         linear
     }
