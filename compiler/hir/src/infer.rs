@@ -109,6 +109,13 @@ struct Infer<'a> {
     method_call: Option<String>,
 }
 
+/// The builtins whose arguments are numbers, which read a tensor of no dims
+/// in device code as its element ([`Infer::element_of_0d`]).
+const READS_ELEMENTS: &[&str] = &[
+    "min", "max", "abs", "sqrt", "rsqrt", "exp", "exp2", "erf", "log", "tanh", "sin", "cos", "floor", "ceil", "cast",
+    "bitcast",
+];
+
 /// An argument after inference.
 struct ArgTy<'e> {
     name: Option<&'e str>,
@@ -1358,13 +1365,23 @@ impl<'a> Infer<'a> {
             }
             return Ty::Policy(args.first().map(|a| crate::pretty::expr(&a.value)).unwrap_or_default());
         }
+        // A conversion or an elementwise math function reads a tensor of
+        // no dims as its element in device code, as arithmetic does.
+        let reads_elements = match &target {
+            Ty::DTypeValue(_) => true,
+            Ty::Builtin(b) => READS_ELEMENTS.contains(&b.path),
+            _ => false,
+        };
         let arg_tys: Vec<ArgTy> = args
             .iter()
-            .map(|a| ArgTy {
-                name: a.name.as_ref().map(|n| n.name.as_str()),
-                name_span: a.name.as_ref().map(|n| n.span),
-                ty: self.expr(&a.value),
-                expr: &a.value,
+            .map(|a| {
+                let ty = self.expr(&a.value);
+                ArgTy {
+                    name: a.name.as_ref().map(|n| n.name.as_str()),
+                    name_span: a.name.as_ref().map(|n| n.span),
+                    ty: if reads_elements { self.element_of_0d(ty) } else { ty },
+                    expr: &a.value,
+                }
             })
             .collect();
         match target {

@@ -2521,6 +2521,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             "bitcast" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
+                let x = self.element_of_0d(block, x);
                 let ty = self.result_type(e)?;
                 // A literal is first a value of the result's width.
                 let bits = ty.elem().map_or(32, ScalarType::bits);
@@ -2537,6 +2538,7 @@ impl<'a> Lower<'_, 'a, '_> {
             }
             "cast" => {
                 let x = self.arg_value(block, args, 0, "x", e)?;
+                let x = self.element_of_0d(block, x);
                 let ty = self.result_type(e)?;
                 let rounding = keyword(args, "rounding")
                     .and_then(literal_attr)
