@@ -2057,7 +2057,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                 t.cast_with(d, saturate)?
             }
         };
-        let python = matches!(d, DType::F64 | DType::I64 | DType::Bool) || !d.is_float();
+        // `f64`, `i64` and `bool` are Python's float, int and bool; the
+        // other dtypes give NumPy's scalar of theirs.
+        let python = matches!(d, DType::F64 | DType::I64 | DType::Bool);
         Ok(if t.shape().is_empty() && python {
             Value::from_elem(t.get(0))
         } else {
