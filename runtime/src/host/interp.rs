@@ -219,6 +219,23 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(())
     }
 
+    /// A number declared a scalar dtype (an annotated local, a host
+    /// function's parameter or result) converted to it, as in a kernel:
+    /// `a: i32 = 2.5` is 2, `b: u8 = 300` is 44, `c: f32` an `f32` scalar.
+    /// Anything else stays as it is.
+    fn as_declared(&self, ty: Option<&tessera_syntax::ast::Type>, v: Value, span: Span, what: &str) -> Res<Value> {
+        let d = match ty.map(|t| &t.kind) {
+            Some(TypeKind::Named { name, dims: None, .. }) => DType::from_name(&name.name),
+            _ => None,
+        };
+        match (d, &v) {
+            (Some(d), Value::Bool(_) | Value::Int(_) | Value::Float(_)) => {
+                self.cast(&v, d, false).map_err(|err| self.fail(span, what, err))
+            }
+            _ => Ok(v),
+        }
+    }
+
     /// Runs a host function with `args` in parameter order.
     pub(crate) fn call_host(&mut self, def: &FnDef, args: Vec<Value>, span: Span) -> Res<Value> {
         if self.depth >= MAX_CALL_DEPTH {
@@ -232,6 +249,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         let mut locals: HashMap<String, Value> = HashMap::new();
         for (p, v) in def.params.iter().zip(args) {
+            let v = self.as_declared(p.ty.as_ref(), v, span, "in this call")?;
             locals.insert(p.name.name.clone(), v);
         }
         self.depth += 1;
@@ -242,7 +260,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.running.pop();
         self.depth -= 1;
         match flow? {
-            Flow::Return(v) => Ok(v),
+            Flow::Return(v) => self.as_declared(def.ret.as_ref(), v, span, "the result of this call"),
             _ => Ok(Value::None),
         }
     }
@@ -332,20 +350,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             StmtKind::AnnAssign { target, ty, value } => {
                 if let Some(value) = value {
-                    let mut v = self.expr(locals, value)?;
-                    // A number declared a dtype is converted to it, as in a
-                    // kernel: `a: i32 = 2.5` is 2, `b: u8 = 300` is 44.
-                    if let (
-                        TypeKind::Named { name, dims: None, .. },
-                        Value::Bool(_) | Value::Int(_) | Value::Float(_),
-                    ) = (&ty.kind, &v)
-                    {
-                        if let Some(d) = DType::from_name(&name.name) {
-                            v = self
-                                .cast(&v, d, false)
-                                .map_err(|err| self.fail(value.span, "this value", err))?;
-                        }
-                    }
+                    let v = self.expr(locals, value)?;
+                    let v = self.as_declared(Some(ty), v, value.span, "this value")?;
                     self.assign(locals, target, v)?;
                 }
             }
