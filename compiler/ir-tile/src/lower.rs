@@ -720,15 +720,15 @@ impl Lowering {
             return binary(b, "add", linear, rows);
         };
         let mut stride = block[0];
-        for d in 1..3 {
-            if block[d] <= 1 {
+        for (d, &size) in block.iter().enumerate().skip(1) {
+            if size <= 1 {
                 continue;
             }
             let t = self.id(b, "thread_id", d);
             let s = konst(b, Attr::Int(stride), Type::INDEX);
             let scaled = binary(b, "mul", t, s);
             linear = binary(b, "add", linear, scaled);
-            stride *= block[d];
+            stride *= size;
         }
         linear
     }
