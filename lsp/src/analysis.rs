@@ -387,7 +387,9 @@ pub fn resolve<'db>(
         match func.type_at(db, span) {
             Some(Ty::Function(path)) => return function_by_path(db, file, path).map(Symbol::Function),
             Some(Ty::Builtin(b)) => return Some(Symbol::Builtin(b)),
-            Some(Ty::Namespace(n)) => return Some(Symbol::Namespace(n)),
+            // A cooperative group is a local whose type is the `group`
+            // namespace of its methods.
+            Some(Ty::Namespace(n)) if *n != "group" => return Some(Symbol::Namespace(n)),
             Some(Ty::DTypeValue(d)) => return Some(Symbol::DType(*d)),
             _ => {}
         }

@@ -104,6 +104,8 @@ fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str
         };
         return match ty {
             Ty::Tensor(_) | Ty::Unknown => members(&TENSOR_PROPERTIES, CompletionItemKind::PROPERTY),
+            // A cooperative group's methods.
+            Ty::Namespace(ns) => builtins::members(ns).map(builtin_item).collect(),
             ty => members(builtins::methods_of(ty), CompletionItemKind::METHOD),
         };
     }

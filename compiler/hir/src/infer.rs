@@ -785,10 +785,21 @@ impl<'a> Infer<'a> {
                 if let Some(b) = builtins::lookup(&path) {
                     return Ty::Builtin(b);
                 }
-                let mut diag = Diagnostic::error(Code::E0102, format!("`{ns}` has no member `{name}`"))
-                    .with_primary(self.at(span), format!("not in `{ns}`"));
+                let mut diag = if *ns == "group" {
+                    Diagnostic::error(Code::E0102, format!("a cooperative group has no method `{name}`"))
+                        .with_primary(self.at(span), "its methods are `thread_rank` and `sync`")
+                } else {
+                    Diagnostic::error(Code::E0102, format!("`{ns}` has no member `{name}`"))
+                        .with_primary(self.at(span), format!("not in `{ns}`"))
+                };
                 if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
-                    diag = diag.with_help(format!("did you mean `{ns}.{s}`?"));
+                    // A group's methods are called on the group's value.
+                    let base = if *ns == "group" {
+                        crate::pretty::expr(base_expr)
+                    } else {
+                        ns.to_string()
+                    };
+                    diag = diag.with_help(format!("did you mean `{base}.{s}`?"));
                 } else if builtins::lookup(name).is_some_and(|b| b.namespace().is_none()) {
                     // `op.exp`: the elementwise math functions are global.
                     diag = diag.with_help(format!("`{name}` is a global function: write `{name}(…)`"));
@@ -1528,6 +1539,8 @@ impl<'a> Infer<'a> {
             Shape::Opaque if b.path == "zip" => Ty::List(Box::new(Ty::Tuple(
                 positional.iter().map(|a| item_of(a.ty.clone())).collect(),
             ))),
+            // A group's methods are the builtins of the `group` namespace.
+            Shape::Opaque if b.path == "tile.cooperative_group" => Ty::Namespace("group"),
             Shape::Opaque => Ty::Unknown,
             Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
