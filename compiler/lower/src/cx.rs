@@ -79,6 +79,11 @@ impl<'a> FnCx<'a> {
         true
     }
 
+    /// E0903 for `what` with `help`.
+    pub fn unsupported_because(&mut self, span: Span, what: impl Into<String>, help: impl Into<String>) {
+        self.unsupported_with(span, what.into(), Some(help.into()));
+    }
+
     fn unsupported_with(&mut self, span: Span, what: String, help: Option<String>) {
         let at = Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db));
         if self.errors.iter().any(|d| d.primary_span() == Some(at)) {

@@ -554,6 +554,15 @@ impl<'a> Lower<'_, 'a, '_> {
                 ExprKind::Tuple(items) if results.len() > 1 => items.iter().collect(),
                 _ => vec![value],
             };
+            if results.is_empty() {
+                // Inlined code is typed by what the function declares.
+                self.cx.unsupported_because(
+                    value.span,
+                    format!("a value returned from `{}`, which declares no result type", self.cx.sig.name),
+                    "a function that device code calls is inlined with its declared types: declare the result, as `-> f32`, and the parameters",
+                );
+                return;
+            }
             if parts.len() != results.len() {
                 self.cx
                     .unsupported(value.span, "a return of something other than a tuple of the results");
