@@ -2546,6 +2546,21 @@ impl<'a> Lower<'_, 'a, '_> {
                 Some(self.op1(block, e.span, "tile.cast", &[x], vec![("bitcast", Attr::Unit)], ty))
             }
             "cast" => {
+                // `float("-inf")`: a string literal spells the constant.
+                if let Some(ExprKind::Str(text)) = arg(args, 0, "x").map(|a| &a.unparen().kind) {
+                    let ty = self.result_type(e)?;
+                    let float = ty.elem().is_none_or(ScalarType::is_float);
+                    let Some(value) = number_of_text(text, float) else {
+                        let kind = if float { "a float" } else { "an integer" };
+                        self.cx.unsupported_because(
+                            e.span,
+                            format!("{text:?} as {kind}"),
+                            "write a number Python's `float()` or `int()` reads: `\"-inf\"`, `\"nan\"`, `\"2.5e-3\"`, `\"42\"`",
+                        );
+                        return None;
+                    };
+                    return Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty));
+                }
                 let x = self.arg_value(block, args, 0, "x", e)?;
                 let x = self.element_of_0d(block, x);
                 let ty = self.result_type(e)?;
@@ -2844,4 +2859,31 @@ fn tuple_text(items: &[i64]) -> String {
         [one] => format!("({one},)"),
         _ => format!("({})", items.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
     }
+}
+
+/// The number a string spells as Python's `float(s)` (`float`) or
+/// `int(s)` reads it: surrounding whitespace, a sign, `_` between digits,
+/// an exponent, and for floats `inf`, `infinity` and `nan` in any case.
+fn number_of_text(text: &str, float: bool) -> Option<Attr> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let between_digits = |i: usize| i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit();
+    if (0..b.len()).any(|i| b[i] == b'_' && !between_digits(i)) {
+        return None;
+    }
+    let t = t.replace('_', "");
+    if !float {
+        return t.parse::<i64>().ok().map(Attr::Int);
+    }
+    let (sign, magnitude) = match t.strip_prefix('-') {
+        Some(rest) => (-1.0, rest),
+        None => (1.0, t.strip_prefix('+').unwrap_or(&t)),
+    };
+    let value = match magnitude.to_ascii_lowercase().as_str() {
+        "inf" | "infinity" => f64::INFINITY,
+        "nan" => f64::NAN,
+        m if m.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.') => m.parse::<f64>().ok()?,
+        _ => return None,
+    };
+    Some(Attr::Float(sign * value))
 }
