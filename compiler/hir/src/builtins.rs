@@ -99,6 +99,9 @@ pub struct Builtin {
     /// The argument it writes through, by position and name (`C` of
     /// `tile.mma`): a parameter there must be `mut`.
     pub writes: Option<(usize, &'static str)>,
+    /// Its arguments are numbers: in device code a tensor of no dims (an
+    /// `f32[]` parameter) passed to it is read as its element.
+    pub reads_elements: bool,
     pub shape: Shape,
 }
 
@@ -114,6 +117,7 @@ const fn op(path: &'static str, params: &'static str, doc: &'static str, shape: 
         block_collective: false,
         accumulates: false,
         writes: None,
+        reads_elements: false,
         shape,
     }
 }
@@ -149,6 +153,10 @@ impl Builtin {
     }
     const fn accumulates(mut self) -> Builtin {
         self.accumulates = true;
+        self
+    }
+    const fn reads_elements(mut self) -> Builtin {
+        self.reads_elements = true;
         self
     }
 
@@ -319,23 +327,23 @@ pub static BUILTINS: &[Builtin] = &[
     op("bin", "(n)", "An int's digits in base 2, as Python's `bin`: `bin(5)` is `'0b101'`.", Text).host(),
     op("chr", "(i)", "The one-character string of Unicode code point `i`, as Python's `chr`.", Text).host(),
     op("ord", "(c)", "The Unicode code point of the one-character string `c`, as Python's `ord`.", Index).host(),
-    op("min", "(a, b, *rest, key = None)", "The smallest of the values (elementwise for tensors); on the host also of one list, tuple or range, or by what the function `key` gives for each, as Python's `min`.", SameAsFirst),
-    op("max", "(a, b, *rest, key = None)", "The largest of the values (elementwise for tensors); on the host also of one list, tuple or range, or by what the function `key` gives for each, as Python's `max`.", SameAsFirst),
-    op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst),
+    op("min", "(a, b, *rest, key = None)", "The smallest of the values (elementwise for tensors); on the host also of what one value iterates (a list, tuple, range, string, dict or 1-d tensor), or by what the function `key` gives for each, as Python's `min`.", SameAsFirst).reads_elements(),
+    op("max", "(a, b, *rest, key = None)", "The largest of the values (elementwise for tensors); on the host also of what one value iterates (a list, tuple, range, string, dict or 1-d tensor), or by what the function `key` gives for each, as Python's `max`.", SameAsFirst).reads_elements(),
+    op("abs", "(x)", "Absolute value, elementwise.", SameAsFirst).reads_elements(),
     op("ceil_div", "(a, b)", "`a` divided by `b`, rounded up.", Index),
-    op("sqrt", "(x)", "Square root, elementwise.", FloatOfFirst),
-    op("rsqrt", "(x)", "1 / sqrt(x), elementwise.", FloatOfFirst),
-    op("exp", "(x)", "Exponential, elementwise.", FloatOfFirst),
-    op("exp2", "(x)", "2 to the power `x`, elementwise.", FloatOfFirst),
-    op("erf", "(x)", "The error function, elementwise.", FloatOfFirst),
-    op("log", "(x)", "Natural logarithm, elementwise.", FloatOfFirst),
-    op("tanh", "(x)", "Hyperbolic tangent, elementwise.", FloatOfFirst),
-    op("sin", "(x)", "Sine of radians, elementwise.", FloatOfFirst),
-    op("cos", "(x)", "Cosine of radians, elementwise.", FloatOfFirst),
-    op("floor", "(x)", "The largest integer not above `x`, elementwise, in `x`'s type.", SameAsFirst),
-    op("ceil", "(x)", "The smallest integer not below `x`, elementwise, in `x`'s type.", SameAsFirst),
-    op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast),
-    op("bitcast", "(x, dtype)", "The bits of `x` read as `dtype`, a type of the same width: `bitcast(1.0, u32)` is 1065353216.", Cast),
+    op("sqrt", "(x)", "Square root, elementwise.", FloatOfFirst).reads_elements(),
+    op("rsqrt", "(x)", "1 / sqrt(x), elementwise.", FloatOfFirst).reads_elements(),
+    op("exp", "(x)", "Exponential, elementwise.", FloatOfFirst).reads_elements(),
+    op("exp2", "(x)", "2 to the power `x`, elementwise.", FloatOfFirst).reads_elements(),
+    op("erf", "(x)", "The error function, elementwise.", FloatOfFirst).reads_elements(),
+    op("log", "(x)", "Natural logarithm, elementwise.", FloatOfFirst).reads_elements(),
+    op("tanh", "(x)", "Hyperbolic tangent, elementwise.", FloatOfFirst).reads_elements(),
+    op("sin", "(x)", "Sine of radians, elementwise.", FloatOfFirst).reads_elements(),
+    op("cos", "(x)", "Cosine of radians, elementwise.", FloatOfFirst).reads_elements(),
+    op("floor", "(x)", "The largest integer not above `x`, elementwise, in `x`'s type.", SameAsFirst).reads_elements(),
+    op("ceil", "(x)", "The smallest integer not below `x`, elementwise, in `x`'s type.", SameAsFirst).reads_elements(),
+    op("cast", "(x, dtype, rounding = \"nearest_even\", saturate = False)", "Converts `x` to `dtype` with an explicit rounding mode.", Cast).reads_elements(),
+    op("bitcast", "(x, dtype)", "The bits of `x` read as `dtype`, a type of the same width: `bitcast(1.0, u32)` is 1065353216.", Cast).reads_elements(),
     op("print", "(*values, sep = \" \", end = \"\\n\")", "Prints values, separated by `sep`, and then `end` (a newline). In a kernel each thread prints its own line of scalars and string literals, shown after the launch in block and thread order.", Unit).effects(&[Io]),
     op("zeros", "(*shape, dtype = f32)", "A host tensor of zeros.", Create).host(),
     op("ones", "(*shape, dtype = f32)", "A host tensor of ones.", Create).host(),

@@ -109,13 +109,6 @@ struct Infer<'a> {
     method_call: Option<String>,
 }
 
-/// The builtins whose arguments are numbers, which read a tensor of no dims
-/// in device code as its element ([`Infer::element_of_0d`]).
-const READS_ELEMENTS: &[&str] = &[
-    "min", "max", "abs", "sqrt", "rsqrt", "exp", "exp2", "erf", "log", "tanh", "sin", "cos", "floor", "ceil", "cast",
-    "bitcast",
-];
-
 /// An argument after inference.
 struct ArgTy<'e> {
     name: Option<&'e str>,
@@ -1380,7 +1373,7 @@ impl<'a> Infer<'a> {
         // no dims as its element in device code, as arithmetic does.
         let reads_elements = match &target {
             Ty::DTypeValue(_) => true,
-            Ty::Builtin(b) => READS_ELEMENTS.contains(&b.path),
+            Ty::Builtin(b) => b.reads_elements,
             _ => false,
         };
         let arg_tys: Vec<ArgTy> = args
