@@ -1654,6 +1654,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             .executor
             .launch(self.device, &launch)
             .map_err(|err| self.fail(e.span, "this launch", err))?;
+        self.write_through_views(locals, def, args, &values)?;
         self.out.write_all(printed.as_bytes()).map_err(|err| {
             self.fail(
                 e.span,
@@ -1662,6 +1663,52 @@ impl<'a, 'p> Interp<'a, 'p> {
             )
         })?;
         Ok(Value::None)
+    }
+
+    /// After a launch, what the kernel wrote into a `mut` parameter given
+    /// a basic slice of a tensor (`x[2:5]`, `x[1, :]`: slices and integer
+    /// indices) is stored back into that tensor, as it would be through
+    /// the NumPy view the slice is there: the slice itself is a copy. An
+    /// index by a mask or an index tensor is NumPy's copy too, and stays
+    /// one.
+    fn write_through_views(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        def: &FnDef,
+        args: &[Arg],
+        values: &[Value],
+    ) -> Res<()> {
+        let positional: Vec<&Arg> = args.iter().filter(|a| a.name.is_none()).collect();
+        for (k, param) in def.params.iter().enumerate() {
+            if param.mutable.is_none() {
+                continue;
+            }
+            let given = positional.get(k).copied().or_else(|| {
+                args.iter()
+                    .find(|a| a.name.as_ref().is_some_and(|n| n.name == param.name.name))
+            });
+            let (Some(arg), Some(value)) = (given, values.get(k)) else {
+                continue;
+            };
+            let ExprKind::Subscript { args: index, .. } = &arg.value.unparen().kind else {
+                continue;
+            };
+            let mut basic = true;
+            for i in index {
+                basic &= match &i.value.kind {
+                    ExprKind::Slice { .. } => true,
+                    _ => match self.expr(locals, &i.value)? {
+                        Value::Int(_) => true,
+                        Value::Tensor(t) => t.shape().is_empty() && !t.dtype().is_float() && t.dtype() != DType::Bool,
+                        _ => false,
+                    },
+                };
+            }
+            if basic {
+                self.assign(locals, &arg.value, value.clone())?;
+            }
+        }
+        Ok(())
     }
 
     /// The block of a kernel's `tile[(…)]` clause, or 128 threads.
