@@ -389,7 +389,7 @@ pub fn resolve<'db>(
             Some(Ty::Builtin(b)) => return Some(Symbol::Builtin(b)),
             // A cooperative group is a local whose type is the `group`
             // namespace of its methods.
-            Some(Ty::Namespace(n)) if *n != "group" => return Some(Symbol::Namespace(n)),
+            Some(Ty::Namespace(n)) if *n != builtins::GROUP => return Some(Symbol::Namespace(n)),
             Some(Ty::DTypeValue(d)) => return Some(Symbol::DType(*d)),
             _ => {}
         }

@@ -778,7 +778,7 @@ impl<'a> Infer<'a> {
                 if let Some(b) = builtins::lookup(&path) {
                     return Ty::Builtin(b);
                 }
-                let mut diag = if *ns == "group" {
+                let mut diag = if *ns == builtins::GROUP {
                     Diagnostic::error(Code::E0102, format!("a cooperative group has no method `{name}`"))
                         .with_primary(self.at(span), "its methods are `thread_rank` and `sync`")
                 } else {
@@ -787,7 +787,7 @@ impl<'a> Infer<'a> {
                 };
                 if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
                     // A group's methods are called on the group's value.
-                    let base = if *ns == "group" {
+                    let base = if *ns == builtins::GROUP {
                         crate::pretty::expr(base_expr)
                     } else {
                         ns.to_string()
@@ -1533,7 +1533,7 @@ impl<'a> Infer<'a> {
                 positional.iter().map(|a| item_of(a.ty.clone())).collect(),
             ))),
             // A group's methods are the builtins of the `group` namespace.
-            Shape::Opaque if b.path == "tile.cooperative_group" => Ty::Namespace("group"),
+            Shape::Opaque if b.path == "tile.cooperative_group" => Ty::Namespace(builtins::GROUP),
             Shape::Opaque => Ty::Unknown,
             Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
