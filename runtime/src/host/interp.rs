@@ -3423,7 +3423,12 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             Le => Value::Bool(x <= y),
             Gt => Value::Bool(x > y),
             Ge => Value::Bool(x >= y),
-            FloorDiv | Mod | BitAnd | BitOr | BitXor | Shr => Value::Int(ops::int_op(op, x, y)?),
+            // Python's ints have no width: MIN // -1 does not fit in 64
+            // bits, and a right shift by 64 or more leaves the sign.
+            FloorDiv if x == i64::MIN && y == -1 => return Err(overflow()),
+            Shr if y < 0 => return Err(RunError::value("negative shift count")),
+            Shr => Value::Int(x >> y.min(63)),
+            FloorDiv | Mod | BitAnd | BitOr | BitXor => Value::Int(ops::int_op(op, x, y)?),
             _ => {
                 return Err(RunError::new(
                     Code::E1005,

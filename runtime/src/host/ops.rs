@@ -349,7 +349,8 @@ pub(crate) fn int_op(op: BinOp, x: i64, y: i64) -> Result<i64, RunError> {
             if y == 0 {
                 return Err(zero());
             }
-            x.wrapping_div(y) - i64::from((x % y != 0) && ((x < 0) != (y < 0)))
+            // MIN // -1 wraps to MIN, as on a GPU (`%` of them overflows).
+            x.wrapping_div(y) - i64::from((x.wrapping_rem(y) != 0) && ((x < 0) != (y < 0)))
         }
         BinOp::Mod => {
             if y == 0 {

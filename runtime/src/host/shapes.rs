@@ -347,8 +347,16 @@ fn eval(e: &Expr, dims: &HashMap<String, Bound>) -> Option<i64> {
                 BinOp::Add => a.checked_add(b),
                 BinOp::Sub => a.checked_sub(b),
                 BinOp::Mul => a.checked_mul(b),
-                BinOp::FloorDiv => (b != 0).then(|| a.div_euclid(b)),
-                BinOp::Mod => (b != 0).then(|| a.rem_euclid(b)),
+                BinOp::FloorDiv => {
+                    // Python's floor division (`7 // -2` is -4), None for
+                    // a zero divisor and MIN // -1.
+                    let q = a.checked_div(b)?;
+                    Some(q - i64::from(a % b != 0 && (a < 0) != (b < 0)))
+                }
+                BinOp::Mod => {
+                    let r = a.checked_rem(b)?;
+                    Some(if r != 0 && (r < 0) != (b < 0) { r + b } else { r })
+                }
                 BinOp::Pow => a.checked_pow(u32::try_from(b).ok()?),
                 _ => None,
             }
