@@ -213,6 +213,9 @@ impl<'a> FnCx<'a> {
         let chosen = stated.is_some() || self.sig.numerics.is_some();
         match operand {
             Some(ScalarType::F64) if !chosen => ScalarType::F64,
+            // Integers (and bools) accumulate in i64, exactly, whatever
+            // float a numerics policy accumulates in.
+            Some(s) if stated.is_none() && !s.is_float() => ScalarType::I64,
             _ => acc,
         }
     }
