@@ -2086,10 +2086,15 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             v => v,
         };
-        // `int(x)` of a float is Python's truncation, in 64 bits: NaN,
-        // the infinities and what does not fit are errors, not a saturated
-        // or wrapped int.
-        if let (DType::I64, Value::Float(x)) = (d, v) {
+        // `int(x)` of a float (a Python float or NumPy's float scalar) is
+        // Python's truncation, in 64 bits: NaN, the infinities and what
+        // does not fit are errors, not a saturated or wrapped int.
+        let float = match v {
+            Value::Float(x) => Some(*x),
+            Value::Tensor(t) if t.shape().is_empty() && t.dtype().is_float() => as_f64(v),
+            _ => None,
+        };
+        if let (DType::I64, Some(x)) = (d, float.as_ref()) {
             let bound = -(i64::MIN as f64); // 2^63
             if !(-bound..bound).contains(&x.trunc()) {
                 let shown = super::print::python_float(*x);
