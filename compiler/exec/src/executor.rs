@@ -423,6 +423,11 @@ impl Loaded {
                 *slot = u32::try_from(v)
                     .map_err(|_| RunError::launch(format!("the grid entry `{g}` of `{}` is {v}", l.kernel)))?;
             }
+            // A grid of no blocks is a kernel with no work: its output is
+            // empty (the dims the grid counts tiles of are 0).
+            if grid.contains(&0) {
+                continue;
+            }
             let mut block = [1u32; 3];
             for (slot, b) in block.iter_mut().zip(&l.block) {
                 *slot = u32::try_from(*b).map_err(|_| RunError::launch(format!("a block of {b} threads")))?;
