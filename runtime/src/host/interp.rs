@@ -3296,11 +3296,9 @@ fn reduced(t: &Tensor, r: Tensor, axes: Option<&[usize]>, keepdims: bool) -> Res
     } else {
         r
     };
-    Ok(if r.shape().is_empty() {
-        Value::from_elem(r.get(0))
-    } else {
-        Value::Tensor(TensorValue::new(r))
-    })
+    // A whole reduction is NumPy's scalar of its dtype, a tensor of no
+    // dims, as `np.sum` gives.
+    Ok(Value::Tensor(TensorValue::new(r)))
 }
 
 /// A tensor operand, or a scalar one.
