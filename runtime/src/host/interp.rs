@@ -2804,7 +2804,25 @@ impl<'a, 'p> Interp<'a, 'p> {
         let digits = args.optional("ndigits");
         self.no_more(args, "round")?;
         if let Value::Int(i) = number {
-            return Ok(Value::Int(i));
+            // To a multiple of 10^-n for a negative `ndigits` n, ties to even.
+            return match digits {
+                Some(Value::Int(n)) if n < 0 => {
+                    let Some(unit) = u32::try_from(-n).ok().and_then(|e| 10i64.checked_pow(e)) else {
+                        return Ok(Value::Int(0));
+                    };
+                    let (q, r) = (i.div_euclid(unit), i.rem_euclid(unit));
+                    let up = 2 * r > unit || (2 * r == unit && q % 2 != 0);
+                    (q + i64::from(up))
+                        .checked_mul(unit)
+                        .map(Value::Int)
+                        .ok_or_else(|| RunError::value(format!("round({i}, {n}) does not fit in a 64-bit int")))
+                }
+                None | Some(Value::None | Value::Int(_)) => Ok(Value::Int(i)),
+                Some(v) => Err(RunError::new(
+                    Code::E1005,
+                    format!("`ndigits` of `round` is an int, not {}", v.describe()),
+                )),
+            };
         }
         let x = as_f64(&number).ok_or_else(|| {
             RunError::new(
@@ -2823,16 +2841,27 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
                 Ok(Value::Int(r as i64))
             }
-            Some(Value::Int(n)) if (0..=300).contains(&n) => {
-                if !x.is_finite() {
-                    return Ok(Value::Float(x));
-                }
+            Some(Value::Int(_)) if !x.is_finite() => Ok(Value::Float(x)),
+            // Past 300 digits every float is its own rounding.
+            Some(Value::Int(n)) if n > 300 => Ok(Value::Float(x)),
+            Some(Value::Int(n)) if n >= 0 => {
                 let text = format!("{x:.*}", n as usize);
                 Ok(Value::Float(text.parse().unwrap_or(x)))
             }
+            // To a multiple of 10^-n, ties to even, as CPython rounds.
+            Some(Value::Int(n)) if n >= -308 => {
+                let unit = 10f64.powi(-n as i32);
+                let y = x / unit;
+                let mut z = y.round();
+                if (y - z).abs() == 0.5 {
+                    z = 2.0 * (y / 2.0).round();
+                }
+                Ok(Value::Float(z * unit))
+            }
+            Some(Value::Int(_)) => Ok(Value::Float(0.0 * x)),
             Some(v) => Err(RunError::new(
                 Code::E1005,
-                format!("`ndigits` of `round` is an int from 0 to 300, not {}", v.describe()),
+                format!("`ndigits` of `round` is an int, not {}", v.describe()),
             )),
         }
     }
