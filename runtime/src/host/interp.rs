@@ -238,6 +238,13 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// Runs a host function with `args` in parameter order.
     pub(crate) fn call_host(&mut self, def: &FnDef, args: Vec<Value>, span: Span) -> Res<Value> {
+        self.call_host_with(def, args, &[], span)
+    }
+
+    /// [`Interp::call_host`] with the dims the arguments bind (`C` of an
+    /// `f32[R, C]` parameter), which the body reads as ints as compiled
+    /// code does.
+    fn call_host_with(&mut self, def: &FnDef, args: Vec<Value>, dims: &[(String, i64)], span: Span) -> Res<Value> {
         if self.depth >= MAX_CALL_DEPTH {
             return Err(self.fail(
                 span,
@@ -247,7 +254,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 )),
             ));
         }
-        let mut locals: HashMap<String, Value> = HashMap::new();
+        let mut locals: HashMap<String, Value> = dims.iter().map(|(d, v)| (d.clone(), Value::Int(*v))).collect();
         for (p, v) in def.params.iter().zip(args) {
             let v = self.as_declared(p.ty.as_ref(), v, span, "in this call")?;
             locals.insert(p.name.name.clone(), v);
@@ -280,7 +287,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         shapes::numbers_for_scalars(def, &mut args);
         let dims = shapes::bind(self.program, def, &args, &sites, span)?;
         match role {
-            Role::Host => self.call_host(def, args, span),
+            Role::Host => self.call_host_with(def, args, &dims, span),
             Role::Operator => {
                 let call = Call {
                     function: &def.name.name,
