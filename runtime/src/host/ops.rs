@@ -731,31 +731,55 @@ pub(crate) fn concat(tensors: &[Tensor], axis: usize) -> Result<Tensor, RunError
 /// computed in float64 and then converted to `out`.
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: DType) -> Result<Tensor, RunError> {
     let (sa, sb) = (a.shape(), b.shape());
-    let fits = sa.len() >= 2
-        && sa.len() == sb.len()
-        && sa[..sa.len() - 2] == sb[..sb.len() - 2]
-        && sa[sa.len() - 1] == sb[sb.len() - 2];
-    if !fits {
-        return Err(RunError::value(format!(
-            "`op.matmul` of shapes {} and {}: the inner dims must agree and the batch dims match",
+    let shapes = || {
+        format!(
+            "`op.matmul` of shapes {} and {}",
             crate::tensor::shape_text(sa),
             crate::tensor::shape_text(sb)
+        )
+    };
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(RunError::value(format!(
+            "{}: both operands need 2 dims or more",
+            shapes()
         )));
     }
-    let r = sa.len();
-    let (m, k, n) = (sa[r - 2], sa[r - 1], sb[r - 1]);
-    let mut shape = sa.to_vec();
-    shape[r - 1] = n;
+    let (ra, rb) = (sa.len(), sb.len());
+    let (m, k, n) = (sa[ra - 2], sa[ra - 1], sb[rb - 1]);
+    if sb[rb - 2] != k {
+        return Err(RunError::value(format!(
+            "{}: the inner dims {k} and {} must agree",
+            shapes(),
+            sb[rb - 2]
+        )));
+    }
+    // The batch dims broadcast as NumPy's do: aligned from the right, a
+    // dim of 1 (or a missing one) stretched to the other's.
+    let (batch_a, batch_b) = (&sa[..ra - 2], &sb[..rb - 2]);
+    let rank = batch_a.len().max(batch_b.len());
+    let aligned = |dims: &[usize], i: usize| (i + dims.len()).checked_sub(rank).map_or(1, |j| dims[j]);
+    let mut batch = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let (x, y) = (aligned(batch_a, i), aligned(batch_b, i));
+        if x != y && x != 1 && y != 1 {
+            return Err(RunError::value(format!(
+                "{}: the batch dims do not broadcast ({x} against {y})",
+                shapes()
+            )));
+        }
+        batch.push(x.max(y));
+    }
+    let (offsets_a, offsets_b) = (broadcast_offsets(&batch, batch_a), broadcast_offsets(&batch, batch_b));
+    let shape: Vec<usize> = batch.iter().copied().chain([m, n]).collect();
     let mut c = Tensor::zeros(out, &shape)?;
     let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
-    let batch = a.numel() / (m * k).max(1);
     let mut row = vec![0.0f64; n];
-    for q in 0..batch {
+    for (q, (&qa, &qb)) in offsets_a.iter().zip(&offsets_b).enumerate() {
         for i in 0..m {
             row.iter_mut().for_each(|x| *x = 0.0);
             for p in 0..k {
-                let x = av[q * m * k + i * k + p];
-                let brow = &bv[q * k * n + p * n..q * k * n + (p + 1) * n];
+                let x = av[qa * m * k + i * k + p];
+                let brow = &bv[qb * k * n + p * n..qb * k * n + (p + 1) * n];
                 for (acc, y) in row.iter_mut().zip(brow) {
                     *acc += x * y;
                 }
@@ -766,6 +790,22 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, out: DType) -> Result<Tensor, RunEr
         }
     }
     Ok(c)
+}
+
+/// For each entry of the broadcast batch shape `batch`, in order, the index
+/// of the entry of an operand's batch `dims` (aligned from the right, its
+/// dims of 1 repeated) it reads.
+fn broadcast_offsets(batch: &[usize], dims: &[usize]) -> Vec<usize> {
+    let skip = batch.len() - dims.len();
+    let mut offsets = vec![0usize];
+    for (i, &size) in batch.iter().enumerate() {
+        let own = i.checked_sub(skip).map_or(1, |j| dims[j]);
+        offsets = offsets
+            .iter()
+            .flat_map(|&o| (0..size).map(move |x| o * own + if own == 1 { 0 } else { x }))
+            .collect();
+    }
+    offsets
 }
 
 /// Softmax along `axis` (an index below the rank) in float64 (the
