@@ -163,6 +163,13 @@ pub(crate) fn open(paths: &[String], opts: &DeviceOpts) -> Result<(Sources, Devi
 /// file [`prepare`]d there; what fails has been reported, and is the exit
 /// code.
 pub(crate) fn start(args: &RunArgs) -> Result<(Sources, Device, Prepared), ExitCode> {
+    if std::path::Path::new(&args.file).is_dir() {
+        eprintln!(
+            "error: `{}` is a directory; a program runs from one file (`tessera test` and `tessera check` take directories)",
+            args.file
+        );
+        return Err(ExitCode::from(EXIT_USAGE));
+    }
     let (mut sources, device) = open(std::slice::from_ref(&args.file), &args.device)?;
     match prepare(&mut sources, &device, args.opt_level) {
         Ok(p) => Ok((sources, device, p)),

@@ -195,6 +195,12 @@ def main():
     let o = tessera(&["run", "examples/matmul.tsr", "--entry", "nothing"]);
     assert!(text(&o).1.contains("E1002"), "{:?}", text(&o));
 
+    // A directory is not a program (it had run its first file).
+    let o = tessera(&["run", "examples"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+
     // Without a CUDA driver the run stops with E1001 and names the fallback.
     let o = tessera(&["run", "examples/saxpy.tsr", "--device", "cuda"]);
     if !o.status.success() {
