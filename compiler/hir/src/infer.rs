@@ -191,7 +191,20 @@ impl<'a> Infer<'a> {
                 let declared = crate::signature::lower_type(self.db, self.file, ty, &mut self.info.diagnostics);
                 if let Some(value) = value {
                     let actual = self.expr(value);
-                    self.check_assignable(&actual, &declared, value, "this value");
+                    // A number or a tensor declared; no string or list is one.
+                    let declares_numbers = matches!(declared, Ty::Scalar(_) | Ty::Tensor(_));
+                    let not_numbers = matches!(actual, Ty::Str | Ty::List(_) | Ty::Tuple(_) | Ty::None | Ty::Range);
+                    if declares_numbers && not_numbers {
+                        self.error(
+                            Diagnostic::error(
+                                Code::E0203,
+                                format!("type mismatch: expected {declared}, found {actual}"),
+                            )
+                            .with_primary(self.at(value.span), format!("this value is {actual}")),
+                        );
+                    } else {
+                        self.check_assignable(&actual, &declared, value, "this value");
+                    }
                 }
                 if let ExprKind::Name(n) = &target.kind {
                     self.bind(n, target.span, declared);
