@@ -162,6 +162,29 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
                 .with_note("a kernel's tile sizes are written in its body; `@autotune` chooses the tiles the compiler gives the kernels of an operator function"),
         );
     }
+    // `tessera test` calls a test with nothing and expects nothing back.
+    if sig.is_test {
+        if let Some(first) = def.params.first() {
+            lowering.diags.push(
+                Diagnostic::error(
+                    Code::E0204,
+                    format!("the `@test` function `{}` takes parameters", def.name.name),
+                )
+                .with_primary(relative(first.span, 0), "`tessera test` passes no arguments")
+                .with_help("make the inputs inside the test, such as `x = randn(64, seed=1)`"),
+            );
+        }
+        if let Some(ret) = &def.ret {
+            lowering.diags.push(
+                Diagnostic::error(
+                    Code::E0204,
+                    format!("the `@test` function `{}` returns a value", def.name.name),
+                )
+                .with_primary(relative(ret.span, 0), "`tessera test` reads no result")
+                .with_help("check the result inside the test with `assert`, and drop the return type"),
+            );
+        }
+    }
     let mut seen: Vec<&str> = Vec::new();
     for p in &def.params {
         if seen.contains(&p.name.name.as_str()) {
