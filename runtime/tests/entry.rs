@@ -133,7 +133,7 @@ fn bad_inputs_are_clear_errors() {
         (e.code, e.message.as_str()),
         (
             Code::E1005,
-            "argument `x` of `guarded` is a f64 tensor, but the parameter is f32[N]"
+            "argument `x` of `guarded` is an f64 tensor, but the parameter is f32[N]"
         )
     );
 

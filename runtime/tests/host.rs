@@ -76,7 +76,7 @@ fn operator_functions_go_through_the_executor() {
     assert_eq!(d.code, Code::E1005);
     assert_eq!(
         d.message,
-        "argument `x` of `scale` is a i32 tensor, but the parameter is f32[N]"
+        "argument `x` of `scale` is an i32 tensor, but the parameter is f32[N]"
     );
 }
 

@@ -69,9 +69,33 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
+/// `n` and the word for that many, for messages: `1 argument`, `2
+/// arguments`.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `word` after the English article its first sound takes, for messages
+/// about dtypes (whose names are read letter by letter): `an f32`, `an
+/// i8`, `a u8`, `a bf16`.
+pub fn with_article(word: &str) -> String {
+    let an = word.starts_with(['a', 'e', 'f', 'h', 'i', 'l', 'm', 'n', 'o', 'r', 's', 'x']);
+    format!("{} {word}", if an { "an" } else { "a" })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::range_len;
+    use super::{counted, range_len, with_article};
+
+    #[test]
+    fn messages_count_and_take_articles() {
+        assert_eq!(counted(1, "argument", "arguments"), "1 argument");
+        assert_eq!(counted(0, "argument", "arguments"), "0 arguments");
+        assert_eq!(with_article("f64"), "an f64");
+        assert_eq!(with_article("i32"), "an i32");
+        assert_eq!(with_article("u8"), "a u8");
+        assert_eq!(with_article("bf16"), "a bf16");
+    }
 
     #[test]
     fn range_lengths_are_pythons() {

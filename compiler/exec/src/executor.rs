@@ -238,8 +238,12 @@ impl Loaded {
                     Some(dim) => kargs.push_i64(lookup(dims, dim, name)?),
                     None => {
                         return Err(RunError::launch(format!(
-                            "`{name}` takes {} arguments, but the launch passes {}",
-                            info.params.iter().filter(|p| p.dim.is_none()).count(),
+                            "`{name}` takes {}, but the launch passes {}",
+                            tessera_base::counted(
+                                info.params.iter().filter(|p| p.dim.is_none()).count(),
+                                "argument",
+                                "arguments"
+                            ),
                             args.len()
                         )))
                     }

@@ -2474,9 +2474,9 @@ impl<'a> Infer<'a> {
                     Diagnostic::error(
                         Code::E0204,
                         format!(
-                            "`{fn_name}` takes {} arguments, but {} were given",
-                            sig.params.len(),
-                            args.len()
+                            "`{fn_name}` takes {}, but {} given",
+                            tessera_base::counted(sig.params.len(), "argument", "arguments"),
+                            tessera_base::counted(args.len(), "was", "were")
                         ),
                     )
                     .with_primary(self.at(arg.expr.span), "an argument too many")

@@ -245,9 +245,9 @@ fn verify_region_args(m: &Module, op: OpId, errors: &mut VerifyErrors) -> bool {
             m,
             op,
             format!(
-                "`{name}` has {} operands but its region takes {} arguments",
-                operands.len(),
-                args.len()
+                "`{name}` has {} but its region takes {}",
+                tessera_base::counted(operands.len(), "operand", "operands"),
+                tessera_base::counted(args.len(), "argument", "arguments")
             ),
             "the region's arguments are the operands",
         ));

@@ -1556,9 +1556,9 @@ impl<'a, 'p> Interp<'a, 'p> {
                 RunError::new(
                     Code::E1005,
                     format!(
-                        "`{fname}` takes {} arguments, but {} were given",
-                        def.params.len(),
-                        args.positional.len()
+                        "`{fname}` takes {}, but {} given",
+                        tessera_base::counted(def.params.len(), "argument", "arguments"),
+                        tessera_base::counted(args.positional.len(), "was", "were")
                     ),
                 ),
             ));

@@ -308,9 +308,9 @@ pub fn run_entry(
         return Err(vec![Diagnostic::error(
             Code::E1005,
             format!(
-                "`{entry}` returned {} values, but {} outputs were given",
-                results.len(),
-                outputs.len()
+                "`{entry}` returned {}, but {} given",
+                tessera_base::counted(results.len(), "value", "values"),
+                tessera_base::counted(outputs.len(), "output was", "outputs were")
             ),
         )
         .with_primary(program.at(def.name.span), "this function")]);

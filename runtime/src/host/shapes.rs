@@ -139,7 +139,10 @@ pub(crate) fn bind(
                 };
                 if let Some(want) = tessera_hir::ty::DType::from_name(dtype_name) {
                     if DType::from_language(want) != Some(t.dtype()) {
-                        return Err(mismatch(format!("a {} tensor", t.dtype())));
+                        return Err(mismatch(format!(
+                            "{} tensor",
+                            tessera_base::with_article(&t.dtype().to_string())
+                        )));
                     }
                 }
                 let shape = t.shape();

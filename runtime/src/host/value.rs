@@ -127,8 +127,8 @@ impl Value {
             Value::List(_) => "a list".into(),
             Value::Dict(_) => "a dict".into(),
             Value::Tensor(t) => format!(
-                "a {} tensor of shape {}",
-                t.dtype(),
+                "{} tensor of shape {}",
+                tessera_base::with_article(&t.dtype().to_string()),
                 crate::tensor::shape_text(&t.shape())
             ),
             Value::Range(..) => "a range".into(),
