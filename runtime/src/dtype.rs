@@ -83,6 +83,21 @@ impl DType {
         }
     }
 
+    /// The integers a narrow integer dtype holds, as `(lowest, highest)`;
+    /// None for the others (`i64`, whose range is the host's ints', and
+    /// `u64`, held as an `i64`'s bits, take every host int).
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            DType::I8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
+            DType::I16 => (i64::from(i16::MIN), i64::from(i16::MAX)),
+            DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+            DType::U8 => (0, i64::from(u8::MAX)),
+            DType::U16 => (0, i64::from(u16::MAX)),
+            DType::U32 => (0, i64::from(u32::MAX)),
+            _ => return None,
+        })
+    }
+
     pub fn is_float(self) -> bool {
         matches!(
             self,

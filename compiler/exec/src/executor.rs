@@ -762,15 +762,9 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
         };
         // A number the parameter's dtype cannot hold is refused (it
         // wrapped: 300 for an i8 gave 44).
-        let range = match p.dtype.as_str() {
-            "i8" => Some((i64::from(i8::MIN), i64::from(i8::MAX))),
-            "u8" => Some((0, i64::from(u8::MAX))),
-            "i16" => Some((i64::from(i16::MIN), i64::from(i16::MAX))),
-            "u16" => Some((0, i64::from(u16::MAX))),
-            "i32" => Some((i64::from(i32::MIN), i64::from(i32::MAX))),
-            "u32" => Some((0, i64::from(u32::MAX))),
-            "u64" => Some((0, i64::MAX)),
-            _ => None,
+        let range = match host_dtype(&p.dtype) {
+            Some(DType::U64) => Some((0, i64::MAX)),
+            d => d.and_then(DType::int_range),
         };
         match range {
             Some((lo, hi)) if i < lo || i > hi => Err(RunError::new(

@@ -132,6 +132,23 @@ pub(crate) fn bind(
                 if !fits {
                     return Err(mismatch(value.describe()));
                 }
+                // An int the parameter's dtype does not hold is refused, as
+                // a kernel's launch refuses it.
+                let range = DType::from_name(ty).and_then(DType::int_range);
+                if let (Some((lo, hi)), Value::Int(i)) = (range, value) {
+                    if !(lo..=hi).contains(i) {
+                        return Err(Box::new(
+                            Diagnostic::error(
+                                Code::E1005,
+                                format!(
+                                    "argument `{pname}` of `{fname}` is {i}, which {ty} does not hold ({lo} to {hi})"
+                                ),
+                            )
+                            .with_primary(site, "this value")
+                            .with_secondary(at(param.span), "the parameter"),
+                        ));
+                    }
+                }
             }
             ParamKind::Tensor(dtype_name, pdims) => {
                 let Value::Tensor(t) = value else {
