@@ -59,7 +59,7 @@ enum Command {
     Build(build::BuildArgs),
     /// Run a program: `def main()`, or a function on .npy inputs
     #[command(
-        after_help = "Examples:\n  tessera run examples/saxpy.tsr\n  tessera run model.tsr --device cuda -- 1024\n  tessera run model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy --output out.npy\n\nExit status: 0 when the program ran to its end, 1 when it failed to compile\nor stopped with an error (a failed assert included), 2 on a usage or I/O error."
+        after_help = "Examples:\n  tessera run examples/saxpy.tsr\n  tessera run model.tsr --device cuda -- 1024\n  tessera run model.tsr --entry attention --input q=q.npy --input k=k.npy --input v=v.npy --output out.npy\n\nExit status: 0 when the program ran to its end, 1 when it failed to compile\nor stopped with an error (a failed assert, an `--input` or `--output` file that\ncannot be read or written, E1004, included), 2 on a usage error or a source\nfile that cannot be read."
     )]
     Run(run::RunArgs),
     /// Run a program with every kernel launch and copy timed; write a
