@@ -26,6 +26,26 @@ def matmul(A: bf16[M, K], B: bf16[K, N]) -> f32[M, N]:
     return op.matmul(A, B, accumulate=f32)
 ";
 
+/// `tessera build` of `file` (a `mm.tsr`) for the CPU into `out`, with the
+/// tuning cache in `cache`: its output and the Schedule IR it wrote.
+fn build_schedule(file: &str, out: &Path, cache: &Path) -> (Output, String) {
+    let o = tessera(
+        &[
+            "build",
+            file,
+            "--target",
+            "cpu",
+            "--emit",
+            "schedule-ir",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        cache,
+    );
+    let ir = std::fs::read_to_string(out.join("mm.schedule-ir.tir")).unwrap_or_default();
+    (o, ir)
+}
+
 /// The `tile_shape`, `stages` and `block` of the first kernel in Schedule
 /// IR text.
 fn schedule_of(ir: &str) -> (String, String, String) {
@@ -83,23 +103,7 @@ fn tuning_records_the_fastest_configuration_and_builds_use_it() {
     assert!([32, 64].contains(&bm) && [1, 2].contains(&stages), "{config}");
 
     let out_dir = dir.join("out");
-    let build = |cache: &Path| {
-        let o = tessera(
-            &[
-                "build",
-                f,
-                "--target",
-                "cpu",
-                "--emit",
-                "schedule-ir",
-                "-o",
-                out_dir.to_str().unwrap(),
-            ],
-            cache,
-        );
-        let ir = std::fs::read_to_string(out_dir.join("mm.schedule-ir.tir")).unwrap_or_default();
-        (o, ir)
-    };
+    let build = |cache: &Path| build_schedule(f, &out_dir, cache);
     let (o, ir) = build(&cache);
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
@@ -208,27 +212,13 @@ def main():
     json["entries"].as_array_mut().unwrap().push(small);
     std::fs::write(&path, json.to_string()).unwrap();
 
-    let out = dir.join("out");
-    let o = tessera(
-        &[
-            "build",
-            f,
-            "--target",
-            "cpu",
-            "--emit",
-            "schedule-ir",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        &cache,
-    );
+    let (o, ir) = build_schedule(f, &dir.join("out"), &cache);
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains("`matmul` uses the configurations it was tuned to at 2 shapes"),
         "{err}"
     );
-    let ir = std::fs::read_to_string(out.join("mm.schedule-ir.tir")).unwrap();
     assert!(
         ir.contains("when = [\"M > 27\"]") && ir.contains("when = [\"M <= 27\"]"),
         "{ir}"
