@@ -533,17 +533,13 @@ impl Config {
     /// The kernel's variant of this geometry, launched `when` one of the
     /// conjunctions holds (an entry of the kernel's `tuned`).
     fn variant_attr(&self, when: &[Vec<ShapeConstraint>]) -> Attr {
-        Attr::Dict(BTreeMap::from([
-            (
-                "when".to_string(),
-                Attr::Array(when.iter().map(|c| Attr::str(ShapeConstraint::join(c))).collect()),
-            ),
-            ("tile_shape".to_string(), Attr::ints(self.tile.iter().copied())),
-            ("block".to_string(), Attr::ints([self.block, 1, 1])),
-            ("stages".to_string(), Attr::Int(self.stages)),
-            ("grid".to_string(), grid_attr(&self.grid)),
-            ("warp_specialize".to_string(), Attr::Bool(self.specialize)),
-        ]))
+        let mut d = geometry_attrs(&self.tile, self.block, self.stages, &self.grid);
+        d.insert(
+            "when".to_string(),
+            Attr::Array(when.iter().map(|c| Attr::str(ShapeConstraint::join(c))).collect()),
+        );
+        d.insert("warp_specialize".to_string(), Attr::Bool(self.specialize));
+        Attr::Dict(d)
     }
 }
 
@@ -579,14 +575,22 @@ fn tuned_variants(configs: Vec<Config>, regions: &tuned::Regions) -> (Config, Ve
 
 impl Narrow {
     fn to_attr(&self) -> Attr {
-        Attr::Dict(BTreeMap::from([
-            ("max_m".to_string(), Attr::Int(self.max_m)),
-            ("tile_shape".to_string(), Attr::ints(self.tile)),
-            ("block".to_string(), Attr::ints([self.block, 1, 1])),
-            ("stages".to_string(), Attr::Int(self.stages)),
-            ("grid".to_string(), grid_attr(&self.grid)),
-        ]))
+        let mut d = geometry_attrs(&self.tile, self.block, self.stages, &self.grid);
+        d.insert("max_m".to_string(), Attr::Int(self.max_m));
+        Attr::Dict(d)
     }
+}
+
+/// The geometry of a kernel's variant as the entries of its dictionary
+/// (`tile_shape`, `block`, `stages`, `grid`), which to_tile's `Geometry`
+/// reads back.
+fn geometry_attrs(tile: &[i64], block: i64, stages: i64, grid: &[GridDim]) -> BTreeMap<String, Attr> {
+    BTreeMap::from([
+        ("tile_shape".to_string(), Attr::ints(tile.iter().copied())),
+        ("block".to_string(), Attr::ints([block, 1, 1])),
+        ("stages".to_string(), Attr::Int(stages)),
+        ("grid".to_string(), grid_attr(grid)),
+    ])
 }
 
 fn grid_attr(grid: &[GridDim]) -> Attr {
