@@ -168,7 +168,12 @@ def plan(families, quick):
         cases += [gemm(*shape) for shape in shapes]
     for family, make in (("gemm_fp8", gemm_fp8), ("gemm_fp8_nt", gemm_fp8_nt)):
         if family in families:
-            shapes = [(2048, 2048, 2048)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 14336)]
+            shapes = [(2048, 2048, 2048)] if quick else [
+                (4096, 4096, 4096),
+                (8192, 8192, 8192),
+                (4096, 4096, 14336),
+                (16, 4096, 4096),  # a decode step: the narrow kernel
+            ]
             cases += [make(*shape) for shape in shapes]
     if "attention" in families:
         runs = [(64, False, 1024)] if quick else [

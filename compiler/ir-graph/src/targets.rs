@@ -175,14 +175,16 @@ pub fn bytes_of(elem: ScalarType, count: i64) -> i64 {
 }
 
 /// How a shared tile of `cols` columns is laid out: a 128-byte swizzle on
-/// NVIDIA GPUs when a row is a multiple of 128 bytes, else rows padded by
-/// 8 elements against bank conflicts; plain on the CPU.
+/// NVIDIA GPUs when a row is a multiple of 128 bytes, else rows padded
+/// against bank conflicts by 8 elements, or by 16 bytes where 8 elements
+/// are fewer (fp8), so that 16-byte copies (`cp.async`, vector loads) still
+/// start every row on a 16-byte boundary; plain on the CPU.
 pub fn shared_layout(target: &Target, cols: i64, elem: ScalarType) -> Option<(&'static str, i64)> {
     let row_bytes = bytes_of(elem, cols);
     match target.name {
         "cpu" => None,
         "sm_80" | "sm_90a" if row_bytes % 128 == 0 => Some(("swizzle", 128)),
-        _ => Some(("bank_pad", 8)),
+        _ => Some(("bank_pad", 8.max(128 / i64::from(elem.bits().max(1))))),
     }
 }
 
@@ -291,6 +293,10 @@ mod tests {
         );
         let mi300 = Target::by_name("gfx942").unwrap();
         assert_eq!(shared_tile_bytes(&mi300, 128, 32, ScalarType::BF16), 128 * 40 * 2);
+        // An fp8 row of 64 is padded by 16 bytes, not 8, so that each row
+        // of a narrow kernel's B ring starts on a 16-byte cp.async chunk.
+        assert_eq!(shared_layout(&h100, 64, ScalarType::F8E4M3), Some(("bank_pad", 16)));
+        assert_eq!(shared_tile_bytes(&h100, 128, 64, ScalarType::F8E4M3), 128 * 80);
         assert_eq!(row_chunk(Some(100)), 100);
         assert_eq!(row_chunk(None), 2048);
     }

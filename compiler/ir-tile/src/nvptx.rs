@@ -14,7 +14,7 @@ use crate::check::{self, Check};
 use crate::gate::{self, is_16bit_float};
 use crate::multiple::Multiples;
 use crate::rules;
-use crate::shape::{self, buffer_bytes, pad_of, row_bytes};
+use crate::shape::{self, buffer_bytes, pad_of, pitch_bytes, row_bytes};
 use crate::target::Target;
 
 /// The `nvptx` dialect.
@@ -473,6 +473,18 @@ fn cp_async(c: &mut Check) {
         if row % bytes as u64 != 0 {
             c.fail(format!(
                 "`cp.async` moves {bytes}-byte chunks: a row of `{dst}` is {row} B, not a multiple of {bytes}"
+            ));
+            return;
+        }
+    }
+    // Each chunk lands at its row's start plus whole chunks, so the padded
+    // pitch must keep every row's start on a chunk boundary.
+    let root = crate::pipeline::root_memref(c.m, c.m.operands(c.op)[0]);
+    let pad = pad_of(c.m.value_type(root), c.m.defining_op(root).map(|op| (c.m, op)));
+    if let (Some(row), Some(pitch)) = (row_bytes(&dst), pitch_bytes(&dst, pad)) {
+        if pitch % bytes as u64 != 0 {
+            c.fail(format!(
+                "`cp.async` moves {bytes}-byte chunks: a row of `{dst}` is {row} B, but padded by {pad} elements it takes {pitch} B, so some rows start off a {bytes}-byte boundary"
             ));
         }
     }

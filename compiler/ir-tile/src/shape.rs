@@ -70,12 +70,19 @@ pub fn buffer_bytes(ty: &Type, pad: i64) -> Result<u64, String> {
 
 /// The bytes of one row (the innermost dim) of a shaped type, when constant.
 pub fn row_bytes(ty: &Type) -> Option<u64> {
+    pitch_bytes(ty, 0)
+}
+
+/// The bytes from one row's start to the next's in a buffer of type `ty`
+/// whose rows are padded by `pad` elements, when constant.
+pub fn pitch_bytes(ty: &Type, pad: i64) -> Option<u64> {
     let dims = ty.dims()?;
     let row = match dims.last() {
         Some(d) => u64::try_from(d.as_const()?).ok()?,
         None => 1,
     };
-    Some(row.saturating_mul(elem_bits(ty.elem()?)).div_ceil(8))
+    let elements = row.saturating_add(u64::try_from(pad).unwrap_or(0));
+    Some(elements.saturating_mul(elem_bits(ty.elem()?)).div_ceil(8))
 }
 
 /// The number of elements of a shaped type, when constant.
