@@ -128,6 +128,48 @@ fn an_operator_runs_on_npy_inputs() {
     assert!(err.contains("E1005"), "{err}");
 }
 
+/// `--entry` fills a parameter it has no `--input` for with the
+/// parameter's default, takes a number for an untyped parameter as a
+/// scalar one does, and refuses a parameter given twice.
+#[test]
+fn entry_inputs_take_defaults_and_numbers() {
+    let dir = temp("run", "entry_defaults");
+    let file = dir.join("d.tsr");
+    std::fs::write(
+        &file,
+        "\
+def scale(x: f32[N], k: f32 = 2.0) -> f32[N]:
+    return x * k
+
+def add(a, b=3):
+    return a + b
+",
+    )
+    .unwrap();
+    let (px, out) = (dir.join("x.npy"), dir.join("out.npy"));
+    npy::save(&px, &Tensor::from_slice(&[4], &[0.0f32, 1.0, 2.0, 3.0]).unwrap()).unwrap();
+    let x = format!("x={}", px.display());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--output", out.to_str().unwrap()]);
+        tessera(&args)
+    };
+    let o = run(&["--entry", "scale", "--input", &x]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [0.0, 2.0, 4.0, 6.0]);
+    let o = run(&["--entry", "scale", "--input", &x, "--input", "k=0.5"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [0.0, 0.5, 1.0, 1.5]);
+    let o = run(&["--entry", "add", "--input", "a=2"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [5.0]);
+    let o = run(&["--entry", "scale", "--input", &x, "--input", &x]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("E1005") && err.contains("`--input x=…` is given twice"), "{err}");
+}
+
 #[test]
 fn tessera_test_runs_test_functions() {
     let dir = temp("run", "tests");

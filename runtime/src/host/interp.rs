@@ -1544,6 +1544,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
+    /// A parameter's default `d`, evaluated where the function is defined
+    /// (no caller's locals).
+    pub(crate) fn default_value(&mut self, d: &Expr) -> Res<Value> {
+        self.expr(&mut HashMap::new(), d)
+    }
+
     /// Arguments in parameter order: positional, then keywords, then the
     /// defaults.
     fn bind_params(&mut self, def: &FnDef, mut args: Args, call: Span) -> Res<(Vec<Value>, Vec<ArgSite>)> {
@@ -1572,10 +1578,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 None => match args.take(&p.name.name) {
                     Some(a) => a,
                     None => match &p.default {
-                        Some(d) => {
-                            let mut frame = HashMap::new();
-                            (self.expr(&mut frame, d)?, call)
-                        }
+                        Some(d) => (self.default_value(d)?, call),
                         None => {
                             return Err(self.fail(
                                 call,

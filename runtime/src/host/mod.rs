@@ -235,7 +235,11 @@ pub fn run_entry(
         .with_primary(program.at(def.name.span), what.split(',').next().unwrap_or(what))]);
     }
     let at_param = |i: usize| program.at(def.params[i].span);
-    for (name, _) in inputs {
+    for (k, (name, _)) in inputs.iter().enumerate() {
+        if inputs[..k].iter().any(|(earlier, _)| earlier == name) {
+            return Err(vec![Diagnostic::error(Code::E1005, format!("`--input {name}=…` is given twice"))
+                .with_help("give each parameter one `--input`")]);
+        }
         if !def.params.iter().any(|p| &p.name.name == name) {
             return Err(vec![Diagnostic::error(
                 Code::E1005,
@@ -244,14 +248,22 @@ pub fn run_entry(
             .with_primary(program.at(def.name.span), format!("the parameters of `{entry}`"))]);
         }
     }
+    let mut interp = interp::Interp::new(program, executor, device, options.out);
+    interp.globals().map_err(|d| vec![*d])?;
     let mut args = Vec::new();
     for (i, p) in def.params.iter().enumerate() {
-        let scalar_type = match shapes::param_kind(p) {
-            shapes::ParamKind::Scalar(name) => Some(name),
-            _ => None,
+        let (scalar_type, scalar_param) = match shapes::param_kind(p) {
+            shapes::ParamKind::Scalar(name) => (Some(name), true),
+            // An untyped parameter takes a number as a scalar one does.
+            shapes::ParamKind::Any => (None, true),
+            shapes::ParamKind::Tensor(..) => (None, false),
         };
-        let scalar_param = scalar_type.is_some();
-        let Some((_, path)) = inputs.iter().find(|(n, _)| n == &p.name.name) else {
+        let given = inputs.iter().find(|(n, _)| n == &p.name.name);
+        if let (None, Some(default)) = (given, &p.default) {
+            args.push(interp.default_value(default).map_err(|d| vec![*d])?);
+            continue;
+        }
+        let Some((_, path)) = given else {
             let help = if scalar_param {
                 format!("pass `--input {}=2.5` (a number), or a 0-d `.npy` file", p.name.name)
             } else {
@@ -295,8 +307,6 @@ pub fn run_entry(
             Value::Tensor(TensorValue::new(tensor))
         });
     }
-    let mut interp = interp::Interp::new(program, executor, device, options.out);
-    interp.globals().map_err(|d| vec![*d])?;
     let result = interp
         .call_function(def, role, args, None, def.name.span)
         .map_err(|d| vec![*d])?;
