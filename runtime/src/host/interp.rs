@@ -3206,9 +3206,10 @@ impl<'a, 'p> Interp<'a, 'p> {
         let rank = t.shape().len() as i64;
         let at = if axis < 0 { axis + rank } else { axis };
         if !(0..rank.max(1)).contains(&at) {
-            return Err(RunError::value(format!(
-                "`{path}` along axis {axis} of a tensor of {rank} dims"
-            )));
+            return Err(RunError::new(
+                Code::E1007,
+                format!("axis {axis} of `{path}` is out of range for a tensor of {rank} dims"),
+            ));
         }
         let out = accumulate.unwrap_or(t.dtype());
         if path == "op.cumsum" {
