@@ -346,7 +346,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
         }];
     };
     let bits = input.and_then(|i| k.ty(i).elem()).map_or(32, ScalarType::bits);
-    let ranges = length_ranges(k.threads(), bits);
+    let ranges = length_ranges(k.threads(), bits, k.pattern == "softmax");
     let mut admitted: Vec<&Range> = ranges
         .iter()
         .filter(|r| facts.iter().all(|(c, _)| c.admits(&n, r.lo, r.hi)))
@@ -442,10 +442,17 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
 /// elements of `bits` holds as many columns a thread as the capacity
 /// does, up to 16 of 16 bits or 8 of 32 on 1024 threads (a thread of
 /// 1024 has 64 registers: the bf16 layer norm holds 16 columns in 56, the
-/// f32 one 8 in 43, 16 in 84).
-fn length_ranges(threads: i64, bits: u32) -> Vec<Range> {
+/// f32 one 8 in 43, 16 in 84). With `spread`, a wider row takes one run a
+/// thread while 1024 threads hold it, and more columns a thread only
+/// beyond: the softmax's, whose 1024 threads then fit in 32 registers,
+/// two blocks a multiprocessor (on an H100 the f32 softmax of 8192
+/// columns, 8 a thread, ran at 0.99 of Triton's speed where the bf16 one,
+/// 16 a thread on 512 threads in 52 registers, ran at 0.85). A norm's
+/// rows keep the capacity's columns a thread: it spills in 32 registers.
+fn length_ranges(threads: i64, bits: u32, spread: bool) -> Vec<Range> {
     let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
-    let per_thread = (cap / threads).min(if bits <= 16 { 16 } else { RUN });
+    let most = if bits <= 16 { 16 } else { RUN };
+    let per_thread = (cap / threads).min(most);
     let mut widths: Vec<(i64, i64, bool)> = [cap / 4, cap / 2, cap]
         .into_iter()
         .filter(|w| *w >= threads && w % threads == 0)
@@ -453,8 +460,16 @@ fn length_ranges(threads: i64, bits: u32) -> Vec<Range> {
         .collect();
     widths.dedup();
     let mut wide = cap * 2;
-    while wide <= WIDE_ROW && wide / per_thread <= MAX_THREADS {
-        widths.push((wide, wide / per_thread, true));
+    while wide <= WIDE_ROW {
+        let on = if spread {
+            (wide / RUN).min(MAX_THREADS)
+        } else {
+            wide / per_thread
+        };
+        if on > MAX_THREADS || wide / on > most {
+            break;
+        }
+        widths.push((wide, on, true));
         wide *= 2;
     }
     let mut ranges = Vec::new();
