@@ -476,6 +476,15 @@ impl<'a> Infer<'a> {
                         .with_secondary(self.at(target.span), format!("one element, {place}"))
                         .with_help("index the value too (`x[i]`), or store into a slice (`y[a:b] = x`)"),
                     ),
+                    // Host code stores as NumPy does: a value that
+                    // broadcasts to the selection fills it.
+                    (Ty::Tensor(p), Ty::Tensor(v)) if !self.in_device_code() && broadcasts_to(v, p) => {
+                        let elements = Ty::Tensor(TensorTy {
+                            dims: None,
+                            ..v.clone()
+                        });
+                        self.check_assignable(&elements, &place, value, "this value");
+                    }
                     _ => self.check_assignable(ty, &place, value, "this value"),
                 }
             }
@@ -3062,4 +3071,20 @@ fn dims_word(n: usize) -> String {
 
 fn join(dims: &[Poly]) -> String {
     dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether a value of type `value` broadcasts to a selection of type
+/// `place` by NumPy's rule (aligned at the last dim, each of its dims 1 or
+/// the selection's), as far as the dims are known: a value of more dims,
+/// or a known dim that is neither 1 nor the selection's, does not.
+fn broadcasts_to(value: &TensorTy, place: &TensorTy) -> bool {
+    let (Some(v), Some(p)) = (&value.dims, &place.dims) else {
+        return false;
+    };
+    v.len() <= p.len()
+        && v.iter().rev().zip(p.iter().rev()).all(|(a, b)| match (a.as_const(), b.as_const()) {
+            (Some(1), _) => true,
+            (Some(x), Some(y)) => x == y,
+            _ => a == b,
+        })
 }
