@@ -40,11 +40,11 @@ fn harness_dry_run_tunes_and_checks_every_quick_case() {
         "{out}\n{err}"
     );
     for tuned in [
-        "matmul_bf16_aligned",
+        "gemm_bf16",
         "matmul_fp8_aligned",
-        "matmul_fp8_nt",
+        "gemm_fp8_nt",
         "attention_d64",
-        "matmul_bf16_aligned_deterministic",
+        "gemm_bf16_deterministic",
         "attention_d64_deterministic",
     ] {
         assert!(
