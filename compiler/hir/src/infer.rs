@@ -957,8 +957,8 @@ impl<'a> Infer<'a> {
                             upper,
                             step: None,
                         }) => {
-                            let len = slice_len(dim, lower.as_deref(), upper.as_deref());
-                            kept.push(self.sizes.substitute(&len));
+                            let dim = self.sizes.substitute(dim);
+                            kept.push(slice_len(&dim, lower.as_deref(), upper.as_deref()));
                         }
                         // A positive step k keeps ceil((hi - lo) / k) elements,
                         // a polynomial when k divides every term of hi - lo but
@@ -975,9 +975,7 @@ impl<'a> Infer<'a> {
                                     let d = self.sizes.substitute(dim);
                                     return negative_step_len(&d, lower.as_deref(), upper.as_deref(), k);
                                 }
-                                let span = self
-                                    .sizes
-                                    .substitute(&slice_len(dim, lower.as_deref(), upper.as_deref()));
+                                let span = slice_len(&self.sizes.substitute(dim), lower.as_deref(), upper.as_deref());
                                 match span.as_const() {
                                     Some(c) => Poly::constant(c.max(0)).div_ceil(k),
                                     None => span.div_ceil(k),
@@ -3042,10 +3040,32 @@ fn negative_step_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>, k: 
     start.sub(&stop).div_ceil(step)
 }
 
+/// The length of `lower:upper` over `dim`, as Python counts it: a
+/// negative constant bound counts from the end (`dim + b`), and over a
+/// constant dim constant bounds clamp to it (`x[:100]` of 10 is 10,
+/// `x[8:2]` is 0); a bound that is not a constant is taken to lie inside
+/// the dim, and a length that comes out a negative constant is 0.
 fn slice_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>) -> Poly {
-    let lo = lower.map_or(Poly::constant(0), dim_poly);
-    let hi = upper.map_or(dim.clone(), dim_poly);
-    hi.sub(&lo)
+    let bound = |e: &Expr| {
+        let b = dim_poly(e);
+        match b.as_const() {
+            Some(c) if c < 0 => dim.add(&Poly::constant(c)),
+            _ => b,
+        }
+    };
+    let lo = lower.map_or(Poly::constant(0), bound);
+    let hi = upper.map_or(dim.clone(), bound);
+    if let Some(d) = dim.as_const() {
+        let clamped = |b: &Poly| b.as_const().map(|c| c.clamp(0, d));
+        if let (Some(l), Some(h)) = (clamped(&lo), clamped(&hi)) {
+            return Poly::constant((h - l).max(0));
+        }
+    }
+    let len = hi.sub(&lo);
+    match len.as_const() {
+        Some(c) if c < 0 => Poly::constant(0),
+        _ => len,
+    }
 }
 
 fn substitute_ty(ty: &Ty, map: &dyn Fn(&str) -> Option<Poly>) -> Ty {
