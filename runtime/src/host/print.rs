@@ -121,10 +121,64 @@ pub fn display(value: &Value, tensor_text: TensorText<'_>) -> String {
     }
 }
 
-/// A string as Python's `repr` writes it: in single quotes, with its
-/// backslashes and single quotes escaped.
+/// A string as Python's `repr` writes it: in single quotes, or in double
+/// quotes when it holds a single quote and no double one; the quote, the
+/// backslash, `\t`, `\n` and `\r` escaped, and a character that is not
+/// printable as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
 pub fn str_repr(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !printable(c) => {
+                let code = u32::from(c);
+                let escaped = match code {
+                    0..=0xff => format!("\\x{code:02x}"),
+                    0x100..=0xffff => format!("\\u{code:04x}"),
+                    _ => format!("\\U{code:08x}"),
+                };
+                out.push_str(&escaped);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Whether Python's `str.isprintable` holds for `c`: not a control
+/// character, a format character, a separator other than the space or a
+/// private-use character (those of the Basic Multilingual Plane's common
+/// blocks; unassigned code points print as themselves).
+fn printable(c: char) -> bool {
+    !(c.is_control()
+        || matches!(
+            u32::from(c),
+            0xa0 | 0xad
+                | 0x600..=0x605
+                | 0x61c
+                | 0x6dd
+                | 0x70f
+                | 0x1680
+                | 0x180e
+                | 0x2000..=0x200f
+                | 0x2028..=0x202f
+                | 0x205f..=0x2064
+                | 0x2066..=0x206f
+                | 0x3000
+                | 0xe000..=0xf8ff
+                | 0xfeff
+                | 0xfff9..=0xfffb
+        ))
 }
 
 /// Python's `repr` of a value (a string quoted), as `repr(x)` gives it.
