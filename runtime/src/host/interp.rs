@@ -3445,7 +3445,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             Mul => Value::Int(x.checked_mul(y).ok_or_else(overflow)?),
             Div if y == 0 => return Err(RunError::value("division by zero")),
             Div => Value::Float(x as f64 / y as f64),
-            Pow if y < 0 => Value::Float((x as f64).powf(y as f64)),
+            Pow if y < 0 => float_pow(x as f64, y as f64)?,
             Pow => Value::Int(
                 u32::try_from(y)
                     .ok()
@@ -3491,7 +3491,7 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         Div => Value::Float(x / y),
         FloorDiv => Value::Float(ops::divmod(x, y).0),
         Mod => Value::Float(ops::divmod(x, y).1),
-        Pow => Value::Float(x.powf(y)),
+        Pow => float_pow(x, y)?,
         Lt => Value::Bool(x < y),
         Le => Value::Bool(x <= y),
         Gt => Value::Bool(x > y),
@@ -3503,6 +3503,25 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// `x ** y` of Python floats, with Python's errors where it has no float:
+/// zero to a negative power, a negative number to a fractional one (a
+/// complex number), and a finite power too large for a float.
+fn float_pow(x: f64, y: f64) -> Result<Value, RunError> {
+    if x == 0.0 && y < 0.0 {
+        return Err(RunError::value("0.0 cannot be raised to a negative power"));
+    }
+    if x < 0.0 && y.is_finite() && y.fract() != 0.0 {
+        return Err(RunError::value(format!(
+            "{x:?} ** {y:?} is a complex number, which host code does not have"
+        )));
+    }
+    let r = x.powf(y);
+    if r.is_infinite() && x.is_finite() && y.is_finite() {
+        return Err(RunError::value(format!("{x:?} ** {y:?} overflows a float")));
+    }
+    Ok(Value::Float(r))
 }
 
 /// The comparison by which a value beats the best so far for `min` (`<`)
