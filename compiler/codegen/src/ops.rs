@@ -825,11 +825,17 @@ fn guarded_load(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str) -> Stri
 }
 
 /// `buffer[idx]` where `inside` (an `i1` that says it lies inside the
-/// buffer), else zero; the address is then the buffer's first element's.
+/// buffer), else zero; the address is then a zeroed global's, not the
+/// buffer's first element, which an empty buffer does not have (a row
+/// kernel over rows of no columns read its base and faulted).
 fn load_if(f: &mut FnEmitter, b: &Buffer, idx: &[String], bp: &str, inside: &str) -> String {
     let t = llvm_ty(b.elem);
     let at = f.element_ptr(b, idx);
-    let safe = f.val(format!("select i1 {inside}, {bp} {at}, {bp} {}", b.base));
+    let sink = f.info().global_as;
+    f.declare(&format!(
+        "@tsr_zero_sink = internal addrspace({sink}) global [64 x i8] zeroinitializer, align 64"
+    ));
+    let safe = f.val(format!("select i1 {inside}, {bp} {at}, {bp} @tsr_zero_sink"));
     let v = f.val(format!("load {t}, {bp} {safe}"));
     f.val(format!("select i1 {inside}, {t} {v}, {t} zeroinitializer"))
 }

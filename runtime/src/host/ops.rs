@@ -907,7 +907,7 @@ pub(crate) fn norm_last(
     rms: bool,
     out: DType,
 ) -> Result<Tensor, RunError> {
-    let n = t.shape().last().copied().unwrap_or(1).max(1);
+    let n = t.shape().last().copied().unwrap_or(1);
     let params: Vec<Option<Vec<f64>>> = [weight, bias]
         .into_iter()
         .map(|p| {
@@ -924,8 +924,11 @@ pub(crate) fn norm_last(
             .transpose()
         })
         .collect::<Result<_, _>>()?;
-    let v = t.to_f64_vec();
     let mut r = Tensor::zeros(out, t.shape())?;
+    if n == 0 {
+        return Ok(r);
+    }
+    let v = t.to_f64_vec();
     for (row, chunk) in v.chunks(n).enumerate() {
         let mean = if rms { 0.0 } else { chunk.iter().sum::<f64>() / n as f64 };
         let var = chunk.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
