@@ -724,7 +724,9 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             let b = self.expr(rhs, None)?;
             let ty = self.result_type(e)?;
             let (a, b) = self.matmul_operands(a, b, &ty);
-            let acc = self.cx.accumulate(None);
+            // As `op.matmul(a, b)` accumulates: f64 and integers in
+            // themselves (an f32 accumulator was narrower than f64).
+            let acc = self.cx.accumulate_over(None, self.b.value_type(a).elem());
             return Some(
                 self.b
                     .op("graph.matmul")
