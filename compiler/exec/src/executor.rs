@@ -629,6 +629,15 @@ impl Executor for Loaded {
         self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
     }
 
+    fn compiled_block(&self, kernel: &str) -> Option<[u32; 3]> {
+        let info = self.kernel_info(kernel).ok().filter(|k| k.block_required)?;
+        let mut block = [1u32; 3];
+        for (slot, &b) in block.iter_mut().zip(&info.block) {
+            *slot = u32::try_from(b).ok()?;
+        }
+        Some(block)
+    }
+
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
         let loaded = &*self;
         loaded.call_with(device, call, &mut |kernel, config, args, mesh| {

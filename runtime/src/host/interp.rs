@@ -1638,7 +1638,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 RunError::launch("a launch needs a grid: `[grid=(blocks,), block=(threads,)]`"),
             ));
         };
-        let block = match block {
+        let block = match block.or_else(|| self.executor.compiled_block(&def.name.name)) {
             Some(b) => b,
             None => self
                 .declared_block(def)

@@ -150,6 +150,14 @@ pub trait Executor {
     /// Calls an operator function; its result is a tensor, a scalar or a
     /// tuple of them.
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError>;
+
+    /// The block a launch of `kernel` without `block=` takes where the
+    /// compiler chose it (a kernel with tiles, spread over exactly its
+    /// threads: 256 for a register tile of more than 8192 elements); None
+    /// leaves it to the kernel's `tile[(...)]` clause, else 128 threads.
+    fn compiled_block(&self, _kernel: &str) -> Option<[u32; 3]> {
+        None
+    }
 }
 
 /// Where a run prints, and its arguments.
