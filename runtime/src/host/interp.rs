@@ -1356,11 +1356,18 @@ impl<'a, 'p> Interp<'a, 'p> {
             "copy" => Value::list(items.borrow().clone()),
             "index" | "count" => {
                 let x = self.positional(args, "value", method)?;
+                // `index(x, start, end)` looks in `items[start:end]` only.
+                let n = items.borrow().len();
+                let (start, end) = if method == "index" {
+                    self.bounds(args, n)?
+                } else {
+                    (0, n)
+                };
                 let matches: Vec<usize> = items
                     .borrow()
                     .iter()
                     .enumerate()
-                    .filter(|(_, v)| equal(v, &x))
+                    .filter(|&(i, v)| (start..end).contains(&i) && equal(v, &x))
                     .map(|(i, _)| i)
                     .collect();
                 if method == "count" {
@@ -1880,6 +1887,37 @@ impl<'a, 'p> Interp<'a, 'p> {
             Ok(host) => super::print::tensor_repr(&host),
             Err(e) => format!("<tensor: {}>", e.message),
         }
+    }
+
+    /// The optional `start` and `end` of a search in a sequence of `n`
+    /// items, as CPython adjusts them: None for the ends, negative from the
+    /// end (at least 0), `end` at most `n`; a `start` past `end` searches
+    /// nothing.
+    fn bounds(&self, args: &mut Args, n: usize) -> Result<(usize, usize), RunError> {
+        let len = n as i64;
+        let mut bound = |name: &str, default: i64| -> Result<i64, RunError> {
+            let b = match args.optional(name) {
+                None | Some(Value::None) => default,
+                Some(v) => self.int_arg(&v, &format!("the `{name}` of a search"))?,
+            };
+            Ok(if b < 0 { (b + len).max(0) } else { b })
+        };
+        let start = bound("start", 0)?;
+        let end = bound("end", len)?.min(len);
+        Ok((start as usize, end as usize))
+    }
+
+    /// `text[start:end]` by characters, with `start`, where `start` and
+    /// `end` are a string search's optional arguments (see
+    /// [`Self::bounds`]); None where `start` is past `end`, where Python's
+    /// searches find nothing, not even the empty string.
+    fn char_range<'t>(&self, text: &'t str, args: &mut Args) -> Result<Option<(usize, &'t str)>, RunError> {
+        let (start, end) = self.bounds(args, text.chars().count())?;
+        if start > end {
+            return Ok(None);
+        }
+        let byte = |k: usize| text.char_indices().nth(k).map_or(text.len(), |(b, _)| b);
+        Ok(Some((start, &text[byte(start)..byte(end)])))
     }
 
     fn int_arg(&self, v: &Value, what: &str) -> Result<i64, RunError> {
@@ -2713,38 +2751,75 @@ impl<'a, 'p> Interp<'a, 'p> {
                 })
             }
             "startswith" | "endswith" => {
-                let affix = string(self, args, "prefix")?;
-                Value::Bool(if method == "startswith" {
-                    text.starts_with(&affix)
-                } else {
-                    text.ends_with(&affix)
-                })
+                let affixes: Vec<String> = match self.positional(args, "prefix", method)? {
+                    Value::Str(s) => vec![s.to_string()],
+                    Value::Tuple(items) if items.iter().all(|v| matches!(v, Value::Str(_))) => items
+                        .iter()
+                        .filter_map(|v| match v {
+                            Value::Str(s) => Some(s.to_string()),
+                            _ => None,
+                        })
+                        .collect(),
+                    v => {
+                        return Err(RunError::new(
+                            Code::E1005,
+                            format!("`{method}` takes a string or a tuple of strings, not {}", v.describe()),
+                        ))
+                    }
+                };
+                let within = self.char_range(text, args)?;
+                Value::Bool(within.is_some_and(|(_, within)| {
+                    affixes.iter().any(|a| {
+                        if method == "startswith" {
+                            within.starts_with(a.as_str())
+                        } else {
+                            within.ends_with(a.as_str())
+                        }
+                    })
+                }))
             }
             "find" => {
                 let needle = string(self, args, "sub")?;
-                Value::Int(text.find(&needle).map_or(-1, |at| text[..at].chars().count() as i64))
+                let at = self.char_range(text, args)?.and_then(|(start, within)| {
+                    within.find(&needle).map(|at| within[..at].chars().count() + start)
+                });
+                Value::Int(at.map_or(-1, |at| at as i64))
             }
             "count" => {
                 let needle = string(self, args, "sub")?;
-                let n = if needle.is_empty() {
-                    text.chars().count() + 1
-                } else {
-                    text.matches(&needle).count()
+                let n = match self.char_range(text, args)? {
+                    None => 0,
+                    Some((_, within)) if needle.is_empty() => within.chars().count() + 1,
+                    Some((_, within)) => within.matches(&needle).count(),
                 };
                 Value::Int(n as i64)
             }
             "replace" => {
                 let old = string(self, args, "old")?;
                 let new = string(self, args, "new")?;
-                Value::str(&text.replace(&old, &new))
+                match args.optional("count") {
+                    None => Value::str(&text.replace(&old, &new)),
+                    Some(v) => match usize::try_from(self.int_arg(&v, "the `count` of `replace`")?) {
+                        Ok(n) => Value::str(&text.replacen(&old, &new, n)),
+                        Err(_) => Value::str(&text.replace(&old, &new)),
+                    },
+                }
             }
             "split" => {
-                let parts: Vec<Value> = match args.optional("sep") {
-                    None | Some(Value::None) => text.split_whitespace().map(Value::str).collect(),
+                let sep = args.optional("sep");
+                let most = match args.optional("maxsplit") {
+                    None => None,
+                    Some(v) => usize::try_from(self.int_arg(&v, "the `maxsplit` of `split`")?).ok(),
+                };
+                let parts: Vec<Value> = match sep {
+                    None | Some(Value::None) => split_whitespace(text, most).into_iter().map(Value::str).collect(),
                     Some(Value::Str(sep)) if sep.is_empty() => {
                         return Err(RunError::value("`split` needs a separator that is not empty"))
                     }
-                    Some(Value::Str(sep)) => text.split(&*sep).map(Value::str).collect(),
+                    Some(Value::Str(sep)) => match most {
+                        Some(n) => text.splitn(n + 1, &*sep).map(Value::str).collect(),
+                        None => text.split(&*sep).map(Value::str).collect(),
+                    },
                     Some(v) => {
                         return Err(RunError::new(
                             Code::E1005,
@@ -3503,6 +3578,24 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
             ))
         }
     })
+}
+
+/// `text.split()` or `text.split(None, most)`: runs of whitespace separate
+/// the words; after `most` splits the rest is one word, its leading
+/// whitespace dropped and its trailing kept, as Python's.
+fn split_whitespace(text: &str, most: Option<usize>) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        if most.is_some_and(|n| words.len() == n) {
+            words.push(rest);
+            break;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        words.push(&rest[..end]);
+        rest = rest[end..].trim_start();
+    }
+    words
 }
 
 /// `x ** y` of Python floats, with Python's errors where it has no float:
