@@ -152,6 +152,15 @@ def comprehension_variables_are_their_own(s):
     # The nested comprehension's `x` is the outer comprehension's.
     nested = line_of(text, "x + y")
     assert spans(s.references(uri, *nested)) == [nested, line_of(text, "x in ys")]
+    # A local bound after a comprehension's variable of its name is
+    # declared where it is assigned, not at the comprehension's target.
+    later = "def main():\n    xs = [k for k in range(3)]\n    k = 7\n    print(k, xs)\n"
+    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-comprehension-later.tsr", later)
+    assert s.diagnostics(uri) == []
+    use = line_of(later, "k, xs")
+    target = s.definition(uri, *use)
+    assert (target.range.start.line, target.range.start.character) == line_of(later, "k = 7"), target
+    assert spans(s.references(uri, *use)) == [line_of(later, "k = 7"), use]
 
 
 def code_action_fixes_the_error(s):
