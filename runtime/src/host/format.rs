@@ -152,11 +152,16 @@ fn number(value: &Value, s: &Spec, spec: &str) -> Result<String, RunError> {
                 return Err(bad(spec, "an integer takes no precision"));
             }
             let magnitude = i.unsigned_abs();
+            // Binary, octal and hex digits group by fours, and only with `_`.
+            if s.grouping == Some(',') && matches!(s.kind, Some('b' | 'o' | 'x' | 'X')) {
+                return Err(bad(spec, "`,` groups decimal digits; `_` groups these by fours"));
+            }
+            let by_fours = |digits: String| group(&digits, s.grouping, 4);
             let (digits, prefix) = match s.kind {
-                Some('b') => (format!("{magnitude:b}"), "0b"),
-                Some('o') => (format!("{magnitude:o}"), "0o"),
-                Some('x') => (format!("{magnitude:x}"), "0x"),
-                Some('X') => (format!("{magnitude:X}"), "0X"),
+                Some('b') => (by_fours(format!("{magnitude:b}")), "0b"),
+                Some('o') => (by_fours(format!("{magnitude:o}")), "0o"),
+                Some('x') => (by_fours(format!("{magnitude:x}")), "0x"),
+                Some('X') => (by_fours(format!("{magnitude:X}")), "0X"),
                 Some('c') => {
                     let c = u32::try_from(*i)
                         .ok()
