@@ -266,6 +266,10 @@ pub fn tensor(t: &Tensor) -> String {
     if shape.is_empty() {
         return element_alone(t.get(0), t.dtype());
     }
+    // NumPy prints an array of no elements as `[]`, whatever its shape.
+    if t.numel() == 0 {
+        return "[]".to_string();
+    }
     nested(t, STR_STYLE)
 }
 
