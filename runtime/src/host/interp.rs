@@ -69,6 +69,9 @@ pub(crate) struct Interp<'a, 'p> {
     running: Vec<String>,
     /// For each running function, the locals a `del` unbound and where.
     deleted: Vec<HashMap<String, Span>>,
+    /// The parameters' defaults evaluated so far, by their expression's
+    /// address ([`Interp::default_value`]).
+    defaults: HashMap<usize, Value>,
 }
 
 fn unsupported(message: impl Into<String>) -> RunError {
@@ -196,6 +199,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             device,
             out,
             globals: HashMap::new(),
+            defaults: HashMap::new(),
             depth: 0,
             running: Vec::new(),
             deleted: Vec::new(),
@@ -1552,9 +1556,18 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     /// A parameter's default `d`, evaluated where the function is defined
-    /// (no caller's locals).
+    /// (no caller's locals) once, as Python evaluates it when it runs the
+    /// `def`: every call that takes it gets the same value, so a list
+    /// default that one call appends to holds the item in the next.
     pub(crate) fn default_value(&mut self, d: &Expr) -> Res<Value> {
-        self.expr(&mut HashMap::new(), d)
+        // The expression's address names it: the syntax trees outlive the run.
+        let key = std::ptr::from_ref(d) as usize;
+        if let Some(v) = self.defaults.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = self.expr(&mut HashMap::new(), d)?;
+        self.defaults.insert(key, v.clone());
+        Ok(v)
     }
 
     /// Arguments in parameter order: positional, then keywords, then the
