@@ -164,6 +164,11 @@ def add(a, b=3):
     let o = run(&["--entry", "add", "--input", "a=2"]);
     assert!(o.status.success(), "{:?}", text(&o));
     assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [5.0]);
+    // A numeral past 64 bits for an integer parameter says so (it read as
+    // a float, which the parameter then refused).
+    let o = run(&["--entry", "add", "--input", "a=99999999999999999999"]);
+    let (_, err) = text(&o);
+    assert!(err.contains("E1005") && err.contains("does not fit in 64 bits"), "{err}");
     let o = run(&["--entry", "scale", "--input", &x, "--input", &x]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");

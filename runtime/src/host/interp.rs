@@ -3838,6 +3838,13 @@ fn parse_number(text: &str, with_fraction: bool) -> Result<Value, RunError> {
         !unsigned.is_empty() && unsigned.chars().all(|c| c.is_ascii_digit() || c == '_') && digits_ok(unsigned);
     match plain.parse::<i64>() {
         Ok(n) if numeric => Ok(Value::Int(n)),
+        // Python's ints have no width; host code's have 64 bits.
+        Err(e) if numeric && matches!(e.kind(), std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow) => {
+            Err(RunError::value(format!(
+                "int() of {}: the integer does not fit in 64 bits",
+                super::print::str_repr(text)
+            )))
+        }
         _ => Err(RunError::value(format!(
             "invalid literal for int() with base 10: {}",
             super::print::str_repr(text)

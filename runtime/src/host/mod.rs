@@ -296,6 +296,18 @@ pub fn run_entry(
                         Some(Value::Float(n as f64))
                     }
                     Ok(n) => Some(Value::Int(n)),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+                        ) && !scalar_type.and_then(DType::from_name).is_some_and(|d| d.is_float()) =>
+                    {
+                        return Err(vec![Diagnostic::error(
+                            Code::E1005,
+                            format!("`--input {}={text}`: the integer does not fit in 64 bits", p.name.name),
+                        )
+                        .with_primary(at_param(i), "this parameter")]);
+                    }
                     Err(_) => text.parse::<f64>().ok().map(Value::Float),
                 },
             };
