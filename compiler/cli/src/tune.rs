@@ -109,6 +109,16 @@ pub fn run(args: TuneArgs) -> ExitCode {
             "decorate an operator function with its knobs: `@autotune(BM=[64, 128], BN=[64, 128])`",
         );
     }
+    for (function, _) in &chosen {
+        let known = tune::dim_symbols_of(&built.db, built.file, function);
+        if let Some((unknown, _)) = dims.iter().find(|(d, _)| !known.contains(d)) {
+            eprintln!(
+                "error: `--dim {unknown}=…` names no dim of `{function}` (its dims: {})",
+                known.join(", ")
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let cache_path = args.cache.clone().unwrap_or_else(TuneCache::default_path);
     let mut cache = match TuneCache::load(&cache_path) {
         Ok(c) => c,

@@ -153,6 +153,12 @@ fn bad_searches_are_e1011() {
     );
     let o = tessera(&["tune", f, "--dim", "M=0"], &cache);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    // A dim the function does not have is a usage error, not a cache
+    // entry keyed by it.
+    let o = tessera(&["tune", f, "--dim", "M=64", "--dim", "Z=3"], &cache);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("`--dim Z=…` names no dim of"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -222,6 +222,13 @@ pub fn search_spaces_of(db: &crate::Database, file: tessera_base::FileId) -> BTr
         .collect()
 }
 
+/// The dim symbols of function `name`'s parameters in `file`: the dims a
+/// tuning's `--dim`s may give.
+pub fn dim_symbols_of(db: &crate::Database, file: tessera_base::FileId, name: &str) -> Vec<String> {
+    let source = db.source(file);
+    tessera_hir::db::signature(db, tessera_hir::db::FnId::new(db, source, name.to_string())).dim_symbols()
+}
+
 /// Every configuration of a search space (its Cartesian product), in
 /// order: the last knob varies fastest.
 pub fn configurations(space: &[(String, Vec<i64>)]) -> Vec<Config> {
