@@ -14,6 +14,7 @@
 mod analysis;
 mod completion;
 mod convert;
+mod frames;
 mod hints;
 mod hover;
 mod navigation;

@@ -38,7 +38,14 @@ fn main() -> ExitCode {
         .max_blocking_threads(2 * 8)
         .thread_stack_size(tessera_lsp::QUERY_STACK_BYTES)
         .build();
-    let result = runtime.and_then(|rt| rt.block_on(tessera_lsp::serve(tokio::io::stdin(), tokio::io::stdout())));
+    let result = runtime.and_then(|rt| {
+        let served = rt.block_on(tessera_lsp::serve(tokio::io::stdin(), tokio::io::stdout()));
+        // The input is read ahead of the server, on a blocking thread that
+        // may be waiting on a client that keeps standard input open after
+        // `exit`: the process does not wait for it.
+        rt.shutdown_background();
+        served
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

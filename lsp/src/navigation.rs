@@ -75,9 +75,11 @@ fn declaration(db: &dyn Db, symbol: &Symbol<'_>) -> Option<FileSpan> {
         Symbol::Local { func, name, .. } => {
             // The function's own binding: not a comprehension's variable of
             // the same name, bound earlier in the function.
-            let (_, span, _) = func.body(db).locals.iter().find(|(n, span, _)| {
-                n == name && analysis::comprehension_scope(func.def, name, *span).is_none()
-            })?;
+            let (_, span, _) = func
+                .body(db)
+                .locals
+                .iter()
+                .find(|(n, span, _)| n == name && analysis::comprehension_scope(func.def, name, *span).is_none())?;
             in_file(func.file, func.absolute(*span))
         }
         Symbol::Dim { func, name } => {

@@ -45,11 +45,13 @@ const SNAPSHOT_METHODS: [&str; 9] = [
 const CONCURRENCY: usize = 8;
 
 /// Serves the protocol on `input` and `output` until the client exits or
-/// closes the input.
+/// closes the input; each frame the client sends is checked first
+/// ([`crate::frames`]), so that a malformed one is answered and does not
+/// end the session.
 pub async fn serve<I, O>(input: I, output: O) -> std::io::Result<()>
 where
-    I: AsyncRead + Unpin,
-    O: AsyncWrite,
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin,
 {
     let sink = Arc::new(ClientOutput {
         client: OnceLock::new(),
@@ -67,10 +69,18 @@ where
     })
     .custom_method("tessera/explain", Backend::explain)
     .finish();
-    Server::new(input, output, socket)
-        .concurrency_level(CONCURRENCY)
-        .serve(Ordered { inner: service, writer })
-        .await;
+    let (to_server, server_input) = tokio::io::duplex(1 << 16);
+    let (server_output, from_server) = tokio::io::duplex(1 << 16);
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let checking = tokio::spawn(crate::frames::check_input(input, to_server, answers));
+    let serving = async move {
+        Server::new(server_input, server_output, socket)
+            .concurrency_level(CONCURRENCY)
+            .serve(Ordered { inner: service, writer })
+            .await;
+    };
+    tokio::join!(serving, crate::frames::merge_output(from_server, answered, output));
+    checking.abort();
     Ok(())
 }
 

@@ -373,3 +373,53 @@ fn ten_thousand_random_edits_never_crash_the_server() {
     }
     assert!(client.shutdown(), "the server exits cleanly after 10 000 edits");
 }
+
+/// Frames a client should never send — a body that is not JSON or not
+/// UTF-8, JSON that is no JSON-RPC message, headers without a usable
+/// `Content-Length`, a lowercase header name — are each answered with
+/// JSON-RPC's error (-32700 or -32600, the message's id where it had a
+/// valid one), and the session goes on: the protocol library would have
+/// stopped reading at the first of them. After bad headers the bytes up to
+/// the next `Content-Length` are skipped.
+#[test]
+fn malformed_frames_are_answered_and_the_session_goes_on() {
+    let mut client = Client::start();
+    let frame = |body: &[u8]| {
+        let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        out.extend_from_slice(body);
+        out
+    };
+    let bad: Vec<(Vec<u8>, i64, Value)> = vec![
+        (frame(b"{bad}"), -32700, Value::Null),
+        (frame(b"\xff\xfe{}"), -32700, Value::Null),
+        (frame(b"[]"), -32600, Value::Null),
+        (frame(b"null"), -32600, Value::Null),
+        (frame(br#"{"jsonrpc":"2.0","method":5}"#), -32600, Value::Null),
+        (frame(br#"{"id":7,"method":"shutdown"}"#), -32600, json!(7)),
+        (frame(br#"{"jsonrpc":"2.0","id":8}"#), -32600, json!(8)),
+        (b"X-Nothing: 1\r\n\r\n".to_vec(), -32700, Value::Null),
+        (b"Content-Length: abc\r\n\r\n".to_vec(), -32700, Value::Null),
+    ];
+    for (bytes, code, id) in bad {
+        client.send_raw(&bytes);
+        let answer = client.next(Duration::from_secs(30));
+        assert_eq!(
+            answer["error"]["code"],
+            json!(code),
+            "{answer} for {:?}",
+            String::from_utf8_lossy(&bytes)
+        );
+        assert_eq!(answer["id"], id, "{answer}");
+    }
+    // A lowercase header name is read, and the server still answers.
+    let body = json!({"jsonrpc": "2.0", "id": 100, "method": "textDocument/hover",
+        "params": {"textDocument": {"uri": URI}, "position": {"line": 0, "character": 0}}})
+    .to_string();
+    client.send_raw(format!("content-length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    let answer = client.response(100);
+    assert!(
+        answer.get("result").is_some() || answer.get("error").is_some(),
+        "{answer}"
+    );
+    assert!(client.shutdown(), "the server did not exit cleanly");
+}

@@ -168,11 +168,17 @@ def add(a, b=3):
     // a float, which the parameter then refused).
     let o = run(&["--entry", "add", "--input", "a=99999999999999999999"]);
     let (_, err) = text(&o);
-    assert!(err.contains("E1005") && err.contains("does not fit in 64 bits"), "{err}");
+    assert!(
+        err.contains("E1005") && err.contains("does not fit in 64 bits"),
+        "{err}"
+    );
     let o = run(&["--entry", "scale", "--input", &x, "--input", &x]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("E1005") && err.contains("`--input x=…` is given twice"), "{err}");
+    assert!(
+        err.contains("E1005") && err.contains("`--input x=…` is given twice"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -3102,9 +3102,12 @@ fn broadcasts_to(value: &TensorTy, place: &TensorTy) -> bool {
         return false;
     };
     v.len() <= p.len()
-        && v.iter().rev().zip(p.iter().rev()).all(|(a, b)| match (a.as_const(), b.as_const()) {
-            (Some(1), _) => true,
-            (Some(x), Some(y)) => x == y,
-            _ => a == b,
-        })
+        && v.iter()
+            .rev()
+            .zip(p.iter().rev())
+            .all(|(a, b)| match (a.as_const(), b.as_const()) {
+                (Some(1), _) => true,
+                (Some(x), Some(y)) => x == y,
+                _ => a == b,
+            })
 }

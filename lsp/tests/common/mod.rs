@@ -73,6 +73,12 @@ impl Client {
         id
     }
 
+    /// Writes `bytes` to the server's input as they are (a frame, or not).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("the server reads its input");
+        self.stdin.flush().expect("the server reads its input");
+    }
+
     fn send(&mut self, message: Value) {
         let body = message.to_string();
         write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("the server reads its input");

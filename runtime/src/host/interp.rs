@@ -2793,9 +2793,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             "find" => {
                 let needle = string(self, args, "sub")?;
-                let at = self.char_range(text, args)?.and_then(|(start, within)| {
-                    within.find(&needle).map(|at| within[..at].chars().count() + start)
-                });
+                let at = self
+                    .char_range(text, args)?
+                    .and_then(|(start, within)| within.find(&needle).map(|at| within[..at].chars().count() + start));
                 Value::Int(at.map_or(-1, |at| at as i64))
             }
             "count" => {
@@ -3839,7 +3839,13 @@ fn parse_number(text: &str, with_fraction: bool) -> Result<Value, RunError> {
     match plain.parse::<i64>() {
         Ok(n) if numeric => Ok(Value::Int(n)),
         // Python's ints have no width; host code's have 64 bits.
-        Err(e) if numeric && matches!(e.kind(), std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow) => {
+        Err(e)
+            if numeric
+                && matches!(
+                    e.kind(),
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+                ) =>
+        {
             Err(RunError::value(format!(
                 "int() of {}: the integer does not fit in 64 bits",
                 super::print::str_repr(text)

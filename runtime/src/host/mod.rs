@@ -245,8 +245,11 @@ pub fn run_entry(
     let at_param = |i: usize| program.at(def.params[i].span);
     for (k, (name, _)) in inputs.iter().enumerate() {
         if inputs[..k].iter().any(|(earlier, _)| earlier == name) {
-            return Err(vec![Diagnostic::error(Code::E1005, format!("`--input {name}=…` is given twice"))
-                .with_help("give each parameter one `--input`")]);
+            return Err(vec![Diagnostic::error(
+                Code::E1005,
+                format!("`--input {name}=…` is given twice"),
+            )
+            .with_help("give each parameter one `--input`")]);
         }
         if !def.params.iter().any(|p| &p.name.name == name) {
             return Err(vec![Diagnostic::error(

@@ -126,7 +126,11 @@ pub fn display(value: &Value, tensor_text: TensorText<'_>) -> String {
 /// backslash, `\t`, `\n` and `\r` escaped, and a character that is not
 /// printable as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
 pub fn str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {

@@ -1,0 +1,274 @@
+//! The frames between the client and the protocol library. tower-lsp-server
+//! stops reading at the first frame it cannot decode (its framed reader
+//! ends after an error), so one malformed message would end the session.
+//! Every frame the client sends is checked here first: a well-formed
+//! JSON-RPC message goes on to the library unchanged, and anything else is
+//! answered here, as JSON-RPC 2.0 says (a body that is not JSON is -32700,
+//! a message that is not a request, notification or response -32600), and
+//! the session goes on. The answers and the library's own output are
+//! written to the client whole frame by whole frame.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// The most bytes of headers read before a frame is taken as garbage.
+const MAX_HEADERS: usize = 8192;
+
+/// One frame read from a stream: its body, or what was wrong with its
+/// headers (the bytes up to their end are dropped).
+enum Frame {
+    Body(Vec<u8>),
+    BadHeaders(&'static str),
+}
+
+/// Reads frames (`Content-Length: N`, any other headers, a blank line, N
+/// bytes) from a stream, header names in any case.
+struct Frames<R> {
+    stream: R,
+    buffer: Vec<u8>,
+    /// After bad headers: the bytes before the next `Content-Length` are
+    /// dropped (a body that followed them is not taken for headers).
+    resync: bool,
+}
+
+impl<R: AsyncRead + Unpin> Frames<R> {
+    fn new(stream: R) -> Frames<R> {
+        Frames {
+            stream,
+            buffer: Vec::new(),
+            resync: false,
+        }
+    }
+
+    /// Drops the bytes before the next `Content-Length` header (in any
+    /// case); false at the end of the stream.
+    async fn skip_to_header(&mut self) -> bool {
+        loop {
+            let lower = self.buffer.to_ascii_lowercase();
+            if let Some(at) = find(&lower, b"content-length") {
+                self.buffer.drain(..at);
+                return true;
+            }
+            let keep = self.buffer.len().saturating_sub(b"content-length".len());
+            self.buffer.drain(..keep);
+            if !self.fill().await {
+                return false;
+            }
+        }
+    }
+
+    /// Reads more bytes; false at the end of the stream.
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 8192];
+        match self.stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buffer.extend_from_slice(&chunk[..n]);
+                true
+            }
+        }
+    }
+
+    /// The next frame, or None at the end of the stream.
+    async fn next(&mut self) -> Option<Frame> {
+        if std::mem::take(&mut self.resync) && !self.skip_to_header().await {
+            return None;
+        }
+        let frame = self.frame().await;
+        self.resync = matches!(frame, Some(Frame::BadHeaders(_)));
+        frame
+    }
+
+    async fn frame(&mut self) -> Option<Frame> {
+        let end = loop {
+            if let Some(at) = find(&self.buffer, b"\r\n\r\n") {
+                break at;
+            }
+            if self.buffer.len() > MAX_HEADERS {
+                self.buffer.clear();
+                return Some(Frame::BadHeaders("the headers do not end"));
+            }
+            if !self.fill().await {
+                return None;
+            }
+        };
+        let headers = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
+        self.buffer.drain(..end + 4);
+        let length = headers.split("\r\n").find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>())
+        });
+        let length = match length {
+            None => return Some(Frame::BadHeaders("the headers have no `Content-Length`")),
+            Some(Err(_)) => return Some(Frame::BadHeaders("the `Content-Length` is not a number")),
+            Some(Ok(n)) => n,
+        };
+        while self.buffer.len() < length {
+            if !self.fill().await {
+                return None;
+            }
+        }
+        Some(Frame::Body(self.buffer.drain(..length).collect()))
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `body` in a frame.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// An error response with `id` (null where the message had none).
+fn error(id: Value, code: i64, message: String) -> Vec<u8> {
+    let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    framed(answer.to_string().as_bytes())
+}
+
+/// What is wrong with a message, as an error response, or None for a
+/// request, a notification or a response.
+fn check(body: &[u8]) -> Option<Vec<u8>> {
+    let message: Value = match std::str::from_utf8(body) {
+        Err(_) => return Some(error(Value::Null, -32700, "Parse error: the body is not UTF-8".into())),
+        Ok(text) => match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
+        },
+    };
+    let invalid = |id: Value, why: &str| Some(error(id, -32600, format!("Invalid request: {why}")));
+    let Value::Object(fields) = &message else {
+        return invalid(Value::Null, "a message is a JSON object");
+    };
+    let id = fields.get("id").cloned();
+    let id_ok = id
+        .as_ref()
+        .is_none_or(|id| matches!(id, Value::String(_) | Value::Number(_) | Value::Null));
+    let echoed = id.clone().filter(|_| id_ok).unwrap_or(Value::Null);
+    if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(echoed, "`jsonrpc` must be \"2.0\"");
+    }
+    if !id_ok {
+        return invalid(Value::Null, "an `id` is a string, a number or null");
+    }
+    match fields.get("method") {
+        Some(Value::String(_)) => None,
+        Some(_) => invalid(echoed, "`method` is a string"),
+        None if id.is_some() && (fields.contains_key("result") != fields.contains_key("error")) => None,
+        None => invalid(echoed, "a request has a `method`, a response a `result` or an `error`"),
+    }
+}
+
+/// Checks the client's frames from `input`: well-formed messages go to
+/// `server` framed anew, the answers to the others to `answers`. Returns
+/// at the end of the input (or when the server stops reading).
+pub(crate) async fn check_input<I, S>(input: I, mut server: S, answers: mpsc::UnboundedSender<Vec<u8>>)
+where
+    I: AsyncRead + Unpin,
+    S: AsyncWrite + Unpin,
+{
+    let mut frames = Frames::new(input);
+    while let Some(frame) = frames.next().await {
+        let answer = match frame {
+            Frame::BadHeaders(why) => Some(error(Value::Null, -32700, format!("Parse error: {why}"))),
+            Frame::Body(body) => match check(&body) {
+                Some(answer) => Some(answer),
+                None => {
+                    if server.write_all(&framed(&body)).await.is_err() || server.flush().await.is_err() {
+                        return;
+                    }
+                    None
+                }
+            },
+        };
+        if let Some(answer) = answer {
+            if answers.send(answer).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Writes the server's frames from `server` and the answers from `answers`
+/// to `output`, each frame whole, until the server's output ends.
+pub(crate) async fn merge_output<S, O>(server: S, mut answers: mpsc::UnboundedReceiver<Vec<u8>>, mut output: O)
+where
+    S: AsyncRead + Unpin,
+    O: AsyncWrite + Unpin,
+{
+    let mut frames = Frames::new(server);
+    let mut answers_open = true;
+    loop {
+        let bytes = tokio::select! {
+            frame = frames.next() => match frame {
+                Some(Frame::Body(body)) => framed(&body),
+                Some(Frame::BadHeaders(_)) => continue,
+                None => break,
+            },
+            answer = answers.recv(), if answers_open => match answer {
+                Some(answer) => answer,
+                None => {
+                    answers_open = false;
+                    continue;
+                }
+            },
+        };
+        if output.write_all(&bytes).await.is_err() || output.flush().await.is_err() {
+            return;
+        }
+    }
+    while let Ok(answer) = answers.try_recv() {
+        let _ = output.write_all(&answer).await;
+    }
+    let _ = output.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(answer: &[u8]) -> i64 {
+        let text = String::from_utf8_lossy(answer);
+        let body = text.split("\r\n\r\n").nth(1).unwrap();
+        serde_json::from_str::<Value>(body).unwrap()["error"]["code"]
+            .as_i64()
+            .unwrap()
+    }
+
+    #[test]
+    fn messages_are_checked_as_json_rpc_says() {
+        assert!(check(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#).is_none());
+        assert!(check(br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#).is_none());
+        assert!(check(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).is_none());
+        assert_eq!(check(b"{bad}").map(|a| code(&a)), Some(-32700));
+        assert_eq!(check(b"\xff\xfe").map(|a| code(&a)), Some(-32700));
+        for invalid in [
+            &b"[]"[..],
+            b"null",
+            br#"{"jsonrpc":"2.0","method":5}"#,
+            br#"{"id":1,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+        ] {
+            assert_eq!(check(invalid).map(|a| code(&a)), Some(-32600), "{invalid:?}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn frames_read_any_header_case_and_skip_bad_headers() {
+        // A body after bad headers is skipped, up to the next frame.
+        let input: &[u8] =
+            b"content-length: 2\r\n\r\n{}Content-Length: abc\r\n\r\n{\"a\":\r\n\r\n1}Content-Length: 4\r\n\r\nnull";
+        let mut frames = Frames::new(input);
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"{}"));
+        assert!(matches!(frames.next().await, Some(Frame::BadHeaders(_))));
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"null"));
+        assert!(frames.next().await.is_none());
+    }
+}
