@@ -120,6 +120,13 @@ pub fn run(args: TuneArgs) -> ExitCode {
         }
     }
     let cache_path = args.cache.clone().unwrap_or_else(TuneCache::default_path);
+    if cache_path.is_dir() {
+        eprintln!(
+            "error: the cache `{}` is a directory; `--cache` takes a file",
+            cache_path.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     let mut cache = match TuneCache::load(&cache_path) {
         Ok(c) => c,
         Err(message) => return fail(&sources, message, "delete the file: builds then use the default tiles"),

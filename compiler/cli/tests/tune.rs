@@ -159,6 +159,11 @@ fn bad_searches_are_e1011() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("`--dim Z=…` names no dim of"), "{err}");
+    // A directory for the cache is a usage error (exit 2), not a file to delete.
+    let o = tessera(&["tune", f, "--dim", "M=64", "--cache", dir.to_str().unwrap()], &cache);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
