@@ -232,8 +232,12 @@ pub(crate) fn execute(
         argv: args.args.clone(),
     };
     match &args.entry {
-        Some(entry) => host::run_entry(program, executor, device, entry, inputs, &args.output, options),
-        None => host::run_main(program, executor, device, options),
+        // `--entry main` without inputs or outputs runs `main` as a plain
+        // run does, with the arguments after `--`.
+        Some(entry) if entry != "main" || !inputs.is_empty() || !args.output.is_empty() => {
+            host::run_entry(program, executor, device, entry, inputs, &args.output, options)
+        }
+        _ => host::run_main(program, executor, device, options),
     }
 }
 

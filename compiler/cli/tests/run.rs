@@ -130,7 +130,8 @@ fn an_operator_runs_on_npy_inputs() {
 
 /// `--entry` fills a parameter it has no `--input` for with the
 /// parameter's default, takes a number for an untyped parameter as a
-/// scalar one does, and refuses a parameter given twice.
+/// scalar one does, refuses a parameter given twice, and runs `main` with
+/// the arguments after `--`.
 #[test]
 fn entry_inputs_take_defaults_and_numbers() {
     let dir = temp("run", "entry_defaults");
@@ -143,6 +144,9 @@ def scale(x: f32[N], k: f32 = 2.0) -> f32[N]:
 
 def add(a, b=3):
     return a + b
+
+def main(args):
+    print(args)
 ",
     )
     .unwrap();
@@ -172,6 +176,10 @@ def add(a, b=3):
         err.contains("E1005") && err.contains("does not fit in 64 bits"),
         "{err}"
     );
+    // `--entry main` with no inputs runs `main` as a plain run does, with
+    // the arguments after `--`.
+    let o = tessera(&["run", file.to_str().unwrap(), "--entry", "main", "--", "p", "q"]);
+    assert_eq!(text(&o).0.trim(), "('p', 'q')", "{:?}", text(&o));
     let o = run(&["--entry", "scale", "--input", &x, "--input", &x]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
