@@ -1611,11 +1611,16 @@ impl<'a> Infer<'a> {
             },
             Shape::Reduce => {
                 let keep = self.keepdims(keyword("keepdims"));
-                self.reduce(e, &first, keyword("axis").or(positional.get(1).copied()), keep)
+                let axis = keyword("axis").or(positional.get(1).copied());
+                if matches!(b.path, "op.max" | "op.min") {
+                    self.nonempty_reduction(e, b.path, &first, axis);
+                }
+                self.reduce(e, &first, axis, keep)
             }
             Shape::ArgReduce => {
                 let keep = self.keepdims(keyword("keepdims"));
                 let axis = keyword("axis").or(positional.get(1).copied());
+                self.nonempty_reduction(e, b.path, &first, axis);
                 match self.reduce(e, &first, axis, keep) {
                     Ty::Tensor(t) => Ty::Tensor(TensorTy {
                         dtype: Some(DType::I64),
@@ -1998,6 +2003,44 @@ impl<'a> Infer<'a> {
     /// The type of a reduction of `x` along `axis` (every axis without
     /// it): the dims that are not reduced, or with `keep` every dim, the
     /// reduced ones 1.
+    /// A maximum, minimum or their index has no value over no elements:
+    /// in an operator function, each reduced dim the checker cannot show
+    /// to be at least 1 becomes the runtime guard `dim >= 1` (the host's
+    /// operators stop there too, E1009, as NumPy raises; the compiled ones
+    /// gave -inf).
+    fn nonempty_reduction(&mut self, e: &Expr, path: &str, x: &Ty, axis: Option<&ArgTy>) {
+        if self.in_device_code() {
+            return;
+        }
+        let Ty::Tensor(TensorTy { dims: Some(dims), .. }) = x else {
+            return;
+        };
+        let rank = dims.len() as i64;
+        let axes: Vec<i64> = match axis.map(|a| &a.expr.unparen().kind) {
+            None => (0..rank).collect(),
+            Some(ExprKind::Tuple(items) | ExprKind::List(items)) => items.iter().filter_map(Expr::int_value).collect(),
+            Some(_) => axis.and_then(|a| a.expr.int_value()).into_iter().collect(),
+        };
+        for k in axes {
+            let index = if k < 0 { k + rank } else { k };
+            let Some(dim) = usize::try_from(index).ok().and_then(|i| dims.get(i)) else {
+                continue;
+            };
+            let dim = self.sizes.substitute(dim);
+            if dim.as_const().is_some() {
+                continue;
+            }
+            let constraint = format!("{dim} >= 1");
+            if !self.info.guards.iter().any(|g| g.constraint == constraint && g.call == e.span) {
+                self.info.guards.push(Guard {
+                    call: e.span,
+                    callee: path.to_string(),
+                    constraint,
+                });
+            }
+        }
+    }
+
     fn reduce(&mut self, e: &Expr, x: &Ty, axis: Option<&ArgTy>, keep: bool) -> Ty {
         let Ty::Tensor(t) = x else { return x.clone() };
         let Some(axis) = axis else {
