@@ -957,8 +957,7 @@ impl<'a> Infer<'a> {
                             upper,
                             step: None,
                         }) => {
-                            let dim = self.sizes.substitute(dim);
-                            kept.push(slice_len(&dim, lower.as_deref(), upper.as_deref()));
+                            kept.push(slice_len(dim, lower.as_deref(), upper.as_deref(), &self.sizes));
                         }
                         // A positive step k keeps ceil((hi - lo) / k) elements,
                         // a polynomial when k divides every term of hi - lo but
@@ -975,7 +974,7 @@ impl<'a> Infer<'a> {
                                     let d = self.sizes.substitute(dim);
                                     return negative_step_len(&d, lower.as_deref(), upper.as_deref(), k);
                                 }
-                                let span = slice_len(&self.sizes.substitute(dim), lower.as_deref(), upper.as_deref());
+                                let span = slice_len(dim, lower.as_deref(), upper.as_deref(), &self.sizes);
                                 match span.as_const() {
                                     Some(c) => Poly::constant(c.max(0)).div_ceil(k),
                                     None => span.div_ceil(k),
@@ -3083,14 +3082,16 @@ fn negative_step_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>, k: 
     start.sub(&stop).div_ceil(step)
 }
 
-/// The length of `lower:upper` over `dim`, as Python counts it: a
+/// The length of `lower:upper` over `dim` (module constants and sized
+/// locals substituted, in the dim and the bounds), as Python counts it: a
 /// negative constant bound counts from the end (`dim + b`), and over a
 /// constant dim constant bounds clamp to it (`x[:100]` of 10 is 10,
 /// `x[8:2]` is 0); a bound that is not a constant is taken to lie inside
 /// the dim, and a length that comes out a negative constant is 0.
-fn slice_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>) -> Poly {
+fn slice_len(dim: &Poly, lower: Option<&Expr>, upper: Option<&Expr>, sizes: &crate::constants::Sizes) -> Poly {
+    let dim = &sizes.substitute(dim);
     let bound = |e: &Expr| {
-        let b = dim_poly(e);
+        let b = sizes.substitute(&dim_poly(e));
         match b.as_const() {
             Some(c) if c < 0 => dim.add(&Poly::constant(c)),
             _ => b,
