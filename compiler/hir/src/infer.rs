@@ -2030,7 +2030,12 @@ impl<'a> Infer<'a> {
                 continue;
             }
             let constraint = format!("{dim} >= 1");
-            if !self.info.guards.iter().any(|g| g.constraint == constraint && g.call == e.span) {
+            if !self
+                .info
+                .guards
+                .iter()
+                .any(|g| g.constraint == constraint && g.call == e.span)
+            {
                 self.info.guards.push(Guard {
                     call: e.span,
                     callee: path.to_string(),

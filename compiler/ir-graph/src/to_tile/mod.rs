@@ -416,7 +416,7 @@ fn lower_function(m: &mut Module, func: OpId, target: Target) -> Result<(), Box<
         } else if k.narrow.is_some() {
             matmul::variants(k)
         } else {
-            rows::variants(k, &facts)
+            rows::variants(k, &facts, &target)
         };
         for variant in variants {
             let l = lower_kernel(m, func, &variant, target, &facts, deterministic, &kept)?;

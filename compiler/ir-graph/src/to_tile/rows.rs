@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use tessera_ir::{Attr, Builder, CmpOp, DimExpr, ScalarType, ShapeConstraint, Type, ValueId};
+use tessera_ir::{Attr, Builder, CmpOp, DimExpr, MemSpace, ScalarType, ShapeConstraint, Type, ValueId};
 
 use super::emit::{
     binary, broadcast, cast_to, compare, end, for_loop, id, index, iota, number, thread_per_item, tile_type, unary,
@@ -17,6 +17,7 @@ use super::emit::{
 };
 use super::{Kernel, Node, Src};
 use crate::shape::{modulus_of, normalize_axis, num_elements, Divisible};
+use crate::targets::Target;
 
 fn accumulate_type(node: &Node) -> ScalarType {
     match node.attrs.get("accumulate").and_then(Attr::as_type) {
@@ -185,13 +186,28 @@ fn chunk_of(
     n: &DimExpr,
     fill: Option<f64>,
 ) -> Result<ValueId> {
-    let shape = eval.frame.extents.clone();
-    let chunk = *shape.last().unwrap_or(&1);
     let (x, _) = eval.eval(g, b, input)?;
+    finish_chunk(g, b, &eval.frame.extents, x, acc, j, n, fill)
+}
+
+/// A chunk of `shape` at `j` in the accumulate type, with the lanes past
+/// the row's end replaced by `fill` when the row can be ragged.
+#[allow(clippy::too_many_arguments)]
+fn finish_chunk(
+    g: &Gen,
+    b: &mut Builder<'_>,
+    shape: &[i64],
+    x: ValueId,
+    acc: ScalarType,
+    j: ValueId,
+    n: &DimExpr,
+    fill: Option<f64>,
+) -> Result<ValueId> {
+    let chunk = *shape.last().unwrap_or(&1);
     let x = cast_to(b, x, acc);
     match fill {
         Some(fill) if g.ragged(n, chunk) => {
-            let valid = g.lanes_below(b, j, &shape, n)?;
+            let valid = g.lanes_below(b, j, shape, n)?;
             let fill = number(b, fill, Type::Scalar(acc));
             Ok(select(b, valid, x, fill))
         }
@@ -260,6 +276,10 @@ pub(crate) enum RowSpan {
     /// Rows of at most this many columns, each held whole in a register
     /// tile of that width, masked past its end.
     Whole(i64),
+    /// Rows longer than a register tile holds, up to this many columns,
+    /// walked in chunks with the row kept in shared memory after the
+    /// first walk ([`RowSource`]).
+    Staged(i64),
     /// Rows longer than a register tile holds, walked in chunks.
     Walks,
 }
@@ -274,6 +294,42 @@ const WIDE_ROW: i64 = 16384;
 
 /// The most threads a block has.
 const MAX_THREADS: i64 = 1024;
+
+/// The longest row a staged kernel keeps in shared memory (128 KiB of
+/// f32), where the target has room for it ([`staged_row`]).
+const STAGED_ROW: i64 = 32768;
+
+/// Threads of a staged kernel: two blocks of them fit a multiprocessor
+/// in 64 registers a thread, so one walks while the other reduces.
+const STAGED_THREADS: i64 = 512;
+
+/// Shared memory a staged kernel keeps free for its reductions' scratch.
+const REDUCTION_SCRATCH: i64 = 1024;
+
+/// The columns a staged kernel's thread loads a step: two runs of 16
+/// bytes of 16-bit elements, two of 32-bit (32 bytes in flight a thread).
+fn staged_chunk(bits: u32) -> i64 {
+    STAGED_THREADS * if bits <= 16 { 2 * RUN } else { RUN }
+}
+
+/// The longest row (a power of two, at most [`STAGED_ROW`]) a staged
+/// kernel keeps in shared memory on `target`: the row of elements of
+/// `bits` plus one chunk (the last chunk's lanes past the row's end) and
+/// the reductions' scratch within the target's limit. On an H100 a
+/// walked row longer than a block's registers was read from global
+/// memory twice (a deterministic softmax's three times): at 16384 and
+/// 32768 columns the rows a device has in flight outgrow its L2, and the
+/// softmax ran at 0.67 of Triton's speed in both dtypes, the ratio of two
+/// memory passes to three.
+fn staged_row(target: &Target, bits: u32) -> Option<i64> {
+    let chunk = staged_chunk(bits);
+    let bytes = |w: i64| (w + chunk) * i64::from(bits.div_ceil(8)) + REDUCTION_SCRATCH;
+    let mut w = STAGED_ROW;
+    while w > chunk && !target.fits_shared(bytes(w)) {
+        w /= 2;
+    }
+    target.fits_shared(bytes(w)).then_some(w)
+}
 
 /// One kernel of a row op, and the lengths it is launched for.
 pub(crate) struct Variant {
@@ -327,7 +383,7 @@ struct Range {
 /// launches have no range (facts that rule out every range leave the
 /// walks, which handle any length). Every other kernel is one kernel for
 /// every length.
-pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<Variant> {
+pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)], target: &Target) -> Vec<Variant> {
     let anchor = match k.pattern.as_str() {
         "softmax" => k.anchor("graph.softmax"),
         "norm" => k.anchor("graph.norm"),
@@ -346,7 +402,8 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
         }];
     };
     let bits = input.and_then(|i| k.ty(i).elem()).map_or(32, ScalarType::bits);
-    let ranges = length_ranges(k.threads(), bits, k.pattern == "softmax");
+    let staged = staged_row(target, bits);
+    let ranges = length_ranges(k.threads(), bits, k.pattern == "softmax", staged);
     let mut admitted: Vec<&Range> = ranges
         .iter()
         .filter(|r| facts.iter().all(|(c, _)| c.admits(&n, r.lo, r.hi)))
@@ -377,11 +434,15 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
         let width = match r.span {
             RowSpan::Whole(w) if !one_range => format!("w{w}"),
             RowSpan::Whole(_) => String::new(),
+            RowSpan::Staged(_) => "staged".to_string(),
             _ => "long".to_string(),
         };
         let mut kernel = k.clone();
         if let Some(first) = kernel.block.first_mut() {
             *first = r.threads;
+        }
+        if let RowSpan::Staged(_) = r.span {
+            kernel.tile = vec![1, staged_chunk(bits)];
         }
         let variant = |launches: Vec<Vec<ShapeConstraint>>, facts: Vec<(ShapeConstraint, String)>| Variant {
             kernel: kernel.clone(),
@@ -389,7 +450,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
             facts,
             span: r.span,
         };
-        if whole_runs || r.span == RowSpan::Walks {
+        if whole_runs || matches!(r.span, RowSpan::Walks | RowSpan::Staged(_)) {
             out.push((width, variant(vec![range.clone()], Vec::new())));
             continue;
         }
@@ -407,7 +468,9 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
         }
     }
     if !walked.is_empty() {
-        match out.iter_mut().find(|(_, v)| v.span == RowSpan::Walks) {
+        let staged = out.iter().position(|(_, v)| matches!(v.span, RowSpan::Staged(_)));
+        let walks = out.iter().position(|(_, v)| v.span == RowSpan::Walks);
+        match staged.or(walks).map(|i| &mut out[i]) {
             Some((_, long)) => long.launches.extend(walked),
             None => {
                 let mut kernel = k.clone();
@@ -438,21 +501,26 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)]) -> Vec<V
 }
 
 /// The ranges of row lengths a block of `threads` (the schedule's) holds
-/// whole, in order, then the longer rows it walks. A wider row of
-/// elements of `bits` holds as many columns a thread as the capacity
-/// does, up to 16 of 16 bits or 8 of 32 on 1024 threads (a thread of
-/// 1024 has 64 registers: the bf16 layer norm holds 16 columns in 56, the
-/// f32 one 8 in 43, 16 in 84). With `spread`, a wider row takes one run a
-/// thread while 1024 threads hold it, and more columns a thread only
-/// beyond: the softmax's, whose 1024 threads then fit in 32 registers,
-/// two blocks a multiprocessor (on an H100 the f32 softmax of 8192
-/// columns, 8 a thread, ran at 0.99 of Triton's speed where the bf16 one,
-/// 16 a thread on 512 threads in 52 registers, ran at 0.85). A norm's
-/// rows keep the capacity's columns a thread: it spills in 32 registers.
-fn length_ranges(threads: i64, bits: u32, spread: bool) -> Vec<Range> {
+/// whole, in order, then the rows a staged kernel keeps in shared memory
+/// (up to `staged` columns, where the target has room), then the longer
+/// rows it walks. A wider row of elements of `bits` holds as many columns
+/// a thread as the capacity does, up to 16 of 16 bits or 8 of 32 on 1024
+/// threads (a thread of 1024 has 64 registers: the bf16 layer norm holds
+/// 16 columns in 56, the f32 one 8 in 43, 16 in 84). With `spread`, a
+/// wider row takes one run a thread while 1024 threads hold it, and more
+/// columns a thread only beyond, and only where no staged kernel takes
+/// it: the softmax's, whose 1024 threads then fit in 32 registers, two
+/// blocks a multiprocessor (on an H100 the f32 softmax of 8192 columns, 8
+/// a thread, ran at 0.99 of Triton's speed where the bf16 one, 16 a
+/// thread on 512 threads in 52 registers, ran at 0.85, and the bf16 one
+/// of 16384 columns, 16 a thread on 1024 in 64 registers, one block a
+/// multiprocessor, at 0.67). A norm's rows keep the capacity's columns a
+/// thread: it spills in 32 registers.
+fn length_ranges(threads: i64, bits: u32, spread: bool, staged: Option<i64>) -> Vec<Range> {
     let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
     let most = if bits <= 16 { 16 } else { RUN };
     let per_thread = (cap / threads).min(most);
+    let most_spread = if staged.is_some() { RUN } else { most };
     let mut widths: Vec<(i64, i64, bool)> = [cap / 4, cap / 2, cap]
         .into_iter()
         .filter(|w| *w >= threads && w % threads == 0)
@@ -461,12 +529,12 @@ fn length_ranges(threads: i64, bits: u32, spread: bool) -> Vec<Range> {
     widths.dedup();
     let mut wide = cap * 2;
     while wide <= WIDE_ROW {
-        let on = if spread {
-            (wide / RUN).min(MAX_THREADS)
+        let (on, limit) = if spread {
+            ((wide / RUN).min(MAX_THREADS), most_spread)
         } else {
-            wide / per_thread
+            (wide / per_thread, most)
         };
-        if on > MAX_THREADS || wide / on > most {
+        if on > MAX_THREADS || wide / on > limit {
             break;
         }
         widths.push((wide, on, true));
@@ -483,6 +551,16 @@ fn length_ranges(threads: i64, bits: u32, spread: bool) -> Vec<Range> {
             runs_only,
         });
         lo = w + 1;
+    }
+    if let Some(hi) = staged.filter(|&hi| hi >= lo) {
+        ranges.push(Range {
+            lo,
+            hi,
+            span: RowSpan::Staged(hi),
+            threads: STAGED_THREADS,
+            runs_only: false,
+        });
+        lo = hi + 1;
     }
     ranges.push(Range {
         lo,
@@ -514,6 +592,102 @@ fn length_range(n: &DimExpr, r: &Range) -> ShapeConstraint {
             hi: DimExpr::constant(r.hi),
             inclusive: true,
         },
+    }
+}
+
+/// Where a walk's chunks of the row come from: the kernel's input on
+/// every walk, or (a [`RowSpan::Staged`] kernel's) the input on the first
+/// walk, which keeps each chunk in a shared buffer, and that buffer on the
+/// later walks, so the row is read from global memory once. The buffer
+/// holds the row as the input's prologue gives it, in its element type
+/// (a bf16 row in half the bytes of f32), and one chunk more: the last
+/// chunk's lanes past the row's end stay inside it. A barrier after the
+/// first walk makes its stores visible to every thread.
+struct RowSource {
+    staged: Option<(ValueId, ScalarType)>,
+    rank: usize,
+}
+
+impl RowSource {
+    fn new(g: &Gen, b: &mut Builder<'_>, k: &Kernel, input: Src, n: &DimExpr, chunk: i64) -> RowSource {
+        let rank = k.ty(input).dims().map_or(1, <[_]>::len);
+        let staged = matches!(g.rows, RowSpan::Staged(_)).then(|| {
+            let elem = k.ty(input).elem().unwrap_or(ScalarType::F32);
+            let mut dims = vec![DimExpr::constant(1); rank - 1];
+            dims.push(n.add(&DimExpr::constant(chunk)));
+            let buffer = b
+                .op("tile.alloc_shared")
+                .result(Type::memref(dims, elem, MemSpace::Shared))
+                .build_value();
+            (buffer, elem)
+        });
+        RowSource { staged, rank }
+    }
+
+    /// The offsets of the chunk at `j` in the shared buffer.
+    fn at(&self, b: &mut Builder<'_>, j: ValueId) -> Vec<ValueId> {
+        let c0 = index(b, 0);
+        let mut offsets = vec![c0; self.rank - 1];
+        offsets.push(j);
+        offsets
+    }
+
+    /// The first walk's chunk ([`chunk_of`]), kept when staged.
+    #[allow(clippy::too_many_arguments)]
+    fn first(
+        &self,
+        g: &Gen,
+        b: &mut Builder<'_>,
+        eval: &mut TileEval<'_>,
+        input: Src,
+        acc: ScalarType,
+        j: ValueId,
+        n: &DimExpr,
+        fill: Option<f64>,
+    ) -> Result<ValueId> {
+        let Some((buffer, elem)) = self.staged else {
+            return chunk_of(g, b, eval, input, acc, j, n, fill);
+        };
+        let (x, _) = eval.eval(g, b, input)?;
+        let x = cast_to(b, x, elem);
+        let at = self.at(b, j);
+        b.op("tile.store_tile").operands(&[x, buffer]).operands(&at).build();
+        finish_chunk(g, b, &eval.frame.extents, x, acc, j, n, fill)
+    }
+
+    /// Ends the first walk: its stores reach every thread.
+    fn kept(&self, b: &mut Builder<'_>) {
+        if self.staged.is_some() {
+            b.op("tile.barrier").build();
+        }
+    }
+
+    /// A later walk's chunk: the input's again ([`chunk_of`]), or the kept
+    /// one.
+    #[allow(clippy::too_many_arguments)]
+    fn again(
+        &self,
+        g: &Gen,
+        b: &mut Builder<'_>,
+        eval: &mut TileEval<'_>,
+        input: Src,
+        acc: ScalarType,
+        j: ValueId,
+        n: &DimExpr,
+        fill: Option<f64>,
+    ) -> Result<ValueId> {
+        let Some((buffer, elem)) = self.staged else {
+            return chunk_of(g, b, eval, input, acc, j, n, fill);
+        };
+        let shape = eval.frame.extents.clone();
+        let at = self.at(b, j);
+        let x = b
+            .op("tile.load_tile")
+            .operand(buffer)
+            .operands(&at)
+            .result(tile_type(&shape, elem))
+            .build_value();
+        finish_chunk(g, b, &shape, x, acc, j, n, fill)
     }
 }
 
@@ -634,16 +808,18 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let shape = row_shape(dims.len(), chunk);
         let tile = tile_type(&shape, acc);
         let inf = f64::INFINITY;
-        let (max, sum) = if g.order == "tree" {
+        let source = RowSource::new(g, b, k, input, &n, chunk);
+        let (max, sum) = if g.order == "tree" || source.staged.is_some() {
             let maxes = walk_lanes(g, b, &n, chunk, &shape, acc, &[-inf], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                let x = source.first(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
                 Ok(vec![binary(l, "max", old[0], x, tile.clone())])
             })?;
+            source.kept(b);
             let max = reduce_tile(g, b, maxes[0], "max", acc);
             let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                let x = source.again(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
                 let shifted = binary(l, "sub", x, max, tile.clone());
                 let e = g.exp(l, shifted, tile.clone());
                 Ok(vec![binary(l, "add", old[0], e, tile.clone())])
@@ -656,10 +832,12 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
                 shape: &shape,
                 acc,
             };
-            online_statistics(g, b, &w, &mut |l, j| {
+            let statistics = online_statistics(g, b, &w, &mut |l, j| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                chunk_of(g, l, &mut eval, input, acc, j, &n, Some(-inf))
-            })?
+                source.first(g, l, &mut eval, input, acc, j, &n, Some(-inf))
+            })?;
+            source.kept(b);
+            statistics
         };
         // What the last walk subtracts from or multiplies by `x - max`.
         let scale = if log {
@@ -669,7 +847,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         };
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+            let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
             let shifted = binary(l, "sub", x, max, tile.clone());
             let y = if log {
                 binary(l, "sub", shifted, scale, tile.clone())
@@ -878,7 +1056,27 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
     let mut walks = |b: &mut Builder<'_>| -> Result<()> {
         let shape = row_shape(dims.len(), chunk);
         let tile = tile_type(&shape, acc);
-        let (mean, squares) = if norm.layer {
+        let source = RowSource::new(g, b, k, input, &n, chunk);
+        let (mean, squares) = if norm.layer && source.staged.is_some() {
+            // The row is read again from shared memory: its mean, then the
+            // squares of the differences from it (two walks, the second
+            // free of global reads, in fewer registers than Welford's).
+            let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = source.first(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
+                Ok(vec![binary(l, "add", old[0], x, tile.clone())])
+            })?;
+            source.kept(b);
+            let sum = reduce_tile(g, b, sums[0], "sum", acc);
+            let mean = binary(b, "div", sum, count, scalar.clone());
+            let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
+                let mut eval = row_eval(k, &dims, &coords, j, chunk);
+                let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
+                let sq = norm.squares(g, l, x, Some(mean), j, chunk)?;
+                Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
+            })?;
+            (Some(mean), reduce_tile(g, b, squares[0], "sum", acc))
+        } else if norm.layer {
             let w = RowWalk {
                 n: &n,
                 chunk,
@@ -887,22 +1085,24 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             };
             let (mean, squares) = welford(g, b, &w, &mut |l, j| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                chunk_of(g, l, &mut eval, input, acc, j, &n, None)
+                source.first(g, l, &mut eval, input, acc, j, &n, None)
             })?;
+            source.kept(b);
             (Some(mean), squares)
         } else {
             let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+                let x = source.first(g, l, &mut eval, input, acc, j, &n, None)?;
                 let sq = norm.squares(g, l, x, None, j, chunk)?;
                 Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
             })?;
+            source.kept(b);
             (None, reduce_tile(g, b, squares[0], "sum", acc))
         };
         let rstd = norm.rstd(b, squares, count);
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = chunk_of(g, l, &mut eval, input, acc, j, &n, None)?;
+            let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
             norm.output(g, l, &mut eval, x, mean, rstd, j, chunk)
         })
     };
@@ -1195,4 +1395,64 @@ fn nest(
     ivs.pop();
     end(&mut l);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(name: &str) -> Target {
+        Target::by_name(name).expect("a known target")
+    }
+
+    /// A staged row and its extra chunk fit the target's shared memory:
+    /// 32768 columns of either dtype on NVIDIA GPUs and the CPU; on AMD's
+    /// 64 KiB, 16384 bf16 columns and f32 ones no longer than a register
+    /// tile holds (so no staged kernel).
+    #[test]
+    fn staged_rows_fit_each_target() {
+        for name in ["sm_90a", "sm_80", "cpu"] {
+            assert_eq!(staged_row(&target(name), 16), Some(32768), "{name}");
+            assert_eq!(staged_row(&target(name), 32), Some(32768), "{name}");
+        }
+        for name in ["gfx942", "gfx90a"] {
+            assert_eq!(staged_row(&target(name), 16), Some(16384), "{name}");
+            assert_eq!(staged_row(&target(name), 32), Some(8192), "{name}");
+            let ranges = length_ranges(256, 32, true, staged_row(&target(name), 32));
+            assert!(ranges.iter().all(|r| !matches!(r.span, RowSpan::Staged(_))), "{name}");
+        }
+        let limit = target("sm_80").shared_limit.expect("a limit");
+        assert!((32768 + staged_chunk(32)) * 4 + REDUCTION_SCRATCH <= limit);
+    }
+
+    /// The softmax holds a run a thread while 1024 threads hold the row,
+    /// then stages it; a norm holds 16 bf16 columns a thread first.
+    #[test]
+    fn ranges_put_staged_rows_between_whole_rows_and_walks() {
+        let spans = |bits, spread| {
+            length_ranges(256, bits, spread, Some(32768))
+                .iter()
+                .map(|r| (r.span, r.threads))
+                .collect::<Vec<_>>()
+        };
+        let softmax = spans(16, true);
+        assert_eq!(
+            softmax[3..],
+            [
+                (RowSpan::Whole(8192), 1024),
+                (RowSpan::Staged(32768), STAGED_THREADS),
+                (RowSpan::Walks, 256)
+            ]
+        );
+        let norm = spans(16, false);
+        assert_eq!(
+            norm[3..],
+            [
+                (RowSpan::Whole(8192), 512),
+                (RowSpan::Whole(16384), 1024),
+                (RowSpan::Staged(32768), STAGED_THREADS),
+                (RowSpan::Walks, 256)
+            ]
+        );
+    }
 }
