@@ -218,6 +218,15 @@ impl<'a> Infer<'a> {
                 let result = self.binary(*op, &current, &rhs, stmt.span, target, value);
                 self.check_store_target(target);
                 self.check_assignable(&result, &current, value, "the result");
+                // A local bound to a literal (`acc = 0.0`) takes the width
+                // the result gives it (`acc += x[i]` with `x: f64`), as a
+                // plain assignment's does.
+                if let (ExprKind::Name(n), Ty::Int | Ty::Float) = (&target.kind, &current) {
+                    let wider = result.dtype().is_some() || (current == Ty::Int && result == Ty::Float);
+                    if wider && self.locals.get(n).is_some_and(|l| !l.param) {
+                        self.bind(n, target.span, result);
+                    }
+                }
             }
             StmtKind::If { branches, orelse } => {
                 for branch in branches {

@@ -496,7 +496,9 @@ impl<'a> Lower<'_, 'a, '_> {
             // `acc = acc + …` in a loop): a tile's slot is a whole-tile local,
             // which the code generator keeps in registers.
             let ty = match self.cx.ty(at) {
-                Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => ir_type(t, TensorAs::Value),
+                Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => {
+                    ir_type(&self.literal_local(name, t, &names), TensorAs::Value)
+                }
                 Some(t @ Ty::Tensor(tt)) if tt.space.is_none() => ir_type(t, TensorAs::Value)
                     .map(|t| self.kernel_dims(&t))
                     .filter(|t| t.dims().is_some_and(|d| d.iter().all(|d| d.as_const().is_some()))),
@@ -512,6 +514,28 @@ impl<'a> Lower<'_, 'a, '_> {
                 self.env.insert(name.to_string(), Binding::Slot(slot, ty));
             }
         }
+    }
+
+    /// The type of local `name` whose first binding has type `first`: a
+    /// literal's (`acc = 0.0`, `z = 0`) has no fixed width, so the local
+    /// takes the type its later assignments (`names`, in source order)
+    /// give it, as the checker's local does: `acc += a[j]` with `a: f64`
+    /// makes `acc` an f64, `z = f[0]` with `f: f32` makes `z` an f32 (a
+    /// float literal's local with an integer value, as in arithmetic, an
+    /// f32). It was the literal's default, f32 or i32, and narrowed every
+    /// later value stored into it.
+    fn literal_local(&self, name: &str, first: &Ty, names: &[(&str, &Expr)]) -> Ty {
+        let mut ty = first.clone();
+        for (_, at) in names.iter().filter(|(n, _)| *n == name) {
+            let (Ty::Int | Ty::Float) = ty else { break };
+            ty = match (&ty, self.cx.ty(at)) {
+                (Ty::Int, Some(Ty::Float)) => Ty::Float,
+                (Ty::Float, Some(Ty::Scalar(d))) if !d.is_float() => Ty::Scalar(tessera_hir::ty::DType::F32),
+                (_, Some(Ty::Scalar(d))) => Ty::Scalar(*d),
+                _ => ty,
+            };
+        }
+        ty
     }
 
     /// Binds loop variable `name` to `value` for one iteration: stored in
