@@ -1572,6 +1572,22 @@ impl<'a> Infer<'a> {
                     _ => first,
                 }
             }
+            // `min(a, b, …)` and `max` of numbers or tensors: of the
+            // promoted type, as arithmetic on them (`min(i8, i16)` is an
+            // i16, `min(i32, f32)` an f32), broadcast.
+            Shape::SameAsFirst
+                if matches!(b.path, "min" | "max")
+                    && positional.len() >= 2
+                    && keyword("key").is_none()
+                    && positional
+                        .iter()
+                        .all(|a| matches!(a.ty, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Tensor(_))) =>
+            {
+                let what = format!("`{}`", b.path);
+                positional[1..].iter().fold(first, |ty, a| {
+                    self.broadcast_op(&what, &ty, &a.ty, e.span, positional[0].expr, a.expr)
+                })
+            }
             Shape::SameAsFirst => first,
             Shape::FloatOfFirst => match first {
                 Ty::Int => Ty::Float,

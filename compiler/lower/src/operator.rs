@@ -1023,10 +1023,17 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 };
                 let elem = self.elem_of(e);
                 let ty = self.result_type(e)?;
-                let mut acc = self.expr(arg(args, 0, "a")?, elem)?;
-                // `min` and `max` of every value, left to right.
+                let widen = |l: &mut Self, v: ValueId| match elem {
+                    Some(elem) => l.widen(v, elem),
+                    None => v,
+                };
+                let first = self.expr(arg(args, 0, "a")?, elem)?;
+                let mut acc = widen(self, first);
+                // `min` and `max` of every value, left to right, in the
+                // promoted dtype.
                 for i in 1..args.iter().filter(|a| a.name.is_none()).count().max(2) {
                     let v = self.expr(arg(args, i, "b")?, elem)?;
+                    let v = widen(self, v);
                     acc = self.elementwise(f, &[acc, v], ty.clone());
                 }
                 Some(acc)
