@@ -826,7 +826,7 @@ impl CpuModule {
             llvm::Machine::new(info.triple, info.cpu, info.features, opts.opt_level).map_err(CodegenError::plain)?;
         let mut m = llvm::Module::parse(&manifest.module, &text).map_err(CodegenError::plain)?;
         machine.optimize(&mut m).map_err(CodegenError::plain)?;
-        let jit = llvm::Jit::new(&manifest.module, &m.print(), symbols).map_err(CodegenError::plain)?;
+        let jit = llvm::Jit::new(&manifest.module, &m.print(), machine, symbols).map_err(CodegenError::plain)?;
         Ok(CpuModule { jit, manifest })
     }
 

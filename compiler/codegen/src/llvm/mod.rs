@@ -318,15 +318,26 @@ unsafe impl Send for Jit {}
 unsafe impl Sync for Jit {}
 
 impl Jit {
-    /// Compiles `text` (LLVM IR for the host) in-process. `symbols` are
-    /// the functions the code may call that live in this process, by name
-    /// and address.
-    pub fn new(name: &str, text: &str, symbols: &[(&str, usize)]) -> Result<Jit, String> {
+    /// Compiles `text` (LLVM IR for the host) in-process for `machine`
+    /// (the CPU and features the module was optimized for, not the host's
+    /// own: an x86 CPU with AVX-512 BF16 converts `float` to `bfloat` with
+    /// an instruction that flushes subnormals to zero, where every other
+    /// target rounds them). `symbols` are the functions the code may call
+    /// that live in this process, by name and address.
+    pub fn new(name: &str, text: &str, machine: Machine, symbols: &[(&str, usize)]) -> Result<Jit, String> {
         let module = Module::parse_thread_safe(name, text)?;
         let mut jit = ptr::null_mut();
-        // SAFETY: a null builder asks for the default configuration.
-        take_error(unsafe { LLVMOrcCreateLLJIT(&mut jit, ptr::null_mut()) })
-            .map_err(|e| format!("LLVM's JIT could not start: {e}"))?;
+        let machine = std::mem::ManuallyDrop::new(machine);
+        // SAFETY: the builder takes the target machine builder over, which
+        // takes the target machine over (`ManuallyDrop` keeps Machine's
+        // Drop from disposing it again); creating the JIT takes the builder.
+        take_error(unsafe {
+            let builder = LLVMOrcCreateLLJITBuilder();
+            let target = LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(machine.machine);
+            LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, target);
+            LLVMOrcCreateLLJIT(&mut jit, builder)
+        })
+        .map_err(|e| format!("LLVM's JIT could not start: {e}"))?;
         let jit = Jit { jit };
         // SAFETY: the JIT is live; names are interned through it; the pairs
         // array is copied by LLVMOrcAbsoluteSymbols, which returns a
