@@ -17,7 +17,7 @@
 //!
 //! `mean` is the `sum` divided by the number of ranks, rounded once more.
 
-use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::half::{bf16_to_f32, f16_to_f32, f64_to_bf16, f64_to_f16};
 use crate::tensor::Elem;
 use crate::{DType, RunError, Tensor};
 
@@ -121,14 +121,14 @@ fn combiner(op: &str, dtype: DType) -> Result<Step, RunError> {
 
 /// `f` on two floats of `dtype`, rounded to `dtype`: exact in `f64` and
 /// rounded once for `f32` (the `f64` result of one `+`, `*`, `/` of two
-/// `f32` rounds to the `f32` result), via `f32` for `f16` and `bf16`.
+/// `f32` rounds to the `f32` result), once for `f16` and `bf16` too.
 fn rounded(dtype: DType, f: fn(f64, f64) -> f64) -> Step {
     Box::new(move |a, b| {
         let x = f(a.as_f64(), b.as_f64());
         let x = match dtype {
             DType::F64 => x,
-            DType::F16 => f16_to_f32(f32_to_f16(x as f32)) as f64,
-            DType::Bf16 => bf16_to_f32(f32_to_bf16(x as f32)) as f64,
+            DType::F16 => f16_to_f32(f64_to_f16(x)) as f64,
+            DType::Bf16 => bf16_to_f32(f64_to_bf16(x)) as f64,
             d => d.minifloat().map_or(x as f32 as f64, |f| f.decode(f.encode(x, false))),
         };
         Elem::Float(x)

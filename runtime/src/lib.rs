@@ -19,7 +19,7 @@ pub mod cpu;
 pub mod device;
 pub mod dtype;
 mod error;
-pub mod half;
+pub use tessera_base::half;
 pub mod host;
 pub use tessera_base::minifloat;
 pub mod npy;

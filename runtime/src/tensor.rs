@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 
 use crate::buffer::HostBuffer;
-use crate::half::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::half::{bf16_to_f32, f16_to_f32, f64_to_bf16, f64_to_f16};
 use crate::minifloat::{E4M3, E5M2};
 use crate::{DType, RunError};
 
@@ -209,8 +209,8 @@ impl Tensor {
         let dtype = self.dtype;
         let e = &mut self.data.bytes_mut()[i * s..(i + 1) * s];
         match dtype {
-            DType::F16 => e.copy_from_slice(&f32_to_f16(v.as_f64() as f32).to_le_bytes()),
-            DType::Bf16 => e.copy_from_slice(&f32_to_bf16(v.as_f64() as f32).to_le_bytes()),
+            DType::F16 => e.copy_from_slice(&f64_to_f16(v.as_f64()).to_le_bytes()),
+            DType::Bf16 => e.copy_from_slice(&f64_to_bf16(v.as_f64()).to_le_bytes()),
             DType::Fp8E4m3 => e[0] = E4M3.encode(v.as_f64(), false),
             DType::Fp8E5m2 => e[0] = E5M2.encode(v.as_f64(), false),
             DType::F32 => e.copy_from_slice(&(v.as_f64() as f32).to_le_bytes()),

@@ -5,13 +5,15 @@
 //! the IR share; [`gcd`], which tiling and divisibility facts use;
 //! [`range_len`], the length of a Python range, which the checker and the
 //! host interpreter share;
-//! [`minifloat`], the 8- and 4-bit float formats, which the runtime's host
-//! tensors and the code generator's constants share.
+//! [`minifloat`], the 8- and 4-bit float formats, and [`half`], `f16` and
+//! `bf16`, which the runtime's host tensors and the code generator's
+//! constants share.
 //!
 //! No I/O and no knowledge of the language live here; every other crate
 //! speaks about source locations in these terms.
 
 mod cmp;
+pub mod half;
 mod line_index;
 pub mod minifloat;
 mod span;

@@ -15,6 +15,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
+use tessera_base::half;
 use tessera_ir::{Attr, DimExpr, MemSpace, Module, OpId, ScalarType, Type, ValueId};
 use tessera_ir_tile::{KernelCost, Multiples, Target, COST_ATTR};
 
@@ -142,53 +143,10 @@ pub(crate) fn float_lit(s: ScalarType, v: f64) -> String {
         // float, half and bfloat literals are written as the double with the
         // same value; round to the type first so LLVM accepts it.
         ScalarType::F32 => format!("0x{:016X}", f64::from(v as f32).to_bits()),
-        ScalarType::F16 => format!("0xH{:04X}", f32_to_f16(v as f32)),
-        ScalarType::BF16 => format!("0xR{:04X}", f32_to_bf16(v as f32)),
+        ScalarType::F16 => format!("0xH{:04X}", half::f64_to_f16(v)),
+        ScalarType::BF16 => format!("0xR{:04X}", half::f64_to_bf16(v)),
         _ => minifloat::literal(s, v).unwrap_or_else(|| format!("{}", v as i64)),
     }
-}
-
-fn f32_to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    if x.is_nan() {
-        return 0x7FC0;
-    }
-    let round = 0x7FFF + ((bits >> 16) & 1);
-    ((bits + round) >> 16) as u16
-}
-
-fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xFF) as i32;
-    let man = bits & 0x7F_FFFF;
-    if exp == 0xFF {
-        return sign | 0x7C00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1F {
-        return sign | 0x7C00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rounded = (m + half - 1 + ((m >> shift) & 1)) >> shift;
-        return sign | rounded as u16;
-    }
-    let rounded = man + 0xFFF + ((man >> 13) & 1);
-    let (e, m) = if rounded & 0x80_0000 != 0 {
-        (e + 1, 0)
-    } else {
-        (e, rounded >> 13)
-    };
-    if e >= 0x1F {
-        return sign | 0x7C00;
-    }
-    sign | ((e as u16) << 10) | m as u16
 }
 
 /// Emits one module's kernels.
@@ -2420,14 +2378,16 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn half_and_bfloat_literals_round_to_nearest_even() {
-        assert_eq!(f32_to_f16(1.0), 0x3C00);
-        assert_eq!(f32_to_f16(-2.5), 0xC100);
-        assert_eq!(f32_to_f16(65520.0), 0x7C00);
-        assert_eq!(f32_to_f16(1e-8), 0);
-        assert_eq!(f32_to_bf16(1.0), 0x3F80);
-        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8000)), 0x3F80);
-        assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+    fn half_and_bfloat_literals_round_to_nearest_even_once() {
+        assert_eq!(float_lit(ScalarType::F16, 1.0), "0xH3C00");
+        assert_eq!(float_lit(ScalarType::F16, -2.5), "0xHC100");
+        assert_eq!(float_lit(ScalarType::F16, 65520.0), "0xH7C00");
+        assert_eq!(float_lit(ScalarType::F16, 1e-8), "0xH0000");
+        assert_eq!(float_lit(ScalarType::BF16, 1.0), "0xR3F80");
+        assert_eq!(float_lit(ScalarType::BF16, 1.0 + 2f64.powi(-8)), "0xR3F80");
+        assert_eq!(float_lit(ScalarType::BF16, 1.0 + 3.0 * 2f64.powi(-8)), "0xR3F82");
+        // Just above a tie, within half an f32 ulp: rounded up, once.
+        assert_eq!(float_lit(ScalarType::F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)), "0xH3C01");
         assert_eq!(
             float_lit(ScalarType::F32, 0.1),
             format!("0x{:016X}", f64::from(0.1f32).to_bits())

@@ -16,7 +16,7 @@ use tessera_codegen::{CollectiveInfo, CpuModule, GuardInfo, HostInfo, KernelInfo
 use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
 use tessera_runtime::device::{Buffer, Event, Kernel, KernelArgs, Module, ModuleImage, TiledMap};
-use tessera_runtime::half::{f32_to_bf16, f32_to_f16};
+use tessera_runtime::half::{f64_to_bf16, f64_to_f16};
 use tessera_runtime::host::{Call, Executor, Launch, TensorValue, Value};
 use tessera_runtime::minifloat::{E4M3, E5M2};
 use tessera_runtime::rng::{stream_key, StreamId};
@@ -790,8 +790,8 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
     match p.dtype.as_str() {
         "f32" => args.push_f32(number as f32),
         "f64" => args.push_f64(number),
-        "f16" => args.push_i32(i32::from(f32_to_f16(number as f32))),
-        "bf16" => args.push_i32(i32::from(f32_to_bf16(number as f32))),
+        "f16" => args.push_i32(i32::from(f64_to_f16(number))),
+        "bf16" => args.push_i32(i32::from(f64_to_bf16(number))),
         "f8e4m3" => args.push_i32(i32::from(E4M3.encode(number, false))),
         "f8e5m2" => args.push_i32(i32::from(E5M2.encode(number, false))),
         "bool" => args.push_bool(number != 0.0),

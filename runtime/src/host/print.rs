@@ -21,8 +21,8 @@ fn shortest(x: f64, dtype: DType) -> (String, i32) {
         match dtype {
             DType::F64 => y == x,
             DType::F32 => y as f32 == x as f32,
-            DType::F16 => crate::half::f32_to_f16(y as f32) == crate::half::f32_to_f16(x as f32),
-            DType::Bf16 => crate::half::f32_to_bf16(y as f32) == crate::half::f32_to_bf16(x as f32),
+            DType::F16 => crate::half::f64_to_f16(y) == crate::half::f64_to_f16(x),
+            DType::Bf16 => crate::half::f64_to_bf16(y) == crate::half::f64_to_bf16(x),
             _ => y == x,
         }
     };

@@ -1,6 +1,7 @@
 //! `f16` and `bf16` conversions, bit exact: to `f32` exactly, from `f32`
-//! with round to nearest, ties to even (NaN stays NaN, quieted; overflow
-//! gives infinity).
+//! or `f64` with round to nearest, ties to even, once (NaN stays NaN,
+//! quieted; overflow gives infinity). The runtime's host tensors and the
+//! code generator's constants share them.
 
 /// The `f32` value of an IEEE binary16 number.
 pub fn f16_to_f32(h: u16) -> f32 {
@@ -80,6 +81,34 @@ pub fn f32_to_bf16(x: f32) -> u16 {
     (bits.wrapping_add(rounding) >> 16) as u16
 }
 
+/// `x` in `f32` rounded to odd: exact when `x` is an `f32`, otherwise
+/// the `f32` next to it toward zero with its lowest bit set. Rounding that
+/// to a format with at least two fewer bits of precision is rounding `x`
+/// once (where `x as f32` first and then to `f16` rounds twice: 1 + 2^-11
+/// + 2^-40 became 1, not 1 + 2^-10).
+fn f64_to_f32_odd(x: f64) -> f32 {
+    let t = x as f32;
+    if x.is_nan() || f64::from(t) == x || t.is_infinite() {
+        return t;
+    }
+    let toward_zero = if f64::from(t).abs() > x.abs() {
+        f32::from_bits(t.to_bits() - 1)
+    } else {
+        t
+    };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
+/// The binary16 number nearest to `x` (ties to even), rounded once.
+pub fn f64_to_f16(x: f64) -> u16 {
+    f32_to_f16(f64_to_f32_odd(x))
+}
+
+/// The bfloat16 number nearest to `x` (ties to even), rounded once.
+pub fn f64_to_bf16(x: f64) -> u16 {
+    f32_to_bf16(f64_to_f32_odd(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +175,26 @@ mod tests {
         }
         assert!(bf16_to_f32(f32_to_bf16(f32::NAN)).is_nan());
         assert_eq!(f32_to_bf16(f32::MAX), 0x7f80, "rounds up to infinity");
+    }
+
+    #[test]
+    fn f64_rounds_once() {
+        // Just above a midpoint of f16 / bf16 but within half an f32 ulp
+        // of it: through f32 these were ties, rounded to even (down).
+        assert_eq!(f64_to_f16(1.0 + 2f64.powi(-11) + 2f64.powi(-40)), 0x3C01);
+        assert_eq!(f64_to_bf16(1.0 + 2f64.powi(-8) + 2f64.powi(-30)), 0x3F81);
+        assert_eq!(f64_to_f16(-(1.0 + 2f64.powi(-11) + 2f64.powi(-40))), 0xBC01);
+        // Exact ties and values f32 holds round as from f32.
+        assert_eq!(f64_to_f16(1.0 + 2f64.powi(-11)), 0x3C00);
+        assert_eq!(f64_to_bf16(1.0 + 3.0 * 2f64.powi(-8)), 0x3F82);
+        assert_eq!(f64_to_f16(65520.0), 0x7C00);
+        assert_eq!(f64_to_f16(1e-300), 0);
+        assert_eq!(f64_to_bf16(-1e-300), 0x8000);
+        assert_eq!(f64_to_bf16(1e300), 0x7F80);
+        assert!(f16_to_f32(f64_to_f16(f64::NAN)).is_nan());
+        // Below the smallest f16 subnormal's half: 0; just above it: the
+        // subnormal (f32 holds 2^-25 + 2^-60 only as 2^-25, a tie).
+        assert_eq!(f64_to_f16(2f64.powi(-25) + 2f64.powi(-60)), 1);
+        assert_eq!(f64_to_f16(2f64.powi(-25)), 0);
     }
 }
