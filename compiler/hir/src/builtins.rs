@@ -497,7 +497,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("dist.tensor", "(shape, layout, mesh, dtype)", "A tensor sharded over a mesh.", Opaque).host(),
     op("dist.ShardSpec", "(partition = None, mesh_axes = None, replicate = False, reduce = None)", "How a tensor is sharded.", Opaque),
     // ---- numerics
-    op("numerics.policy", "(storage, compute, accumulate, rounding = \"nearest_even\", saturate = False, denorm = \"preserve\")", "A numerics policy.", Policy),
+    op("numerics.policy", "(storage, compute, accumulate = None, rounding = \"nearest_even\", saturate = False, denorm = \"preserve\")", "A numerics policy.", Policy),
     op("numerics.Training", "", "bf16 storage and compute, f32 accumulation.", Policy),
     op("numerics.Inference", "", "fp8 storage, bf16 compute and accumulation.", Policy),
     op("numerics.NVFP4", "", "nvfp4 storage, f16 compute, f32 accumulation.", Policy),

@@ -868,9 +868,10 @@ impl<'a> Infer<'a> {
     /// builtin has parameters (`exp(1.0, 2.0)`, `min(a, b, c)` had read
     /// only the first ones); a builtin with a `*` parameter takes any
     /// number. Unknown keywords are `check_builtin_args`'.
-    fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy]) {
+    fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy], span: Span) {
         let count = b.param_names().len();
         let mut positional = args.iter().filter(|a| a.name.is_none());
+        self.check_required(b, args, span);
         let Some(extra) = positional.clone().nth(count).filter(|_| !b.variadic()) else {
             return;
         };
@@ -883,6 +884,47 @@ impl<'a> Infer<'a> {
             )
             .with_primary(self.at(extra.expr.span), "one too many")
             .with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
+        );
+    }
+
+    /// E0204 for a builtin called without a parameter that has no default
+    /// (`tile.warp_shuffle_down(x)`, `atomic_cas(t, 1.0)`), given neither
+    /// by position nor by name. `min` and `max` of one iterable (host
+    /// code) take one argument, `str()` none.
+    fn check_required(&mut self, b: &'static Builtin, args: &[ArgTy], span: Span) {
+        let given = args.iter().filter(|a| a.name.is_none()).count();
+        let open = b.params.find('(').map_or(b.params.len(), |i| i + 1);
+        let close = b.params.rfind(')').unwrap_or(b.params.len()).max(open);
+        let mut required = Vec::new();
+        for p in tessera_base::split_top_level(&b.params[open..close]) {
+            let p = p.trim();
+            if p.starts_with('*') {
+                break;
+            }
+            if !p.is_empty() && !p.contains('=') {
+                required.push(p);
+            }
+        }
+        let least = match b.path {
+            "min" | "max" => 1,
+            "str" => 0,
+            _ => required.len(),
+        };
+        let missing: Vec<&str> = required
+            .iter()
+            .enumerate()
+            .filter(|(i, name)| *i >= given && !args.iter().any(|a| a.name == Some(**name)))
+            .map(|(_, name)| *name)
+            .collect();
+        if missing.is_empty() || given >= least {
+            return;
+        }
+        let names = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        let what = if missing.len() == 1 { "argument" } else { "arguments" };
+        self.error(
+            Diagnostic::error(Code::E0204, format!("`{}` is missing its {what} {names}", b.path))
+                .with_primary(self.at(span), format!("`{}` without {names}", b.path))
+                .with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
         );
     }
 
@@ -1530,7 +1572,7 @@ impl<'a> Infer<'a> {
             }
             _ => {}
         }
-        self.check_arity(b, args);
+        self.check_arity(b, args, e.span);
         self.check_builtin_args(b, args);
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
         let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));
@@ -1936,14 +1978,33 @@ impl<'a> Infer<'a> {
         }
         let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
         if let (true, Some(first)) = (integers_only, first) {
-            if let Some(d) = first.ty.dtype().filter(|d| !d.is_int()) {
+            let not_integer = match &first.ty {
+                Ty::Float => Some("float".to_string()),
+                ty => ty.dtype().filter(|d| !d.is_int()).map(|d| d.name().to_string()),
+            };
+            if let Some(name) = not_integer {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("`{}` takes an integer, not `{name}`", b.path))
+                        .with_primary(self.at(first.expr.span), format!("this is `{name}`"))
+                        .with_help("bitwise operations work on the bits of integers"),
+                );
+            }
+        }
+        // A shuffle moves one scalar a lane; a tensor is moved an element
+        // at a time.
+        let shuffle = matches!(
+            b.path,
+            "tile.warp_shuffle_down" | "tile.warp_shuffle_up" | "tile.warp_shuffle_xor" | "tile.warp_shuffle"
+        );
+        if let (true, Some(first)) = (shuffle, first) {
+            if let Ty::Tensor(_) = &first.ty {
                 self.error(
                     Diagnostic::error(
                         Code::E0203,
-                        format!("`{}` takes an integer, not `{}`", b.path, d.name()),
+                        format!("`{}` moves a scalar between lanes, not a tensor", b.path),
                     )
-                    .with_primary(self.at(first.expr.span), format!("this is `{}`", d.name()))
-                    .with_help("bitwise operations work on the bits of integers"),
+                    .with_primary(self.at(first.expr.span), format!("this is {}", first.ty))
+                    .with_help("shuffle one element, `x[i]`, and store the result"),
                 );
             }
         }

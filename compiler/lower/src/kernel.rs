@@ -1400,9 +1400,10 @@ impl<'a> Lower<'_, 'a, '_> {
                 }
             }
         }
-        // `x[:]` on a rank-2 tensor is the whole tensor: missing trailing
-        // indices start at 0.
+        // `x[:]` on a rank-2 tensor is the whole tensor, `x[1]` its row 1
+        // (as `x[1, :]`, NumPy's): missing trailing indices start at 0.
         let rank = self.m.value_type(mem).dims().map_or(0, <[_]>::len);
+        sliced |= index.len() < rank;
         if sliced {
             while index.len() < rank {
                 index.push(self.index_const(block, 0));
