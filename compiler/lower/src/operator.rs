@@ -389,9 +389,19 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
     fn compared_elem(&self, lhs: &Expr, rhs: &Expr) -> Option<ScalarType> {
         let tensor = |e: &Expr| matches!(self.cx.ty(e), Some(Ty::Tensor(_)));
         let (l, r) = (self.elem_of(lhs), self.elem_of(rhs));
+        // An integer tensor meets a float scalar in the float (`x > 2.5`
+        // with `x: i32[N]` compares in f32, as the checker types it), a
+        // float literal's being f32.
+        let in_float = |tensor: Option<ScalarType>, scalar: &Expr, elem: Option<ScalarType>| match tensor {
+            Some(t) if !t.is_float() => match self.cx.ty(scalar) {
+                Some(Ty::Float) => Some(ScalarType::F32),
+                _ => elem.filter(|e| e.is_float()).or(tensor),
+            },
+            _ => tensor,
+        };
         match (tensor(lhs), tensor(rhs)) {
-            (true, false) => l,
-            (false, true) => r,
+            (true, false) => in_float(l, rhs, r),
+            (false, true) => in_float(r, lhs, l),
             _ => match (l, r) {
                 (Some(a), Some(b)) if a != b => Some(if b.is_float() && (!a.is_float() || b.bits() > a.bits()) {
                     b
