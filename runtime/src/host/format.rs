@@ -174,10 +174,18 @@ fn number(value: &Value, s: &Spec, spec: &str) -> Result<String, RunError> {
             let prefix = if s.alternate { prefix } else { "" };
             Ok(format!("{}{prefix}{digits}", plus(*i < 0)))
         }
-        (Value::Int(i), Some(_)) => number(&Value::Float(*i as f64), s, spec),
+        (Value::Int(i), Some('e' | 'E' | 'f' | 'F' | 'g' | 'G' | '%')) => number(&Value::Float(*i as f64), s, spec),
+        (Value::Int(_), Some(k)) => Err(RunError::value(format!(
+            "Unknown format code '{k}' for object of type 'int'"
+        ))),
         (Value::Float(x), kind) => {
-            if matches!(kind, Some('d' | 'n' | 'b' | 'o' | 'x' | 'X' | 'c')) {
+            if matches!(kind, Some('d' | 'b' | 'o' | 'x' | 'X' | 'c')) {
                 return Err(bad(spec, "an integer format for a float"));
+            }
+            if let Some(k) = kind.filter(|k| !"eEfFgGn%".contains(*k)) {
+                return Err(RunError::value(format!(
+                    "Unknown format code '{k}' for object of type 'float'"
+                )));
             }
             Ok(format!(
                 "{}{}",

@@ -1533,6 +1533,29 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             Value::DType(d) => {
                 let mut evaluated = self.args(locals, args)?;
+                if evaluated.positional.len() > 1 || !evaluated.keyword.is_empty() {
+                    let base = match (d, evaluated.positional.as_slice(), evaluated.keyword.as_slice()) {
+                        (DType::I64, [(Value::Str(_), _), (b, _)], []) => Some(b.clone()),
+                        (DType::I64, [(Value::Str(_), _)], [(name, b, _)]) if name == "base" => Some(b.clone()),
+                        _ => None,
+                    };
+                    let Some(base) = base else {
+                        return Err(self.fail(
+                            e.span,
+                            "this conversion",
+                            RunError::new(
+                                Code::E1005,
+                                format!("`{d}(...)` takes one value (and `int(text, base)` a base)"),
+                            ),
+                        ));
+                    };
+                    let Value::Str(text) = &evaluated.positional[0].0 else {
+                        unreachable!("matched a string above")
+                    };
+                    return int_in_base(text, &base)
+                        .map(Value::Int)
+                        .map_err(|err| self.fail(e.span, "this conversion", err));
+                }
                 let Some((v, span)) = evaluated.positional.pop() else {
                     return Err(self.fail(
                         e.span,
@@ -2076,6 +2099,13 @@ impl<'a, 'p> Interp<'a, 'p> {
                 ))
             }
             (f, _) => f,
+        };
+        // A bool is the int it is (Python's `abs(True)` is 1).
+        let x = match x {
+            Value::Bool(b) if matches!(f, MathFn::Abs | MathFn::Relu | MathFn::Floor | MathFn::Ceil) => {
+                Value::Int(i64::from(b))
+            }
+            x => x,
         };
         match &x {
             Value::Tensor(t) => {
@@ -3580,10 +3610,16 @@ fn scalar_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
         FloorDiv => Value::Float(ops::divmod(x, y).0),
         Mod => Value::Float(ops::divmod(x, y).1),
         Pow => float_pow(x, y)?,
-        Lt => Value::Bool(x < y),
-        Le => Value::Bool(x <= y),
-        Gt => Value::Bool(x > y),
-        Ge => Value::Bool(x >= y),
+        Lt | Le | Gt | Ge => {
+            use std::cmp::Ordering::*;
+            let ord = number_cmp(a, b).flatten();
+            Value::Bool(match op {
+                Lt => ord == Some(Less),
+                Le => matches!(ord, Some(Less | Equal)),
+                Gt => ord == Some(Greater),
+                _ => matches!(ord, Some(Greater | Equal)),
+            })
+        }
         _ => {
             return Err(RunError::new(
                 Code::E1005,
@@ -3770,6 +3806,19 @@ fn identical(a: &Value, b: &Value) -> bool {
 
 /// Python's `==` of two values. Lists and dicts nested deeper than
 /// `MAX_NESTING` (a list that holds itself, say) are unequal.
+/// Two numbers ordered as Python orders them, exactly: an int against a
+/// float is not converted to a float first (`9007199254740993 ==
+/// 9007199254740992.0` held, as both are 2^53 in `f64`). `None` when
+/// either is not a number; `Some(None)` when a NaN makes them unordered.
+fn number_cmp(a: &Value, b: &Value) -> Option<Option<std::cmp::Ordering>> {
+    Some(match (int_of(a), int_of(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(i), None) => ops::int_cmp_float(i, as_f64(b)?),
+        (None, Some(i)) => ops::int_cmp_float(i, as_f64(a)?).map(std::cmp::Ordering::reverse),
+        (None, None) => as_f64(a)?.partial_cmp(&as_f64(b)?),
+    })
+}
+
 fn equal(a: &Value, b: &Value) -> bool {
     equal_within(a, b, MAX_NESTING)
 }
@@ -3802,11 +3851,73 @@ fn equal_within(a: &Value, b: &Value, depth: usize) -> bool {
         // Arrays are equal only to themselves; NumPy's scalars (tensors
         // of no dims) by value, as numbers are.
         (Value::Tensor(x), Value::Tensor(y)) if !(x.shape().is_empty() && y.shape().is_empty()) => x.same(y),
-        _ => match (as_f64(a), as_f64(b)) {
-            (Some(x), Some(y)) => x == y,
-            _ => false,
+        _ => match number_cmp(a, b) {
+            Some(ord) => ord == Some(std::cmp::Ordering::Equal),
+            None => false,
         },
     }
+}
+
+/// Python's `int(text, base)`: `base` 0 (the prefix decides, as in a
+/// literal) or 2 to 36; the text may have a sign, surrounding whitespace,
+/// `_` between digits and the base's prefix (`0x`, `0o`, `0b`).
+fn int_in_base(text: &str, base: &Value) -> Result<i64, RunError> {
+    let base = match base {
+        Value::Int(b) if *b == 0 || (2..=36).contains(b) => *b as u32,
+        Value::Int(_) => return Err(RunError::value("int() base must be >= 2 and <= 36, or 0")),
+        v => {
+            return Err(RunError::value(format!(
+                "int() takes an integer base, not {}",
+                v.describe()
+            )))
+        }
+    };
+    let invalid = || {
+        RunError::value(format!(
+            "invalid literal for int() with base {base}: {}",
+            super::print::str_repr(text)
+        ))
+    };
+    let trimmed = text.trim();
+    let (negative, unsigned) = match trimmed.as_bytes().first() {
+        Some(b'-') => (true, &trimmed[1..]),
+        Some(b'+') => (false, &trimmed[1..]),
+        _ => (false, trimmed),
+    };
+    let lower = unsigned.to_ascii_lowercase();
+    let prefixed = |p: &str| lower.strip_prefix(p).map(|rest| rest.strip_prefix('_').unwrap_or(rest));
+    let (radix, digits) = match (base, lower.get(..2)) {
+        (0 | 16, Some("0x")) => (16, prefixed("0x").unwrap_or_default()),
+        (0 | 8, Some("0o")) => (8, prefixed("0o").unwrap_or_default()),
+        (0 | 2, Some("0b")) => (2, prefixed("0b").unwrap_or_default()),
+        (0, _) if lower.len() > 1 && lower.starts_with('0') && lower.trim_start_matches(['0', '_']).is_empty() => {
+            (10, "0")
+        }
+        (0, _) if lower.starts_with('0') && lower.len() > 1 => return Err(invalid()),
+        (0, _) => (10, lower.as_str()),
+        (b, _) => (b, lower.as_str()),
+    };
+    let well_formed = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__")
+        && digits.chars().all(|c| c == '_' || c.is_digit(radix));
+    if !well_formed {
+        return Err(invalid());
+    }
+    let clean: String = digits.chars().filter(|&c| c != '_').collect();
+    let magnitude = u64::from_str_radix(&clean, radix).ok().filter(|&m| m <= 1 << 63);
+    let value = match (magnitude, negative) {
+        (Some(m), true) => Some(0i64.wrapping_sub_unsigned(m)),
+        (Some(m), false) => i64::try_from(m).ok(),
+        (None, _) => None,
+    };
+    value.ok_or_else(|| {
+        RunError::value(format!(
+            "int() of {}: the integer does not fit in 64 bits",
+            super::print::str_repr(text)
+        ))
+    })
 }
 
 /// The number a string spells, as Python's `float(s)` (`with_fraction`) or

@@ -194,7 +194,12 @@ fn apply(op: BinOp, cls: Class, a: Elem, b: Elem) -> Result<Elem, RunError> {
         Class::F64 | Class::F32 => {
             let (x, y) = (a.as_f64(), b.as_f64());
             if op.is_comparison() {
-                return compare(op, x.partial_cmp(&y));
+                let ord = match (cls, a, b) {
+                    (Class::F64, Elem::Int(i), Elem::Float(f)) => int_cmp_float(i, f),
+                    (Class::F64, Elem::Float(f), Elem::Int(i)) => int_cmp_float(i, f).map(std::cmp::Ordering::reverse),
+                    _ => x.partial_cmp(&y),
+                };
+                return compare(op, ord);
             }
             let v = if cls == Class::F32 {
                 float_op(op, x as f32, y as f32)? as f64
@@ -210,6 +215,28 @@ fn apply(op: BinOp, cls: Class, a: Elem, b: Elem) -> Result<Elem, RunError> {
             }
             int_op(op, x, y).map(Elem::Int)
         }
+    }
+}
+
+/// An int against a float, exactly, as Python compares them: converting
+/// the int to a float first rounds past 2^53 (`9007199254740993 ==
+/// 9007199254740992.0` held).
+pub(crate) fn int_cmp_float(i: i64, f: f64) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering::*;
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() {
+        return None;
+    }
+    if f >= TWO_63 {
+        return Some(Less);
+    }
+    if f < -TWO_63 {
+        return Some(Greater);
+    }
+    let whole = f.trunc();
+    match i.cmp(&(whole as i64)) {
+        Equal => 0.0.partial_cmp(&(f - whole)),
+        other => Some(other),
     }
 }
 
