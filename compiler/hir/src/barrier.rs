@@ -181,6 +181,15 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
             if let Some(b) = ctx.builtin(e.span).filter(|b| b.thread_dependent) {
                 return Some(Dependence::Call(b));
             }
+            // A draw without `counter=` is at the thread's linear index
+            // (`spec/kernels.md`, "Random numbers"): a value each thread.
+            let drawn_per_thread = ctx
+                .builtin(e.span)
+                .is_some_and(|b| matches!(b.path, "rng.uniform" | "rng.normal"))
+                && !args.iter().any(|a| a.name.as_ref().is_some_and(|n| n.name == "counter"));
+            if let Some(b) = ctx.builtin(e.span).filter(|_| drawn_per_thread) {
+                return Some(Dependence::Call(b));
+            }
             if let Some(CallTarget::Function { file, name }) = ctx.calls.get(&e.span).map(|c| &c.target) {
                 if let Some(d) = returned_dependence(ctx, locals, *file, name, args, None) {
                     return Some(d);
