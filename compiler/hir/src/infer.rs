@@ -49,6 +49,7 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
             Local {
                 ty: p.ty.clone(),
                 param: true,
+                declared: false,
             },
         );
     }
@@ -88,6 +89,8 @@ pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
 struct Local {
     ty: Ty,
     param: bool,
+    /// Declared with an annotation (`x: f32 = ...`).
+    declared: bool,
 }
 
 struct Infer<'a> {
@@ -207,7 +210,7 @@ impl<'a> Infer<'a> {
                     }
                 }
                 if let ExprKind::Name(n) = &target.kind {
-                    self.bind(n, target.span, declared);
+                    self.declare(n, target.span, declared);
                 } else {
                     self.assign(target, &declared, target);
                 }
@@ -546,16 +549,36 @@ impl<'a> Infer<'a> {
         if !self.locals.contains_key(name) {
             self.info.locals.push((name.to_string(), span, ty.clone()));
         }
-        // A declared local keeps its (wider) type when a narrower value is
-        // stored; rebinding a parameter's name makes it a plain local.
+        // An annotated local, or one of device code (a slot of its first
+        // type), keeps its (wider) type when a narrower value is stored;
+        // in other code a rebinding is a new value of its own type, as in
+        // Python (`x = rand(3)` then `x = cast(..., i32)` holds an i32
+        // tensor). Rebinding a parameter's name makes it a plain local.
+        let device = self.sig.kind.is_device_code();
+        let declared = self.locals.get(name).is_some_and(|l| l.declared && !l.param);
         let ty = match self.locals.get(name) {
-            Some(old) if !old.param => match (old.ty.dtype(), ty.dtype()) {
+            Some(old) if !old.param && (old.declared || device) => match (old.ty.dtype(), ty.dtype()) {
                 (Some(wide), Some(narrow)) if wide != narrow && narrow.widens_to(wide) => old.ty.clone(),
                 _ => ty,
             },
             _ => ty,
         };
-        self.locals.insert(name.to_string(), Local { ty, param: false });
+        self.locals.insert(
+            name.to_string(),
+            Local {
+                ty,
+                param: false,
+                declared,
+            },
+        );
+    }
+
+    /// Binds an annotated local (`x: f32 = ...`) to its declared type.
+    fn declare(&mut self, name: &str, span: Span, ty: Ty) {
+        self.bind(name, span, ty);
+        if let Some(local) = self.locals.get_mut(name) {
+            local.declared = true;
+        }
     }
 
     /// A store through `x[...]` needs `x` to be writable: a parameter
