@@ -678,7 +678,7 @@ impl<'a> Infer<'a> {
             ExprKind::Tuple(items) => Ty::Tuple(items.iter().map(|i| self.expr(i)).collect()),
             ExprKind::List(items) => {
                 let tys: Vec<Ty> = items.iter().map(|i| self.expr(i)).collect();
-                Ty::List(Box::new(tys.into_iter().next().unwrap_or(Ty::Unknown)))
+                Ty::List(Box::new(list_item(tys)))
             }
             ExprKind::Dict(entries) => {
                 for (k, v) in entries {
@@ -3022,6 +3022,22 @@ fn constraint_symbols(c: &ConstraintKind) -> Vec<String> {
         }
     }
     out
+}
+
+/// The item type of a list of items of `tys`: theirs when they agree, a
+/// float for ints and floats, otherwise unknown (`[1, [2, 3]]` holds an
+/// int and a list, and `nest[1][0]` indexes the list, as in Python).
+fn list_item(tys: Vec<Ty>) -> Ty {
+    let Some(first) = tys.first().cloned() else {
+        return Ty::Unknown;
+    };
+    if tys.iter().all(|t| *t == first) {
+        return first;
+    }
+    if tys.iter().all(|t| matches!(t, Ty::Int | Ty::Float)) {
+        return Ty::Float;
+    }
+    Ty::Unknown
 }
 
 /// "1 value", "3 values".
