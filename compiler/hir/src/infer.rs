@@ -2683,10 +2683,15 @@ impl<'a> Infer<'a> {
             // A tensor for a scalar parameter, or a number for a tensor one.
             let scalar = |t: &Ty| matches!(t, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool);
             let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
-            let arg_ty = if scalar(&param.ty) {
-                self.element_of_0d(arg.ty.clone())
-            } else {
-                arg.ty.clone()
+            // A tensor of no dims serves wherever a number does
+            // (`spec/runtime.md`, "Values"), a number parameter included.
+            let arg_ty = match &arg.ty {
+                Ty::Tensor(TensorTy {
+                    dtype: Some(d),
+                    dims: Some(dims),
+                    ..
+                }) if dims.is_empty() && scalar(&param.ty) => Ty::Scalar(*d),
+                ty => ty.clone(),
             };
             if (tensor(&arg_ty) && scalar(&param.ty)) || (scalar(&arg_ty) && tensor(&param.ty)) {
                 let (what, expected, help) = if tensor(&arg_ty) {
