@@ -523,7 +523,16 @@ impl ElementFormat {
             DType::F16 => 1e3,
             _ => 1e8,
         };
-        let scientific = !finite.is_empty() && (max >= cutoff || min < 1e-4 || max / min > 1e3);
+        // NumPy compares in the array's dtype: an f32 0.0001 is not below
+        // the f32 1e-4, and 0.7 / 0.0007 in f32 is 1000, not above it.
+        let r = |x: f64| match dtype {
+            DType::F32 => f64::from(x as f32),
+            DType::F16 => f64::from(crate::half::f16_to_f32(crate::half::f64_to_f16(x))),
+            DType::Bf16 => f64::from(crate::half::bf16_to_f32(crate::half::f64_to_bf16(x))),
+            _ => x,
+        };
+        let scientific =
+            !finite.is_empty() && (max >= r(cutoff) || min < r(1e-4) || r(max / min) > r(1e3));
         let mut int_width = 1;
         let mut frac = 0;
         let mut exp_width = 2;
