@@ -535,6 +535,17 @@ impl Lowering<'_> {
             }
             bound.extend(learned);
         }
+        // The result's dims come from the parameters' (a result dim no
+        // parameter gives, `-> f32[K]`, made every call fail when it ran).
+        let mut result_dims: Vec<&Expr> = Vec::new();
+        let mut types: Vec<&Type> = def.ret.iter().collect();
+        while let Some(t) = types.pop() {
+            match &t.kind {
+                TypeKind::Named { dims: Some(ds), .. } => result_dims.extend(ds),
+                TypeKind::Tuple(parts) => types.extend(parts),
+                _ => {}
+            }
+        }
         for (d, param) in dims {
             let missing = unbound(d, &bound);
             if missing.is_empty() {
@@ -561,6 +572,30 @@ impl Lowering<'_> {
                     .with_help(format!(
                         "give `{first}` a dim of its own in a parameter (`w: f32[{first}]`), or fix it with `where {first} == …`"
                     )),
+            );
+        }
+        for d in result_dims {
+            let missing = unbound(d, &bound);
+            if missing.is_empty() {
+                continue;
+            }
+            bound.extend(missing.iter().cloned());
+            let names = missing
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            let first = &missing[0];
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0312,
+                    format!("no call can bind {names} of the result"),
+                )
+                .with_primary(relative(d.span, 0), "a dim of the result only")
+                .with_note("a call knows the dims its arguments give and what the `where` equalities derive from them")
+                .with_help(format!(
+                    "write the result's dim from the parameters' (`-> f32[N * M]`), or fix it with `where {first} == …`"
+                )),
             );
         }
     }
