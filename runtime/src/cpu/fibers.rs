@@ -47,15 +47,18 @@ pub(crate) enum Wait {
     Barrier {
         site: *const TesseraCpuSite,
     },
-    /// A shuffle: this lane's value, and the lane it reads (None: its own).
+    /// A shuffle of `mode` (`SHFL_*`): this lane's value, and the lane it
+    /// reads (None: its own).
     Shuffle {
         value: u32,
         src: Option<u32>,
+        mode: u32,
         site: *const TesseraCpuSite,
     },
-    /// A vote with this lane's predicate.
+    /// A vote of `mode` (`VOTE_*`) with this lane's predicate.
     Vote {
         pred: bool,
+        mode: u32,
         site: *const TesseraCpuSite,
     },
     /// An atomic in a loop, with the value it read: the thread goes on
@@ -67,11 +70,20 @@ pub(crate) enum Wait {
 }
 
 impl Wait {
+    /// The warp operation waited at, with its mode: lanes meet only at the
+    /// same one (PTX's `shfl.sync` and `vote.sync` wait for the lanes of
+    /// their mask to execute one "with the same qualifiers").
     fn warp_op(self) -> Option<&'static str> {
+        use super::{SHFL_BFLY, SHFL_DOWN, SHFL_IDX, VOTE_ALL, VOTE_ANY};
         match self {
             Wait::Barrier { .. } | Wait::Spin { .. } => None,
-            Wait::Shuffle { .. } => Some("a shuffle"),
-            Wait::Vote { .. } => Some("a vote"),
+            Wait::Shuffle { mode: SHFL_IDX, .. } => Some("an indexed shuffle"),
+            Wait::Shuffle { mode: SHFL_DOWN, .. } => Some("a shuffle down"),
+            Wait::Shuffle { mode: SHFL_BFLY, .. } => Some("a xor shuffle"),
+            Wait::Shuffle { .. } => Some("a shuffle up"),
+            Wait::Vote { mode: VOTE_ALL, .. } => Some("an all-vote"),
+            Wait::Vote { mode: VOTE_ANY, .. } => Some("an any-vote"),
+            Wait::Vote { .. } => Some("a ballot"),
         }
     }
 
@@ -379,10 +391,12 @@ fn complete_warps(states: &mut [State], block: [u32; 3]) -> Result<bool, RunErro
         if ops.is_empty() || ops.len() != live {
             continue;
         }
-        if ops.iter().any(|(_, op)| op.warp_op() != ops[0].1.warp_op()) {
+        if let Some((_, other)) = ops.iter().find(|(_, op)| op.warp_op() != ops[0].1.warp_op()) {
             let message = format!(
-                "warp divergence in block {}: lanes of warp {w} called a shuffle and a vote at the same time",
-                block_text(block)
+                "warp divergence in block {}: lanes of warp {w} called {} and {} at the same time",
+                block_text(block),
+                ops[0].1.warp_op().unwrap_or_default(),
+                other.warp_op().unwrap_or_default(),
             );
             let waits: Vec<Wait> = ops.iter().map(|(_, op)| *op).collect();
             return Err(with_wait_sites(RunError::launch(message), &waits));

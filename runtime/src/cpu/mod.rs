@@ -535,7 +535,7 @@ pub unsafe extern "C" fn tessera_cpu_shfl(
         return value;
     }
     // SAFETY: as in `tessera_cpu_barrier`.
-    unsafe { suspend(ctx.fiber, Wait::Shuffle { value, src, site }) }.value
+    unsafe { suspend(ctx.fiber, Wait::Shuffle { value, src, mode, site }) }.value
 }
 
 /// A warp vote with a full mask: `mode` 0 all, 1 any, 2 ballot (bit i is
@@ -561,7 +561,7 @@ pub unsafe extern "C" fn tessera_cpu_vote(
     }
     let (ballot, lanes) = if block.synchronized {
         // SAFETY: as in `tessera_cpu_barrier`.
-        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0, site }) };
+        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0, mode, site }) };
         if r.broken {
             return 0;
         }
