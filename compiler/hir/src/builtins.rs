@@ -397,8 +397,8 @@ pub static BUILTINS: &[Builtin] = &[
     // ---- tile
     op("tile.alloc_shared", "[dtype](*dims, swizzle = None, bank_pad = 0)", "Allocates a shared-memory buffer.", AllocShared).kernel(),
     op("tile.zeros", "[dtype](*dims, dtype = f32)", "A register tile of zeros (an accumulator).", Create).kernel(),
-    op("tile.async_copy", "(dst, src, stage)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel().writes(0, "dst"),
-    op("tile.wait_async", "(stage)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
+    op("tile.async_copy", "(dst, src, stage = None)", "Starts an asynchronous copy into `dst`; complete it with `tile.wait_async(stage=...)` before reading `dst`.", Unit).kernel().writes(0, "dst"),
+    op("tile.wait_async", "(stage = None)", "Waits for the asynchronous copies of `stage` to complete.", Unit).kernel(),
     op("tile.cp_async", "(dst, src = None)", "`tile.cp_async(src)` copies the tile `src` into shared memory and returns the copy; `tile.cp_async(dst, src)` copies it into the shared buffer `dst` (seed forms; they complete by the next `tile.barrier()`).", SameAsFirst).kernel(),
     op("tile.barrier", "()", "Block-wide barrier.", Unit).kernel().block_collective(),
     op("tile.fence", "(scope = \"device\")", "Orders this thread's memory accesses: the threads of `scope` (\"block\", \"device\" or \"system\") see those before it before those after it (CUDA's `__threadfence_block()`, `__threadfence()`, `__threadfence_system()`).", Unit).kernel(),

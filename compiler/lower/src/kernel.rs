@@ -42,6 +42,9 @@ struct Lower<'c, 'a, 'm> {
     env: HashMap<String, Binding>,
     /// Stages handed out to the seed's `tile.cp_async`, which names none.
     stage: i64,
+    /// The literal stages of the async copies of the bodies being lowered
+    /// (offset as their own): what a wait for a computed stage waits for.
+    copy_stages: std::collections::BTreeSet<i64>,
     /// The location of the statement being lowered: ops made for it
     /// without a span of their own (index constants, casts) get it.
     loc: Loc,
@@ -180,6 +183,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         m,
         env,
         stage: 0,
+        copy_stages: std::collections::BTreeSet::new(),
         loc,
         block_axes,
         inlined: None,
@@ -427,6 +431,21 @@ fn named_outside<'e>(body: &Block, loops: &[(&'e str, &'e Expr, Span)]) -> Vec<(
 }
 
 /// Names a block assigns, in order (not those bound by `for`).
+/// The literal `stage=` of every async copy in `block` and its nested
+/// blocks.
+fn copy_stages(block: &Block, out: &mut Vec<i64>) {
+    fn visit(e: &Expr, out: &mut Vec<i64>) {
+        if let ExprKind::Call { callee, args } = &e.kind {
+            let copy = matches!(&callee.kind, ExprKind::Attr { name, .. } if name.name == "async_copy" || name.name == "cp_async");
+            if let Some(stage) = keyword(args, "stage").filter(|_| copy).and_then(Expr::int_value) {
+                out.push(stage);
+            }
+        }
+        e.kind.for_each_child(|child| visit(child, out));
+    }
+    block.each_expr(&mut |e| visit(e, out));
+}
+
 fn assigned<'e>(block: &'e Block, out: &mut Vec<(&'e str, &'e Expr)>) {
     for stmt in &block.stmts {
         match &stmt.kind {
@@ -469,6 +488,10 @@ impl<'a> Lower<'_, 'a, '_> {
     /// Scalars that are assigned get a `tile.local` slot at the entry;
     /// tiles and buffers stay SSA values.
     fn allocate_slots(&mut self, entry: tessera_ir::BlockId, body: &'a Block) {
+        let mut stages = Vec::new();
+        copy_stages(body, &mut stages);
+        let offset = self.stage_offset();
+        self.copy_stages.extend(stages.into_iter().map(|s| s + offset));
         let mut names = Vec::new();
         assigned(body, &mut names);
         let mut once = Vec::new();
@@ -750,6 +773,7 @@ impl<'a> Lower<'_, 'a, '_> {
             m: &mut *self.m,
             env,
             stage: self.stage,
+            copy_stages: self.copy_stages.clone(),
             loc: self.loc.clone(),
             block_axes: self.block_axes,
             inlined: Some(inlined),
@@ -2660,11 +2684,17 @@ impl<'a> Lower<'_, 'a, '_> {
             "tile.cp_async" | "tile.async_copy" => self.async_copy(block, e, path, args),
             "tile.wait_async" => {
                 let stage = arg(args, 0, "stage").and_then(literal_attr).and_then(|a| a.as_int());
-                let Some(stage) = stage.map(|s| s + self.stage_offset()) else {
-                    self.cx.unsupported(e.span, "a wait for a stage that is not a constant");
-                    return None;
+                // A wait for a computed stage, or for none, completes every
+                // copy in flight (`spec/memory.md`, "Computed stages"): a
+                // wait for each literal stage the copies use (a copy into a
+                // computed stage completes as it is made).
+                let stages: Vec<i64> = match stage {
+                    Some(s) => vec![s + self.stage_offset()],
+                    None => self.copy_stages.iter().copied().collect(),
                 };
-                self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+                for stage in stages {
+                    self.op0(block, e.span, "tile.wait_async", &[], vec![("stage", Attr::Int(stage))]);
+                }
                 None
             }
             "rng.uniform" | "rng.normal" => self.draw(block, e, path, args),
