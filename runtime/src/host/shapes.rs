@@ -245,7 +245,28 @@ pub(crate) fn bind(
             if matches!(d.unparen().kind, ExprKind::Name(_)) {
                 continue;
             }
-            let Some(expected) = eval(d, &dims) else { continue };
+            let Some(expected) = eval(d, &dims) else {
+                // A product whose one unbound factor the size cannot give:
+                // the other factors do not divide it.
+                if let Some((sym, known)) = product_remainder(d, size as i64, &dims) {
+                    let pname = &param.name.name;
+                    return Err(Box::new(
+                        Diagnostic::error(Code::E0302, format!("argument `{pname}` has the wrong size in dim {i}"))
+                            .with_primary(
+                                at(sites[k].span),
+                                format!(
+                                    "dim {i} is {size}, not a multiple of {known}, so no `{sym}` makes it `{}`",
+                                    program.text(d.span)
+                                ),
+                            )
+                            .with_secondary(
+                                at(param.span),
+                                format!("parameter `{pname}` is {}", type_text(program, param)),
+                            ),
+                    ));
+                }
+                continue;
+            };
             if expected != size as i64 {
                 let pname = &param.name.name;
                 return Err(Box::new(
@@ -271,26 +292,35 @@ pub(crate) fn bind(
     Ok(order.into_iter().map(|s| (s.clone(), dims[&s].value)).collect())
 }
 
-/// Binds the one unbound symbol of the product `d` (names and numbers
-/// multiplied) whose size is `size`, when the other factors divide it.
-fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
-    fn factors<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) -> bool {
-        match &e.unparen().kind {
-            ExprKind::Binary {
-                op: BinOp::Mul,
-                lhs,
-                rhs,
-            } => factors(lhs, out) && factors(rhs, out),
-            ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => {
-                out.push(e.unparen());
-                true
-            }
-            _ => false,
+/// The one unbound symbol of the product `d` and the product of its other
+/// factors, when that does not divide `size`.
+fn product_remainder(d: &Expr, size: i64, dims: &HashMap<String, Bound>) -> Option<(String, i64)> {
+    let (sym, known) = product_parts(d, dims)?;
+    (known > 0 && size % known != 0).then_some((sym.to_string(), known))
+}
+
+/// The factors of a product of names and numbers (`H * D`, `2 * N`).
+fn factors<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) -> bool {
+    match &e.unparen().kind {
+        ExprKind::Binary {
+            op: BinOp::Mul,
+            lhs,
+            rhs,
+        } => factors(lhs, out) && factors(rhs, out),
+        ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => {
+            out.push(e.unparen());
+            true
         }
+        _ => false,
     }
+}
+
+/// The one unbound symbol of the product `d` and the product of its other
+/// factors.
+fn product_parts<'e>(d: &'e Expr, dims: &HashMap<String, Bound>) -> Option<(&'e str, i64)> {
     let mut parts = Vec::new();
     if !factors(d, &mut parts) || parts.len() < 2 {
-        return;
+        return None;
     }
     let unbound: Vec<&str> = parts
         .iter()
@@ -299,15 +329,23 @@ fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: 
             _ => None,
         })
         .collect();
-    let [sym] = unbound[..] else { return };
+    let [sym] = unbound[..] else { return None };
     let known = parts
         .iter()
         .filter(|p| !matches!(&p.kind, ExprKind::Name(n) if n == sym))
-        .try_fold(1i64, |acc, p| acc.checked_mul(eval(p, dims)?));
-    if let Some(known) = known.filter(|&k| k > 0 && size % k == 0) {
-        order.push(sym.to_string());
+        .try_fold(1i64, |acc, p| acc.checked_mul(eval(p, dims)?))?;
+    Some((sym, known))
+}
+
+/// Binds the one unbound symbol of the product `d` (names and numbers
+/// multiplied) whose size is `size`, when the other factors divide it.
+fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
+    let Some((sym, known)) = product_parts(d, dims) else { return };
+    if known > 0 && size % known == 0 {
+        let sym = sym.to_string();
+        order.push(sym.clone());
         dims.insert(
-            sym.to_string(),
+            sym,
             Bound {
                 value: size / known,
                 from: None,
