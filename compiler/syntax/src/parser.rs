@@ -150,6 +150,17 @@ impl<'a> Ctx<'a> {
         if let (Some(Tok::Str(_)), Some((start, Tok::Name(prefix), end))) = (&found, self.token_before(span.start)) {
             let prefixed = *end == span.start
                 && ["f", "r", "b", "rb", "br", "fr", "rf", "u"].contains(&prefix.to_lowercase().as_str());
+            if prefixed && *prefix == "f" {
+                // A top-level f-string lexes as one; this one is inside an
+                // f-string's field.
+                let at = Span::new(*start, span.end);
+                self.error(
+                    Diagnostic::error(Code::E0030, "an f-string inside an f-string's field is not supported")
+                        .with_primary(self.at(at), "a nested f-string")
+                        .with_help("make the inner string first, `inner = f\"{n}\"`, and put `{inner}` in the field"),
+                );
+                return;
+            }
             if prefixed {
                 let at = Span::new(*start, span.end);
                 let help = if prefix.to_lowercase().contains('f') {
@@ -204,6 +215,11 @@ impl<'a> Ctx<'a> {
             }
         };
         let mut diag = Diagnostic::error(code, message).with_primary(self.at(span), label);
+        if matches!(found, Some(Tok::Else)) {
+            diag = diag.with_note(
+                "an `else` belongs to an `if` (or a conditional expression); a `for` or `while` loop takes none in Tessera",
+            );
+        }
         if found.is_none() {
             if let Some(what) = &described {
                 diag = diag.with_note(format!("expected {what}"));
