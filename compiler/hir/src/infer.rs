@@ -1704,6 +1704,14 @@ impl<'a> Infer<'a> {
                 if matches!(b.path, "op.max" | "op.min") {
                     self.nonempty_reduction(e, b.path, &first, axis);
                 }
+                // A sum of bools counts them, as NumPy's does (an i64).
+                let first = match first {
+                    Ty::Tensor(t) if b.path == "op.sum" && t.dtype == Some(DType::Bool) => Ty::Tensor(TensorTy {
+                        dtype: Some(DType::I64),
+                        ..t
+                    }),
+                    other => other,
+                };
                 self.reduce(e, &first, axis, keep)
             }
             Shape::ArgReduce => {

@@ -1054,10 +1054,11 @@ pub(crate) fn reduce(
         d if d.is_float() => DType::F32,
         _ => DType::I64,
     });
-    let out_dtype = if kind == Reduction::Mean && !t.dtype().is_float() {
-        DType::F32
-    } else {
-        t.dtype()
+    // A sum of bools counts them, as NumPy's does (an i64).
+    let out_dtype = match (kind, t.dtype()) {
+        (Reduction::Mean, d) if !d.is_float() => DType::F32,
+        (Reduction::Sum, DType::Bool) => DType::I64,
+        (_, d) => d,
     };
     let mut out = Tensor::zeros(out_dtype, &out_shape)?;
     let extreme = matches!(kind, Reduction::Max | Reduction::Min);
