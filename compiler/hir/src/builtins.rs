@@ -425,7 +425,7 @@ pub static BUILTINS: &[Builtin] = &[
     // ---- the methods of a cooperative group (`g.thread_rank()`): the
     // namespace of a group's value, not a global name
     op("group.thread_rank", "()", "This thread's rank in its cooperative group: its linear index in the block modulo the group's size.", Index).kernel().thread_dependent(),
-    op("group.sync", "()", "Waits until every thread of the cooperative group arrives.", Unit).kernel(),
+    op("group.sync", "()", "Waits until every thread of the cooperative group arrives (a barrier of the whole block: every thread of the block must reach it).", Unit).kernel().block_collective(),
     op("tile.atomic_add", "(target, value)", "Atomic add (unordered).", Unit).kernel().thread_dependent().effects(&[Memory]).det(Det::Atomic).writes(0, "target"),
     // ---- rng
     op("rng.uniform", "(*shape, stream = None, dtype = f32, counter = None)", "Uniform random values in [0, 1) from a counter-based stream; in a kernel without a shape, one value per thread, drawn at `counter` (the thread's index in the grid by default).", Create).effects(&[Random]).det(Det::Rng),
