@@ -122,7 +122,9 @@ pub fn parse(path: &str, bytes: &[u8]) -> Result<Tensor, RunError> {
             Code::E1004,
             format!("`{path}` holds dtype `{}`, which is not supported", header.descr),
         )
-        .with_note("supported: f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1 (either byte order), V2 (bf16) and V1 (fp8)")
+        .with_note(
+            "supported: f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1 (either byte order), V2 (bf16) and V1 (fp8)",
+        )
     })?;
     let count = element_count(&header.shape)?;
     let need = count

@@ -2387,7 +2387,10 @@ pub(crate) mod tests {
         assert_eq!(float_lit(ScalarType::BF16, 1.0 + 2f64.powi(-8)), "0xR3F80");
         assert_eq!(float_lit(ScalarType::BF16, 1.0 + 3.0 * 2f64.powi(-8)), "0xR3F82");
         // Just above a tie, within half an f32 ulp: rounded up, once.
-        assert_eq!(float_lit(ScalarType::F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)), "0xH3C01");
+        assert_eq!(
+            float_lit(ScalarType::F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+            "0xH3C01"
+        );
         assert_eq!(
             float_lit(ScalarType::F32, 0.1),
             format!("0x{:016X}", f64::from(0.1f32).to_bits())

@@ -186,7 +186,9 @@ fn dependence(ctx: &BodyCtx, locals: &HashMap<String, Source>, e: &Expr) -> Opti
             let drawn_per_thread = ctx
                 .builtin(e.span)
                 .is_some_and(|b| matches!(b.path, "rng.uniform" | "rng.normal"))
-                && !args.iter().any(|a| a.name.as_ref().is_some_and(|n| n.name == "counter"));
+                && !args
+                    .iter()
+                    .any(|a| a.name.as_ref().is_some_and(|n| n.name == "counter"));
             if let Some(b) = ctx.builtin(e.span).filter(|_| drawn_per_thread) {
                 return Some(Dependence::Call(b));
             }

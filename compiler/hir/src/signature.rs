@@ -587,13 +587,12 @@ impl Lowering<'_> {
                 .join(" and ");
             let first = &missing[0];
             self.diags.push(
-                Diagnostic::error(
-                    Code::E0312,
-                    format!("no call can bind {names} of the result"),
-                )
-                .with_primary(relative(d.span, 0), "a dim of the result only")
-                .with_note("a call knows the dims its arguments give and what the `where` equalities derive from them")
-                .with_help(format!(
+                Diagnostic::error(Code::E0312, format!("no call can bind {names} of the result"))
+                    .with_primary(relative(d.span, 0), "a dim of the result only")
+                    .with_note(
+                        "a call knows the dims its arguments give and what the `where` equalities derive from them",
+                    )
+                    .with_help(format!(
                     "write the result's dim from the parameters' (`-> f32[N * M]`), or fix it with `where {first} == …`"
                 )),
             );

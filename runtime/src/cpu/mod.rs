@@ -561,7 +561,16 @@ pub unsafe extern "C" fn tessera_cpu_vote(
     }
     let (ballot, lanes) = if block.synchronized {
         // SAFETY: as in `tessera_cpu_barrier`.
-        let r = unsafe { suspend(ctx.fiber, Wait::Vote { pred: pred != 0, mode, site }) };
+        let r = unsafe {
+            suspend(
+                ctx.fiber,
+                Wait::Vote {
+                    pred: pred != 0,
+                    mode,
+                    site,
+                },
+            )
+        };
         if r.broken {
             return 0;
         }

@@ -531,8 +531,7 @@ impl ElementFormat {
             DType::Bf16 => f64::from(crate::half::bf16_to_f32(crate::half::f64_to_bf16(x))),
             _ => x,
         };
-        let scientific =
-            !finite.is_empty() && (max >= r(cutoff) || min < r(1e-4) || r(max / min) > r(1e3));
+        let scientific = !finite.is_empty() && (max >= r(cutoff) || min < r(1e-4) || r(max / min) > r(1e3));
         let mut int_width = 1;
         let mut frac = 0;
         let mut exp_width = 2;

@@ -340,7 +340,9 @@ fn product_parts<'e>(d: &'e Expr, dims: &HashMap<String, Bound>) -> Option<(&'e 
 /// Binds the one unbound symbol of the product `d` (names and numbers
 /// multiplied) whose size is `size`, when the other factors divide it.
 fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
-    let Some((sym, known)) = product_parts(d, dims) else { return };
+    let Some((sym, known)) = product_parts(d, dims) else {
+        return;
+    };
     if known > 0 && size % known == 0 {
         let sym = sym.to_string();
         order.push(sym.clone());
