@@ -546,7 +546,11 @@ impl Lowering<'_> {
                 _ => {}
             }
         }
-        for (d, param) in dims {
+        let places = dims
+            .into_iter()
+            .map(|(d, param)| (d, Some(param)))
+            .chain(result_dims.into_iter().map(|d| (d, None)));
+        for (d, param) in places {
             let missing = unbound(d, &bound);
             if missing.is_empty() {
                 continue;
@@ -560,8 +564,8 @@ impl Lowering<'_> {
                 .join(" and ");
             let dim = crate::pretty::expr(d);
             let first = &missing[0];
-            self.diags.push(
-                Diagnostic::error(Code::E0312, format!("no call can bind {names} of `{dim}`"))
+            let diag = match param {
+                Some(param) => Diagnostic::error(Code::E0312, format!("no call can bind {names} of `{dim}`"))
                     .with_primary(relative(d.span, 0), format!("a dim of `{param}`"))
                     .with_note(if is_product(d) {
                         format!("a call binds one unknown factor of `{dim}` from its size, not {}", missing.len())
@@ -572,30 +576,14 @@ impl Lowering<'_> {
                     .with_help(format!(
                         "give `{first}` a dim of its own in a parameter (`w: f32[{first}]`), or fix it with `where {first} == …`"
                     )),
-            );
-        }
-        for d in result_dims {
-            let missing = unbound(d, &bound);
-            if missing.is_empty() {
-                continue;
-            }
-            bound.extend(missing.iter().cloned());
-            let names = missing
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(" and ");
-            let first = &missing[0];
-            self.diags.push(
-                Diagnostic::error(Code::E0312, format!("no call can bind {names} of the result"))
+                None => Diagnostic::error(Code::E0312, format!("no call can bind {names} of the result"))
                     .with_primary(relative(d.span, 0), "a dim of the result only")
-                    .with_note(
-                        "a call knows the dims its arguments give and what the `where` equalities derive from them",
-                    )
+                    .with_note("a call knows the dims its arguments give and what the `where` equalities derive from them")
                     .with_help(format!(
-                    "write the result's dim from the parameters' (`-> f32[N * M]`), or fix it with `where {first} == …`"
-                )),
-            );
+                        "write the result's dim from the parameters' (`-> f32[N * M]`), or fix it with `where {first} == …`"
+                    )),
+            };
+            self.diags.push(diag);
         }
     }
 

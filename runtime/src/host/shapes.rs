@@ -245,44 +245,33 @@ pub(crate) fn bind(
             if matches!(d.unparen().kind, ExprKind::Name(_)) {
                 continue;
             }
-            let Some(expected) = eval(d, &dims) else {
-                // A product whose one unbound factor the size cannot give:
-                // the other factors do not divide it.
-                if let Some((sym, known)) = product_remainder(d, size as i64, &dims) {
-                    let pname = &param.name.name;
-                    return Err(Box::new(
-                        Diagnostic::error(Code::E0302, format!("argument `{pname}` has the wrong size in dim {i}"))
-                            .with_primary(
-                                at(sites[k].span),
-                                format!(
-                                    "dim {i} is {size}, not a multiple of {known}, so no `{sym}` makes it `{}`",
-                                    program.text(d.span)
-                                ),
-                            )
-                            .with_secondary(
-                                at(param.span),
-                                format!("parameter `{pname}` is {}", type_text(program, param)),
-                            ),
-                    ));
-                }
-                continue;
-            };
-            if expected != size as i64 {
+            // Argument `k`'s dim `i` is the wrong size, as `label` says.
+            let wrong_size = |label: String| {
                 let pname = &param.name.name;
-                return Err(Box::new(
+                Box::new(
                     Diagnostic::error(Code::E0302, format!("argument `{pname}` has the wrong size in dim {i}"))
-                        .with_primary(
-                            at(sites[k].span),
-                            format!(
-                                "dim {i} is {size}, but `{fname}` expects {} = {expected}",
-                                program.text(d.span)
-                            ),
-                        )
+                        .with_primary(at(sites[k].span), label)
                         .with_secondary(
                             at(param.span),
                             format!("parameter `{pname}` is {}", type_text(program, param)),
                         ),
-                ));
+                )
+            };
+            let dim = program.text(d.span);
+            let Some(expected) = eval(d, &dims) else {
+                // A product whose one unbound factor the size cannot give:
+                // the other factors do not divide it.
+                if let Some((sym, known)) = product_remainder(d, size as i64, &dims) {
+                    return Err(wrong_size(format!(
+                        "dim {i} is {size}, not a multiple of {known}, so no `{sym}` makes it `{dim}`"
+                    )));
+                }
+                continue;
+            };
+            if expected != size as i64 {
+                return Err(wrong_size(format!(
+                    "dim {i} is {size}, but `{fname}` expects {dim} = {expected}"
+                )));
             }
         }
     }

@@ -632,41 +632,13 @@ impl RowSource {
         offsets
     }
 
-    /// The first walk's chunk ([`chunk_of`]), kept when staged.
+    /// A walk's chunk of the row ([`chunk_of`]): on the first walk the
+    /// input's, kept when staged; on a later one the kept chunk, or the
+    /// input's again.
     #[allow(clippy::too_many_arguments)]
-    fn first(
+    fn chunk(
         &self,
-        g: &Gen,
-        b: &mut Builder<'_>,
-        eval: &mut TileEval<'_>,
-        input: Src,
-        acc: ScalarType,
-        j: ValueId,
-        n: &DimExpr,
-        fill: Option<f64>,
-    ) -> Result<ValueId> {
-        let Some((buffer, elem)) = self.staged else {
-            return chunk_of(g, b, eval, input, acc, j, n, fill);
-        };
-        let (x, _) = eval.eval(g, b, input)?;
-        let x = cast_to(b, x, elem);
-        let at = self.at(b, j);
-        b.op("tile.store_tile").operands(&[x, buffer]).operands(&at).build();
-        finish_chunk(g, b, &eval.frame.extents, x, acc, j, n, fill)
-    }
-
-    /// Ends the first walk: its stores reach every thread.
-    fn kept(&self, b: &mut Builder<'_>) {
-        if self.staged.is_some() {
-            b.op("tile.barrier").build();
-        }
-    }
-
-    /// A later walk's chunk: the input's again ([`chunk_of`]), or the kept
-    /// one.
-    #[allow(clippy::too_many_arguments)]
-    fn again(
-        &self,
+        walk: Walk,
         g: &Gen,
         b: &mut Builder<'_>,
         eval: &mut TileEval<'_>,
@@ -681,14 +653,36 @@ impl RowSource {
         };
         let shape = eval.frame.extents.clone();
         let at = self.at(b, j);
-        let x = b
-            .op("tile.load_tile")
-            .operand(buffer)
-            .operands(&at)
-            .result(tile_type(&shape, elem))
-            .build_value();
+        let x = match walk {
+            Walk::First => {
+                let (x, _) = eval.eval(g, b, input)?;
+                let x = cast_to(b, x, elem);
+                b.op("tile.store_tile").operands(&[x, buffer]).operands(&at).build();
+                x
+            }
+            Walk::Again => b
+                .op("tile.load_tile")
+                .operand(buffer)
+                .operands(&at)
+                .result(tile_type(&shape, elem))
+                .build_value(),
+        };
         finish_chunk(g, b, &shape, x, acc, j, n, fill)
     }
+
+    /// Ends the first walk: its stores reach every thread.
+    fn kept(&self, b: &mut Builder<'_>) {
+        if self.staged.is_some() {
+            b.op("tile.barrier").build();
+        }
+    }
+}
+
+/// Which walk over a row a chunk is read for ([`RowSource::chunk`]).
+#[derive(Clone, Copy)]
+enum Walk {
+    First,
+    Again,
 }
 
 /// Runs `whole(l, width)` for the rows of `g.rows` that fit in a register
@@ -812,14 +806,14 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let (max, sum) = if g.order == "tree" || source.staged.is_some() {
             let maxes = walk_lanes(g, b, &n, chunk, &shape, acc, &[-inf], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = source.first(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                let x = source.chunk(Walk::First, g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
                 Ok(vec![binary(l, "max", old[0], x, tile.clone())])
             })?;
             source.kept(b);
             let max = reduce_tile(g, b, maxes[0], "max", acc);
             let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = source.again(g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
+                let x = source.chunk(Walk::Again, g, l, &mut eval, input, acc, j, &n, Some(-inf))?;
                 let shifted = binary(l, "sub", x, max, tile.clone());
                 let e = g.exp(l, shifted, tile.clone());
                 Ok(vec![binary(l, "add", old[0], e, tile.clone())])
@@ -834,7 +828,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             };
             let statistics = online_statistics(g, b, &w, &mut |l, j| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                source.first(g, l, &mut eval, input, acc, j, &n, Some(-inf))
+                source.chunk(Walk::First, g, l, &mut eval, input, acc, j, &n, Some(-inf))
             })?;
             source.kept(b);
             statistics
@@ -847,7 +841,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         };
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
+            let x = source.chunk(Walk::Again, g, l, &mut eval, input, acc, j, &n, None)?;
             let shifted = binary(l, "sub", x, max, tile.clone());
             let y = if log {
                 binary(l, "sub", shifted, scale, tile.clone())
@@ -1063,7 +1057,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             // free of global reads, in fewer registers than Welford's).
             let sums = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = source.first(g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
+                let x = source.chunk(Walk::First, g, l, &mut eval, input, acc, j, &n, Some(0.0))?;
                 Ok(vec![binary(l, "add", old[0], x, tile.clone())])
             })?;
             source.kept(b);
@@ -1071,7 +1065,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             let mean = binary(b, "div", sum, count, scalar.clone());
             let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
+                let x = source.chunk(Walk::Again, g, l, &mut eval, input, acc, j, &n, None)?;
                 let sq = norm.squares(g, l, x, Some(mean), j, chunk)?;
                 Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
             })?;
@@ -1085,14 +1079,14 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             };
             let (mean, squares) = welford(g, b, &w, &mut |l, j| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                source.first(g, l, &mut eval, input, acc, j, &n, None)
+                source.chunk(Walk::First, g, l, &mut eval, input, acc, j, &n, None)
             })?;
             source.kept(b);
             (Some(mean), squares)
         } else {
             let squares = walk_lanes(g, b, &n, chunk, &shape, acc, &[0.0], &mut |l, j, old| {
                 let mut eval = row_eval(k, &dims, &coords, j, chunk);
-                let x = source.first(g, l, &mut eval, input, acc, j, &n, None)?;
+                let x = source.chunk(Walk::First, g, l, &mut eval, input, acc, j, &n, None)?;
                 let sq = norm.squares(g, l, x, None, j, chunk)?;
                 Ok(vec![binary(l, "add", old[0], sq, tile.clone())])
             })?;
@@ -1102,7 +1096,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
         let rstd = norm.rstd(b, squares, count);
         walk(g, b, &n, chunk, &mut |l, j| {
             let mut eval = row_eval(k, &dims, &coords, j, chunk);
-            let x = source.again(g, l, &mut eval, input, acc, j, &n, None)?;
+            let x = source.chunk(Walk::Again, g, l, &mut eval, input, acc, j, &n, None)?;
             norm.output(g, l, &mut eval, x, mean, rstd, j, chunk)
         })
     };
