@@ -8,7 +8,8 @@ pub struct LineCol {
 
 /// Maps byte offsets of one text to lines and columns and back.
 ///
-/// Lines end at `\n`; a `\r` before it belongs to the line it ends. Columns
+/// Lines end at `\n`, `\r\n` or a lone `\r`, as the language server
+/// protocol counts them (editors show them so). Columns
 /// are counted in Unicode scalar values (for terminals and JSON output) or in
 /// UTF-16 code units (for the language server protocol).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,11 +21,13 @@ pub struct LineIndex {
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
         let mut line_starts = vec![0];
         line_starts.extend(
-            text.bytes()
+            bytes
+                .iter()
                 .enumerate()
-                .filter(|&(_, b)| b == b'\n')
+                .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
                 .map(|(i, _)| (i + 1) as u32),
         );
         LineIndex {
@@ -45,14 +48,19 @@ impl LineIndex {
     }
 
     /// The part of the line holding `offset` that comes before it. An offset
-    /// inside a multi-byte character is moved back to that character's start.
+    /// inside a multi-byte character is moved back to that character's start,
+    /// and one on the `\n` of a `\r\n` to the `\r` (the end of the line's text).
     fn line_prefix(&self, offset: u32) -> (u32, &str) {
         let (line, start) = self.line_of(offset);
         let mut end = offset.min(self.text.len() as u32) as usize;
         while !self.text.is_char_boundary(end) {
             end -= 1;
         }
-        (line, &self.text[start as usize..end])
+        let prefix = &self.text[start as usize..end];
+        if self.text.as_bytes().get(end) == Some(&b'\n') {
+            return (line, prefix.strip_suffix('\r').unwrap_or(prefix));
+        }
+        (line, prefix)
     }
 
     /// Line and column in characters.
@@ -159,5 +167,21 @@ mod tests {
         assert_eq!(idx.offset(LineCol { line: 0, col: 10 }), 2);
         assert_eq!(idx.offset(LineCol { line: 9, col: 0 }), 6);
         assert_eq!(idx.line_col(100), LineCol { line: 1, col: 2 });
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_and_a_lone_cr() {
+        let idx = LineIndex::new("ab\rcd\r\nef\ngh\r");
+        assert_eq!(idx.line_count(), 5);
+        assert_eq!(
+            (0..5).map(|l| idx.line_text(l)).collect::<Vec<_>>(),
+            ["ab", "cd", "ef", "gh", ""]
+        );
+        assert_eq!(idx.line_col(3), LineCol { line: 1, col: 0 });
+        assert_eq!(idx.offset_utf16(LineCol { line: 0, col: 9 }), 2);
+        assert_eq!(idx.offset_utf16(LineCol { line: 1, col: 9 }), 5);
+        // The `\n` of a `\r\n` is at the end of its line's text, as the `\r` is.
+        assert_eq!(idx.line_col(6), LineCol { line: 1, col: 2 });
+        assert_eq!(idx.line_col(5), LineCol { line: 1, col: 2 });
     }
 }
