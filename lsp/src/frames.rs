@@ -5,8 +5,16 @@
 //! JSON-RPC message goes on to the library unchanged, and anything else is
 //! answered here, as JSON-RPC 2.0 says (a body that is not JSON is -32700,
 //! a message that is not a request, notification or response -32600), and
-//! the session goes on. The answers and the library's own output are
-//! written to the client whole frame by whole frame.
+//! the session goes on. The library decodes fewer messages than JSON-RPC
+//! allows, and ends the session on the others, so what passes on is what
+//! it decodes: an `id` is a string or an integer it can hold (a message
+//! with another is -32600 here), and the body is the message written anew
+//! (a key the client wrote twice holds its last value, as most JSON
+//! readers take it). A request whose method starts with `$/` is for an
+//! optional protocol part this server does not implement; the library
+//! never answers those, so they are answered here with -32601, as the
+//! protocol says. The answers and the library's own output are written to
+//! the client whole frame by whole frame.
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -80,10 +88,14 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         frame
     }
 
+    /// A frame whose headers end in a blank line; lines end at `\r\n` or,
+    /// as some clients write them, at a bare `\n`.
     async fn frame(&mut self) -> Option<Frame> {
-        let end = loop {
-            if let Some(at) = find(&self.buffer, b"\r\n\r\n") {
-                break at;
+        let (end, blank) = loop {
+            let crlf = find(&self.buffer, b"\r\n\r\n").map(|at| (at, 4));
+            let lf = find(&self.buffer, b"\n\n").map(|at| (at, 2));
+            if let Some(found) = [crlf, lf].into_iter().flatten().min() {
+                break found;
             }
             if self.buffer.len() > MAX_HEADERS {
                 self.buffer.clear();
@@ -94,8 +106,8 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             }
         };
         let headers = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
-        self.buffer.drain(..end + 4);
-        let length = headers.split("\r\n").find_map(|line| {
+        self.buffer.drain(..end + blank);
+        let length = headers.split('\n').find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
                 .eq_ignore_ascii_case("content-length")
@@ -132,35 +144,59 @@ fn error(id: Value, code: i64, message: String) -> Vec<u8> {
     framed(answer.to_string().as_bytes())
 }
 
-/// What is wrong with a message, as an error response, or None for a
-/// request, a notification or a response.
-fn check(body: &[u8]) -> Option<Vec<u8>> {
+/// What becomes of one message from the client.
+#[derive(Debug)]
+enum Checked {
+    /// A request, a notification or a response: this body, written anew,
+    /// goes to the library.
+    Pass(Vec<u8>),
+    /// The answer to the client.
+    Answer(Vec<u8>),
+}
+
+/// What becomes of one message: passed on written anew, or answered here.
+fn check(body: &[u8]) -> Checked {
+    match checked_message(body) {
+        Ok(message) => Checked::Pass(message.to_string().into_bytes()),
+        Err(answer) => Checked::Answer(answer),
+    }
+}
+
+/// The message in `body` when the library can take it, or the answer to it.
+fn checked_message(body: &[u8]) -> Result<Value, Vec<u8>> {
     let message: Value = match std::str::from_utf8(body) {
-        Err(_) => return Some(error(Value::Null, -32700, "Parse error: the body is not UTF-8".into())),
+        Err(_) => return Err(error(Value::Null, -32700, "Parse error: the body is not UTF-8".into())),
         Ok(text) => match serde_json::from_str(text) {
             Ok(v) => v,
-            Err(e) => return Some(error(Value::Null, -32700, format!("Parse error: {e}"))),
+            Err(e) => return Err(error(Value::Null, -32700, format!("Parse error: {e}"))),
         },
     };
-    let invalid = |id: Value, why: &str| Some(error(id, -32600, format!("Invalid request: {why}")));
+    let invalid = |id: Value, why: &str| Err(error(id, -32600, format!("Invalid request: {why}")));
     let Value::Object(fields) = &message else {
         return invalid(Value::Null, "a message is a JSON object");
     };
     let id = fields.get("id").cloned();
-    let id_ok = id
-        .as_ref()
-        .is_none_or(|id| matches!(id, Value::String(_) | Value::Number(_) | Value::Null));
+    let id_ok = id.as_ref().is_none_or(|id| match id {
+        Value::String(_) | Value::Null => true,
+        Value::Number(n) => n.is_i64(),
+        _ => false,
+    });
     let echoed = id.clone().filter(|_| id_ok).unwrap_or(Value::Null);
     if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return invalid(echoed, "`jsonrpc` must be \"2.0\"");
     }
     if !id_ok {
-        return invalid(Value::Null, "an `id` is a string, a number or null");
+        return invalid(Value::Null, "an `id` is a string, an integer of 64 bits or null");
     }
     match fields.get("method") {
-        Some(Value::String(_)) => None,
+        Some(Value::String(method)) if method.starts_with("$/") && id.is_some() => Err(error(
+            echoed,
+            -32601,
+            format!("Method not found: `{method}` is an optional part of the protocol this server does not implement"),
+        )),
+        Some(Value::String(_)) => Ok(message),
         Some(_) => invalid(echoed, "`method` is a string"),
-        None if id.is_some() && (fields.contains_key("result") != fields.contains_key("error")) => None,
+        None if id.is_some() && (fields.contains_key("result") != fields.contains_key("error")) => Ok(message),
         None => invalid(echoed, "a request has a `method`, a response a `result` or an `error`"),
     }
 }
@@ -178,9 +214,9 @@ where
         let answer = match frame {
             Frame::BadHeaders(why) => Some(error(Value::Null, -32700, format!("Parse error: {why}"))),
             Frame::Body(body) => match check(&body) {
-                Some(answer) => Some(answer),
-                None => {
-                    if server.write_all(&framed(&body)).await.is_err() || server.flush().await.is_err() {
+                Checked::Answer(answer) => Some(answer),
+                Checked::Pass(message) => {
+                    if server.write_all(&framed(&message)).await.is_err() || server.flush().await.is_err() {
                         return;
                     }
                     None
@@ -233,21 +269,29 @@ where
 mod tests {
     use super::*;
 
-    fn code(answer: &[u8]) -> i64 {
-        let text = String::from_utf8_lossy(answer);
+    /// The error code of the answer, or None for a message passed on.
+    fn code(body: &[u8]) -> Option<i64> {
+        let Checked::Answer(answer) = check(body) else {
+            return None;
+        };
+        let text = String::from_utf8_lossy(&answer);
         let body = text.split("\r\n\r\n").nth(1).unwrap();
-        serde_json::from_str::<Value>(body).unwrap()["error"]["code"]
-            .as_i64()
-            .unwrap()
+        serde_json::from_str::<Value>(body).unwrap()["error"]["code"].as_i64()
     }
 
     #[test]
     fn messages_are_checked_as_json_rpc_says() {
-        assert!(check(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#).is_none());
-        assert!(check(br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#).is_none());
-        assert!(check(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).is_none());
-        assert_eq!(check(b"{bad}").map(|a| code(&a)), Some(-32700));
-        assert_eq!(check(b"\xff\xfe").map(|a| code(&a)), Some(-32700));
+        for passed in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
+            br#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+            br#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"shutdown"}"#,
+            br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+        ] {
+            assert_eq!(code(passed), None, "{passed:?}");
+        }
+        assert_eq!(code(b"{bad}"), Some(-32700));
+        assert_eq!(code(b"\xff\xfe"), Some(-32700));
         for invalid in [
             &b"[]"[..],
             b"null",
@@ -255,9 +299,28 @@ mod tests {
             br#"{"id":1,"method":"x"}"#,
             br#"{"jsonrpc":"2.0","id":1}"#,
             br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":2.5,"result":null}"#,
         ] {
-            assert_eq!(check(invalid).map(|a| code(&a)), Some(-32600), "{invalid:?}");
+            assert_eq!(code(invalid), Some(-32600), "{invalid:?}");
         }
+        assert_eq!(
+            code(br#"{"jsonrpc":"2.0","id":3,"method":"$/tessera/unknown"}"#),
+            Some(-32601)
+        );
+    }
+
+    #[test]
+    fn a_key_written_twice_passes_on_once_with_its_last_value() {
+        let Checked::Pass(body) = check(br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"shutdown"}"#) else {
+            panic!("the message was answered");
+        };
+        assert_eq!(
+            serde_json::from_slice::<Value>(&body).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        );
+        assert_eq!(String::from_utf8(body).unwrap().matches("\"id\"").count(), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -268,6 +331,15 @@ mod tests {
         let mut frames = Frames::new(input);
         assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"{}"));
         assert!(matches!(frames.next().await, Some(Frame::BadHeaders(_))));
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"null"));
+        assert!(frames.next().await.is_none());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn headers_may_end_lines_with_a_bare_lf() {
+        let input: &[u8] = b"Content-Length: 2\n\n{}Content-Length: 4\r\n\r\nnull";
+        let mut frames = Frames::new(input);
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"{}"));
         assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"null"));
         assert!(frames.next().await.is_none());
     }

@@ -22,5 +22,5 @@ mod server;
 mod tokens;
 mod workspace;
 
-pub use server::serve;
+pub use server::{serve, Ended};
 pub use workspace::QUERY_STACK_BYTES;

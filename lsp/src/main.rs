@@ -47,7 +47,8 @@ fn main() -> ExitCode {
         served
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(tessera_lsp::Ended::AfterShutdown) => ExitCode::SUCCESS,
+        Ok(tessera_lsp::Ended::WithoutShutdown) => ExitCode::FAILURE,
         Err(error) => {
             eprintln!("tessera-lsp: {error}");
             ExitCode::FAILURE

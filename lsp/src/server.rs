@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
@@ -44,11 +45,21 @@ const SNAPSHOT_METHODS: [&str; 9] = [
 /// How many requests are handled at once; the rest wait in the transport's queue.
 const CONCURRENCY: usize = 8;
 
+/// How a session ended: the protocol wants the server's exit status to
+/// say whether `shutdown` came before the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The client asked for `shutdown` (status 0).
+    AfterShutdown,
+    /// The client sent `exit`, or closed the input, without it (status 1).
+    WithoutShutdown,
+}
+
 /// Serves the protocol on `input` and `output` until the client exits or
 /// closes the input; each frame the client sends is checked first
 /// ([`crate::frames`]), so that a malformed one is answered and does not
 /// end the session.
-pub async fn serve<I, O>(input: I, output: O) -> std::io::Result<()>
+pub async fn serve<I, O>(input: I, output: O) -> std::io::Result<Ended>
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin,
@@ -59,12 +70,15 @@ where
     });
     let writer = Writer::start(sink.clone())?;
     let backend_writer = writer.clone();
+    let shut_down = Arc::new(AtomicBool::new(false));
+    let backend_shut_down = shut_down.clone();
     let (service, socket) = LspService::build(move |client| {
         // Set once, here: the client exists only inside this closure.
         let _ = sink.client.set(client.clone());
         Backend {
             client,
             writer: backend_writer,
+            shut_down: backend_shut_down,
         }
     })
     .custom_method("tessera/explain", Backend::explain)
@@ -81,7 +95,11 @@ where
     };
     tokio::join!(serving, crate::frames::merge_output(from_server, answered, output));
     checking.abort();
-    Ok(())
+    Ok(if shut_down.load(Ordering::SeqCst) {
+        Ended::AfterShutdown
+    } else {
+        Ended::WithoutShutdown
+    })
 }
 
 /// Publishes through the client from the writer's threads.
@@ -180,6 +198,8 @@ fn edit_command(request: &Request) -> Option<Command> {
 struct Backend {
     client: Client,
     writer: Writer,
+    /// Whether the client asked for `shutdown`.
+    shut_down: Arc<AtomicBool>,
 }
 
 /// Cancels the queries of a snapshot when the request is dropped (the
@@ -262,6 +282,7 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> jsonrpc::Result<()> {
+        self.shut_down.store(true, Ordering::SeqCst);
         Ok(())
     }
 

@@ -397,6 +397,26 @@ fn malformed_frames_are_answered_and_the_session_goes_on() {
         (frame(br#"{"jsonrpc":"2.0","method":5}"#), -32600, Value::Null),
         (frame(br#"{"id":7,"method":"shutdown"}"#), -32600, json!(7)),
         (frame(br#"{"jsonrpc":"2.0","id":8}"#), -32600, json!(8)),
+        (
+            frame(br#"{"jsonrpc":"2.0","id":1.5,"method":"shutdown"}"#),
+            -32600,
+            Value::Null,
+        ),
+        (
+            frame(br#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"shutdown"}"#),
+            -32600,
+            Value::Null,
+        ),
+        (
+            frame(br#"{"jsonrpc":"2.0","id":2.5,"result":null}"#),
+            -32600,
+            Value::Null,
+        ),
+        (
+            frame(br#"{"jsonrpc":"2.0","id":9,"method":"$/unknown/request"}"#),
+            -32601,
+            json!(9),
+        ),
         (b"X-Nothing: 1\r\n\r\n".to_vec(), -32700, Value::Null),
         (b"Content-Length: abc\r\n\r\n".to_vec(), -32700, Value::Null),
     ];
@@ -421,5 +441,22 @@ fn malformed_frames_are_answered_and_the_session_goes_on() {
         answer.get("result").is_some() || answer.get("error").is_some(),
         "{answer}"
     );
+    // Headers whose lines end at a bare `\n` are read too, and a key
+    // written twice holds its last value.
+    let body = r#"{"jsonrpc":"2.0","id":1,"id":101,"method":"textDocument/hover","params":{"textDocument":{"uri":"file:///robustness/fuzz.tsr"},"position":{"line":0,"character":0}}}"#;
+    client.send_raw(format!("Content-Length: {}\n\n{body}", body.len()).as_bytes());
+    let answer = client.response(101);
+    assert!(
+        answer.get("result").is_some() || answer.get("error").is_some(),
+        "{answer}"
+    );
     assert!(client.shutdown(), "the server did not exit cleanly");
+}
+
+/// `exit` before `shutdown` ends the server with status 1, as the protocol says.
+#[test]
+fn exit_without_shutdown_is_status_1() {
+    let mut client = Client::start();
+    client.notify("exit", Value::Null);
+    assert_eq!(client.exit_status().and_then(|s| s.code()), Some(1));
 }

@@ -2,7 +2,7 @@
 //! real binary in a child process, JSON-RPC framed with `Content-Length`.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -143,15 +143,21 @@ impl Client {
         let answer = self.response(id);
         assert!(answer.get("error").is_none(), "shutdown failed: {answer}");
         self.notify("exit", Value::Null);
+        self.exit_status().is_some_and(|status| status.success())
+    }
+
+    /// Closes the server's input and waits up to 10 s for it to exit: its
+    /// exit status, or None (and the server killed) when it did not.
+    pub fn exit_status(mut self) -> Option<ExitStatus> {
         drop(self.stdin);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
+                return Some(status);
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                return false;
+                return None;
             }
             thread::sleep(Duration::from_millis(20));
         }
