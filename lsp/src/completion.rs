@@ -289,11 +289,19 @@ fn open_call(text: &str, offset: usize) -> Option<OpenCall> {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let mut floor = end.saturating_sub(CALL_SCAN_BYTES);
-    while !text.is_char_boundary(floor) {
+    // Strings and comments are blanked, from the start of the top-level
+    // chunk (which no string spans), so their brackets and commas do not count.
+    let chunk = tessera_syntax::chunk_ranges(text)
+        .into_iter()
+        .rev()
+        .find(|r| r.start <= end)
+        .map_or(0, |r| r.start);
+    let code = blank_strings_and_comments(&text[chunk..end]);
+    let mut floor = code.len().saturating_sub(CALL_SCAN_BYTES);
+    while !code.is_char_boundary(floor) {
         floor += 1;
     }
-    let window = &text[floor..end];
+    let window = &code[floor..];
     let mut depth = 0usize;
     let mut commas = 0;
     let mut last_comma = window.len();
@@ -344,6 +352,50 @@ fn open_call(text: &str, offset: usize) -> Option<OpenCall> {
 }
 
 /// The text before a trailing `[...]` group (launch brackets, a dtype).
+/// `text` with the characters of string literals (quotes included) and
+/// comments replaced by spaces, byte for byte.
+fn blank_strings_and_comments(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let mut i = 0;
+    while i < bytes.len() {
+        let from = i;
+        match bytes[i] {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            quote @ (b'"' | b'\'') => {
+                let triple = bytes[i..].starts_with(&[quote; 3]);
+                i += if triple { 3 } else { 1 };
+                while i < bytes.len() {
+                    match bytes[i] {
+                        b'\\' => i += 2,
+                        b'\n' if !triple => break,
+                        b if b == quote && !triple => {
+                            i += 1;
+                            break;
+                        }
+                        b if b == quote && bytes[i..].starts_with(&[quote; 3]) => {
+                            i += 3;
+                            break;
+                        }
+                        _ => i += 1,
+                    }
+                }
+                i = i.min(bytes.len());
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        out[from..i].fill(b' ');
+    }
+    String::from_utf8(out).expect("only whole characters are blanked")
+}
+
 fn skip_brackets(text: &str) -> Option<&str> {
     let mut depth = 0usize;
     for (i, c) in text.char_indices().rev() {
@@ -451,6 +503,16 @@ mod tests {
 
         assert!(open_call("x = [1, 2", 9).is_none());
         assert!(open_call("f(a) + 1", 8).is_none());
+    }
+
+    #[test]
+    fn brackets_and_commas_in_strings_and_comments_do_not_count() {
+        let text = "y = f(\"a, (b\", 'c]', # d, (\n  \"\"\"e,\n)\"\"\", é, ";
+        let call = open_call(text, text.len()).expect("inside a call");
+        assert_eq!(call.callee, "f");
+        assert_eq!(call.commas, 4);
+        let text = "y = f(\"x\")  # g(a,";
+        assert!(open_call(text, text.len()).is_none());
     }
 
     #[test]
