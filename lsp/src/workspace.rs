@@ -279,11 +279,14 @@ impl State {
                     let Some(index) = self.uris.iter().position(|u| u.as_ref() == Some(&uri)) else {
                         continue;
                     };
-                    let text = file_path(&uri).and_then(|p| read_from_disk(&p)).unwrap_or_default();
-                    self.set_text(FileId(index as u32), &text);
+                    let file = FileId(index as u32);
+                    let text = file_path(&uri).and_then(|p| read_from_disk(&p));
+                    self.db.set_on_disk(file, text.is_some());
+                    self.set_text(file, &text.unwrap_or_default());
                     self.reloaded = true;
                 }
-                self.load_imports();
+                // A module created on disk that an open file imports.
+                self.reloaded |= self.load_imports();
             }
             Command::Snapshot(reply) => {
                 // The requester may have gone (a cancelled request); the
@@ -301,6 +304,8 @@ impl State {
             None => (uri.as_str().to_string(), Input::Stdin),
         };
         if let Some(file) = self.sources.ids().find(|&id| self.sources.get(id).display == display) {
+            // An open document is the truth for its file, on disk or not.
+            self.db.set_on_disk(file, true);
             self.set_text(file, text);
             Arc::make_mut(&mut self.uris)[file.0 as usize] = Some(uri.clone());
             return file;
@@ -318,7 +323,9 @@ impl State {
 
     /// Loads the modules that the files import and that are not loaded yet,
     /// from disk, through the driver (the CLI's file layer).
-    fn load_imports(&mut self) {
+    /// Loads the modules the files import that are not loaded yet; whether
+    /// there were any.
+    fn load_imports(&mut self) -> bool {
         self.db.load_imports(&mut self.sources);
         let known = self.uris.len() as u32;
         let new_files: Vec<Option<Uri>> = self
@@ -330,9 +337,11 @@ impl State {
                 Input::Stdin => None,
             })
             .collect();
-        if !new_files.is_empty() {
-            Arc::make_mut(&mut self.uris).extend(new_files);
+        if new_files.is_empty() {
+            return false;
         }
+        Arc::make_mut(&mut self.uris).extend(new_files);
+        true
     }
 }
 

@@ -73,3 +73,8 @@ fn completion_and_signature_help() {
 fn outline_hints_and_tokens() {
     scenario("outline_hints_and_tokens");
 }
+
+#[test]
+fn modules_created_and_deleted_on_disk() {
+    scenario("modules_created_and_deleted_on_disk");
+}

@@ -18,6 +18,10 @@ pub struct Database {
     files: Vec<SourceFile>,
     /// Problems found while loading (invalid UTF-8), by file.
     load_diagnostics: Vec<Vec<Diagnostic>>,
+    /// Files deleted from disk since they were loaded (the language server's
+    /// modules): they keep their ids but are not in the workspace, so no
+    /// import finds them.
+    gone: Vec<FileId>,
 }
 
 impl Default for Database {
@@ -36,6 +40,7 @@ impl Database {
             workspace: None,
             files: Vec::new(),
             load_diagnostics: Vec::new(),
+            gone: Vec::new(),
         };
         db.workspace = Some(Workspace::new(&db, Vec::new(), Options::default()));
         db
@@ -54,9 +59,34 @@ impl Database {
             .ids()
             .map(|id| sources.get(id).load_diagnostics.clone())
             .collect();
+        self.gone.clear();
+        self.set_workspace_files();
+    }
+
+    /// The workspace's files: every file loaded but the ones gone from disk.
+    fn set_workspace_files(&mut self) {
         use salsa::Setter;
-        let files = self.files.clone();
+        let files: Vec<SourceFile> = self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| !self.gone.contains(&FileId(i as u32)))
+            .map(|(_, &f)| f)
+            .collect();
         tessera_hir::Db::workspace(self).set_files(self).to(files);
+    }
+
+    /// Takes a file out of the workspace (it was deleted from disk: imports
+    /// of it are unresolved again) or puts it back.
+    pub fn set_on_disk(&mut self, file: FileId, on_disk: bool) {
+        let was_gone = self.gone.contains(&file);
+        if on_disk == was_gone {
+            self.gone.retain(|&g| g != file);
+            if !on_disk {
+                self.gone.push(file);
+            }
+            self.set_workspace_files();
+        }
     }
 
     pub fn set_options(&mut self, options: Options) {
@@ -98,13 +128,11 @@ impl Database {
 
     /// Adds one file (used by tests and benchmarks that build sources in memory).
     pub fn add_file(&mut self, path: &str, text: &str) -> FileId {
-        use salsa::Setter;
         let id = FileId(self.files.len() as u32);
         let file = SourceFile::new(self, id, path.to_string(), text.to_string());
         self.files.push(file);
         self.load_diagnostics.push(Vec::new());
-        let files = self.files.clone();
-        tessera_hir::Db::workspace(self).set_files(self).to(files);
+        self.set_workspace_files();
         id
     }
 

@@ -109,6 +109,26 @@ class Session:
 
         return self.run(wait())
 
+    def published_count(self, uri):
+        return len(self.published.get(uri, []))
+
+    def next_diagnostics(self, uri, seen):
+        """The diagnostics of the first publication for `uri` after the
+        `seen` first ones (a republication after files changed on disk)."""
+
+        async def wait():
+            while len(self.published.get(uri, [])) <= seen:
+                self.changed.clear()
+                await self.changed.wait()
+            return list(self.published[uri][seen].diagnostics)
+
+        return self.run(wait())
+
+    def files_changed(self, changes):
+        """Sends `workspace/didChangeWatchedFiles` for (path, FileChangeType) pairs."""
+        events = [t.FileEvent(uri_of(path), kind) for path, kind in changes]
+        self.client.workspace_did_change_watched_files(t.DidChangeWatchedFilesParams(events))
+
     # ---------------------------------------------------------------- requests
 
     def doc(self, uri):

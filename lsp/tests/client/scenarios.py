@@ -253,6 +253,30 @@ def outline_hints_and_tokens(s):
     assert tokens["kernel"] == "decorator", tokens
 
 
+def modules_created_and_deleted_on_disk(s):
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="tessera-lsp-watch-"))
+    main, helpers = folder / "main.tsr", folder / "helpers.tsr"
+    main.write_text("from helpers import scale\n\ndef f(x: f32[N]) -> f32[N]:\n    return scale(x, 2.0)\n")
+    helper_text = "def scale(x: f32[N], s: f32) -> f32[N]:\n    return x * s\n"
+    uri = s.open(main)
+    assert [d.code for d in s.diagnostics(uri)] == ["E0105"]
+    # Created: the import resolves, and the diagnostics are published anew.
+    helpers.write_text(helper_text)
+    seen = s.published_count(uri)
+    s.files_changed([(helpers, t.FileChangeType.Created)])
+    assert s.next_diagnostics(uri, seen) == []
+    # Deleted: the import is unresolved again, as `tessera check` says.
+    helpers.unlink()
+    seen = s.published_count(uri)
+    s.files_changed([(helpers, t.FileChangeType.Deleted)])
+    assert [d.code for d in s.next_diagnostics(uri, seen)] == ["E0105"]
+    # Created once more, with a different signature: checked against it.
+    helpers.write_text(helper_text.replace("s: f32", "s: f32, t: f32"))
+    seen = s.published_count(uri)
+    s.files_changed([(helpers, t.FileChangeType.Created)])
+    assert [d.code for d in s.next_diagnostics(uri, seen)] == ["E0204"]
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -264,6 +288,7 @@ SCENARIOS = {
         code_action_fixes_the_error,
         completion_and_signature_help,
         outline_hints_and_tokens,
+        modules_created_and_deleted_on_disk,
     ]
 }
 
