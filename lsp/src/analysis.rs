@@ -367,8 +367,10 @@ pub enum Symbol<'db> {
 
 /// Resolves a name used in `func` (or at the top level of `file` when
 /// `func` is `None`); `span` is the name's span relative to the function.
-/// The checker's own result comes first: the type inference recorded for
-/// the expression.
+/// A name the function binds (a parameter, a local, a comprehension's
+/// variable) is that binding, whatever it holds: `g` in `g = sqrt` is a
+/// local. For other names the checker's own result comes first: the type
+/// inference recorded for the expression.
 pub fn resolve<'db>(
     db: &'db dyn Db,
     file: SourceFile,
@@ -383,15 +385,6 @@ pub fn resolve<'db>(
                 func,
                 name: name.to_string(),
             });
-        }
-        match func.type_at(db, span) {
-            Some(Ty::Function(path)) => return function_by_path(db, file, path).map(Symbol::Function),
-            Some(Ty::Builtin(b)) => return Some(Symbol::Builtin(b)),
-            // A cooperative group is a local whose type is the `group`
-            // namespace of its methods.
-            Some(Ty::Namespace(n)) if *n != builtins::GROUP => return Some(Symbol::Namespace(n)),
-            Some(Ty::DTypeValue(d)) => return Some(Symbol::DType(*d)),
-            _ => {}
         }
         if let Some(scope) = comprehension_scope(func.def, name, span) {
             return Some(Symbol::Local {
@@ -409,6 +402,13 @@ pub fn resolve<'db>(
                 name: name.to_string(),
                 scope: None,
             });
+        }
+        match func.type_at(db, span) {
+            Some(Ty::Function(path)) => return function_by_path(db, file, path).map(Symbol::Function),
+            Some(Ty::Builtin(b)) => return Some(Symbol::Builtin(b)),
+            Some(Ty::Namespace(n)) => return Some(Symbol::Namespace(n)),
+            Some(Ty::DTypeValue(d)) => return Some(Symbol::DType(*d)),
+            _ => {}
         }
         if func.dim_names().contains(&name) {
             return Some(Symbol::Dim {

@@ -161,6 +161,15 @@ def comprehension_variables_are_their_own(s):
     target = s.definition(uri, *use)
     assert (target.range.start.line, target.range.start.character) == line_of(later, "k = 7"), target
     assert spans(s.references(uri, *use)) == [line_of(later, "k = 7"), use]
+    # A local bound to a builtin is the local, not the builtin.
+    alias = "def main():\n    g = sqrt\n    print(g(4.0), sqrt(9.0))\n"
+    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-alias.tsr", alias)
+    assert s.diagnostics(uri) == []
+    use = line_of(alias, "g(4.0)")
+    target = s.definition(uri, *use)
+    assert (target.range.start.line, target.range.start.character) == line_of(alias, "g = sqrt"), target
+    assert spans(s.references(uri, *use)) == [line_of(alias, "g = sqrt"), use]
+    assert "g: " in hover_text(s, uri, use)
 
 
 def code_action_fixes_the_error(s):
