@@ -791,17 +791,25 @@ fn store_vector(f: &mut FnEmitter, b: &Buffer, at: &str, values: &[String]) {
     ));
 }
 
-/// Whether `idx` lies inside a global buffer whose dims are known only at
-/// run time (`None`: every dim is a constant the lowering sized the tile
-/// for, or the buffer is not global). Tiles at the edges of a tensor whose
-/// dims are not multiples of the tile shape reach past them.
+/// Whether `idx` lies inside a global buffer (`None`: nothing to check,
+/// the buffer is not global or every index is a constant inside it).
+/// Tiles at the edges of a tensor whose dims are not multiples of the tile
+/// shape reach past them, whether the dims are known at compile time or
+/// only at run time.
 fn in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> Option<String> {
     if matches!(b.space, MemSpace::Shared | MemSpace::Local) {
         return None;
     }
     let mut all: Option<String> = None;
     for (i, d) in idx.iter().zip(&b.dims) {
-        let Ext::Dyn(n) = d else { continue };
+        // A constant dim is checked too: a tile need not divide it (rows
+        // 64..127 of a 100-row tensor). A constant index inside it needs
+        // no check.
+        let n = match d {
+            Ext::Const(n) if i.parse::<i64>().is_ok_and(|i| (0..*n).contains(&i)) => continue,
+            Ext::Const(n) => n.to_string(),
+            Ext::Dyn(n) => n.clone(),
+        };
         let ok = f.val(format!("icmp ult i64 {i}, {n}"));
         all = Some(match all {
             Some(a) => f.val(format!("and i1 {a}, {ok}")),
