@@ -50,6 +50,8 @@ pub enum Shape {
     Select,
     /// `A[.., M, K] @ B[.., K, N] -> [.., M, N]`.
     Matmul,
+    /// `q[.., M, D]`, `k[.., N, D]`, `v[.., N, Dv] -> [.., M, Dv]`, in `q`'s dtype.
+    Attention,
     /// Removes the `axis` (default: all) dimension.
     Reduce,
     /// The index of an extremum: a reduction's dims, `i64`.
@@ -484,7 +486,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.concat", "(tensors, axis = 0)", "Concatenates along `axis`.", Concat),
     op("op.stack", "(tensors, axis = 0)", "Stacks tensors of one shape along a new dim at `axis`, as NumPy's `stack`.", Stack),
     op("op.dropout", "(x, p, stream = None)", "Zeroes elements with probability `p` and scales the others by `1 / (1 - p)`.", SameAsFirst).effects(&[Random]).det(Det::Rng),
-    op("op.flash_attention", "(q, k, v, causal = False, accumulate = None)", "Fused attention.", SameAsFirst).accumulates(),
+    op("op.flash_attention", "(q, k, v, causal = False, scale = None, accumulate = None)", "Fused attention: `softmax(q @ kᵀ · scale) @ v` over the last two dims, `q` [.., M, D], `k` [.., N, D], `v` [.., N, Dv] → [.., M, Dv] in `q`'s dtype; `scale` defaults to 1/√D; `causal` lets query `i` see keys `j ≤ i + N - M`.", Attention).accumulates(),
     op("op.scatter_add", "(target, index, values)", "Adds `values` at `index`; colliding indices add in unspecified order.", SameAsFirst)
         .effects(&[Memory]).det(Det::Nondeterministic("sort the indices and use `op.segment_sum`, which adds in a fixed order")),
     op("op.segment_sum", "(values, segments)", "Sums values per segment in a fixed order.", Opaque).accumulates(),

@@ -1429,6 +1429,79 @@ impl<'a> Infer<'a> {
         })
     }
 
+    /// `op.flash_attention(q, k, v)`: q [.., M, D], k [.., N, D] and
+    /// v [.., N, Dv] of one rank and dtype, sharing the batch dims; the
+    /// result is [.., M, Dv] in q's dtype.
+    fn attention(&mut self, [q, k, v]: [&ArgTy; 3], span: Span) -> Ty {
+        let (Ty::Tensor(qt), Ty::Tensor(kt), Ty::Tensor(vt)) = (&q.ty, &k.ty, &v.ty) else {
+            return q.ty.clone();
+        };
+        let dtypes = [qt.dtype, kt.dtype, vt.dtype];
+        if let [Some(a), Some(b), Some(c)] = dtypes {
+            if a != b || b != c {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!("attention operands differ in dtype: {a}, {b} and {c}"),
+                    )
+                    .with_primary(self.at(span), "q, k and v differ in dtype")
+                    .with_help("cast them to one dtype first"),
+                );
+                return Ty::Unknown;
+            }
+        }
+        let (Some(qd), Some(kd), Some(vd)) = (&qt.dims, &kt.dims, &vt.dims) else {
+            return Ty::Tensor(TensorTy {
+                dims: None,
+                ..qt.clone()
+            });
+        };
+        let r = qd.len();
+        if r < 2 || kd.len() != r || vd.len() != r {
+            self.error(
+                Diagnostic::error(Code::E0303, "attention takes q, k and v of one rank, at least 2")
+                    .with_primary(self.at(span), format!("q is {}, k {} and v {}", q.ty, k.ty, v.ty))
+                    .with_note("attention takes q [.., M, D], k [.., N, D] and v [.., N, Dv]"),
+            );
+            return Ty::Unknown;
+        }
+        let pairs = [
+            (q, &qd[r - 1], k, &kd[r - 1], "the head dim", "q and k share it"),
+            (k, &kd[r - 2], v, &vd[r - 2], "the number of keys", "k and v share it"),
+        ];
+        let batch = (0..r - 2).flat_map(|i| {
+            [
+                (q, &qd[i], k, &kd[i], "a batch dim", "q, k and v share the batch dims"),
+                (k, &kd[i], v, &vd[i], "a batch dim", "q, k and v share the batch dims"),
+            ]
+        });
+        for (a, da, b, db, what, rule) in pairs.into_iter().chain(batch) {
+            if self.same_dim(da, db) {
+                continue;
+            }
+            let mut diagnostic = Diagnostic::error(
+                Code::E0302,
+                format!("attention operands disagree on {what}: {da} and {db}"),
+            )
+            .with_primary(self.at(b.expr.span), format!("this is {}", b.ty))
+            .with_secondary(self.at(a.expr.span), format!("this is {}", a.ty))
+            .with_note(format!(
+                "attention takes q [.., M, D], k [.., N, D] and v [.., N, Dv]: {rule}"
+            ));
+            if let Some(equate) = self.equate_help(da, db) {
+                diagnostic = diagnostic.with_help(equate);
+            }
+            self.error(diagnostic);
+            return Ty::Unknown;
+        }
+        let mut dims = qd.clone();
+        dims[r - 1] = vd[r - 1].clone();
+        Ty::Tensor(TensorTy {
+            dims: Some(dims),
+            ..qt.clone()
+        })
+    }
+
     // ------------------------------------------------------------ calls
 
     fn call(&mut self, e: &Expr, callee: &Expr, args: &[Arg]) -> Ty {
@@ -1685,6 +1758,10 @@ impl<'a> Infer<'a> {
             Shape::Broadcast => match positional.as_slice() {
                 [a, c, ..] => self.broadcast_op(&format!("`{}`", b.path), &a.ty, &c.ty, e.span, a.expr, c.expr),
                 _ => first,
+            },
+            Shape::Attention => match positional.as_slice() {
+                [q, k, v, ..] => self.attention([q, k, v], e.span),
+                _ => Ty::Unknown,
             },
             Shape::Matmul => match positional.as_slice() {
                 [a, c, ..] => {

@@ -1129,28 +1129,41 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 for (i, name) in ["q", "k", "v"].into_iter().enumerate() {
                     operands.push(self.operand(args, i, name, e)?);
                 }
-                let head = self.b.value_type(operands[0]).dims().and_then(|d| d.last().cloned());
-                if head.is_some_and(|d| d.as_const().is_none()) {
+                let head = |i: usize| self.b.value_type(operands[i]).dims().and_then(|d| d.last().cloned());
+                if [head(0), head(2)].iter().flatten().any(|d| d.as_const().is_none()) {
                     self.cx.unsupported(
                         e.span,
                         "`op.flash_attention` with a head dim known only at run time (its kernels are compiled for a constant head dim: declare it, `q: bf16[B, S, 64]`)",
                     );
                     return None;
                 }
+                let scale = match keyword(args, "scale") {
+                    None => None,
+                    Some(given) => match self.number(given) {
+                        Some(Attr::Int(i)) if i > 0 => Some(Attr::Float(i as f64)),
+                        Some(Attr::Float(f)) if f > 0.0 && f.is_finite() => Some(Attr::Float(f)),
+                        _ => {
+                            self.cx
+                                .unsupported(given.span, "a `scale` that is not a positive constant number");
+                            return None;
+                        }
+                    },
+                };
                 let ty = self.result_type(e)?;
                 let causal = keyword(args, "causal")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::Bool(false));
                 let acc = self.cx.accumulate(keyword(args, "accumulate"));
-                Some(
-                    self.b
-                        .op("graph.attention")
-                        .operands(&operands)
-                        .attr("causal", causal)
-                        .attr("accumulate", Type::Scalar(acc))
-                        .result(ty)
-                        .build_value(),
-                )
+                let mut op = self
+                    .b
+                    .op("graph.attention")
+                    .operands(&operands)
+                    .attr("causal", causal)
+                    .attr("accumulate", Type::Scalar(acc));
+                if let Some(scale) = scale {
+                    op = op.attr("scale", scale);
+                }
+                Some(op.result(ty).build_value())
             }
             "op.layernorm" | "op.rmsnorm" => {
                 // `op.layernorm(x, weight, bias, eps)`, `op.rmsnorm(x,

@@ -3377,21 +3377,27 @@ impl<'a, 'p> Interp<'a, 'p> {
         )?)))
     }
 
-    /// `op.flash_attention(q, k, v, causal=False, accumulate=T)` on the
-    /// host: attention computed in float64, converted to `T` (by default
-    /// the dtype of `q`).
+    /// `op.flash_attention(q, k, v, causal=False, scale=None, accumulate=T)`
+    /// on the host: attention computed in float64, converted to `T` (by
+    /// default the dtype of `q`); `scale` defaults to 1/√D.
     fn op_attention(&mut self, args: &mut Args) -> Result<Value, RunError> {
         let path = "op.flash_attention";
         let q = self.positional(args, "q", path)?;
         let k = self.positional(args, "k", path)?;
         let v = self.positional(args, "v", path)?;
         let causal = self.bool_arg(args, "causal")?;
+        let scale = match args.take("scale") {
+            None | Some((Value::None, _)) => None,
+            Some((v, _)) => Some(
+                as_f64(&v).ok_or_else(|| RunError::value(format!("`scale` must be a number, not {}", v.describe())))?,
+            ),
+        };
         let accumulate = self.accumulate_arg(args)?;
         self.no_more(args, path)?;
         let (q, k, v) = (self.to_tensor(&q)?, self.to_tensor(&k)?, self.to_tensor(&v)?);
         let out = accumulate.unwrap_or(q.dtype());
         Ok(Value::Tensor(TensorValue::new(ops::attention(
-            &q, &k, &v, causal, out,
+            &q, &k, &v, causal, scale, out,
         )?)))
     }
 

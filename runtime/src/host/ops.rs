@@ -977,7 +977,14 @@ pub(crate) fn norm_last(
 /// Scaled dot-product attention in float64: `softmax(q·kᵀ / √d) · v` over
 /// the last two dims (leading dims are a batch all three share); with
 /// `causal`, query `i` sees keys `j ≤ i + (keys - queries)`.
-pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, out: DType) -> Result<Tensor, RunError> {
+pub(crate) fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    causal: bool,
+    scale: Option<f64>,
+    out: DType,
+) -> Result<Tensor, RunError> {
     let (sq, sk, sv) = (q.shape(), k.shape(), v.shape());
     let r = sq.len();
     let fits = r >= 2
@@ -1000,7 +1007,7 @@ pub(crate) fn attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, out: D
     shape[r - 1] = dv;
     let mut o = Tensor::zeros(out, &shape)?;
     let (qv, kv, vv) = (q.to_f64_vec(), k.to_f64_vec(), v.to_f64_vec());
-    let scale = 1.0 / (d as f64).sqrt();
+    let scale = scale.unwrap_or(1.0 / (d as f64).sqrt());
     let batch = q.numel() / (m * d).max(1);
     let mut scores = vec![0.0f64; n];
     for b in 0..batch {
