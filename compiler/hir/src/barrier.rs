@@ -898,8 +898,10 @@ impl<'a> Walker<'a> {
             }
             _ if self.is_tile(e) => {
                 // Every thread computes its part of a tile: the whole
-                // expression is one point, its parts are not looked into,
-                // and one tile is reported per divergent condition or exit.
+                // expression is one point, its parts are not looked into
+                // (but for the bounds of the slices in it), and one tile is
+                // reported per divergent condition or exit.
+                self.tile_bounds(e);
                 let text = crate::pretty::expr(e);
                 let what = if text.chars().count() <= 40 {
                     format!("`{text}`, a tile spread over the threads of the block,")
@@ -929,6 +931,31 @@ impl<'a> Walker<'a> {
                 e.kind.for_each_child(|child| self.expr(child));
             }
         }
+    }
+
+    /// The slices of memory in tile expression `e` (`x[base:base + 4]`):
+    /// a tile is one region of the tensor, spread over the block's threads,
+    /// so bounds that differ between threads name no region. Each thread
+    /// would compute its part of a different tile, and most of every tile
+    /// would be lost: reported with the value the bounds depend on.
+    fn tile_bounds(&mut self, e: &Expr) {
+        if let ExprKind::Subscript { args, .. } = &e.kind {
+            if self.is_tile(e) {
+                let cause = args
+                    .iter()
+                    .find_map(|a| self.cause(&a.value, CauseKind::Branch, "this index"));
+                if let Some(cause) = cause {
+                    let point = Point {
+                        span: e.span,
+                        what: format!("`{}`", crate::pretty::expr(e)),
+                        tile: true,
+                    };
+                    self.report(point, |p| thread_dependent_tile(p, &cause), cause.origin);
+                    return;
+                }
+            }
+        }
+        e.kind.for_each_child(|child| self.tile_bounds(child));
     }
 
     /// A register tile computed in the kernel (`x[0:64]`, `tile.dot(a, b)`,
@@ -1039,6 +1066,26 @@ fn divergent_barrier(point: &Point, cause: &Cause) -> Diagnostic {
     .with_primary(relative(point.span, 0), primary)
     .with_secondary(relative(cause.span, 0), cause.label.clone())
     .with_help(help)
+}
+
+/// E0601: a slice taken as a tile whose bounds differ between threads.
+fn thread_dependent_tile(point: &Point, cause: &Cause) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0601,
+        format!(
+            "{} is a tile spread over the threads of the block, but its bounds differ between threads",
+            point.what
+        ),
+    )
+    .with_primary(
+        relative(point.span, 0),
+        "each thread would compute its part of a different tile",
+    )
+    .with_secondary(relative(cause.span, 0), cause.label.clone())
+    .with_help(
+        "give the slice bounds that are the same in every thread (from `launch.block_id()`, parameters and constants), \
+         or have each thread handle its own elements one by one (`y[base + j] = x[base + j] + 1.0` in a loop)",
+    )
 }
 
 fn barrier_after_exit(point: &Point, exit: &Exit) -> Diagnostic {
