@@ -1258,6 +1258,24 @@ impl<'a> Infer<'a> {
     /// The type of `l op r` for the arithmetic operators: promotion and broadcasting.
     fn arithmetic(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
         match (l, r) {
+            // Python's sequences repeat (`[1, 2] * n`, whatever integer
+            // type `n` has) and concatenate; a tuple's items are typed one
+            // by one, so a repeated tuple's are not known.
+            (Ty::List(_) | Ty::Str, other) | (other, Ty::List(_) | Ty::Str)
+                if op == BinOp::Mul && !matches!(other, Ty::Tensor(_)) =>
+            {
+                if matches!(l, Ty::List(_) | Ty::Str) {
+                    l.clone()
+                } else {
+                    r.clone()
+                }
+            }
+            (Ty::List(_), Ty::List(_)) | (Ty::Str, Ty::Str) if op == BinOp::Add && l == r => l.clone(),
+            (Ty::List(_) | Ty::Tuple(_) | Ty::Str, _) | (_, Ty::List(_) | Ty::Tuple(_) | Ty::Str)
+                if !matches!((l, r), (Ty::Tensor(_), _) | (_, Ty::Tensor(_))) =>
+            {
+                Ty::Unknown
+            }
             (Ty::Tensor(_), Ty::Tensor(_)) => self.broadcast_op(&format!("`{}`", op.symbol()), l, r, span, lhs, rhs),
             (Ty::Tensor(t), other) | (other, Ty::Tensor(t)) => {
                 let dtype = match other.dtype() {
@@ -1996,6 +2014,26 @@ impl<'a> Infer<'a> {
             self.error(diag);
         }
         let first = args.iter().find(|a| a.name.is_none());
+        if b.name().starts_with("atomic_") {
+            let target = args.iter().find(|a| a.name == Some("target")).or(first);
+            if let Some(target) = target {
+                let element = matches!(target.expr.unparen().kind, ExprKind::Subscript { .. })
+                    && !matches!(target.ty, Ty::Tensor(_));
+                if !element {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0204,
+                            format!("the target of `{}` is one element of a tensor or shared buffer", b.path),
+                        )
+                        .with_primary(self.at(target.expr.span), format!("this is {}", target.ty))
+                        .with_help(format!(
+                            "index one element, as in `{}(x[i], …)`; to combine many, give each its own atomic or reduce them first",
+                            b.path
+                        )),
+                    );
+                }
+            }
+        }
         if builtins::GEOMETRY.contains(&b.path) {
             let axis = args.iter().find(|a| a.name == Some("axis")).or(first);
             if let Some(axis) = axis.filter(|a| !matches!(a.expr.unparen().kind, ExprKind::None)) {

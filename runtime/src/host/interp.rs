@@ -1160,6 +1160,13 @@ impl<'a, 'p> Interp<'a, 'p> {
             // dict or range as the number it is.
             return scalar_binary(op, &as_index(a.clone()), b);
         }
+        if let (BinOp::Mul, Value::List(_) | Value::Tuple(_) | Value::Str(_), _)
+        | (BinOp::Mul, _, Value::List(_) | Value::Tuple(_) | Value::Str(_)) = (op, a, b)
+        {
+            // `[x] * n` with `n: i32`: a sequence repeats by an integer of
+            // any integer type, as by a Python int.
+            return scalar_binary(op, &as_index(a.clone()), &as_index(b.clone()));
+        }
         if let (Value::Tensor(_), _) | (_, Value::Tensor(_)) = (a, b) {
             if matches!(op, BinOp::In | BinOp::NotIn | BinOp::MatMul) {
                 return Err(unsupported(format!(
