@@ -1722,6 +1722,9 @@ impl<'a> Infer<'a> {
             Shape::Text => Ty::Str,
             Shape::Policy => Ty::Policy(b.name().to_string()),
             Shape::SameAsFirst if matches!(b.path, "op.softmax" | "op.log_softmax" | "op.cumsum") => {
+                if b.path != "op.cumsum" && !self.float_operand(b.path, positional.first().copied()) {
+                    return Ty::Unknown;
+                }
                 let axis = positional.get(1).copied().or_else(|| keyword("axis"));
                 match (&first, axis) {
                     (Ty::Tensor(t), Some(axis)) => self.axis_in_range(b.path, t, axis, e),
@@ -1743,6 +1746,23 @@ impl<'a> Infer<'a> {
                 positional[1..].iter().fold(first, |ty, a| {
                     self.broadcast_op(&what, &ty, &a.ty, e.span, positional[0].expr, a.expr)
                 })
+            }
+            Shape::SameAsFirst if matches!(b.path, "op.layernorm" | "op.rmsnorm") => {
+                if !self.float_operand(b.path, positional.first().copied()) {
+                    return Ty::Unknown;
+                }
+                let params: &[&str] = if b.path == "op.layernorm" {
+                    &["weight", "bias"]
+                } else {
+                    &["weight"]
+                };
+                for (i, name) in params.iter().enumerate() {
+                    let given = positional.get(i + 1).copied().or_else(|| keyword(name));
+                    if let (Ty::Tensor(x), Some(given)) = (&first, given) {
+                        self.norm_parameter(b.path, name, x, given);
+                    }
+                }
+                first
             }
             Shape::SameAsFirst => first,
             Shape::FloatOfFirst => match first {
@@ -2515,6 +2535,65 @@ impl<'a> Infer<'a> {
     }
 
     /// The tensors of a list or tuple argument (`op.concat([a, b])`).
+    /// Whether `x`, the tensor `what` normalizes or takes the softmax of,
+    /// is of a float dtype (E0203 for an integer or bool one).
+    fn float_operand(&mut self, what: &str, x: Option<&ArgTy>) -> bool {
+        let Some(x) = x else { return true };
+        let Some(d) = x.ty.dtype().filter(|d| !d.is_float()) else {
+            return true;
+        };
+        if !matches!(x.ty, Ty::Tensor(_)) {
+            return true;
+        }
+        self.error(
+            Diagnostic::error(Code::E0203, format!("`{what}` takes a float tensor, not {d}"))
+                .with_primary(self.at(x.expr.span), format!("this is {}", x.ty))
+                .with_help("convert it first: `cast(x, f32)`"),
+        );
+        false
+    }
+
+    /// A norm's `weight` or `bias`: one value per element of the
+    /// normalized (last) dim of `x` (E0302 otherwise).
+    fn norm_parameter(&mut self, what: &str, name: &str, x: &TensorTy, given: &ArgTy) {
+        let (Some(xd), Ty::Tensor(TensorTy { dims: Some(pd), .. })) = (&x.dims, &given.ty) else {
+            return;
+        };
+        let Some(last) = xd.last() else { return };
+        if let [p] = pd.as_slice() {
+            if self.same_dim(p, last) {
+                return;
+            }
+        }
+        let mut diagnostic = Diagnostic::error(
+            Code::E0302,
+            format!("the `{name}` of `{what}` has one value per element of the last dim, {last}"),
+        )
+        .with_primary(self.at(given.expr.span), format!("this is {}", given.ty));
+        if let [p] = pd.as_slice() {
+            if let Some(equate) = self.equate_help(p, last) {
+                diagnostic = diagnostic.with_help(equate);
+            }
+        }
+        self.error(diagnostic);
+    }
+
+    /// Whether the tensors `op.concat` or `op.stack` joins have one dtype
+    /// (E0203 when two known ones differ).
+    fn one_dtype(&mut self, e: &Expr, what: &str, parts: &[TensorTy]) -> bool {
+        let mut dtypes = parts.iter().filter_map(|p| p.dtype);
+        let Some(first) = dtypes.next() else { return true };
+        let Some(other) = dtypes.find(|&d| d != first) else {
+            return true;
+        };
+        self.error(
+            Diagnostic::error(Code::E0203, format!("`{what}` joins tensors of one dtype, not {first} and {other}"))
+                .with_primary(self.at(e.span), format!("{first} and {other} tensors"))
+                .with_help(format!("cast them to one dtype first: `cast(x, {first})`")),
+        );
+        false
+    }
+
     fn tensor_parts(&self, tensors: Option<&ArgTy>) -> Option<Vec<TensorTy>> {
         // A tuple's type has each part's; a list literal's type has only
         // its first item's, so each item's is looked up.
@@ -2540,6 +2619,9 @@ impl<'a> Infer<'a> {
         let Some(parts) = self.tensor_parts(tensors) else {
             return Ty::Unknown;
         };
+        if !self.one_dtype(e, "op.stack", &parts) {
+            return Ty::Unknown;
+        }
         let axis = axis.and_then(|a| a.expr.int_value()).unwrap_or(0);
         let Some(first_dims) = parts.first().and_then(|f| f.dims.clone()) else {
             return Ty::Unknown;
@@ -2606,6 +2688,9 @@ impl<'a> Infer<'a> {
         let Some(parts) = self.tensor_parts(tensors) else {
             return Ty::Unknown;
         };
+        if !self.one_dtype(e, "op.concat", &parts) {
+            return Ty::Unknown;
+        }
         let axis = axis.and_then(|a| a.expr.int_value()).unwrap_or(0);
         let Some(first) = parts.first() else { return Ty::Unknown };
         let Some(first_dims) = &first.dims else {

@@ -643,6 +643,10 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         let count = self.convert(count, Type::Scalar(acc));
         let correction = self.constant(Attr::Float(correction), Some(acc));
         let divisor = self.elementwise("sub", &[count, correction], Type::Scalar(acc));
+        // No fewer than 0 degrees of freedom, as NumPy and PyTorch: a
+        // variance over no more elements than the correction is NaN (0/0).
+        let zero = self.constant(Attr::Float(0.0), Some(acc));
+        let divisor = self.elementwise("max", &[divisor, zero], Type::Scalar(acc));
         let sum_ty = self.b.value_type(sum).clone();
         let mut v = self.elementwise("div", &[sum, divisor], sum_ty.clone());
         if path == "op.std" {

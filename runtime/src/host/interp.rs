@@ -3362,7 +3362,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         } else {
             Some(self.positional(args, "bias", path)?)
         };
-        let eps = match args.take("eps") {
+        let eps = if args.positional.is_empty() {
+            args.take("eps")
+        } else {
+            Some(args.positional.remove(0))
+        };
+        let eps = match eps {
             None => Ok(if rms { 1e-6 } else { 1e-5 }),
             Some((v, _)) => {
                 as_f64(&v).ok_or_else(|| RunError::value(format!("`eps` must be a number, not {}", v.describe())))

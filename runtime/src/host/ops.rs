@@ -890,7 +890,7 @@ pub(crate) fn cumsum(t: &Tensor, axis: usize, out: DType) -> Result<Tensor, RunE
 }
 
 /// The variance of `t` over `axes` (indices below the rank, each once) in
-/// float64, `Σ(x - mean)² / (n - correction)`, or with `std` its square
+/// float64, `Σ(x - mean)² / max(n - correction, 0)`, or with `std` its square
 /// root, converted to `out`; the kept dims in order.
 pub(crate) fn variance(t: &Tensor, axes: &[usize], correction: f64, out: DType, std: bool) -> Result<Tensor, RunError> {
     let shape = t.shape();
@@ -916,7 +916,7 @@ pub(crate) fn variance(t: &Tensor, axes: &[usize], correction: f64, out: DType, 
     }
     let mut r = Tensor::zeros(out, &out_shape)?;
     for (o, s) in squares.iter().enumerate() {
-        let var = s / (n as f64 - correction);
+        let var = s / (n as f64 - correction).max(0.0);
         r.set(o, Elem::Float(if std { var.sqrt() } else { var }));
     }
     Ok(r)
