@@ -2587,9 +2587,12 @@ impl<'a> Infer<'a> {
             return true;
         };
         self.error(
-            Diagnostic::error(Code::E0203, format!("`{what}` joins tensors of one dtype, not {first} and {other}"))
-                .with_primary(self.at(e.span), format!("{first} and {other} tensors"))
-                .with_help(format!("cast them to one dtype first: `cast(x, {first})`")),
+            Diagnostic::error(
+                Code::E0203,
+                format!("`{what}` joins tensors of one dtype, not {first} and {other}"),
+            )
+            .with_primary(self.at(e.span), format!("{first} and {other} tensors"))
+            .with_help(format!("cast them to one dtype first: `cast(x, {first})`")),
         );
         false
     }

@@ -174,23 +174,24 @@ pub fn bytes_of(elem: ScalarType, count: i64) -> i64 {
     (count * i64::from(elem.bits()) + 7) / 8
 }
 
-/// How a shared tile of `cols` columns is laid out: a 128-byte swizzle on
-/// NVIDIA GPUs when a row is a multiple of 128 bytes, else rows padded
+/// How a shared tile of `rows`×`cols` is laid out: a 128-byte swizzle on
+/// NVIDIA GPUs when a row is a multiple of 128 bytes and the rows come in
+/// eights (the swizzle's period), else rows padded
 /// against bank conflicts by 8 elements, or by 16 bytes where 8 elements
 /// are fewer (fp8), so that 16-byte copies (`cp.async`, vector loads) still
 /// start every row on a 16-byte boundary; plain on the CPU.
-pub fn shared_layout(target: &Target, cols: i64, elem: ScalarType) -> Option<(&'static str, i64)> {
+pub fn shared_layout(target: &Target, rows: i64, cols: i64, elem: ScalarType) -> Option<(&'static str, i64)> {
     let row_bytes = bytes_of(elem, cols);
     match target.name {
         "cpu" => None,
-        "sm_80" | "sm_90a" if row_bytes % 128 == 0 => Some(("swizzle", 128)),
+        "sm_80" | "sm_90a" if row_bytes % 128 == 0 && rows % 8 == 0 => Some(("swizzle", 128)),
         _ => Some(("bank_pad", 8.max(128 / i64::from(elem.bits().max(1))))),
     }
 }
 
 /// Bytes of a `rows`×`cols` shared tile laid out as [`shared_layout`] says.
 pub fn shared_tile_bytes(target: &Target, rows: i64, cols: i64, elem: ScalarType) -> i64 {
-    let pad = match shared_layout(target, cols, elem) {
+    let pad = match shared_layout(target, rows, cols, elem) {
         Some(("bank_pad", p)) => p,
         _ => 0,
     };
@@ -206,12 +207,13 @@ pub fn shared_tile_bytes(target: &Target, rows: i64, cols: i64, elem: ScalarType
 pub fn matmul_shared_bytes(target: &Target, tile: [i64; 3], stages: i64, elem: ScalarType) -> i64 {
     let [bm, bn, bk] = tile;
     let buffers = stages * (shared_tile_bytes(target, bm, bk, elem) + shared_tile_bytes(target, bk, bn, elem));
-    let swizzled = |cols| shared_layout(target, cols, elem) == Some(("swizzle", 128));
-    let alignment = if swizzled(bk) || swizzled(bn) { 1024 } else { 0 };
+    let swizzled = |rows, cols| shared_layout(target, rows, cols, elem) == Some(("swizzle", 128));
+    let (a_swizzled, b_swizzled) = (swizzled(bm, bk), swizzled(bk, bn));
+    let alignment = if a_swizzled || b_swizzled { 1024 } else { 0 };
     let copied = match target.name {
         "sm_90a" => {
-            let a = !(swizzled(bk) && bm % 64 == 0);
-            let b = !(swizzled(bn) && bn % 64 == 0 && elem.bits() == 16);
+            let a = !(a_swizzled && bm % 64 == 0);
+            let b = !(b_swizzled && bn % 64 == 0 && elem.bits() == 16);
             bytes_of(elem, i64::from(a) * bm * bk + i64::from(b) * bn * bk)
         }
         _ => 0,
@@ -295,7 +297,14 @@ mod tests {
         assert_eq!(shared_tile_bytes(&mi300, 128, 32, ScalarType::BF16), 128 * 40 * 2);
         // An fp8 row of 64 is padded by 16 bytes, not 8, so that each row
         // of a narrow kernel's B ring starts on a 16-byte cp.async chunk.
-        assert_eq!(shared_layout(&h100, 64, ScalarType::F8E4M3), Some(("bank_pad", 16)));
+        assert_eq!(
+            shared_layout(&h100, 128, 64, ScalarType::F8E4M3),
+            Some(("bank_pad", 16))
+        );
+        // A swizzle's period is 8 rows: a 4-row tile (a matmul's B tile at
+        // K = 4) is padded instead.
+        assert_eq!(shared_layout(&h100, 64, 64, ScalarType::BF16), Some(("swizzle", 128)));
+        assert_eq!(shared_layout(&h100, 4, 64, ScalarType::BF16), Some(("bank_pad", 8)));
         assert_eq!(shared_tile_bytes(&h100, 128, 64, ScalarType::F8E4M3), 128 * 80);
         assert_eq!(row_chunk(Some(100)), 100);
         assert_eq!(row_chunk(None), 2048);

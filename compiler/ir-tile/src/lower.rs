@@ -563,6 +563,36 @@ impl Transfer for GroupOrder<'_> {
 
 // ---- rewriting ------------------------------------------------------------
 
+/// The async copy `op` (with `operands`: the shared destination, the
+/// global source and the offsets) as a load of the tile into registers and
+/// a store into shared memory, done when it returns: for rows that no
+/// `cp.async` chunk or LDS load (4 bytes at least) divides, a head dim of
+/// 3 `bf16` (6 bytes) or a column of one.
+fn copy_through_registers(b: &mut Builder, op: OpId, operands: &[ValueId]) -> Result<(), Box<VerifyError>> {
+    let (dst, src, offsets) = (operands[0], operands[1], &operands[2..]);
+    let dst_ty = b.value_type(dst).clone();
+    let (Some(dims), Some(elem)) = (dst_ty.dims().map(<[_]>::to_vec), dst_ty.elem()) else {
+        return Err(Box::new(VerifyError::at_op(
+            b,
+            op,
+            "an async copy into something other than a memref",
+        )));
+    };
+    let rank = dims.len();
+    let tile = b
+        .op("tile.load_tile")
+        .operand(src)
+        .operands(offsets)
+        .result(Type::tensor(dims, elem))
+        .build_value();
+    let zero = konst(b, Attr::Int(0), Type::INDEX);
+    b.op("tile.store_tile")
+        .operands(&[tile, dst])
+        .operands(&vec![zero; rank])
+        .build();
+    Ok(())
+}
+
 fn konst(b: &mut Builder, value: Attr, ty: Type) -> ValueId {
     b.op("tile.const").attr("value", value).result(ty).build_value()
 }
@@ -826,32 +856,27 @@ impl Lowering {
             }
             (Family::Nvptx, done) => {
                 let row = row_bytes(&dst_ty).unwrap_or(0);
-                let Some(chunk) = [16u64, 8, 4].into_iter().find(|c| row > 0 && row.is_multiple_of(*c)) else {
-                    return Err(Box::new(VerifyError::at_op(
-                        b,
-                        op,
-                        format!("cannot lower this async copy with `cp.async`: a row of `{dst_ty}` is {row} B, not a multiple of 4"),
-                    )));
-                };
-                b.op("nvptx.cp_async")
-                    .operands(operands)
-                    .attr("bytes", Attr::Int(chunk as i64))
-                    .build();
+                match [16u64, 8, 4].into_iter().find(|c| row > 0 && row.is_multiple_of(*c)) {
+                    Some(chunk) => {
+                        b.op("nvptx.cp_async")
+                            .operands(operands)
+                            .attr("bytes", Attr::Int(chunk as i64))
+                            .build();
+                    }
+                    None => copy_through_registers(b, op, operands)?,
+                }
+                // A copy through registers commits an empty group, so that
+                // the waits count the groups of every stage alike.
                 if let Completion::OwnGroup(s) = done {
                     b.op("nvptx.cp_async_commit").attr("group", Attr::Int(s)).build();
                 }
             }
             (Family::Amdgpu, _) => {
                 if row_bytes(&dst_ty).is_some_and(|r| r % 4 != 0) {
-                    return Err(Box::new(VerifyError::at_op(
-                        b,
-                        op,
-                        format!(
-                            "cannot lower this async copy to LDS loads: the rows of `{dst_ty}` are not whole dwords"
-                        ),
-                    )));
+                    copy_through_registers(b, op, operands)?;
+                } else {
+                    b.op("amdgpu.copy_to_lds").operands(operands).build();
                 }
-                b.op("amdgpu.copy_to_lds").operands(operands).build();
             }
             (Family::Cpu, _) => {
                 b.op("cpu.copy").operands(operands).build();

@@ -194,8 +194,9 @@ impl Gen {
 
     fn shared_buffer(&self, b: &mut Builder<'_>, dims: &[i64], elem: ScalarType) -> ValueId {
         let cols = dims.last().copied().unwrap_or(1);
+        let rows = dims.len().checked_sub(2).map_or(1, |i| dims[i]);
         let mut op = b.op("tile.alloc_shared");
-        if let Some((key, value)) = shared_layout(&self.target, cols, elem) {
+        if let Some((key, value)) = shared_layout(&self.target, rows, cols, elem) {
             op = op.attr(key, Attr::Int(value));
         }
         op.result(Type::memref(
