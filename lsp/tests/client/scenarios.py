@@ -155,21 +155,24 @@ def comprehension_variables_are_their_own(s):
     # A local bound after a comprehension's variable of its name is
     # declared where it is assigned, not at the comprehension's target.
     later = "def main():\n    xs = [k for k in range(3)]\n    k = 7\n    print(k, xs)\n"
-    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-comprehension-later.tsr", later)
-    assert s.diagnostics(uri) == []
-    use = line_of(later, "k, xs")
-    target = s.definition(uri, *use)
-    assert (target.range.start.line, target.range.start.character) == line_of(later, "k = 7"), target
-    assert spans(s.references(uri, *use)) == [line_of(later, "k = 7"), use]
+    uri = declared_at(s, "comprehension-later", later, "k, xs", "k = 7")
     # A local bound to a builtin is the local, not the builtin.
     alias = "def main():\n    g = sqrt\n    print(g(4.0), sqrt(9.0))\n"
-    uri = s.open(pathlib.Path(tempfile.gettempdir()) / "tessera-lsp-alias.tsr", alias)
+    uri = declared_at(s, "alias", alias, "g(4.0)", "g = sqrt")
+    assert "g: " in hover_text(s, uri, line_of(alias, "g(4.0)"))
+
+
+def declared_at(s, name, text, use, binding):
+    """Opens `text`, and checks that the local used at `use` is defined at
+    `binding` and referenced there and at the use; gives the document."""
+    uri = s.open(pathlib.Path(tempfile.gettempdir()) / f"tessera-lsp-{name}.tsr", text)
     assert s.diagnostics(uri) == []
-    use = line_of(alias, "g(4.0)")
+    use, binding = line_of(text, use), line_of(text, binding)
     target = s.definition(uri, *use)
-    assert (target.range.start.line, target.range.start.character) == line_of(alias, "g = sqrt"), target
-    assert spans(s.references(uri, *use)) == [line_of(alias, "g = sqrt"), use]
-    assert "g: " in hover_text(s, uri, use)
+    assert (target.range.start.line, target.range.start.character) == binding, target
+    refs = sorted((r.range.start.line, r.range.start.character) for r in s.references(uri, *use))
+    assert refs == [binding, use], refs
+    return uri
 
 
 def code_action_fixes_the_error(s):
