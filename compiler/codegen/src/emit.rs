@@ -393,9 +393,20 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         self.terminated = true;
     }
 
+    /// A stack slot of `ty` as a generic `ptr`. AMDGPU keeps the stack in
+    /// private memory (address space 5, the datalayout's `A5`): the slot is
+    /// allocated there and cast to a flat pointer, as clang does; an
+    /// address-space-0 alloca that survives optimization cannot be selected.
     pub fn alloca(&mut self, ty: &str) -> String {
         let v = self.fresh();
-        let _ = writeln!(self.allocas, "  {v} = alloca {ty}, align 16");
+        if self.info().abi == Abi::Amdgpu {
+            let _ = writeln!(
+                self.allocas,
+                "  {v}.p5 = alloca {ty}, align 16, addrspace(5)\n  {v} = addrspacecast ptr addrspace(5) {v}.p5 to ptr"
+            );
+        } else {
+            let _ = writeln!(self.allocas, "  {v} = alloca {ty}, align 16");
+        }
         v
     }
 

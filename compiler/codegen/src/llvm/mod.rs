@@ -2,7 +2,8 @@
 //!
 //! Everything else in the compiler sees safe types: [`Module`] (parsed from
 //! LLVM IR text, verified before any pass or emitter touches it, because
-//! LLVM's fatal errors abort the process), [`Machine`] (a target machine:
+//! LLVM's fatal errors end the process; the handler installed here reports
+//! one as E0904), [`Machine`] (a target machine:
 //! O-level pipelines and assembly/object emission, always on a clone of the
 //! module, since a second emission from one module aborts), [`intrinsic_exists`]
 //! (LLVM accepts unknown `llvm.*` names silently) and [`Jit`] (ORC LLJIT for
@@ -46,8 +47,29 @@ fn init() {
             LLVMInitializeX86TargetMC();
             LLVMInitializeX86AsmPrinter();
             LLVMInitializeX86AsmParser();
+            // SAFETY: `fatal` is an `extern "C"` function of the signature
+            // LLVM expects, valid for the whole process.
+            llvm_sys::error_handling::LLVMInstallFatalErrorHandler(Some(fatal));
         }
     });
+}
+
+/// LLVM's fatal errors (a back end that cannot select an instruction) end
+/// the process, since LLVM's state is undefined after one: this reports
+/// the error as Tessera's E0904 on standard error and exits with status 1,
+/// the status of a build with errors, where LLVM aborted with a stack dump
+/// and a core file.
+extern "C" fn fatal(reason: *const c_char) {
+    let reason = if reason.is_null() {
+        String::new()
+    } else {
+        // SAFETY: LLVM passes a NUL-terminated string valid during the call.
+        unsafe { CStr::from_ptr(reason) }.to_string_lossy().into_owned()
+    };
+    eprintln!(
+        "error[E0904]: LLVM could not generate code: {reason}\n  = note: a bug in Tessera's code generator, not in the program: please report it with the program"
+    );
+    std::process::exit(1);
 }
 
 /// Takes ownership of an LLVM-allocated message.
@@ -396,5 +418,53 @@ impl Drop for Jit {
         // nothing uses after the Jit is gone (callers hold the Jit while they
         // call into it).
         let _ = take_error(unsafe { LLVMOrcDisposeLLJIT(self.jit) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set in the child process [`fatal_errors_exit_with_e0904`] starts.
+    const CHILD: &str = "TESSERA_LLVM_FATAL_CHILD";
+
+    /// A stack slot in address space 0 that `-O0` keeps: the AMDGPU back
+    /// end cannot select its frame index, a fatal error.
+    const UNSELECTABLE: &str = r#"
+target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @k(ptr addrspace(1) %out, i64 %i) {
+  %slots = alloca [8 x double], align 16
+  %slot = getelementptr [8 x double], ptr %slots, i64 0, i64 %i
+  store double 1.0, ptr %slot
+  %v = load double, ptr %slots
+  store double %v, ptr addrspace(1) %out
+  ret void
+}
+"#;
+
+    /// LLVM's fatal error ends the process with E0904 and status 1, not an
+    /// abort: the test runs itself in a child that makes LLVM fail.
+    #[test]
+    fn fatal_errors_exit_with_e0904() {
+        if std::env::var_os(CHILD).is_some() {
+            let machine = Machine::new("amdgcn-amd-amdhsa", "gfx942", "", 0).expect("the AMDGPU target");
+            let layout = machine.data_layout();
+            let text = format!("target datalayout = \"{layout}\"\n{UNSELECTABLE}");
+            let module = Module::parse("fatal", &text).expect("valid IR");
+            let emitted = machine.emit(&module, FileType::Object);
+            assert!(emitted.is_err(), "LLVM selected an address-space-0 frame index");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "llvm::tests::fatal_errors_exit_with_e0904", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .expect("the child runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("error[E0904]: LLVM could not generate code: Cannot select"),
+            "{stderr}"
+        );
     }
 }
