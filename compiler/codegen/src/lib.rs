@@ -425,17 +425,22 @@ pub fn emit_llvm_ir(module: &Module, opts: &Options) -> Result<(String, Manifest
             // have; in a kernel with tile products, at the price of
             // spilling the accumulator tile its K loop holds in registers.
             let threads: i64 = k.block.iter().product();
+            // Two blocks, not the four ptxas aims at for 256 threads (64
+            // registers), for a row held in registers: its bounds'
+            // predicates and addresses live across the row's reductions,
+            // spilled in 64. One of 1024 threads, which has 64 (two
+            // spilled in 32), and one of 512 holding 16 registers of
+            // 64-bit columns (f64 layer norm spilled 84 bytes in 64).
             let blocks = if target.one_block_per_sm(k.shared_bytes) || multiplies_tiles(module, &k.name) {
                 Some(1)
-            } else if holds_rows(module, &k.name, threads) {
-                // Two blocks, not the four ptxas aims at for 256 threads
-                // (64 registers): a row held in registers, its bounds'
-                // predicates and addresses live across the row's
-                // reductions, spilled in 64. One of 1024 threads, which
-                // has 64 (two spilled in 32).
-                Some(if threads <= 512 { 2 } else { 1 })
             } else {
-                None
+                holds_rows(module, &k.name, threads).map(|bits| {
+                    if threads <= 256 || threads <= 512 && bits <= 32 {
+                        2
+                    } else {
+                        1
+                    }
+                })
             };
             if let Some(blocks) = blocks {
                 let node = 10 + 2 * me.kernels.len() + i;
@@ -472,21 +477,25 @@ fn multiplies_tiles(module: &Module, name: &str) -> bool {
     })
 }
 
-/// Whether kernel `name` holds register tiles of 16 or more elements a
-/// thread (of `threads`): a row kernel's whole row.
-fn holds_rows(module: &Module, name: &str, threads: i64) -> bool {
-    module.function(name).is_some_and(|f| {
-        module.walk_op(f).into_iter().any(|op| {
-            module.results(op).iter().any(|&v| match module.value_type(v) {
-                Type::Tensor { dims, .. } => dims
-                    .iter()
-                    .map(DimExpr::as_const)
-                    .product::<Option<i64>>()
-                    .is_some_and(|n| n >= 16 * threads.max(1)),
-                _ => false,
-            })
+/// The widest element (in bits) of kernel `name`'s register tiles of 16
+/// or more registers a thread (of `threads`; a 64-bit element takes two),
+/// where it has one: a row kernel's whole row.
+fn holds_rows(module: &Module, name: &str, threads: i64) -> Option<u32> {
+    let f = module.function(name)?;
+    module
+        .walk_op(f)
+        .into_iter()
+        .flat_map(|op| module.results(op).to_vec())
+        .filter_map(|v| match module.value_type(v) {
+            Type::Tensor { dims, elem } => dims
+                .iter()
+                .map(DimExpr::as_const)
+                .product::<Option<i64>>()
+                .filter(|n| n * i64::from(elem.bits().div_ceil(32)) >= 16 * threads.max(1))
+                .map(|_| elem.bits()),
+            _ => None,
         })
-    })
+        .max()
 }
 
 fn host_info(module: &Module, func: tessera_ir::OpId) -> HostInfo {

@@ -26,6 +26,30 @@ fn accumulate_type(node: &Node) -> ScalarType {
     }
 }
 
+/// The bits of a row op's column as its kernel sizes it: its input's
+/// dtype, or 64 where it accumulates in a 64-bit type (the row is held
+/// converted, two registers a column).
+fn column_bits(k: &Kernel, node: &Node) -> u32 {
+    let input = node
+        .operands
+        .first()
+        .and_then(|&i| k.ty(i).elem())
+        .map_or(32, ScalarType::bits);
+    if accumulate_type(node).bits() > 32 {
+        input.max(64)
+    } else {
+        input
+    }
+}
+
+/// The columns a block of `threads` threads holds in registers:
+/// [`ROW_IN_REGISTERS`] of 32-bit values (or narrower), half as many
+/// 64-bit ones (two registers a column).
+fn register_row(threads: i64, bits: u32) -> i64 {
+    let row = ROW_IN_REGISTERS * 32 / i64::from(bits.max(32));
+    (row / threads).max(1) * threads
+}
+
 fn tensor_dims(k: &Kernel, src: Src) -> Result<Vec<DimExpr>> {
     match k.ty(src) {
         Type::Tensor { dims, .. } => Ok(dims.clone()),
@@ -401,7 +425,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)], target: 
             span: RowSpan::Any,
         }];
     };
-    let bits = input.and_then(|i| k.ty(i).elem()).map_or(32, ScalarType::bits);
+    let bits = anchor.map_or(32, |a| column_bits(k, &k.nodes[a]));
     let staged = staged_row(target, bits);
     let ranges = length_ranges(k.threads(), bits, k.pattern == "softmax", staged);
     let mut admitted: Vec<&Range> = ranges
@@ -517,7 +541,7 @@ pub(crate) fn variants(k: &Kernel, facts: &[(ShapeConstraint, String)], target: 
 /// multiprocessor, at 0.67). A norm's rows keep the capacity's columns a
 /// thread: it spills in 32 registers.
 fn length_ranges(threads: i64, bits: u32, spread: bool, staged: Option<i64>) -> Vec<Range> {
-    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
+    let cap = register_row(threads, bits);
     let most = if bits <= 16 { 16 } else { RUN };
     let per_thread = (cap / threads).min(most);
     let most_spread = if staged.is_some() { RUN } else { most };
@@ -527,7 +551,12 @@ fn length_ranges(threads: i64, bits: u32, spread: bool, staged: Option<i64>) -> 
         .map(|w| (w, (w / RUN).max(32).min(threads), false))
         .collect();
     widths.dedup();
-    let mut wide = cap * 2;
+    // A thread of 1024 has 64 registers: eight 64-bit columns and their
+    // statistics spilled (f64 rms norm of 8192 columns, 24 to 40 bytes on
+    // sm_80 and sm_90a), as did sixteen a thread of 256 (f64 layer norm
+    // of 4096 columns, 104 to 136 bytes). Longer rows of 64-bit elements
+    // are staged.
+    let mut wide = if bits > 32 { WIDE_ROW + 1 } else { cap * 2 };
     while wide <= WIDE_ROW {
         let (on, limit) = if spread {
             ((wide / RUN).min(MAX_THREADS), most_spread)
@@ -687,16 +716,18 @@ enum Walk {
 
 /// Runs `whole(l, width)` for the rows of `g.rows` that fit in a register
 /// tile of `width` columns, `walks(l)` for longer ones; a row of a constant
-/// length `n` is held whole when it fits in `threads` threads' registers.
+/// length `n` is held whole when it fits in `threads` threads' registers
+/// (columns of `bits`).
 fn by_row_length(
     g: &Gen,
     b: &mut Builder<'_>,
     n: &DimExpr,
     threads: i64,
+    bits: u32,
     whole: &mut dyn FnMut(&mut Builder<'_>, i64) -> Result<()>,
     walks: &mut dyn FnMut(&mut Builder<'_>) -> Result<()>,
 ) -> Result<()> {
-    let cap = (ROW_IN_REGISTERS / threads).max(1) * threads;
+    let cap = register_row(threads, bits);
     match (n.as_const(), g.rows) {
         (Some(len), _) if (1..=cap).contains(&len) => whole(b, len),
         (None, RowSpan::Whole(width)) => whole(b, width),
@@ -852,7 +883,7 @@ pub(crate) fn softmax(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             store_row(g, l, k, sm, y, &dims, &coords, j, chunk)
         })
     };
-    by_row_length(g, b, &n, k.threads(), &mut whole, &mut walks)?;
+    by_row_length(g, b, &n, k.threads(), column_bits(k, node), &mut whole, &mut walks)?;
     Ok(0)
 }
 
@@ -1100,7 +1131,7 @@ pub(crate) fn norm(g: &Gen, b: &mut Builder<'_>, k: &Kernel) -> Result<i64> {
             norm.output(g, l, &mut eval, x, mean, rstd, j, chunk)
         })
     };
-    by_row_length(g, b, &n, k.threads(), &mut whole, &mut walks)?;
+    by_row_length(g, b, &n, k.threads(), column_bits(k, node), &mut whole, &mut walks)?;
     Ok(0)
 }
 
@@ -1438,6 +1469,10 @@ mod tests {
                 (RowSpan::Walks, 256)
             ]
         );
+        assert!(spans(64, true)
+            .iter()
+            .chain(&spans(64, false))
+            .all(|&(span, threads)| threads <= 256 || matches!(span, RowSpan::Staged(_))));
         let norm = spans(16, false);
         assert_eq!(
             norm[3..],
