@@ -15,7 +15,7 @@ pub(crate) mod layout;
 
 use tessera_ir::{Attr, DimExpr, MemSpace, OpId, ScalarType, Type};
 
-use crate::emit::{llvm_ty, Ext, FnEmitter, Storage, Tile, Val};
+use crate::emit::{llvm_ty, Ext, FnEmitter, Pos, Storage, Tile, Val};
 use crate::exchange::{stage, staged_bytes, View};
 use crate::swizzle::Swizzle;
 use crate::target::Abi;
@@ -703,44 +703,95 @@ fn view_of(f: &mut FnEmitter, op: OpId, v: &Val, offset: i64) -> Result<View, Co
 }
 
 /// `d = c + Σ_k a·b` per element, with fused multiply-adds in `acc`,
-/// `k` increasing.
+/// `k` increasing. A thread whose elements are its own registers walks K
+/// once, each step folding `a[row, k]·b[k, col]` into an accumulator per
+/// element (the outer product: a value of a row or column its elements
+/// share is loaded once a step); a dot product an element, each walking
+/// K, kept every element's operands live at once where LLVM unrolled
+/// both loops (an f32 tile of symbolic K spilled 32 bytes on sm_80, an
+/// i8 one 2860 on sm_90a). Elements in scratch take a dot product each.
 fn scalar(f: &mut FnEmitter, a: &View, b: &View, c: &Tile, d: &Tile, k: &Ext, acc: ScalarType) {
     let t = llvm_ty(acc);
-    let suffix = match acc {
-        ScalarType::F64 => "f64",
-        ScalarType::F16 => "f16",
-        ScalarType::BF16 => "bf16",
-        _ => "f32",
-    };
     let ddims = d.dims.clone();
     let kt = k.text();
     let (ce, de) = (c.elem, d.elem);
+    let Storage::Private { per_thread, .. } = d.storage else {
+        f.for_own(d, |f, pos| {
+            let (row, col) = f.row_col(&pos.e, &ddims[1]);
+            let init = f.load_slot(c, pos);
+            let init = f.convert(&init, ce, acc);
+            let cell = f.alloca(t);
+            f.line(format!("store {t} {init}, ptr {cell}"));
+            f.counted_loop(&kt, false, |f, kk| {
+                let s = f.val(format!("load {t}, ptr {cell}"));
+                let r = multiply_add(f, a, b, (&row, &col), kk, &s, acc);
+                f.line(format!("store {t} {r}, ptr {cell}"));
+            });
+            let r = f.val(format!("load {t}, ptr {cell}"));
+            let r = f.convert(&r, acc, de);
+            f.store_slot(d, pos, &r);
+        });
+        return;
+    };
+    let accs = f.alloca(&format!("[{per_thread} x {t}]"));
+    let cell = |f: &mut FnEmitter, pos: &Pos| {
+        f.val(format!(
+            "getelementptr [{per_thread} x {t}], ptr {accs}, i64 0, i64 {}",
+            pos.i
+        ))
+    };
     f.for_own(d, |f, pos| {
-        let (row, col) = f.row_col(&pos.e, &ddims[1]);
         let init = f.load_slot(c, pos);
         let init = f.convert(&init, ce, acc);
-        let cell = f.alloca(t);
-        f.line(format!("store {t} {init}, ptr {cell}"));
-        f.counted_loop(&kt, false, |f, kk| {
-            let pa = a.at(f, &row, kk);
-            let x = a.load(f, &pa);
-            let x = f.convert(&x, a.elem, acc);
-            let pb = b.at(f, kk, &col);
-            let y = b.load(f, &pb);
-            let y = f.convert(&y, b.elem, acc);
-            let s = f.val(format!("load {t}, ptr {cell}"));
-            let r = if acc.is_float() {
-                f.intrinsic(t, &format!("llvm.fma.{suffix}"), &[(t, x), (t, y), (t, s)])
-            } else {
-                let p = f.val(format!("mul {t} {x}, {y}"));
-                f.val(format!("add {t} {p}, {s}"))
-            };
-            f.line(format!("store {t} {r}, ptr {cell}"));
+        let at = cell(f, pos);
+        f.line(format!("store {t} {init}, ptr {at}"));
+    });
+    f.counted_loop(&kt, false, |f, kk| {
+        f.for_own(d, |f, pos| {
+            let (row, col) = f.row_col(&pos.e, &ddims[1]);
+            let at = cell(f, pos);
+            let s = f.val(format!("load {t}, ptr {at}"));
+            let r = multiply_add(f, a, b, (&row, &col), kk, &s, acc);
+            f.line(format!("store {t} {r}, ptr {at}"));
         });
-        let r = f.val(format!("load {t}, ptr {cell}"));
+    });
+    f.for_own(d, |f, pos| {
+        let at = cell(f, pos);
+        let r = f.val(format!("load {t}, ptr {at}"));
         let r = f.convert(&r, acc, de);
         f.store_slot(d, pos, &r);
     });
+}
+
+/// `s + a[row, kk]·b[kk, col]` in `acc`: a fused multiply-add of floats.
+fn multiply_add(
+    f: &mut FnEmitter,
+    a: &View,
+    b: &View,
+    (row, col): (&String, &String),
+    kk: &str,
+    s: &str,
+    acc: ScalarType,
+) -> String {
+    let t = llvm_ty(acc);
+    let pa = a.at(f, row, kk);
+    let x = a.load(f, &pa);
+    let x = f.convert(&x, a.elem, acc);
+    let pb = b.at(f, kk, col);
+    let y = b.load(f, &pb);
+    let y = f.convert(&y, b.elem, acc);
+    if acc.is_float() {
+        let suffix = match acc {
+            ScalarType::F64 => "f64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
+            _ => "f32",
+        };
+        f.intrinsic(t, &format!("llvm.fma.{suffix}"), &[(t, x), (t, y), (t, s.to_string())])
+    } else {
+        let p = f.val(format!("mul {t} {x}, {y}"));
+        f.val(format!("add {t} {p}, {s}"))
+    }
 }
 
 /// The tensor-core engines: the product of `rows` rows at a time into

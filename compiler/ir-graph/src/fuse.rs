@@ -650,10 +650,11 @@ fn tuned_threads(target: Target, tuned: &BTreeMap<String, i64>) -> i64 {
 /// Threads per block of a matmul of `rows`-row tiles: the tuner's
 /// `warps`, else the target's, but one warpgroup for a 64-row tile on
 /// sm_90a, whose wgmma takes 64 rows a warpgroup (two would split the
-/// rows into halves no wgmma takes, and fall back to `mma.sync`).
-fn matmul_threads(target: Target, rows: i64, tuned: &BTreeMap<String, i64>) -> i64 {
+/// rows into halves no wgmma takes, and fall back to `mma.sync`), where
+/// the product is not on CUDA cores (`core`).
+fn matmul_threads(target: Target, rows: i64, tuned: &BTreeMap<String, i64>, core: bool) -> i64 {
     match tuned.get("warps") {
-        None if target.name == "sm_90a" && rows == 64 => 128,
+        None if target.name == "sm_90a" && rows == 64 && !core => 128,
         _ => tuned_threads(target, tuned),
     }
 }
@@ -693,12 +694,29 @@ fn schedule(
         };
         // An epilogue of transcendental functions needs registers for its
         // temporaries next to the accumulator: by default, at most
-        // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread.
-        if source.is_none() && tuned.is_empty() && group.members.iter().any(|&o| transcendental(m, o)) {
-            while tile[0] * tile[1] > EPILOGUE_ELEMENTS_PER_THREAD * target.matmul_threads && tile[1].max(tile[0]) > 64
-            {
+        // EPILOGUE_ELEMENTS_PER_THREAD accumulator elements per thread. A
+        // product on CUDA cores holds at most CORE_ACCUMULATOR_WORDS
+        // registers of accumulators a thread, and half the elements under
+        // such an epilogue.
+        let core = target.name != "cpu" && !on_tensor_cores(m, anchor, &target, elem);
+        if source.is_none() && tuned.is_empty() {
+            let words = core.then(|| i64::from(accumulate_of(m, anchor).bits().div_ceil(32)));
+            let epilogue = group.members.iter().any(|&o| transcendental(m, o));
+            let most = if core {
+                EPILOGUE_ELEMENTS_PER_THREAD / 2
+            } else {
+                EPILOGUE_ELEMENTS_PER_THREAD
+            };
+            let over = |tile: &[i64; 3]| {
+                let per_thread = tile[0] * tile[1] / target.matmul_threads;
+                (epilogue && per_thread > most) || words.is_some_and(|w| per_thread * w > CORE_ACCUMULATOR_WORDS)
+            };
+            while over(&tile) && tile[1].max(tile[0]) > 64 {
                 let i = if tile[1] >= tile[0] { 1 } else { 0 };
                 tile[i] /= 2;
+            }
+            if core {
+                tile[2] = tile[2].min(CORE_K);
             }
         }
         for t in &tiled {
@@ -791,7 +809,7 @@ fn schedule(
         }
         return Ok(Config {
             tile: tile.to_vec(),
-            block: few_rows.map_or_else(|| matmul_threads(target, tile[0], tuned), |n| n.threads),
+            block: few_rows.map_or_else(|| matmul_threads(target, tile[0], tuned, core), |n| n.threads),
             grid,
             stages,
             knobs: producer_knob(&target, knobs),
@@ -899,8 +917,44 @@ fn thread_per_item(items: &[DimExpr], tile: Vec<i64>) -> Config {
 }
 
 /// Accumulator elements per thread a matmul with a transcendental epilogue
-/// keeps by default (more spill on sm_80 and sm_90a).
+/// keeps by default (more spill on sm_80 and sm_90a); half as many on
+/// CUDA cores (an f32 product with a tanh GELU spilled 328 to 392 bytes
+/// with 32).
 const EPILOGUE_ELEMENTS_PER_THREAD: i64 = 32;
+
+/// Accumulator registers a thread of a matmul computed on CUDA cores (or
+/// the AMD vector ALUs) keeps by default: a 128 × 128 f32 tile on 256
+/// threads. Twice that spilled: a 128 × 256 tile of i32 products of i8
+/// (7388 bytes on sm_90a), 128 × 128 f64 or i64 accumulators (812 to
+/// 2348 bytes on sm_80 and sm_90a).
+const CORE_ACCUMULATOR_WORDS: i64 = 64;
+
+/// The K of a matmul tile computed on CUDA cores: sm_90a's 128 for 8-bit
+/// operands (one 128-byte swizzle row, for wgmma) spilled an i8 product
+/// (64 to 108 bytes), whose unrolled K steps LLVM merged into wider loads.
+const CORE_K: i64 = 32;
+
+/// The accumulator dtype of the matmul `op`: its `accumulate`, else its
+/// result's dtype.
+fn accumulate_of(m: &Module, op: OpId) -> ScalarType {
+    m.attr(op, "accumulate")
+        .and_then(Attr::as_type)
+        .and_then(Type::elem)
+        .or_else(|| m.value_type(m.result(op, 0)).elem())
+        .unwrap_or(ScalarType::F32)
+}
+
+/// Whether the code generator computes the matmul `op` on operands of
+/// `elem` with tensor cores (or matrix cores) on `target`: 16-bit floats
+/// into f32 everywhere, fp8 into f32 on sm_90a.
+fn on_tensor_cores(m: &Module, op: OpId, target: &Target, elem: ScalarType) -> bool {
+    let operands = match elem {
+        ScalarType::BF16 | ScalarType::F16 => true,
+        ScalarType::F8E4M3 | ScalarType::F8E5M2 => target.name == "sm_90a",
+        _ => false,
+    };
+    operands && accumulate_of(m, op) == ScalarType::F32
+}
 
 /// Whether `op` is an elementwise op computing a transcendental function.
 fn transcendental(m: &Module, op: OpId) -> bool {
@@ -974,6 +1028,13 @@ fn attention_config(
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
+    // A query length that takes fewer rows than the default tile keeps one
+    // consumer warpgroup per 64 rows on sm_90a: three on a tile of 64 or
+    // 128 rows spilled 2080 to 4380 bytes.
+    let threads = match tuned.get("warps") {
+        None if target.name == "sm_90a" && tile[0] % 64 == 0 => threads.min(128 * (tile[0] / 64)),
+        _ => threads,
+    };
     let wanted = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
     let stages = fitting_stages(&target, wanted, |s| {
         attention_shared_bytes(&target, tile, d, dv, s, elem)

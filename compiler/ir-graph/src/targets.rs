@@ -78,7 +78,7 @@ impl Target {
         match self.name {
             // K spans 128 bytes: the tiles take the 128-byte swizzle
             // wgmma reads in place.
-            "sm_90a" if elem.bits() == 8 => [128, 256, 128],
+            "sm_90a" if elem.bits() == 8 && elem.is_float() => [128, 256, 128],
             "sm_90a" if elem.bits() <= 16 => [128, 256, 64],
             "sm_90a" => [128, 128, 32],
             "cpu" => [64, 64, 64],
@@ -96,7 +96,8 @@ impl Target {
     /// stages: 64 KiB of B in flight a block, half the default tile's, in
     /// four times the blocks. On the CPU a 16-row tile, which computes no
     /// masked rows of such a product. None where the default tile serves
-    /// (gfx targets, f32). Not yet measured on a GPU.
+    /// (gfx targets, f32, i8 on sm_90a, which wgmma does not take here).
+    /// Not yet measured on a GPU.
     pub fn narrow_matmul(&self, elem: ScalarType) -> Option<NarrowMatmul> {
         let narrow = |max_m, tile, threads, stages| {
             Some(NarrowMatmul {
@@ -107,7 +108,7 @@ impl Target {
             })
         };
         match self.name {
-            "sm_90a" if elem.bits() == 8 => narrow(64, [64, 64, 128], 128, 8),
+            "sm_90a" if elem.bits() == 8 && elem.is_float() => narrow(64, [64, 64, 128], 128, 8),
             "sm_90a" if elem.bits() <= 16 => narrow(64, [64, 64, 64], 128, 8),
             "sm_80" if elem.bits() <= 16 => narrow(64, [64, 64, 32], 128, 4),
             "cpu" => narrow(16, [16, 64, 64], self.matmul_threads, self.matmul_stages),
