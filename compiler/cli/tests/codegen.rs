@@ -1,7 +1,8 @@
 //! Code generation through LLVM.
 //!
 //! * Every example (but those `spec/conformance.md` lists as not lowering)
-//!   and every standard-library file builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
+//!   and every standard-library file (and each program of `tests/targets/`)
+//!   builds for sm_80 and sm_90a with `ptxas` assembling the PTX (`--emit
 //!   ptx,cubin`: the build fails when ptxas rejects it), for gfx90a and
 //!   gfx942 with `ld.lld` linking the code object, and for the CPU.
 //! * In those builds, `ptxas -v` reports no spills, and no performance loss
@@ -56,12 +57,37 @@ fn out_dir(name: &str) -> PathBuf {
 
 #[test]
 fn every_example_builds_for_every_target() {
+    let files = programs();
+    assert!(files.len() >= 11, "the examples or the standard library are missing");
+    let failures = build_for_every_target(&files, "examples", true);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `tests/targets/`: programs that once aborted LLVM or spilled build for
+/// every target without spills.
+#[test]
+fn register_hungry_programs_build_for_every_target() {
+    let mut files: Vec<String> = std::fs::read_dir(root().join("tests/targets"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tsr"))
+        .map(|n| format!("tests/targets/{n}"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "tests/targets is missing its programs");
+    let failures = build_for_every_target(&files, "targets", false);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Builds each of `files` for every target into a directory of its own
+/// (`name`), checking the artifacts, the manifests and ptxas's reports;
+/// with `gemm`, that `examples/gemm_tc.tsr` took the tensor cores.
+fn build_for_every_target(files: &[String], name: &str, gemm: bool) -> Vec<String> {
     assert!(
         tessera_codegen::ptxas_available(),
         "ptxas is not on PATH: run the tests through scripts/test.sh, which installs it"
     );
-    let files = programs();
-    assert!(files.len() >= 11, "the examples or the standard library are missing");
     let mut failures = Vec::new();
     for (target, emit, artifact) in [
         ("sm_80", "ptx,cubin", "cubin"),
@@ -70,8 +96,8 @@ fn every_example_builds_for_every_target() {
         ("gfx942", "hsaco", "hsaco"),
         ("cpu", "obj", "o"),
     ] {
-        let dir = out_dir(target);
-        for rel in &files {
+        let dir = out_dir(&format!("{name}-{target}"));
+        for rel in files {
             let out = tessera(&[
                 "build",
                 rel,
@@ -108,12 +134,12 @@ fn every_example_builds_for_every_target() {
                 no_spills(rel, target, &json, &mut failures);
             }
         }
-        if target.starts_with("sm_") {
+        if gemm && target.starts_with("sm_") {
             gemm_uses_tensor_cores(&dir, target, &mut failures);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }
 
 /// `ptxas -v` reported no spill to local memory in any kernel of the
