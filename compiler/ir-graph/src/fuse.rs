@@ -1021,10 +1021,27 @@ fn attention_config(
         ));
     };
     let head = d.max(dv);
-    let threads = tuned
-        .get("warps")
-        .map_or_else(|| target.attention_threads(head), |w| w * 32);
-    let mut tile = tuned_tile(target.attention_tile(threads, head), tuned);
+    // Products of 32- and 64-bit floats take no tensor cores: the
+    // warpgroup geometry sm_90a gives 16- and 8-bit ones spilled there (an
+    // f32 attention of head 64 on 384 consumer threads, 872 bytes), and
+    // they take every other target's.
+    let tensor_cores = elem.is_float() && elem.bits() <= 16;
+    let threads = tuned.get("warps").map_or_else(
+        || {
+            if tensor_cores {
+                target.attention_threads(head)
+            } else {
+                target.matmul_threads
+            }
+        },
+        |w| w * 32,
+    );
+    let default_tile = if tensor_cores {
+        target.attention_tile(threads, head)
+    } else {
+        [64, 64]
+    };
+    let mut tile = tuned_tile(default_tile, tuned);
     for t in tiled {
         tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
     }
@@ -1032,9 +1049,18 @@ fn attention_config(
     // consumer warpgroup per 64 rows on sm_90a: three on a tile of 64 or
     // 128 rows spilled 2080 to 4380 bytes.
     let threads = match tuned.get("warps") {
-        None if target.name == "sm_90a" && tile[0] % 64 == 0 => threads.min(128 * (tile[0] / 64)),
+        None if target.name == "sm_90a" && tensor_cores && tile[0] % 64 == 0 => threads.min(128 * (tile[0] / 64)),
         _ => threads,
     };
+    // A default tile that does not fit even with one step of keys in
+    // flight halves its larger dim, down to 16: an f32 head of 128 took
+    // 104448 bytes at [64, 64], and AMD's LDS has 65536.
+    if !tuned.contains_key("BM") && !tuned.contains_key("BN") {
+        while !target.fits_shared(attention_shared_bytes(&target, tile, d, dv, 1, elem)) && tile[0].max(tile[1]) > 16 {
+            let i = if tile[1] >= tile[0] { 1 } else { 0 };
+            tile[i] /= 2;
+        }
+    }
     let wanted = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
     let stages = fitting_stages(&target, wanted, |s| {
         attention_shared_bytes(&target, tile, d, dv, s, elem)
