@@ -478,8 +478,9 @@ fn multiplies_tiles(module: &Module, name: &str) -> bool {
 }
 
 /// The widest element (in bits) of kernel `name`'s register tiles of 16
-/// or more registers a thread (of `threads`; a 64-bit element takes two),
-/// where it has one: a row kernel's whole row.
+/// or more 32-bit elements a thread (of `threads`), or 4 or more 64-bit
+/// ones (a walk's chunk of an f64 row; left to itself, ptxas spilled one
+/// of 8192 columns in 48 registers), where it has one: a row kernel's row.
 fn holds_rows(module: &Module, name: &str, threads: i64) -> Option<u32> {
     let f = module.function(name)?;
     module
@@ -491,7 +492,7 @@ fn holds_rows(module: &Module, name: &str, threads: i64) -> Option<u32> {
                 .iter()
                 .map(DimExpr::as_const)
                 .product::<Option<i64>>()
-                .filter(|n| n * i64::from(elem.bits().div_ceil(32)) >= 16 * threads.max(1))
+                .filter(|n| n * if elem.bits() > 32 { 4 } else { 1 } >= 16 * threads.max(1))
                 .map(|_| elem.bits()),
             _ => None,
         })

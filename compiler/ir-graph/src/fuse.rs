@@ -845,6 +845,13 @@ fn schedule(
         Some(n) => row_chunk(Some(n)),
         None => constrain(row_chunk(None), &row.dim, constraints),
     };
+    // A walk of 64-bit columns (or of any accumulated in a 64-bit type)
+    // takes half the chunk, the same bytes a thread in flight: eight
+    // columns of two registers a thread spilled an f64 softmax of 3000
+    // columns on sm_80 (12 bytes).
+    let input = m.value_type(m.operands(anchor)[0]).elem().unwrap_or(ScalarType::F32);
+    let wide = input.bits() > 32 || accumulate_of(m, anchor).bits() > 32;
+    let chunk = if wide && chunk > 1024 { chunk / 2 } else { chunk };
     let threads = row_threads(chunk);
     let blocks = if group.pattern == "reduce" {
         let axes: HashSet<usize> = m
