@@ -1068,9 +1068,17 @@ fn attention_config(
             tile[i] /= 2;
         }
     }
+    // On sm_80 a head wider than 128 computes its products through f32
+    // staging in shared memory: the stages leave room for it (a head of
+    // 256 filled sm_80's 163 KiB with two stages and had none).
+    let staging = if target.name == "sm_80" && head > 128 {
+        tile[0] * dv * 4
+    } else {
+        0
+    };
     let wanted = tuned.get("stages").copied().unwrap_or(ATTENTION_STAGES);
     let stages = fitting_stages(&target, wanted, |s| {
-        attention_shared_bytes(&target, tile, d, dv, s, elem)
+        attention_shared_bytes(&target, tile, d, dv, s, elem) + staging
     });
     let bytes = attention_shared_bytes(&target, tile, d, dv, stages, elem);
     if !target.fits_shared(bytes) {

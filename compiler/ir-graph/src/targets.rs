@@ -135,7 +135,9 @@ impl Target {
     /// accumulators stay in registers (each warpgroup owns whole 64-row
     /// blocks), and 128 keys a step for heads of at most 64 and for two
     /// warpgroups (a head of 128 with three spills its accumulators: 64
-    /// keys then); 64 × 64 elsewhere. Measured on an H200
+    /// keys then); 64 × 64 elsewhere, 32 × 64 for heads wider than 128
+    /// (a head of 256 spilled 120 bytes of its 64 × 256 f32 accumulator
+    /// on sm_80). Measured on an H200
     /// (`bench/results/2026-11-27-h200-gpu-check-8f3c58d.md`): `[128,
     /// 128]` ran a head of 128 in 0.539 ms against 0.573 ms for `[128,
     /// 64]`, and `[192, 128]` a head of 64 fastest.
@@ -145,6 +147,7 @@ impl Target {
                 64 * (threads / 128),
                 if head <= 64 || threads <= 256 { 128 } else { 64 },
             ],
+            _ if head > 128 => [32, 64],
             _ => [64, 64],
         }
     }
