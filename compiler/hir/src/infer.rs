@@ -20,7 +20,7 @@ use crate::names::did_you_mean;
 use crate::poly::Poly;
 use crate::signature::{dim_poly, FnKind, Signature};
 use crate::solve::{self, ConstraintKind, Verdict};
-use crate::ty::{DType, Space, TensorTy, Ty, ALL_DTYPES};
+use crate::ty::{promote, DType, Space, TensorTy, Ty, ALL_DTYPES};
 
 pub(crate) fn infer(db: &dyn Db, func: FnId<'_>, def: &FnDef) -> BodyInfo {
     let file = func.file(db);
@@ -3374,18 +3374,6 @@ fn float_literal_with(dtype: Option<DType>, literal: &Ty) -> Option<DType> {
     match (dtype, literal) {
         (Some(d), Ty::Float) if !d.is_float() => Some(DType::F32),
         _ => dtype,
-    }
-}
-
-/// The usual arithmetic promotion: the wider type wins; f16 with bf16 is f32.
-fn promote(a: Option<DType>, b: Option<DType>) -> Option<DType> {
-    match (a, b) {
-        (Some(x), Some(y)) if x == y => Some(x),
-        (Some(x), Some(y)) if y.widens_to(x) => Some(x),
-        (Some(x), Some(y)) if x.widens_to(y) => Some(y),
-        (Some(_), Some(_)) => Some(DType::F32),
-        (x, None) => x,
-        (None, y) => y,
     }
 }
 

@@ -137,6 +137,18 @@ impl DType {
     }
 }
 
+/// The usual arithmetic promotion: the wider type wins; f16 with bf16 is f32.
+pub fn promote(a: Option<DType>, b: Option<DType>) -> Option<DType> {
+    match (a, b) {
+        (Some(x), Some(y)) if x == y => Some(x),
+        (Some(x), Some(y)) if y.widens_to(x) => Some(x),
+        (Some(x), Some(y)) if x.widens_to(y) => Some(y),
+        (Some(_), Some(_)) => Some(DType::F32),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -11,7 +11,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
-use crate::cx::{arg, ir_type, keyword, positional, saturates, FnCx, TensorAs};
+use crate::cx::{arg, ir_type, keyword, positional, saturates, scalar_of, FnCx, TensorAs};
 
 struct Lower<'c, 'a, 'm> {
     cx: &'c mut FnCx<'a>,
@@ -738,6 +738,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             let b = self.expr(rhs, None)?;
             let ty = self.result_type(e)?;
             let (a, b) = self.matmul_operands(a, b, &ty);
+            let (a, b) = self.matmul_dtype(a, b, lhs, rhs);
             // As `op.matmul(a, b)` accumulates: f64 and integers in
             // themselves (an f32 accumulator was narrower than f64).
             let acc = self.cx.accumulate_over(None, self.b.value_type(a).elem());
@@ -821,6 +822,25 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         b_want.push(ad[ab + 1].clone());
         b_want.push(bd[bb + 1].clone());
         (self.conform(a, &a_want), self.conform(b, &b_want))
+    }
+
+    /// A matmul's operands `a` and `b` (of the expressions `lhs` and `rhs`)
+    /// in dtypes the graph's matmul multiplies together (one dtype, or two
+    /// fp8 formats): where theirs are not, both converted to their
+    /// promotion, as the host's matmul and the checker's result type take
+    /// it (`f32 @ bf16` multiplies in f32).
+    fn matmul_dtype(&mut self, a: ValueId, b: ValueId, lhs: &Expr, rhs: &Expr) -> (ValueId, ValueId) {
+        let elems = (self.b.value_type(a).elem(), self.b.value_type(b).elem());
+        if let (Some(ea), Some(eb)) = elems {
+            if ea.multiplies_with(eb) {
+                return (a, b);
+            }
+        }
+        let dtype = |e: &Expr| self.cx.ty(e).and_then(Ty::dtype);
+        match tessera_hir::ty::promote(dtype(lhs), dtype(rhs)).map(scalar_of) {
+            Some(elem) => (self.widen(a, elem), self.widen(b, elem)),
+            None => (a, b),
+        }
     }
 
     /// `v` converted to the element type `elem` when the checker promoted it
@@ -1057,6 +1077,10 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 let b = self.operand(args, 1, "b", e)?;
                 let ty = self.result_type(e)?;
                 let (a, b) = self.matmul_operands(a, b, &ty);
+                let (a, b) = match (arg(args, 0, "a"), arg(args, 1, "b")) {
+                    (Some(lhs), Some(rhs)) => self.matmul_dtype(a, b, lhs, rhs),
+                    _ => (a, b),
+                };
                 let acc = self
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(a).elem());
