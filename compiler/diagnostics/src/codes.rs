@@ -817,7 +817,9 @@ def f(a: bf16[M, K], b: bf16[K, N]) -> bf16[M, N]:
 ```
 
 Write `op.matmul(a, b, accumulate=f32)` or put the function under
-`@numerics(Training)`.",
+`@numerics(Training)`. A stated accumulate dtype is at least as wide as
+the values it accumulates: `accumulate=f32` over f64 values, or an
+integer one over floats, is this error too.",
 
     E0702: "implicit downcast" =>
 "A value is stored into a narrower floating-point type without saying how

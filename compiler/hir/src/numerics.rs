@@ -151,10 +151,23 @@ impl Checker<'_, '_> {
     /// E0701: the call must get an accumulate dtype from somewhere.
     fn accumulating_call(&mut self, e: &Expr, b: &Builtin, args: &[Arg], policy: Option<&InForce>) {
         let keyword = |name: &str| args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == name));
-        if keyword("accumulate").is_some_and(|a| !matches!(a.value.kind, ExprKind::None)) {
+        let positional: Vec<&Arg> = args.iter().filter(|a| a.name.is_none()).collect();
+        if let Some(stated) = keyword("accumulate").filter(|a| !matches!(a.value.kind, ExprKind::None)) {
+            // A matmul multiplies in its operands' promotion.
+            let second = positional.get(1).filter(|_| b.path == "op.matmul");
+            let input = crate::ty::promote(
+                positional.first().and_then(|a| self.dtype(a)),
+                second.and_then(|a| self.dtype(a)),
+            );
+            let acc = match self.ctx.type_of(stated.value.span) {
+                Some(Ty::DTypeValue(d)) => Some(*d),
+                _ => self.dtype(stated),
+            };
+            if let (Some(input), Some(acc)) = (input, acc) {
+                self.narrower_accumulate(b, stated, input, acc);
+            }
             return;
         }
-        let positional: Vec<&Arg> = args.iter().filter(|a| a.name.is_none()).collect();
         // `tile.mma(A, B, C, ...)` accumulates into `C`: its dtype is the
         // accumulate dtype.
         let is_mma = b.path == "tile.mma";
@@ -211,6 +224,31 @@ impl Checker<'_, '_> {
                 .with_fix(
                     Fix::new("accumulate in f32", Applicability::MaybeIncorrect).with_edit(relative(at, 0), text),
                 ),
+        );
+    }
+
+    /// E0701: an `accumulate=` dtype narrower than the values it
+    /// accumulates (an integer one for floats, or fewer bits) loses them.
+    fn narrower_accumulate(&mut self, b: &Builtin, stated: &Arg, input: DType, acc: DType) {
+        if !((input.is_float() && !acc.is_float()) || acc.bits() < input.bits()) {
+            return;
+        }
+        let wide = if input.is_float() && input.bits() < 32 {
+            DType::F32
+        } else {
+            input
+        };
+        self.diags.push(
+            Diagnostic::error(
+                Code::E0701,
+                format!("`accumulate={acc}` of `{}` is narrower than its {input} values", b.path),
+            )
+            .with_primary(relative(stated.value.span, 0), "accumulating here would lose precision")
+            .with_help(format!("accumulate in a type at least as wide: `accumulate={wide}`"))
+            .with_fix(
+                Fix::new(format!("accumulate in {wide}"), Applicability::MaybeIncorrect)
+                    .with_edit(relative(stated.value.span, 0), wide.name()),
+            ),
         );
     }
 
