@@ -1239,6 +1239,13 @@ impl<'a> Infer<'a> {
         if op == BinOp::MatMul {
             return self.matmul(l, r, span, lhs, rhs, None);
         }
+        if matches!(
+            op,
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+        ) && !self.bitwise_operands(op, [(l, lhs), (r, rhs)])
+        {
+            return Ty::Unknown;
+        }
         let ty = self.arithmetic(op, l, r, span, lhs, rhs);
         if op != BinOp::Div {
             return ty;
@@ -1253,6 +1260,38 @@ impl<'a> Infer<'a> {
             }),
             other => other,
         }
+    }
+
+    /// Whether the operands of the bitwise or shift operator `op` are
+    /// integers or bools, as Python's are (E0203 at a float one).
+    fn bitwise_operands(&mut self, op: BinOp, operands: [(&Ty, &Expr); 2]) -> bool {
+        for (ty, e) in operands {
+            let float = match ty {
+                Ty::Float => true,
+                Ty::Scalar(d) => d.is_float(),
+                Ty::Tensor(t) => t.dtype.is_some_and(DType::is_float),
+                _ => false,
+            };
+            if float {
+                let convert = if matches!(ty, Ty::Tensor(_)) {
+                    "`cast(x, i32)`"
+                } else {
+                    "`i32(x)`"
+                };
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!("`{}` takes integers or bools, not {ty}", op.symbol()),
+                    )
+                    .with_primary(self.at(e.span), format!("this is {ty}"))
+                    .with_help(format!(
+                        "convert it to an integer first: {convert}, or reinterpret its bits with `bitcast`"
+                    )),
+                );
+                return false;
+            }
+        }
+        true
     }
 
     /// The type of `l op r` for the arithmetic operators: promotion and broadcasting.
