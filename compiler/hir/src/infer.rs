@@ -1262,6 +1262,30 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// `op.matmul`'s `tile_shape=`: written as a list or tuple of three
+    /// positive integer constants `[BM, BN, BK]` (E0204 otherwise), which
+    /// the compiler reads at compile time.
+    fn matmul_tile_shape(&mut self, tile: &Expr) {
+        let (label, items) = match &tile.unparen().kind {
+            ExprKind::None => return,
+            ExprKind::List(items) | ExprKind::Tuple(items) => ("not three positive integers", Some(items)),
+            _ => ("not a list written out", None),
+        };
+        if let Some(items) = items {
+            if items.len() == 3 && items.iter().all(|i| i.int_value().is_some_and(|v| v > 0)) {
+                return;
+            }
+        }
+        self.error(
+            Diagnostic::error(
+                Code::E0204,
+                "`tile_shape` of `op.matmul` is written as three positive integer constants [BM, BN, BK]",
+            )
+            .with_primary(self.at(tile.span), label)
+            .with_help("write the tile's rows, columns and depth: `tile_shape=[128, 128, 32]`"),
+        );
+    }
+
     /// Whether the operands of the bitwise or shift operator `op` are
     /// integers or bools, as Python's are (E0203 at a float one).
     fn bitwise_operands(&mut self, op: BinOp, operands: [(&Ty, &Expr); 2]) -> bool {
@@ -1848,6 +1872,9 @@ impl<'a> Infer<'a> {
                             _ => None,
                         })
                     });
+                    if let Some(tile) = keyword("tile_shape") {
+                        self.matmul_tile_shape(tile.expr);
+                    }
                     self.matmul(&a.ty, &c.ty, e.span, a.expr, c.expr, acc)
                 }
                 _ => Ty::Unknown,
