@@ -1438,6 +1438,31 @@ impl<'a> Lower<'_, 'a, '_> {
     }
 
     /// Converts a scalar or tile to `ty`'s element type when it differs.
+    /// `tile.dot`'s operand tiles `a` and `b` in dtypes `tile.mma`
+    /// multiplies together (one dtype, or two fp8 formats): where theirs
+    /// are not, both converted to their promotion, as an operator
+    /// function's matmul (`bf16` by `fp8_e4m3` in bf16).
+    fn dot_operands(&mut self, block: tessera_ir::BlockId, args: &[Arg], a: ValueId, b: ValueId) -> (ValueId, ValueId) {
+        let (Some(ea), Some(eb)) = (self.m.value_type(a).elem(), self.m.value_type(b).elem()) else {
+            return (a, b);
+        };
+        if ea.multiplies_with(eb) {
+            return (a, b);
+        }
+        let dtype = |i: usize, name: &str| arg(args, i, name).and_then(|x| self.cx.ty(x)).and_then(Ty::dtype);
+        let Some(elem) = tessera_hir::ty::promote(dtype(0, "a"), dtype(1, "b")).map(scalar_of) else {
+            return (a, b);
+        };
+        let mut widen = |v: ValueId| match self.m.value_type(v).dims() {
+            Some(dims) => {
+                let ty = Type::tensor(dims.to_vec(), elem);
+                self.convert(block, v, &ty)
+            }
+            None => v,
+        };
+        (widen(a), widen(b))
+    }
+
     fn convert(&mut self, block: tessera_ir::BlockId, v: ValueId, ty: &Type) -> ValueId {
         let from = self.m.value_type(v).clone();
         // A one-element buffer (an `f32[]` parameter) used as a number.
@@ -2477,20 +2502,19 @@ impl<'a> Lower<'_, 'a, '_> {
                 let a = self.as_tile(block, e, a);
                 let b = self.arg_value(block, args, 1, "b", e)?;
                 let b = self.as_tile(block, e, b);
+                let (a, b) = self.dot_operands(block, args, a, b);
                 let ty = self.result_type(e)?;
                 let acc_elem = self.cx.accumulate(keyword(args, "accumulate"));
                 let acc_ty = match &ty {
                     Type::Tensor { dims, .. } => Type::tensor(dims.clone(), acc_elem),
                     other => other.clone(),
                 };
-                let zero = self.op1(
-                    block,
-                    e.span,
-                    "tile.const",
-                    &[],
-                    vec![("value", Attr::Float(0.0))],
-                    acc_ty.clone(),
-                );
+                let zero = if acc_elem.is_float() {
+                    Attr::Float(0.0)
+                } else {
+                    Attr::Int(0)
+                };
+                let zero = self.op1(block, e.span, "tile.const", &[], vec![("value", zero)], acc_ty.clone());
                 let product = self.op1(
                     block,
                     e.span,

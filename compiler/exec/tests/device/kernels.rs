@@ -646,6 +646,39 @@ fn a_register_tile_carried_through_a_loop_and_a_branch() {
 }
 
 #[test]
+fn tile_dots_of_two_dtypes_and_of_integers() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "tile_dot_dtypes");
+    let k = 16 * (1 + rng.below(4) as usize);
+    let (a, av) = crate::examples::bf16_tensor(&mut rng, &[32, k], 1.0);
+    let (b, bv) = crate::examples::f32_tensor(&mut rng, &[k, 32], 1.0);
+    let c = poisoned(DType::F32, &[32, 32]);
+    let args = [Value::Tensor(a), Value::Tensor(b), Value::Tensor(c.clone())];
+    run(&device, &loaded, "mixed_dot", 1, 128, &args, &[("K", k)]);
+    let (want, abs) = crate::examples::matmul_ref(&av, &bv, 32, k, 32);
+    let bound: Vec<f64> = abs.iter().map(|a| sum_bound(*a, 8.0)).collect();
+    check("tile.dot(bf16, f32)", seed, &values(&device, &c), &want, &bound);
+
+    let small = |rng: &mut Rng, n: usize| -> Vec<i8> { (0..n).map(|_| rng.below(256) as u8 as i8).collect() };
+    let (ai, bi) = (small(&mut rng, 32 * k), small(&mut rng, k * 32));
+    let a = TensorValue::new(Tensor::from_slice(&[32, k], &ai).unwrap());
+    let b = TensorValue::new(Tensor::from_slice(&[k, 32], &bi).unwrap());
+    let c = poisoned(DType::I32, &[32, 32]);
+    let args = [Value::Tensor(a), Value::Tensor(b), Value::Tensor(c.clone())];
+    run(&device, &loaded, "int_dot", 1, 128, &args, &[("K", k)]);
+    let want: Vec<i64> = (0..32 * 32)
+        .map(|e| {
+            let (i, j) = (e / 32, e % 32);
+            (0..k)
+                .map(|p| i64::from(ai[i * k + p]) * i64::from(bi[p * 32 + j]))
+                .sum()
+        })
+        .collect();
+    assert_eq!(ints(&device, &c), want, "tile.dot(i8, i8) into i32, seed {seed}");
+}
+
+#[test]
 fn big_literals_waived_atomics_and_nan_extremes() {
     let mut rng = Rng::fresh();
     let seed = rng.0;
