@@ -718,7 +718,24 @@ impl<'a> Infer<'a> {
                 let t = self.expr(then);
                 let o = self.expr(orelse);
                 let scalar = |ty: &Ty| matches!(ty, Ty::Int | Ty::Float | Ty::Size | Ty::Scalar(_));
-                if t.is_unknown() {
+                let dtypes = match (&t, &o) {
+                    (Ty::Tensor(a), Ty::Tensor(b)) => a.dtype.zip(b.dtype).filter(|(a, b)| a != b),
+                    _ => None,
+                };
+                if let Some((a, b)) = dtypes.filter(|_| self.in_device_code()) {
+                    // A kernel selects one of two tiles or buffers of one
+                    // element type (the Tile IR's `tile.select`).
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("the alternatives of a conditional expression differ in dtype: {a} and {b}"),
+                        )
+                        .with_primary(self.at(orelse.span), format!("this is {o}"))
+                        .with_secondary(self.at(then.span), format!("this is {t}"))
+                        .with_help("in kernel code both alternatives have one dtype; cast one of them first"),
+                    );
+                    Ty::Unknown
+                } else if t.is_unknown() {
                     o
                 } else if scalar(&t) && scalar(&o) && t != o {
                     // Both sides' numbers: `1 if c else 2.5` is a float.
