@@ -1781,6 +1781,12 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     pub fn cmp(&mut self, pred: &str, s: ScalarType, a: &str, b: &str) -> String {
+        // fp8 and fp4 values are bytes in LLVM: they compare as the f32
+        // values they convert to exactly.
+        if is_narrow_float(s) {
+            let (a, b) = (self.convert(a, s, ScalarType::F32), self.convert(b, s, ScalarType::F32));
+            return self.cmp(pred, ScalarType::F32, &a, &b);
+        }
         let t = llvm_ty(s);
         if s.is_float() {
             let p = match pred {

@@ -2019,6 +2019,14 @@ impl<'a> Infer<'a> {
                     );
                     return Ty::Unknown;
                 }
+                if let (Shape::AllocShared, Some(zero)) = (b.shape, dims.iter().find(|d| d.as_const() == Some(0))) {
+                    self.error(
+                        Diagnostic::error(Code::E0204, format!("`{}` of a size of {zero}", b.path))
+                            .with_primary(self.at(e.span), "a shared buffer of no elements")
+                            .with_note("every dim of a shared buffer is 1 or more"),
+                    );
+                    return Ty::Unknown;
+                }
                 let space = (b.shape == Shape::AllocShared).then_some(Space::Shared);
                 // A buffer sized when the kernel runs is laid out plainly.
                 let laid_out = [keyword("swizzle"), keyword("bank_pad")]

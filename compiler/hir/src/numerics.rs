@@ -230,10 +230,12 @@ impl Checker<'_, '_> {
     /// E0701: an `accumulate=` dtype narrower than the values it
     /// accumulates (an integer one for floats, or fewer bits) loses them.
     fn narrower_accumulate(&mut self, b: &Builtin, stated: &Arg, input: DType, acc: DType) {
-        if !((input.is_float() && !acc.is_float()) || acc.bits() < input.bits()) {
+        // fp8 and fp4 are storage formats: nothing accumulates in them.
+        let storage = acc.is_float() && acc.bits() < 16;
+        if !(storage || (input.is_float() && !acc.is_float()) || acc.bits() < input.bits()) {
             return;
         }
-        let wide = if input.is_float() && input.bits() < 32 {
+        let wide = if storage || input.is_float() && input.bits() < 32 {
             DType::F32
         } else {
             input
@@ -241,7 +243,14 @@ impl Checker<'_, '_> {
         self.diags.push(
             Diagnostic::error(
                 Code::E0701,
-                format!("`accumulate={acc}` of `{}` is narrower than its {input} values", b.path),
+                if storage {
+                    format!(
+                        "`accumulate={acc}` of `{}`: {acc} is a storage format, not an accumulator",
+                        b.path
+                    )
+                } else {
+                    format!("`accumulate={acc}` of `{}` is narrower than its {input} values", b.path)
+                },
             )
             .with_primary(relative(stated.value.span, 0), "accumulating here would lose precision")
             .with_help(format!("accumulate in a type at least as wide: `accumulate={wide}`"))
