@@ -746,7 +746,11 @@ fn scalar(f: &mut FnEmitter, a: &View, b: &View, c: &Tile, d: &Tile, k: &Ext, ac
         let at = cell(f, pos);
         f.line(format!("store {t} {init}, ptr {at}"));
     });
-    f.counted_loop(&kt, false, |f, kk| {
+    // Each step is the thread's elements' independent multiply-adds: the
+    // K walk stays rolled (unrolled into its 16 steps, an i32 product of
+    // 64 elements a thread took LLVM three minutes on gfx942, and spilled
+    // into the accumulation registers).
+    f.rolled_loop(&kt, |f, kk| {
         f.for_own(d, |f, pos| {
             let (row, col) = f.row_col(&pos.e, &ddims[1]);
             let at = cell(f, pos);
