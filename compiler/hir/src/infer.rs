@@ -2247,6 +2247,19 @@ impl<'a> Infer<'a> {
                 );
             }
         }
+        // fp8 and fp4 values are storage: no atomic computes one (LLVM has
+        // no such float types); one may be exchanged or compared and
+        // swapped as its bits.
+        let computes = matches!(b.path, "atomic_add" | "atomic_max" | "atomic_min");
+        if let (true, Some(first)) = (computes, first) {
+            if let Some(d) = first.ty.dtype().filter(|d| d.is_float() && d.bits() < 16) {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("`{}` takes no {d} values", b.path))
+                        .with_primary(self.at(first.expr.span), format!("this is {}", first.ty))
+                        .with_help("fp8 and fp4 are storage formats: keep the value updated atomically in f16, f32 or an integer"),
+                );
+            }
+        }
         // A shuffle moves one scalar a lane; a tensor is moved an element
         // at a time.
         let shuffle = matches!(
