@@ -711,10 +711,7 @@ fn schedule(
                 let per_thread = tile[0] * tile[1] / target.matmul_threads;
                 (epilogue && per_thread > most) || words.is_some_and(|w| per_thread * w > CORE_ACCUMULATOR_WORDS)
             };
-            while over(&tile) && tile[1].max(tile[0]) > 64 {
-                let i = if tile[1] >= tile[0] { 1 } else { 0 };
-                tile[i] /= 2;
-            }
+            halve_larger(&mut tile, 64, over);
             if core {
                 tile[2] = tile[2].min(CORE_K);
             }
@@ -963,6 +960,15 @@ fn on_tensor_cores(m: &Module, op: OpId, target: &Target, elem: ScalarType) -> b
     operands && accumulate_of(m, op) == ScalarType::F32
 }
 
+/// Halves the larger of a tile's first two dims (its columns on a tie)
+/// while `over` holds and that dim is above `floor`.
+fn halve_larger<const N: usize>(tile: &mut [i64; N], floor: i64, over: impl Fn(&[i64; N]) -> bool) {
+    while over(tile) && tile[0].max(tile[1]) > floor {
+        let i = if tile[1] >= tile[0] { 1 } else { 0 };
+        tile[i] /= 2;
+    }
+}
+
 /// Whether `op` is an elementwise op computing a transcendental function.
 fn transcendental(m: &Module, op: OpId) -> bool {
     m.op(op).name == "graph.elementwise"
@@ -1063,10 +1069,9 @@ fn attention_config(
     // flight halves its larger dim, down to 16: an f32 head of 128 took
     // 104448 bytes at [64, 64], and AMD's LDS has 65536.
     if !tuned.contains_key("BM") && !tuned.contains_key("BN") {
-        while !target.fits_shared(attention_shared_bytes(&target, tile, d, dv, 1, elem)) && tile[0].max(tile[1]) > 16 {
-            let i = if tile[1] >= tile[0] { 1 } else { 0 };
-            tile[i] /= 2;
-        }
+        halve_larger(&mut tile, 16, |tile| {
+            !target.fits_shared(attention_shared_bytes(&target, *tile, d, dv, 1, elem))
+        });
     }
     // On sm_80 a head wider than 128 computes its products through f32
     // staging in shared memory: the stages leave room for it (a head of

@@ -208,6 +208,26 @@ impl<'a> FnCx<'a> {
     /// stated type or a policy, `f64` values accumulate in `f64` (the
     /// checker's rule: values accumulate in their own type when no policy
     /// says otherwise), narrower ones in `f32`.
+    /// The element type both operands of a matrix product (of element
+    /// types `a` and `b`, the expressions `lhs` and `rhs`) are converted to
+    /// where the product does not multiply theirs together (one dtype, or
+    /// two fp8 formats): their promotion, as the checker types the result
+    /// and the host multiplies (`f32 @ bf16` in f32). None: they stay.
+    pub fn product_elem(
+        &self,
+        (a, b): (Option<ScalarType>, Option<ScalarType>),
+        lhs: Option<&Expr>,
+        rhs: Option<&Expr>,
+    ) -> Option<ScalarType> {
+        if let (Some(a), Some(b)) = (a, b) {
+            if a.multiplies_with(b) {
+                return None;
+            }
+        }
+        let dtype = |e: Option<&Expr>| e.and_then(|e| self.ty(e)).and_then(Ty::dtype);
+        tessera_hir::ty::promote(dtype(lhs), dtype(rhs)).map(scalar_of)
+    }
+
     pub fn accumulate_over(&self, stated: Option<&Expr>, operand: Option<ScalarType>) -> ScalarType {
         let acc = self.accumulate(stated);
         let chosen = stated.is_some() || self.sig.numerics.is_some();

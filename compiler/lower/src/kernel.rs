@@ -1437,20 +1437,12 @@ impl<'a> Lower<'_, 'a, '_> {
         Some((mem, index, sliced, kept))
     }
 
-    /// Converts a scalar or tile to `ty`'s element type when it differs.
-    /// `tile.dot`'s operand tiles `a` and `b` in dtypes `tile.mma`
-    /// multiplies together (one dtype, or two fp8 formats): where theirs
-    /// are not, both converted to their promotion, as an operator
-    /// function's matmul (`bf16` by `fp8_e4m3` in bf16).
+    /// `tile.dot`'s operand tiles `a` and `b` in element types `tile.mma`
+    /// multiplies together ([`FnCx::product_elem`]: `bf16` by `fp8_e4m3`
+    /// in bf16).
     fn dot_operands(&mut self, block: tessera_ir::BlockId, args: &[Arg], a: ValueId, b: ValueId) -> (ValueId, ValueId) {
-        let (Some(ea), Some(eb)) = (self.m.value_type(a).elem(), self.m.value_type(b).elem()) else {
-            return (a, b);
-        };
-        if ea.multiplies_with(eb) {
-            return (a, b);
-        }
-        let dtype = |i: usize, name: &str| arg(args, i, name).and_then(|x| self.cx.ty(x)).and_then(Ty::dtype);
-        let Some(elem) = tessera_hir::ty::promote(dtype(0, "a"), dtype(1, "b")).map(scalar_of) else {
+        let elems = (self.m.value_type(a).elem(), self.m.value_type(b).elem());
+        let Some(elem) = self.cx.product_elem(elems, arg(args, 0, "a"), arg(args, 1, "b")) else {
             return (a, b);
         };
         let mut widen = |v: ValueId| match self.m.value_type(v).dims() {
@@ -1463,6 +1455,7 @@ impl<'a> Lower<'_, 'a, '_> {
         (widen(a), widen(b))
     }
 
+    /// Converts a scalar or tile to `ty`'s element type when it differs.
     fn convert(&mut self, block: tessera_ir::BlockId, v: ValueId, ty: &Type) -> ValueId {
         let from = self.m.value_type(v).clone();
         // A one-element buffer (an `f32[]` parameter) used as a number.

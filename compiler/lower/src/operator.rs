@@ -11,7 +11,7 @@ use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
-use crate::cx::{arg, ir_type, keyword, positional, saturates, scalar_of, FnCx, TensorAs};
+use crate::cx::{arg, ir_type, keyword, positional, saturates, FnCx, TensorAs};
 
 struct Lower<'c, 'a, 'm> {
     cx: &'c mut FnCx<'a>,
@@ -825,19 +825,11 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
     }
 
     /// A matmul's operands `a` and `b` (of the expressions `lhs` and `rhs`)
-    /// in dtypes the graph's matmul multiplies together (one dtype, or two
-    /// fp8 formats): where theirs are not, both converted to their
-    /// promotion, as the host's matmul and the checker's result type take
-    /// it (`f32 @ bf16` multiplies in f32).
+    /// in element types the graph's matmul multiplies together
+    /// ([`FnCx::product_elem`]).
     fn matmul_dtype(&mut self, a: ValueId, b: ValueId, lhs: &Expr, rhs: &Expr) -> (ValueId, ValueId) {
         let elems = (self.b.value_type(a).elem(), self.b.value_type(b).elem());
-        if let (Some(ea), Some(eb)) = elems {
-            if ea.multiplies_with(eb) {
-                return (a, b);
-            }
-        }
-        let dtype = |e: &Expr| self.cx.ty(e).and_then(Ty::dtype);
-        match tessera_hir::ty::promote(dtype(lhs), dtype(rhs)).map(scalar_of) {
+        match self.cx.product_elem(elems, Some(lhs), Some(rhs)) {
             Some(elem) => (self.widen(a, elem), self.widen(b, elem)),
             None => (a, b),
         }
