@@ -1215,13 +1215,95 @@ fn atomic(f: &mut FnEmitter, op: OpId) -> R {
             ("exch", _) => "xchg",
             (k, _) => return Err(f.err(op, format!("atomic `{k}` on `{}` is not supported", b.elem.name()))),
         };
-        f.val(format!("atomicrmw {rmw} {pt} {at}, {t} {v}{scope} monotonic"))
+        if f.info().abi == Abi::Amdgpu && b.elem.bits() < 32 {
+            word_rmw(f, &pt, &at, b.elem, rmw, &v)
+        } else {
+            f.val(format!("atomicrmw {rmw} {pt} {at}, {t} {v}{scope} monotonic"))
+        }
     };
     if f.info().abi == Abi::Cpu && f.loop_depth > 0 {
         spin_point(f, b.elem, &old);
     }
     f.set(op, Val::Scalar(b.elem, old));
     Ok(())
+}
+
+/// An 8- or 16-bit atomic read-modify-write on AMDGPU as a compare-and-swap
+/// loop on the aligned 32-bit word that holds the element; gives the old
+/// element. LLVM would expand a sub-word `atomicrmw` the same way, except
+/// one whose operand leaves the value unchanged (`add 0`, `or 0`): that it
+/// rewrites into an atomic load the AMDGPU back end cannot select.
+fn word_rmw(f: &mut FnEmitter, pt: &str, at: &str, elem: ScalarType, rmw: &str, v: &str) -> String {
+    let t = llvm_ty(elem);
+    let bits = elem.bits();
+    let it = format!("i{bits}");
+    let scope = f.device_scope();
+    let addr = f.val(format!("ptrtoint {pt} {at} to i64"));
+    let byte = f.val(format!("and i64 {addr}, 3"));
+    let back = f.val(format!("sub i64 0, {byte}"));
+    let word = f.val(format!("getelementptr i8, {pt} {at}, i64 {back}"));
+    let shift64 = f.val(format!("shl i64 {byte}, 3"));
+    let shift = f.val(format!("trunc i64 {shift64} to i32"));
+    let ones = (1u64 << bits) - 1;
+    let mask = f.val(format!("shl i32 {ones}, {shift}"));
+    let keep = f.val(format!("xor i32 {mask}, -1"));
+    let seen = f.alloca("i32");
+    let first = f.val(format!("load atomic i32, {pt} {word}{scope} monotonic, align 4"));
+    f.line(format!("store i32 {first}, ptr {seen}"));
+    let head = f.label("rmw");
+    let done = f.label("rmw_done");
+    f.br(&head);
+    f.start_block(&head);
+    let w = f.val(format!("load i32, ptr {seen}"));
+    let down = f.val(format!("lshr i32 {w}, {shift}"));
+    let old_bits = f.val(format!("trunc i32 {down} to {it}"));
+    let old = if t != it {
+        f.val(format!("bitcast {it} {old_bits} to {t}"))
+    } else {
+        old_bits.clone()
+    };
+    let new = match rmw {
+        "xchg" => v.to_string(),
+        "fadd" => f.val(format!("fadd {t} {old}, {v}")),
+        "fmax" | "fmin" => {
+            let name = if rmw == "fmax" { "maxnum" } else { "minnum" };
+            let suffix = if elem == ScalarType::BF16 { "bf16" } else { "f16" };
+            f.intrinsic(
+                t,
+                &format!("llvm.{name}.{suffix}"),
+                &[(t, old.clone()), (t, v.to_string())],
+            )
+        }
+        "max" | "min" | "umax" | "umin" => {
+            let pred = match rmw {
+                "max" => "sgt",
+                "min" => "slt",
+                "umax" => "ugt",
+                _ => "ult",
+            };
+            let c = f.val(format!("icmp {pred} {t} {old}, {v}"));
+            f.val(format!("select i1 {c}, {t} {old}, {t} {v}"))
+        }
+        op => f.val(format!("{op} {t} {old}, {v}")),
+    };
+    let new_bits = if t != it {
+        f.val(format!("bitcast {t} {new} to {it}"))
+    } else {
+        new
+    };
+    let wide = f.val(format!("zext {it} {new_bits} to i32"));
+    let placed = f.val(format!("shl i32 {wide}, {shift}"));
+    let rest = f.val(format!("and i32 {w}, {keep}"));
+    let next = f.val(format!("or i32 {rest}, {placed}"));
+    let pair = f.val(format!(
+        "cmpxchg {pt} {word}, i32 {w}, i32 {next}{scope} monotonic monotonic"
+    ));
+    let now = f.val(format!("extractvalue {{ i32, i1 }} {pair}, 0"));
+    let swapped = f.val(format!("extractvalue {{ i32, i1 }} {pair}, 1"));
+    f.line(format!("store i32 {now}, ptr {seen}"));
+    f.cond_br(&swapped, &done, &head);
+    f.start_block(&done);
+    old
 }
 
 /// A memory fence for the threads of `scope`: NVPTX's `membar` (LLVM 19

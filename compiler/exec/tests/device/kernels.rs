@@ -8,6 +8,7 @@
 
 use tessera_runtime::cpu::LaunchConfig;
 use tessera_runtime::host::{TensorValue, Value};
+use tessera_runtime::tensor::Elem;
 use tessera_runtime::{DType, Device, Tensor};
 
 use tessera_runtime::host::print::float_repr;
@@ -322,6 +323,108 @@ fn integer_atomics_combine_every_value_and_compact_a_stream() {
     assert!(
         kept[count..].iter().all(|&k| k == poison),
         "a slot past the count was written (seed {seed:#x})"
+    );
+}
+
+/// A tensor of `dtype` holding `xs` (rounded to it); gives it and what it holds.
+fn tensor_of(device: &Device, dtype: DType, xs: &[f64]) -> (TensorValue, Vec<f64>) {
+    let mut t = Tensor::zeros(dtype, &[xs.len()]).unwrap();
+    for (i, &x) in xs.iter().enumerate() {
+        let e = if dtype.is_float() {
+            Elem::Float(x)
+        } else {
+            Elem::Int(x as i64)
+        };
+        t.set(i, e);
+    }
+    let t = TensorValue::new(t);
+    let held = values(device, &t);
+    (t, held)
+}
+
+#[test]
+fn narrow_atomics_update_their_own_bytes_of_a_shared_word() {
+    let mut rng = Rng::fresh();
+    let seed = rng.0;
+    let (device, loaded) = program("tests/kernels", "atomics");
+    let n = 1 + rng.below(2000) as usize;
+    let random =
+        |rng: &mut Rng, lo: f64, span: u64| -> Vec<f64> { (0..n).map(|_| lo + rng.below(span) as f64).collect() };
+    let (x, xs) = tensor_of(&device, DType::I8, &random(&mut rng, -128.0, 256));
+    let (y, ys) = tensor_of(&device, DType::U16, &random(&mut rng, 0.0, 65536));
+    let floats: Vec<f64> = (0..n).map(|_| rng.uniform() * 1000.0).collect();
+    let (z, zs) = tensor_of(&device, DType::F16, &floats);
+    let (w, ws) = tensor_of(&device, DType::Bf16, &floats);
+    let (bytes, _) = tensor_of(&device, DType::I8, &[5.0, -128.0, 127.0, -1.0]);
+    let (halves, _) = tensor_of(&device, DType::U16, &[0.0, 65535.0, 0.0, 7.0]);
+    let (f, _) = tensor_of(&device, DType::F16, &[-65504.0, 65504.0, 0.0]);
+    let (g, _) = tensor_of(&device, DType::Bf16, &[-1e30, 1e30]);
+    let flag_values = [-7.0, 0.0, 100.0, -128.0];
+    let (flags, _) = tensor_of(&device, DType::I8, &flag_values);
+    let seen = poisoned(DType::I8, &[n]);
+    let args: Vec<Value> = [&x, &y, &z, &w, &bytes, &halves, &f, &g, &flags, &seen]
+        .iter()
+        .map(|t| Value::Tensor((*t).clone()))
+        .collect();
+    run(
+        &device,
+        &loaded,
+        "narrow_atomics",
+        n.div_ceil(128) as u32,
+        128,
+        &args,
+        &[("N", n)],
+    );
+    let xi: Vec<i64> = xs.iter().map(|&v| v as i64).collect();
+    let yi: Vec<i64> = ys.iter().map(|&v| v as i64).collect();
+    let wrap8 = |v: i64| i64::from(v as i8);
+    let want_bytes = [
+        wrap8(xi.iter().sum::<i64>() + 5),
+        xi.iter().copied().fold(-128, i64::max),
+        xi.iter().copied().fold(127, i64::min),
+        xi.iter().fold(-1, |a, v| a ^ v),
+    ];
+    assert_eq!(
+        ints(&device, &bytes),
+        want_bytes,
+        "i8 add, max, min, xor (seed {seed:#x})"
+    );
+    let want_halves = [
+        yi.iter().copied().fold(0, i64::max),
+        yi.iter().copied().fold(65535, i64::min),
+        yi.iter().fold(0, |a, v| a | v),
+        (yi.iter().sum::<i64>() + 7) % 65536,
+    ];
+    assert_eq!(
+        ints(&device, &halves),
+        want_halves,
+        "u16 max, min, or, add (seed {seed:#x})"
+    );
+    let extremes = |v: &[f64]| {
+        (
+            v.iter().copied().fold(f64::MIN, f64::max),
+            v.iter().copied().fold(f64::MAX, f64::min),
+        )
+    };
+    let (zmax, zmin) = extremes(&zs);
+    assert_eq!(
+        values(&device, &f),
+        [zmax, zmin, n as f64],
+        "f16 max, min, count (seed {seed:#x})"
+    );
+    let (wmax, wmin) = extremes(&ws);
+    assert_eq!(values(&device, &g), [wmax, wmin], "bf16 max, min (seed {seed:#x})");
+    let want_seen: Vec<i64> = (0..n).map(|i| flag_values[i % 4] as i64).collect();
+    assert_eq!(
+        ints(&device, &seen),
+        want_seen,
+        "idempotent or gives the value (seed {seed:#x})"
+    );
+    let flags_after: Vec<i64> = flag_values.iter().map(|&v| v as i64).collect();
+    assert_eq!(
+        ints(&device, &flags),
+        flags_after,
+        "idempotent or changed a flag (seed {seed:#x})"
     );
 }
 
