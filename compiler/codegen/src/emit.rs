@@ -1458,13 +1458,14 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         self.val(format!("select i1 {overflow}, {t} 1, {t} {b}"))
     }
 
-    /// `a fn b` on scalars of type `s`.
+    /// `a fn b` on scalars of type `s`. fp8 and fp4 values, storage formats
+    /// with no arithmetic of their own, are computed on as the f32 values
+    /// they decode to exactly, and the result rounds once to their dtype.
     pub fn binary(&mut self, f: &str, s: ScalarType, a: &str, b: &str) -> Result<String, String> {
         if is_narrow_float(s) {
-            return Err(format!(
-                "arithmetic on `{}` is not supported by the code generator",
-                s.name()
-            ));
+            let (a, b) = (self.convert(a, s, ScalarType::F32), self.convert(b, s, ScalarType::F32));
+            let r = self.binary(f, ScalarType::F32, &a, &b)?;
+            return Ok(self.convert(&r, ScalarType::F32, s));
         }
         if !s.is_float() && matches!(f, "div" | "floordiv" | "rem") {
             let safe = self.safe_divisor(s, a, b);
@@ -1594,8 +1595,13 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         Ok(self.convert(&e, ScalarType::F32, s))
     }
 
-    /// `fn a` on a scalar of type `s`.
+    /// `fn a` on a scalar of type `s` (fp8 and fp4 through f32, as `binary`).
     pub fn unary(&mut self, f: &str, s: ScalarType, a: &str) -> Result<String, String> {
+        if is_narrow_float(s) {
+            let a = self.convert(a, s, ScalarType::F32);
+            let r = self.unary(f, ScalarType::F32, &a)?;
+            return Ok(self.convert(&r, ScalarType::F32, s));
+        }
         let t = llvm_ty(s);
         let float = s.is_float();
         Ok(match (f, float) {

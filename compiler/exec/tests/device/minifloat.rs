@@ -234,3 +234,116 @@ fn fp8_conversions_match_the_reference_bit_for_bit() {
         );
     }
 }
+
+const ARITHMETIC: &str = "\
+@kernel
+def arithmetic(c4: fp8_e4m3[C], c5: fp8_e5m2[C],
+               add4: mut fp8_e4m3[P], sub4: mut fp8_e4m3[P], mul4: mut fp8_e4m3[P], div4: mut fp8_e4m3[P],
+               max4: mut fp8_e4m3[P], add5: mut fp8_e5m2[P], sub5: mut fp8_e5m2[P], mul5: mut fp8_e5m2[P],
+               div5: mut fp8_e5m2[P], min5: mut fp8_e5m2[P],
+               neg4: mut fp8_e4m3[C], abs5: mut fp8_e5m2[C], sqrt4: mut fp8_e4m3[C], exp5: mut fp8_e5m2[C]):
+    i = launch.thread_id()
+    if i < P:
+        a = c4[i // C]
+        b = c4[i % C]
+        add4[i] = a + b
+        sub4[i] = a - b
+        mul4[i] = a * b
+        div4[i] = a / b
+        max4[i] = max(a, b)
+        p = c5[i // C]
+        q = c5[i % C]
+        add5[i] = p + q
+        sub5[i] = p - q
+        mul5[i] = p * q
+        div5[i] = p / q
+        min5[i] = min(p, q)
+    if i < C:
+        neg4[i] = -c4[i]
+        abs5[i] = abs(c5[i])
+        sqrt4[i] = sqrt(c4[i])
+        exp5[i] = exp(c5[i])
+";
+
+/// NaN-propagating `max` (`min` with `less`), -0 below +0, as
+/// `llvm.maximum` and NumPy's `maximum`.
+fn extreme(a: f64, b: f64, less: bool) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    let a_first = if a == b {
+        a.is_sign_negative() == less
+    } else {
+        (a < b) == less
+    };
+    if a_first {
+        a
+    } else {
+        b
+    }
+}
+
+#[test]
+fn fp8_arithmetic_rounds_the_exact_result_once() {
+    let device = common::device();
+    let loaded = common::load_program(&device, "arithmetic", ARITHMETIC, 3);
+    let codes: Vec<u8> = (0..=255).collect();
+    let (c, p) = (codes.len(), codes.len() * codes.len());
+    let tensor = |dtype: DType, len: usize, fill: Option<&[u8]>| {
+        let mut t = Tensor::zeros(dtype, &[len]).unwrap();
+        match fill {
+            Some(bytes) => t.bytes_mut().copy_from_slice(bytes),
+            None => t.bytes_mut().fill(0x5A),
+        }
+        TensorValue::new(t)
+    };
+    let mut args = vec![
+        tensor(DType::Fp8E4m3, c, Some(&codes)),
+        tensor(DType::Fp8E5m2, c, Some(&codes)),
+    ];
+    let pair_outputs = [E4M3, E4M3, E4M3, E4M3, E4M3, E5M2, E5M2, E5M2, E5M2, E5M2];
+    let code_outputs = [E4M3, E5M2, E4M3, E5M2];
+    let dtype = |f: Format| if f == E4M3 { DType::Fp8E4m3 } else { DType::Fp8E5m2 };
+    args.extend(pair_outputs.iter().map(|&f| tensor(dtype(f), p, None)));
+    args.extend(code_outputs.iter().map(|&f| tensor(dtype(f), c, None)));
+    let values: Vec<Value> = args.iter().map(|t| Value::Tensor(t.clone())).collect();
+    let config = LaunchConfig {
+        grid: [p.div_ceil(256) as u32, 1, 1],
+        block: [256, 1, 1],
+        shared_bytes: 0,
+    };
+    let dims = [("C".to_string(), c as i64), ("P".to_string(), p as i64)];
+    loaded
+        .launch_kernel(&device, "arithmetic", config, &values, &dims)
+        .unwrap();
+
+    type Op = fn(f64, f64) -> f64;
+    let ops: [(&str, Op); 5] = [
+        ("+", |a, b| a + b),
+        ("-", |a, b| a - b),
+        ("*", |a, b| a * b),
+        ("/", |a, b| a / b),
+        ("max", |a, b| extreme(a, b, false)),
+    ];
+    let min: Op = |a, b| extreme(a, b, true);
+    let e5m2_ops = [ops[0], ops[1], ops[2], ops[3], ("min", min)];
+    for (k, (f, (name, op))) in pair_outputs.iter().zip(ops.iter().chain(&e5m2_ops)).enumerate() {
+        let names: Vec<String> = (0..p)
+            .map(|i| format!("{:#04x} {name} {:#04x}", i / c, i % c))
+            .collect();
+        let want = (0..p).map(|i| f.encode(op(f.decode((i / c) as u8), f.decode((i % c) as u8)), false));
+        same_codes(&format!("{f:?}"), *f, &bytes(&args[2 + k], &device), want, &names);
+    }
+    let unary: [(&str, fn(f64) -> f64); 4] = [("-", |a| -a), ("abs", f64::abs), ("sqrt", f64::sqrt), ("exp", f64::exp)];
+    let names: Vec<String> = codes.iter().map(|code| format!("{code:#04x}")).collect();
+    for (k, (f, (name, op))) in code_outputs.iter().zip(unary).enumerate() {
+        let want = codes.iter().map(|&code| f.encode(op(f.decode(code)), false));
+        same_codes(
+            &format!("{f:?} {name}"),
+            *f,
+            &bytes(&args[12 + k], &device),
+            want,
+            &names,
+        );
+    }
+}
