@@ -2260,6 +2260,29 @@ impl<'a> Infer<'a> {
                 );
             }
         }
+        // Tensor cores multiply two operands of one dtype; the Tile IR's
+        // `tile.mma` takes no conversion between them.
+        if b.path == "tile.mma" {
+            let mut operands = args.iter().filter(|a| a.name.is_none());
+            if let (Some(a), Some(bb)) = (operands.next(), operands.next()) {
+                if let (Some(da), Some(db)) = (a.ty.dtype(), bb.ty.dtype()) {
+                    if da != db {
+                        self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("`tile.mma` multiplies A and B of one dtype, not {da} and {db}"),
+                        )
+                        .with_primary(self.at(bb.expr.span), format!("this is {}, A is {da}", bb.ty))
+                        .with_secondary(self.at(a.expr.span), format!("A is {da}"))
+                        .with_help(format!(
+                            "declare both as one dtype, or multiply with `tile.dot`, which converts to their promotion (`{}`)",
+                            crate::ty::promote(Some(da), Some(db)).map_or("f32".into(), |d| d.name().to_string())
+                        )),
+                    );
+                    }
+                }
+            }
+        }
         // A shuffle moves one scalar a lane; a tensor is moved an element
         // at a time.
         let shuffle = matches!(
