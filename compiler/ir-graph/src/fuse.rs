@@ -109,7 +109,7 @@ impl Pass for Fuse {
         let mut diagnostics = Vec::new();
         for func in graph_functions {
             if let Err(e) = fuse_function(m, func, target) {
-                diagnostics.push(e.diagnostic_with_code(Code::E0901, ctx.files));
+                diagnostics.push(e.to_diagnostic(ctx.files));
             }
         }
         if !diagnostics.is_empty() {
@@ -748,6 +748,7 @@ fn schedule(
                         ),
                     )
                     .with_label("this matmul's tile does not fit")
+                    .with_code(Code::E0805)
                     .with_note(format!(
                         "{} has {} bytes of shared memory per block; choose a smaller `tile_shape`",
                         target.name,
@@ -1097,7 +1098,8 @@ fn attention_config(
                     target.name
                 ),
             )
-            .with_label("this attention's tiles do not fit"),
+            .with_label("this attention's tiles do not fit")
+            .with_code(Code::E0805),
         ));
     }
     let batch = num_elements(&out[..out.len().saturating_sub(2)]);
