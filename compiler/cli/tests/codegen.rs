@@ -326,6 +326,9 @@ fn saxpy_runs_on_the_cpu_through_the_jit() {
     let module =
         tessera_codegen::CpuModule::new(&layers.target, &tessera_codegen::Options::default(), &symbols).unwrap();
     assert!(!module.manifest.kernels[0].needs_sync);
+    // Its linear thread index reads the grid's y and z axes: it takes the
+    // hidden folding argument last, 0 for a grid launched as it is.
+    assert!(module.manifest.kernels[0].folds_grid);
     let entry = module.entry("saxpy").unwrap();
     // SAFETY: the JIT compiled `saxpy` with the CPU kernel ABI.
     let kernel: extern "C" fn(*mut *mut std::ffi::c_void, *mut Ctx) = unsafe { std::mem::transmute(entry) };
@@ -343,12 +346,14 @@ fn saxpy_runs_on_the_cpu_through_the_jit() {
     let mut a = 2.5f32;
     let (mut px, mut py, mut po) = (x.as_ptr() as *mut f32, y.as_ptr() as *mut f32, out.as_mut_ptr());
     let mut dim = n as i64;
+    let mut unfolded = 0i64;
     let mut args: Vec<*mut std::ffi::c_void> = vec![
         (&mut a as *mut f32).cast(),
         (&mut px as *mut *mut f32).cast(),
         (&mut py as *mut *mut f32).cast(),
         (&mut po as *mut *mut f32).cast(),
         (&mut dim as *mut i64).cast(),
+        (&mut unfolded as *mut i64).cast(),
     ];
     let block = 128u32;
     let grid = (n as u32).div_ceil(block);

@@ -263,6 +263,12 @@ pub(crate) struct FnEmitter<'e, 'm> {
     rng: Vec<RngStream>,
     /// The kernel's prints, in the order of their records' site numbers.
     prints: Vec<PrintSite>,
+    /// Whether the kernel reads its grid's y or z axis and so may be
+    /// launched folded (`grid`).
+    folds_grid: bool,
+    /// Which of the block's ids (x, y, z) and the grid's sizes (x, y, z)
+    /// such a kernel reads: each is read once, at its entry.
+    grid_reads: [bool; 6],
     terminated: bool,
     pub ctx: String,
 }
@@ -336,6 +342,8 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             tma: Vec::new(),
             rng: Vec::new(),
             prints: Vec::new(),
+            folds_grid: reads_grid_y_or_z(m, func),
+            grid_reads: [false; 6],
             terminated: false,
             ctx: "%ctx".to_string(),
         })
@@ -562,6 +570,91 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         let yzy = self.val(format!("add i64 {zy}, {y}"));
         let r = self.val(format!("mul i64 {yzy}, {nx}"));
         self.val(format!("add i64 {r}, {x}"))
+    }
+
+    /// The block's id along `dim` (`count` false) or the grid's size in
+    /// blocks along it, as `i64`, read once at the kernel's entry.
+    ///
+    /// A kernel that reads its grid's y or z axis takes a hidden `i64`
+    /// after the others (`KernelInfo::folds_grid`): 0, or for a launch whose
+    /// y or z extent is past the hardware's 65535, the logical `X | Y << 32`
+    /// of a grid the launcher folded onto the x axis (X·Y·Z blocks in one
+    /// row, in the order the hardware would run the 3-D grid); the ids and
+    /// sizes are then decoded from the x id, so the kernel sees the logical
+    /// grid either way.
+    /// A kernel that reads only its x axis reads the hardware's registers
+    /// where it uses them.
+    pub fn grid(&mut self, dim: usize, count: bool) -> String {
+        if !self.folds_grid {
+            return self.raw_grid(dim.min(2), count);
+        }
+        let k = dim.min(2) + if count { 3 } else { 0 };
+        self.grid_reads[k] = true;
+        format!("%grid{k}")
+    }
+
+    /// The hardware's block id along `dim` (`count` false) or grid size.
+    fn raw_grid(&mut self, dim: usize, count: bool) -> String {
+        match (self.info().abi, count) {
+            (Abi::Nvptx, false) => self.sreg(&format!("ctaid.{}", ["x", "y", "z"][dim])),
+            (Abi::Nvptx, true) => self.sreg(&format!("nctaid.{}", ["x", "y", "z"][dim])),
+            (Abi::Amdgpu, false) => self.amd_id("workgroup", dim),
+            (Abi::Amdgpu, true) => self.amd_groups(dim),
+            (Abi::Cpu, false) => self.cpu_field(1, dim),
+            (Abi::Cpu, true) => self.cpu_field(3, dim),
+        }
+    }
+
+    /// The entry code that defines the `%grid{k}` values `grid` gave: the
+    /// hardware's, or where the kernel may be folded (`grid`), a branch on
+    /// the hidden parameter to them or to the decoded ones.
+    fn grid_prologue(&mut self) -> String {
+        let saved = std::mem::take(&mut self.body);
+        let used: Vec<usize> = (0..6).filter(|&k| self.grid_reads[k]).collect();
+        if self.folds_grid {
+            let fold = match self.info().abi {
+                Abi::Cpu => {
+                    let slot = self.params.len()
+                        + self.rng.len()
+                        + usize::from(self.scratch_base.is_some())
+                        + usize::from(!self.prints.is_empty());
+                    let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
+                    let p = self.val(format!("load ptr, ptr {at}"));
+                    self.val(format!("load i64, ptr {p}"))
+                }
+                _ => "%gridfold".to_string(),
+            };
+            let on = self.val(format!("icmp ne i64 {fold}, 0"));
+            self.cond_br(&on, "gridfolded", "griddirect");
+            self.start_block("griddirect");
+            let direct: Vec<String> = used.iter().map(|&k| self.raw_grid(k % 3, k >= 3)).collect();
+            self.br("gridready");
+            self.start_block("gridfolded");
+            let x = self.val(format!("trunc i64 {fold} to i32"));
+            let high = self.val(format!("lshr i64 {fold}, 32"));
+            let y = self.val(format!("trunc i64 {high} to i32"));
+            let id = self.raw_grid(0, false);
+            let id = self.val(format!("trunc i64 {id} to i32"));
+            let n = self.raw_grid(0, true);
+            let n = self.val(format!("trunc i64 {n} to i32"));
+            let id_x = self.val(format!("urem i32 {id}, {x}"));
+            let rest = self.val(format!("udiv i32 {id}, {x}"));
+            let id_y = self.val(format!("urem i32 {rest}, {y}"));
+            let id_z = self.val(format!("udiv i32 {rest}, {y}"));
+            let plane = self.val(format!("mul i32 {x}, {y}"));
+            let n_z = self.val(format!("udiv i32 {n}, {plane}"));
+            let decoded = [id_x, id_y, id_z, x, y, n_z];
+            let folded: Vec<String> = used
+                .iter()
+                .map(|&k| self.val(format!("zext i32 {} to i64", decoded[k])))
+                .collect();
+            self.br("gridready");
+            self.start_block("gridready");
+            for ((&k, d), f) in used.iter().zip(&direct).zip(&folded) {
+                self.line(format!("%grid{k} = phi i64 [ {d}, %griddirect ], [ {f}, %gridfolded ]"));
+            }
+        }
+        std::mem::replace(&mut self.body, saved)
     }
 
     /// A PTX special register, as `i64`.
@@ -2108,6 +2201,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             self.line(format!("{} = load ptr, ptr {p}", print::BUFFER));
         }
         let setup = std::mem::replace(&mut self.body, saved);
+        let grid = self.grid_prologue();
         let mut body = self
             .body
             .replace("@STAGING@", &staging_offset.to_string())
@@ -2140,6 +2234,9 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             if !self.prints.is_empty() {
                 params.push(format!("{} noalias {}", info.global_ptr(), print::BUFFER));
             }
+            if self.folds_grid {
+                params.push("i64 %gridfold".to_string());
+            }
             params.join(", ")
         };
         let cc = match info.abi {
@@ -2165,7 +2262,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         };
         let _ = writeln!(
             self.me.bodies,
-            "define {cc}void @{}({sig}){attr_group} {{\nentry:\n{}{}}}\n",
+            "define {cc}void @{}({sig}){attr_group} {{\nentry:\n{}{grid}{}}}\n",
             self.name, self.allocas, body
         );
         if info.abi != Abi::Cpu && (shared_bytes > 0 || shared_dynamic.is_some()) {
@@ -2195,6 +2292,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             rng: self.rng.clone(),
             prints: self.prints.clone(),
             needs_sync: self.needs_sync,
+            folds_grid: self.folds_grid,
             registers: None,
             spill_bytes: None,
             ptxas_notes: Vec::new(),
@@ -2239,31 +2337,31 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 
     fn block_linear(&mut self) -> String {
-        let ids = match self.info().abi {
-            Abi::Nvptx => [
-                self.sreg("ctaid.x"),
-                self.sreg("ctaid.y"),
-                self.sreg("ctaid.z"),
-                self.sreg("nctaid.x"),
-                self.sreg("nctaid.y"),
-            ],
-            Abi::Amdgpu => [
-                self.amd_id("workgroup", 0),
-                self.amd_id("workgroup", 1),
-                self.amd_id("workgroup", 2),
-                self.amd_groups(0),
-                self.amd_groups(1),
-            ],
-            Abi::Cpu => [
-                self.cpu_field(1, 0),
-                self.cpu_field(1, 1),
-                self.cpu_field(1, 2),
-                self.cpu_field(3, 0),
-                self.cpu_field(3, 1),
-            ],
-        };
+        let ids = [
+            self.grid(0, false),
+            self.grid(1, false),
+            self.grid(2, false),
+            self.grid(0, true),
+            self.grid(1, true),
+        ];
         self.linearize(ids)
     }
+}
+
+/// Whether kernel `func` reads its grid's y or z axis: a block id or the
+/// grid's size along it.
+fn reads_grid_y_or_z(m: &Module, func: OpId) -> bool {
+    m.walk_op(func).into_iter().any(|op| {
+        let dim = || m.attr(op, "dim").and_then(Attr::as_int).unwrap_or(0);
+        match m.op(op).name.as_str() {
+            "nvptx.sreg" => m
+                .attr(op, "reg")
+                .and_then(Attr::as_str)
+                .is_some_and(|r| matches!(r, "ctaid.y" | "ctaid.z" | "nctaid.y" | "nctaid.z")),
+            "amdgpu.workgroup_id" | "amdgpu.num_workgroups" | "cpu.block_id" | "cpu.grid_dim" => dim() > 0,
+            _ => false,
+        }
+    })
 }
 
 /// Bytes of shared memory the allocations in `func` take (each aligned to
@@ -2377,7 +2475,13 @@ pub(crate) mod tests {
         // SAFETY: a non-zero size; freed below with the same layout.
         let shared = unsafe { std::alloc::alloc_zeroed(layout) };
         let mut pointers: Vec<*mut f32> = buffers.iter_mut().map(|b| b.as_mut_ptr()).collect();
-        let args: Vec<usize> = pointers.iter_mut().map(|p| p as *mut *mut f32 as usize).collect();
+        let mut args: Vec<usize> = pointers.iter_mut().map(|p| p as *mut *mut f32 as usize).collect();
+        // A kernel that reads its grid's y or z axis takes the folding
+        // argument last: 0, a grid launched as it is.
+        let mut unfolded = 0i64;
+        if cpu.manifest.kernels[0].folds_grid {
+            args.push(&mut unfolded as *mut i64 as usize);
+        }
         let gate = std::sync::Barrier::new(threads as usize);
         let (gate, shared_at) = (&gate as *const std::sync::Barrier as usize, shared as usize);
         let lanes: Vec<std::sync::atomic::AtomicU32> = (0..threads).map(|_| 0.into()).collect();

@@ -209,6 +209,11 @@ pub struct KernelInfo {
     /// Whether the kernel synchronises threads (barriers, shuffles, votes):
     /// the CPU launcher runs each thread of such a block as a fiber.
     pub needs_sync: bool,
+    /// Reads its grid's y or z axis: takes a hidden `i64` after the print
+    /// buffer, 0 or the logical `X | Y << 32` of a launch folded onto the
+    /// x axis because its y or z extent is past 65535 (`FnEmitter::grid`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub folds_grid: bool,
     /// Registers per thread, from `ptxas -v` when it ran.
     pub registers: Option<u32>,
     /// Bytes spilled to local memory, from `ptxas -v` when it ran.

@@ -60,23 +60,30 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         }
         "nvptx.sreg" => {
             let reg = attr_str(f, op, "reg").unwrap_or("tid.x");
-            let v = match reg {
-                "warpid" => {
+            let grid = |r: &str| {
+                let (axis, count) = match r.strip_prefix("ctaid.") {
+                    Some(a) => (a, false),
+                    None => (r.strip_prefix("nctaid.")?, true),
+                };
+                Some((["x", "y", "z"].iter().position(|a| *a == axis)?, count))
+            };
+            let v = match (reg, grid(reg)) {
+                ("warpid", _) => {
                     let tid = f.tid.clone();
                     f.val(format!("udiv i64 {tid}, 32"))
                 }
+                (_, Some((dim, count))) => f.grid(dim, count),
                 _ => f.sreg(reg),
             };
             set_index(f, op, v)
         }
         "amdgpu.workitem_id" | "amdgpu.workgroup_id" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let kind = if name == "amdgpu.workitem_id" {
-                "workitem"
+            let v = if name == "amdgpu.workitem_id" {
+                f.amd_id("workitem", dim)
             } else {
-                "workgroup"
+                f.grid(dim, false)
             };
-            let v = f.amd_id(kind, dim);
             set_index(f, op, v)
         }
         "amdgpu.workgroup_size" | "amdgpu.num_workgroups" => {
@@ -84,19 +91,18 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
             let v = if name == "amdgpu.workgroup_size" {
                 f.amd_size(dim)
             } else {
-                f.amd_groups(dim)
+                f.grid(dim, true)
             };
             set_index(f, op, v)
         }
         "cpu.thread_id" | "cpu.block_id" | "cpu.block_dim" | "cpu.grid_dim" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let group = match name {
-                "cpu.thread_id" => 0,
-                "cpu.block_id" => 1,
-                "cpu.block_dim" => 2,
-                _ => 3,
+            let v = match name {
+                "cpu.thread_id" => f.cpu_field(0, dim),
+                "cpu.block_id" => f.grid(dim, false),
+                "cpu.block_dim" => f.cpu_field(2, dim),
+                _ => f.grid(dim, true),
             };
-            let v = f.cpu_field(group, dim);
             set_index(f, op, v)
         }
         "tile.lane_id" | "amdgpu.lane_id" => {

@@ -324,6 +324,9 @@ impl Loaded {
             kargs.push_address(buffer.address());
             Some(buffer)
         };
+        if info.folds_grid {
+            kargs.push_i64(fold_grid(&mut config));
+        }
         Ok(Bound {
             kernel: self.module.kernel(name)?,
             config,
@@ -677,6 +680,29 @@ pub(crate) struct Timed {
     pub device_ms: f64,
     /// The lines the kernel printed.
     pub printed: String,
+}
+
+/// The most blocks a grid may have along y or z on every GPU target.
+const MAX_GRID_YZ: u32 = 65535;
+
+/// Folds a grid whose y or z extent is past [`MAX_GRID_YZ`] onto the x
+/// axis (X·Y·Z blocks in a row, where that is at most 2³¹ − 1) and gives
+/// the hidden argument of a kernel that reads its y or z axis: the
+/// logical `X | Y << 32` it decodes its ids from, or 0 for a grid that is
+/// launched as it is (`KernelInfo::folds_grid`).
+fn fold_grid(config: &mut LaunchConfig) -> i64 {
+    let [x, y, z] = config.grid;
+    if y <= MAX_GRID_YZ && z <= MAX_GRID_YZ {
+        return 0;
+    }
+    match u32::try_from(u64::from(x) * u64::from(y) * u64::from(z)) {
+        Ok(blocks) if blocks <= i32::MAX as u32 => {
+            config.grid = [blocks, 1, 1];
+            i64::from(x) | i64::from(y) << 32
+        }
+        // Past the x axis too: the launch reports the grid (E1008).
+        _ => 0,
+    }
 }
 
 /// Launches `bound` and waits for it, with `events` recorded around the

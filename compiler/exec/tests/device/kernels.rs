@@ -326,6 +326,30 @@ fn integer_atomics_combine_every_value_and_compact_a_stream() {
     );
 }
 
+#[test]
+fn grids_past_65535_along_y_or_z_give_every_block_its_logical_ids() {
+    let (device, loaded) = program("tests/kernels", "grid_ids");
+    for grid in [[3u32, 5, 7], [2, 65537, 1], [3, 2, 65536]] {
+        let [x, y, z] = grid.map(|g| g as usize);
+        let out = poisoned(DType::I32, &[z, y, x, 4]);
+        let config = LaunchConfig {
+            grid,
+            block: [1, 1, 1],
+            shared_bytes: 0,
+        };
+        let dims = [("X", x), ("Y", y), ("Z", z)].map(|(d, v)| (d.to_string(), v as i64));
+        loaded
+            .launch_kernel(&device, "grid_ids", config, &[Value::Tensor(out.clone())], &dims)
+            .unwrap_or_else(|e| panic!("grid {grid:?}: {e:?}"));
+        let got = ints(&device, &out);
+        let blocks = x * y * z;
+        for (linear, record) in got.chunks_exact(4).enumerate() {
+            let want = [linear, x, y, z].map(|v| v as i64);
+            assert_eq!(record, want, "grid {grid:?}, block {linear} of {blocks}");
+        }
+    }
+}
+
 /// A tensor of `dtype` holding `xs` (rounded to it); gives it and what it holds.
 fn tensor_of(device: &Device, dtype: DType, xs: &[f64]) -> (TensorValue, Vec<f64>) {
     let mut t = Tensor::zeros(dtype, &[xs.len()]).unwrap();
