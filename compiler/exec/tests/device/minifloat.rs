@@ -334,7 +334,8 @@ fn fp8_arithmetic_rounds_the_exact_result_once() {
         let want = (0..p).map(|i| f.encode(op(f.decode((i / c) as u8), f.decode((i % c) as u8)), false));
         same_codes(&format!("{f:?}"), *f, &bytes(&args[2 + k], &device), want, &names);
     }
-    let unary: [(&str, fn(f64) -> f64); 4] = [("-", |a| -a), ("abs", f64::abs), ("sqrt", f64::sqrt), ("exp", f64::exp)];
+    type Unary = fn(f64) -> f64;
+    let unary: [(&str, Unary); 4] = [("-", |a| -a), ("abs", f64::abs), ("sqrt", f64::sqrt), ("exp", f64::exp)];
     let names: Vec<String> = codes.iter().map(|code| format!("{code:#04x}")).collect();
     for (k, (f, (name, op))) in code_outputs.iter().zip(unary).enumerate() {
         let want = codes.iter().map(|&code| f.encode(op(f.decode(code)), false));
