@@ -2934,6 +2934,13 @@ impl<'a> Infer<'a> {
             return Ty::Unknown;
         };
         let values = self.check_constraints(e, &fn_name, sig, &bindings, anchor);
+        // A host helper (no tensor parameters) that declares no result may
+        // return any value: in host code, not known here, as `load(...)`'s.
+        // (Device code inlines the function with the types it declares.)
+        let helper = sig.kind == FnKind::Function && !sig.params.iter().any(|p| matches!(p.ty, Ty::Tensor(_)));
+        if helper && sig.ret_span.is_none() && !self.in_device_code() {
+            return Ty::Unknown;
+        }
         substitute_ty(&sig.ret, &|s: &str| values.get(s).cloned())
     }
 

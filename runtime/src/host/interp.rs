@@ -2371,7 +2371,8 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     fn random(&mut self, path: &str, args: &mut Args) -> Result<Value, RunError> {
         let dtype = self.dtype_arg(args, DType::F32)?;
-        let seed = match args.take("seed") {
+        // A 0-d integer tensor (an `i32` parameter's value) is an int too.
+        let seed = match args.take("seed").map(|(v, span)| (as_index(v), span)) {
             Some((Value::Int(s), _)) if s >= 0 => s as u64,
             Some((v, _)) => {
                 return Err(RunError::value(format!(

@@ -5,7 +5,7 @@
 use tessera_diagnostics::Code;
 use tessera_syntax::ast::{BinOp, UnaryOp};
 
-use crate::reduce::tree_sum;
+use crate::reduce::{ordered_sum, rows_sum, TreeAdd, ROW_LANES};
 use crate::tensor::{shape_text, Elem};
 use crate::{DType, RunError, Tensor};
 
@@ -1036,6 +1036,17 @@ pub(crate) fn attention(
     Ok(o)
 }
 
+/// A float sum in the order a compiled deterministic reduction adds it
+/// (`spec/runtime.md`, "Tree-ordered sums"): along the last axis (`inner`
+/// 1) rows of `row` values by the row order, along another in index order.
+fn compiled_order<T: TreeAdd>(v: &[T], inner: usize, row: usize, lanes: usize) -> T {
+    if inner == 1 {
+        rows_sum(v, row, lanes)
+    } else {
+        ordered_sum(v)
+    }
+}
+
 /// Sum, mean, largest or smallest element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reduction {
@@ -1045,8 +1056,8 @@ pub(crate) enum Reduction {
     Min,
 }
 
-/// `op.sum` / `op.mean` over `axis` (all elements when None), in tree
-/// order (`crate::reduce`), accumulating in `accumulate` (by default `f32`
+/// `op.sum` / `op.mean` over `axis` (all elements when None), in the
+/// order of a compiled deterministic reduction (`compiled_order`), accumulating in `accumulate` (by default `f32`
 /// for floats up to `f32`, `f64` for `f64`, `i64` for integers); the result
 /// has the input's dtype.
 pub(crate) fn reduce(
@@ -1056,6 +1067,11 @@ pub(crate) fn reduce(
     accumulate: Option<DType>,
 ) -> Result<Tensor, RunError> {
     let (outer, n, inner, out_shape) = around(t, axis);
+    // Over every axis, the sum is of rows of the last one.
+    let row = match axis {
+        None => t.shape().last().copied().unwrap_or(1),
+        Some(_) => n,
+    };
     let acc = accumulate.unwrap_or(match t.dtype() {
         DType::F64 => DType::F64,
         d if d.is_float() => DType::F32,
@@ -1084,13 +1100,13 @@ pub(crate) fn reduce(
             }
             let v = match acc {
                 DType::F64 => {
-                    let mut v: Vec<f64> = (0..n).map(|k| at(k).as_f64()).collect();
-                    let s = tree_sum(&mut v);
+                    let v: Vec<f64> = (0..n).map(|k| at(k).as_f64()).collect();
+                    let s = compiled_order(&v, inner, row, ROW_LANES / 2);
                     Elem::Float(if kind == Reduction::Mean { s / n as f64 } else { s })
                 }
                 d if d.is_float() => {
-                    let mut v: Vec<f32> = (0..n).map(|k| at(k).as_f64() as f32).collect();
-                    let s = tree_sum(&mut v);
+                    let v: Vec<f32> = (0..n).map(|k| at(k).as_f64() as f32).collect();
+                    let s = compiled_order(&v, inner, row, ROW_LANES);
                     Elem::Float(if kind == Reduction::Mean {
                         (s / n as f32) as f64
                     } else {
@@ -1098,8 +1114,8 @@ pub(crate) fn reduce(
                     })
                 }
                 _ => {
-                    let mut v: Vec<i64> = (0..n).map(|k| at(k).as_i64()).collect();
-                    let s = tree_sum(&mut v);
+                    let v: Vec<i64> = (0..n).map(|k| at(k).as_i64()).collect();
+                    let s = ordered_sum(&v);
                     if kind == Reduction::Mean {
                         Elem::Float(s as f64 / n as f64)
                     } else {
@@ -1295,10 +1311,24 @@ mod tests {
     }
 
     #[test]
-    fn reductions_are_tree_ordered() {
+    fn reductions_add_in_the_compiled_order() {
+        // The pairwise tree along a row: (1e8 + 1) + (-1e8 + 1) rounds to 0.
         let v: Vec<f32> = vec![1e8, 1.0, -1e8, 1.0];
         let t = Tensor::from_slice(&[4], &v).unwrap();
-        assert_eq!(reduce(&t, None, Reduction::Sum, None).unwrap().to_f64_vec(), vec![2.0]);
+        assert_eq!(reduce(&t, None, Reduction::Sum, None).unwrap().to_f64_vec(), vec![0.0]);
+        // Over every axis, each row's sum and then the rows' in order:
+        // (1e8 + -1e8) + (1 + 1).
+        let rows = Tensor::from_slice(&[2, 2], &[1e8f32, -1e8, 1.0, 1.0]).unwrap();
+        assert_eq!(
+            reduce(&rows, None, Reduction::Sum, None).unwrap().to_f64_vec(),
+            vec![2.0]
+        );
+        // Down a column, in index order: (1e8 + 1) + -1e8 is 0.
+        let column = Tensor::from_slice(&[3, 1], &[1e8f32, 1.0, -1e8]).unwrap();
+        assert_eq!(
+            reduce(&column, Some(0), Reduction::Sum, None).unwrap().to_f64_vec(),
+            vec![0.0]
+        );
         let m = Tensor::from_slice(&[2, 3], &[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         assert_eq!(
             reduce(&m, Some(0), Reduction::Sum, None).unwrap().to_f64_vec(),
