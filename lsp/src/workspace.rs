@@ -366,10 +366,26 @@ pub fn apply_changes(text: &str, index: &LineIndex, changes: Vec<TextDocumentCon
     text
 }
 
-/// The path of a `file:` URI.
+/// The path of a `file:` URI, normalized as its text reads: `.` and empty
+/// segments dropped, `..` taking the segment before it off (an editor may
+/// send `dir/./main.tsr` or `dir//main.tsr`; the document's imports are
+/// found beside it either way, as the CLI finds them).
 pub fn file_path(uri: &Uri) -> Option<PathBuf> {
     let is_file = uri.scheme().as_str().eq_ignore_ascii_case("file");
-    is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten()
+    let path = is_file.then(|| uri.to_file_path().map(|p| p.into_owned())).flatten()?;
+    let mut normal = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !normal.pop() {
+                    normal.push(part);
+                }
+            }
+            other => normal.push(other),
+        }
+    }
+    Some(normal)
 }
 
 pub fn uri_of_path(path: &Path) -> Option<Uri> {

@@ -78,3 +78,8 @@ fn outline_hints_and_tokens() {
 fn modules_created_and_deleted_on_disk() {
     scenario("modules_created_and_deleted_on_disk");
 }
+
+#[test]
+fn unnormalized_uris_find_sibling_modules() {
+    scenario("unnormalized_uris_find_sibling_modules");
+}

@@ -6,7 +6,8 @@
 //! back as `bf16`. The fp8 dtypes are likewise written as `|V1` (as
 //! `ml_dtypes`' float8 arrays are), which cannot say which of the two it
 //! is: `|V1` reads as `fp8_e4m3`, and an operator's parameter of dtype
-//! `fp8_e5m2` takes the bytes as its own ([`crate::host`]).
+//! `fp8_e5m2` takes the bytes as its own ([`crate::host`]). `ml_dtypes`
+//! writes its `float8_e5m2` as `<f1`, which reads as `fp8_e5m2`.
 
 use std::path::Path;
 
@@ -60,6 +61,8 @@ fn dtype_of(descr: &str) -> Option<(DType, bool)> {
         "b1" => DType::Bool,
         "V2" => DType::Bf16,
         "V1" => DType::Fp8E4m3,
+        // `ml_dtypes` 0.6 gives its float8_e5m2 the descr `<f1`.
+        "f1" => DType::Fp8E5m2,
         _ => return None,
     };
     Some((dtype, big))
@@ -123,7 +126,7 @@ pub fn parse(path: &str, bytes: &[u8]) -> Result<Tensor, RunError> {
             format!("`{path}` holds dtype `{}`, which is not supported", header.descr),
         )
         .with_note(
-            "supported: f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1 (either byte order), V2 (bf16) and V1 (fp8)",
+            "supported: f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1 (either byte order), V2 (bf16), V1 (fp8) and f1 (fp8_e5m2)",
         )
     })?;
     let count = element_count(&header.shape)?;
@@ -405,6 +408,20 @@ mod tests {
         let bytes = to_bytes(&big);
         assert_eq!(&bytes[6..8], &[2, 0], "a header over 64 KiB needs version 2.0");
         assert_eq!(parse("c.npy", &bytes).unwrap().shape().len(), 25000);
+    }
+
+    #[test]
+    fn reads_the_e5m2_of_ml_dtypes() {
+        // `np.save` of an ml_dtypes float8_e5m2 array: [1.0, -2.0] as `<f1`.
+        let header = "{'descr': '<f1', 'fortran_order': False, 'shape': (2,), }";
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        let padded = format!("{header:<117}\n");
+        b.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        b.extend_from_slice(padded.as_bytes());
+        b.extend_from_slice(&[0x3c, 0xc0]);
+        let t = parse("e5.npy", &b).unwrap();
+        assert_eq!(t.dtype(), DType::Fp8E5m2);
+        assert_eq!(t.to_f64_vec(), vec![1.0, -2.0]);
     }
 
     /// `bytes` with the first `from` replaced by `to` (same length).

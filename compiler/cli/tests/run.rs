@@ -164,6 +164,14 @@ def main(args):
     assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [0.0, 2.0, 4.0, 6.0]);
     let o = run(&["--entry", "scale", "--input", &x, "--input", "k=0.5"]);
     assert!(o.status.success(), "{:?}", text(&o));
+    // Text that is neither a number nor a file says both (it said the file
+    // did not exist).
+    let o = run(&["--entry", "scale", "--input", &x, "--input", "k=abc"]);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("E1004") && err.contains("`abc` is neither a number nor a .npy file"),
+        "{err}"
+    );
     assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [0.0, 0.5, 1.0, 1.5]);
     let o = run(&["--entry", "add", "--input", "a=2"]);
     assert!(o.status.success(), "{:?}", text(&o));

@@ -2289,6 +2289,25 @@ impl<'a> Infer<'a> {
             b.path,
             "tile.warp_shuffle_down" | "tile.warp_shuffle_up" | "tile.warp_shuffle_xor" | "tile.warp_shuffle"
         );
+        // The lane offset (or lane, or XOR mask) is an integer, as a
+        // bitwise operand is (a float was truncated silently).
+        let lane = args.iter().filter(|a| a.name.is_none()).nth(1);
+        if let (true, Some(lane)) = (shuffle, lane) {
+            let not_integer = match &lane.ty {
+                Ty::Float => Some("float".to_string()),
+                ty => ty.dtype().filter(|d| d.is_float()).map(|d| d.name().to_string()),
+            };
+            if let Some(name) = not_integer {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!("`{}` takes an integer lane offset, not `{name}`", b.path),
+                    )
+                    .with_primary(self.at(lane.expr.span), format!("this is `{name}`"))
+                    .with_help("lanes are counted in whole numbers: convert with `i32(…)`"),
+                );
+            }
+        }
         if let (true, Some(first)) = (shuffle, first) {
             if let Ty::Tensor(_) = &first.ty {
                 self.error(

@@ -61,8 +61,10 @@ class Session:
     # ---------------------------------------------------------------- documents
 
     def open(self, path, text=None):
-        uri = uri_of(path)
         text = pathlib.Path(path).read_text() if text is None else text
+        return self.open_uri(uri_of(path), text)
+
+    def open_uri(self, uri, text):
         self.versions[uri] = 1
         self.texts[uri] = text
         self.client.text_document_did_open(

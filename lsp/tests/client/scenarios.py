@@ -289,6 +289,20 @@ def modules_created_and_deleted_on_disk(s):
     assert [d.code for d in s.next_diagnostics(uri, seen)] == ["E0204"]
 
 
+def unnormalized_uris_find_sibling_modules(s):
+    # An editor may send `dir/./model.tsr` or `dir//model.tsr`: the import
+    # of `helpers` beside it resolves as for the plain path (it was E0105).
+    text = MODEL.read_text()
+    plain = uri_of(MODEL)
+    folder, name = plain.rsplit("/", 1)
+    for uri in [f"{folder}/./{name}", f"{folder}//{name}", f"{folder}/../{folder.rsplit('/', 1)[1]}/{name}"]:
+        s.open_uri(uri, text)
+        assert [d.code for d in s.diagnostics(uri)] == ["E0205"], uri
+        line, col = line_of(text, "scale(y, 2.0)")
+        target = s.definition(uri, line, col + 2)
+        assert target.uri == uri_of(FIXTURES / "helpers.tsr"), target
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -301,6 +315,7 @@ SCENARIOS = {
         completion_and_signature_help,
         outline_hints_and_tokens,
         modules_created_and_deleted_on_disk,
+        unnormalized_uris_find_sibling_modules,
     ]
 }
 

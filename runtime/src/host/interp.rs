@@ -713,7 +713,16 @@ impl<'a, 'p> Interp<'a, 'p> {
         if let ExprKind::Call { callee, args } = &cond.unparen().kind {
             if path_of(callee).as_deref() == Some("allclose") {
                 let mut args = self.args(locals, args)?;
-                return self.allclose(&mut args, cond.span, true).map(|_| ());
+                let Err(mut failed) = self.allclose(&mut args, cond.span, true) else {
+                    return Ok(());
+                };
+                // The assert's own message, as a plain assert shows it.
+                if let Some(m) = message {
+                    let v = self.expr(locals, m)?;
+                    let text = super::print::display(&v, &|t, form| self.tensor_text(t, form));
+                    failed.notes.insert(0, format!("assertion failed: {text}"));
+                }
+                return Err(failed);
             }
         }
         if self.condition(locals, cond)? {

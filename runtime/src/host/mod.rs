@@ -314,9 +314,26 @@ pub fn run_entry(
                     Err(_) => text.parse::<f64>().ok().map(Value::Float),
                 },
             };
-            if let Some(number) = number {
-                args.push(number);
-                continue;
+            match number {
+                Some(number) => {
+                    args.push(number);
+                    continue;
+                }
+                // Neither a number nor a file: say both.
+                None => {
+                    return Err(vec![Diagnostic::error(
+                        Code::E1004,
+                        format!(
+                            "`--input {}={text}`: `{text}` is neither a number nor a .npy file",
+                            p.name.name
+                        ),
+                    )
+                    .with_primary(at_param(i), "this scalar parameter")
+                    .with_help(format!(
+                        "pass a number (`--input {}=2.5`) or the path of a 0-d .npy file",
+                        p.name.name
+                    ))]);
+                }
             }
         }
         let tensor =
