@@ -7,7 +7,7 @@ use tessera_hir::{Db, SourceFile};
 use tessera_syntax::ast::{ExprKind, StmtKind};
 use tower_lsp_server::ls_types::{self as lsp, DocumentSymbol, Location, Position, SymbolKind, Uri};
 
-use crate::analysis::{self, resolve, resolve_global, Function, Node, Role, Symbol};
+use crate::analysis::{self, resolve_global, Function, Names, Node, Role, Symbol};
 use crate::convert;
 use crate::hover::signature_label;
 use crate::workspace::Snapshot;
@@ -154,11 +154,12 @@ fn names_in<'db>(
     out: &mut Vec<FileSpan>,
 ) {
     let file = func.file;
+    let names = Names::new(db, func);
     analysis::walk_def(func.def, &mut |node| {
         let found = match node {
             Node::Expr(e, role) => match &e.kind {
-                ExprKind::Name(n) if role != Role::Decorator => resolve(db, file, Some(func), n, e.span, role),
-                ExprKind::Attr { name, .. } => match func.type_at(db, e.span) {
+                ExprKind::Name(n) if role != Role::Decorator => names.resolve(db, n, e.span, role),
+                ExprKind::Attr { name, .. } => match names.type_at(e.span) {
                     Some(Ty::Builtin(b)) => {
                         let symbol = Symbol::Builtin(b);
                         if wanted(&symbol) {

@@ -9,7 +9,7 @@ use tessera_hir::{Db, SourceFile};
 use tessera_syntax::ast::{ExprKind, StmtKind};
 use tower_lsp_server::ls_types::{SemanticToken, SemanticTokenModifier, SemanticTokenType, SemanticTokensLegend, Uri};
 
-use crate::analysis::{self, resolve, resolve_global, Function, Node, Role, Symbol};
+use crate::analysis::{self, resolve_global, Function, Names, Node, Role, Symbol};
 use crate::workspace::Snapshot;
 
 const TYPES: [SemanticTokenType; 10] = [
@@ -101,17 +101,16 @@ fn shift(span: Span, base: u32) -> Span {
 }
 
 fn function_tokens<'db>(db: &'db dyn Db, file: SourceFile, func: Function<'db>, raw: &mut Vec<Raw>) {
-    let body = func.body(db);
+    let names = Names::new(db, func);
     analysis::walk_def(func.def, &mut |node| {
         let token = match node {
             Node::Expr(e, role) => match &e.kind {
                 ExprKind::Name(_) if role == Role::Decorator => Some((Kind::Decorator, 0)),
-                ExprKind::Name(n) => resolve(db, file, Some(func), n, e.span, role).map(|s| {
-                    let first_binding = body.locals.iter().any(|(m, span, _)| m == n && *span == e.span);
-                    symbol_kind(&s, first_binding)
-                }),
+                ExprKind::Name(n) => names
+                    .resolve(db, n, e.span, role)
+                    .map(|s| symbol_kind(&s, names.first_binding(n, e.span))),
                 ExprKind::Attr { name, .. } => {
-                    let kind = match func.type_at(db, e.span) {
+                    let kind = match names.type_at(e.span) {
                         Some(Ty::Builtin(b)) => builtin_kind(b.shape, b.params),
                         _ => (Kind::Property, 0),
                     };

@@ -11,10 +11,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use serde_json::json;
 
-use tessera_bench::{ms, percentile, source};
+use tessera_bench::{ms, percentile, source, Client};
 use tessera_driver::Database;
 
 /// How the generated kernels are decorated.
@@ -38,66 +37,8 @@ fn constant_position(text: &str, edited: usize) -> (usize, usize) {
     (line, col)
 }
 
-struct Client {
-    input: DuplexStream,
-    output: BufReader<DuplexStream>,
-}
-
-impl Client {
-    async fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        let framed = format!("Content-Length: {}\r\n\r\n{body}", body.len());
-        self.input.write_all(framed.as_bytes()).await.expect("the server reads");
-    }
-
-    async fn receive(&mut self) -> Value {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            self.output.read_line(&mut line).await.expect("the server writes");
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length:") {
-                length = v.trim().parse().expect("a length");
-            }
-        }
-        let mut body = vec![0; length];
-        self.output.read_exact(&mut body).await.expect("a body");
-        serde_json::from_slice(&body).expect("JSON")
-    }
-
-    /// Waits for the diagnostics of `version` and returns how many there are.
-    async fn diagnostics(&mut self, version: i64) -> usize {
-        loop {
-            let m = self.receive().await;
-            if m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version) {
-                return m["params"]["diagnostics"].as_array().map_or(0, Vec::len);
-            }
-        }
-    }
-}
-
 async fn measure(functions: usize, edits: usize) -> Vec<Duration> {
-    let (client_in, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, client_out) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        tessera_lsp::serve(server_in, server_out)
-            .await
-            .expect("the server runs");
-    });
-    let mut client = Client {
-        input: client_in,
-        output: BufReader::new(client_out),
-    };
-    client
-        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}))
-        .await;
-    client.receive().await;
-    client
-        .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        .await;
+    let mut client = Client::start().await;
     let text = source(functions, usize::MAX, 0, KERNEL);
     client
         .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {

@@ -16,6 +16,13 @@ pub struct LineCol {
 pub struct LineIndex {
     /// Byte offset at which each line starts; `line_starts[0] == 0`.
     line_starts: Vec<u32>,
+    /// Byte offset of each character of more than one byte, in order.
+    wide: Vec<u32>,
+    /// `utf16_extra[k]`: bytes beyond their UTF-16 code units of the first
+    /// `k` wide characters (one more entry than `wide`).
+    utf16_extra: Vec<u32>,
+    /// `char_extra[k]`: bytes beyond one of the first `k` wide characters.
+    char_extra: Vec<u32>,
     text: Box<str>,
 }
 
@@ -30,10 +37,28 @@ impl LineIndex {
                 .filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')))
                 .map(|(i, _)| (i + 1) as u32),
         );
+        let (mut wide, mut utf16_extra, mut char_extra) = (Vec::new(), vec![0], vec![0]);
+        for (i, c) in text.char_indices().filter(|(_, c)| !c.is_ascii()) {
+            wide.push(i as u32);
+            let bytes = c.len_utf8() as u32;
+            utf16_extra.push(utf16_extra[wide.len() - 1] + bytes - c.len_utf16() as u32);
+            char_extra.push(char_extra[wide.len() - 1] + bytes - 1);
+        }
         LineIndex {
             line_starts,
+            wide,
+            utf16_extra,
+            char_extra,
             text: text.into(),
         }
+    }
+
+    /// The width of `text[start..end]` (whole characters) in units whose
+    /// per-character excess over the bytes `extra` sums: O(log n), so that
+    /// converting every token of one long line is not quadratic.
+    fn width(&self, start: usize, end: usize, extra: &[u32]) -> u32 {
+        let before = |x: usize| extra[self.wide.partition_point(|&w| (w as usize) < x)];
+        (end - start) as u32 - (before(end) - before(start))
     }
 
     pub fn line_count(&self) -> u32 {
@@ -47,37 +72,38 @@ impl LineIndex {
         (line as u32, self.line_starts[line])
     }
 
-    /// The part of the line holding `offset` that comes before it. An offset
-    /// inside a multi-byte character is moved back to that character's start,
-    /// and one on the `\n` of a `\r\n` to the `\r` (the end of the line's text).
-    fn line_prefix(&self, offset: u32) -> (u32, &str) {
+    /// The line holding `offset` and the byte range of the part of it that
+    /// comes before it. An offset inside a multi-byte character is moved
+    /// back to that character's start, and one on the `\n` of a `\r\n` to
+    /// the `\r` (the end of the line's text).
+    fn line_prefix(&self, offset: u32) -> (u32, usize, usize) {
         let (line, start) = self.line_of(offset);
         let mut end = offset.min(self.text.len() as u32) as usize;
         while !self.text.is_char_boundary(end) {
             end -= 1;
         }
-        let prefix = &self.text[start as usize..end];
-        if self.text.as_bytes().get(end) == Some(&b'\n') {
-            return (line, prefix.strip_suffix('\r').unwrap_or(prefix));
+        let bytes = self.text.as_bytes();
+        if bytes.get(end) == Some(&b'\n') && end > start as usize && bytes[end - 1] == b'\r' {
+            end -= 1;
         }
-        (line, prefix)
+        (line, start as usize, end)
     }
 
     /// Line and column in characters.
     pub fn line_col(&self, offset: u32) -> LineCol {
-        let (line, prefix) = self.line_prefix(offset);
+        let (line, start, end) = self.line_prefix(offset);
         LineCol {
             line,
-            col: prefix.chars().count() as u32,
+            col: self.width(start, end, &self.char_extra),
         }
     }
 
     /// Line and column in UTF-16 code units, as the LSP counts them.
     pub fn line_col_utf16(&self, offset: u32) -> LineCol {
-        let (line, prefix) = self.line_prefix(offset);
+        let (line, start, end) = self.line_prefix(offset);
         LineCol {
             line,
-            col: prefix.chars().map(char::len_utf16).sum::<usize>() as u32,
+            col: self.width(start, end, &self.utf16_extra),
         }
     }
 
@@ -131,6 +157,35 @@ impl LineIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Columns at every offset of text mixing ASCII, 2-, 3- and 4-byte
+    /// characters and every line terminator, against counting the
+    /// characters of the line's prefix one by one.
+    #[test]
+    fn columns_are_the_counted_characters_before_the_offset() {
+        let text = "a\u{e9}b\r\n\u{1F600}x\u{301}\ry\u{4e2d}\u{1F600}\n\r\n\u{1F600}\u{1F600}zz\r";
+        let idx = LineIndex::new(text);
+        for offset in 0..=text.len() as u32 + 2 {
+            let end = (0..=offset.min(text.len() as u32) as usize)
+                .rev()
+                .find(|&e| text.is_char_boundary(e))
+                .unwrap_or(0);
+            let start = idx.line_start(idx.line_col(offset).line) as usize;
+            let prefix = &text[start..end];
+            let prefix = if text.as_bytes().get(end) == Some(&b'\n') {
+                prefix.strip_suffix('\r').unwrap_or(prefix)
+            } else {
+                prefix
+            };
+            let want16 = prefix.chars().map(char::len_utf16).sum::<usize>() as u32;
+            assert_eq!(idx.line_col_utf16(offset).col, want16, "offset {offset}");
+            assert_eq!(
+                idx.line_col(offset).col,
+                prefix.chars().count() as u32,
+                "offset {offset}"
+            );
+        }
+    }
 
     #[test]
     fn ascii_positions() {

@@ -15,7 +15,7 @@
 //! builtins are not locals. The check runs per file (it needs the text, for
 //! the indentation of its fix) over the functions' cached syntax trees.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use tessera_base::Span;
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
@@ -37,7 +37,7 @@ pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
         let types = &db::infer(db, func).types;
         let mut walk = Walk {
             locals: locals(def),
-            first_assigned: Vec::new(),
+            first_assigned: HashMap::new(),
             reported: HashSet::new(),
             reads: Vec::new(),
             loops: Vec::new(),
@@ -61,7 +61,7 @@ pub(crate) fn check(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
 pub(crate) fn end_reachable(def: &FnDef) -> bool {
     let mut walk = Walk {
         locals: HashSet::new(),
-        first_assigned: Vec::new(),
+        first_assigned: HashMap::new(),
         reported: HashSet::new(),
         reads: Vec::new(),
         loops: Vec::new(),
@@ -142,8 +142,8 @@ struct Read {
 
 struct Walk {
     locals: HashSet<String>,
-    /// The first binding of each local, in walk order.
-    first_assigned: Vec<(String, First)>,
+    /// The first binding of each local in walk order.
+    first_assigned: HashMap<String, First>,
     reported: HashSet<String>,
     reads: Vec<Read>,
     /// The states at the `break`s and the `continue`s of each enclosing
@@ -305,10 +305,10 @@ impl Walk {
     }
 
     fn note_bound(&mut self, name: &str, span: Span, declared: Option<Span>) {
-        if !self.first_assigned.iter().any(|(n, _)| n == name) {
+        if !self.first_assigned.contains_key(name) {
             let top = self.top.map_or(span.start, |s| s.start);
             self.first_assigned
-                .push((name.to_string(), First { span, top, declared }));
+                .insert(name.to_string(), First { span, top, declared });
         }
     }
 
@@ -317,7 +317,7 @@ impl Walk {
             let Some(assigned) = state else { return };
             // A read before any assignment in the source is an unknown name
             // (E0101), reported by inference.
-            let first = self.first_assigned.iter().find(|(m, _)| m == n).map(|(_, f)| *f);
+            let first = self.first_assigned.get(n).copied();
             if let Some(first) = first.filter(|_| self.locals.contains(n) && !assigned.contains(n)) {
                 if self.reported.insert(n.clone()) {
                     let top = self.top.map_or(e.span.start, |s| s.start);
