@@ -848,7 +848,7 @@ fn schedule(
     // columns of two registers a thread spilled an f64 softmax of 3000
     // columns on sm_80 (12 bytes).
     let input = m.value_type(m.operands(anchor)[0]).elem().unwrap_or(ScalarType::F32);
-    let wide = input.bits() > 32 || accumulate_of(m, anchor).bits() > 32;
+    let wide = crate::targets::column_bits(input, accumulate_of(m, anchor)) > 32;
     let chunk = if wide && chunk > 1024 { chunk / 2 } else { chunk };
     let threads = row_threads(chunk);
     let blocks = if group.pattern == "reduce" {

@@ -254,6 +254,19 @@ pub fn row_chunk(row_len: Option<i64>) -> i64 {
     }
 }
 
+/// The bits of a column of a row kernel (softmax, norm, reduce) as it is
+/// held: its input's, or 64 where it accumulates in a 64-bit type (the row
+/// is held converted, two registers a column). Fusion halves a walk's
+/// chunk for such columns and the row templates hold half as many in
+/// registers: one rule, so the two agree.
+pub fn column_bits(input: ScalarType, accumulate: ScalarType) -> u32 {
+    if accumulate.bits() > 32 {
+        input.bits().max(64)
+    } else {
+        input.bits()
+    }
+}
+
 /// Threads per block of a row kernel that processes `chunk` columns a step.
 pub fn row_threads(chunk: i64) -> i64 {
     if chunk <= 512 {

@@ -26,20 +26,15 @@ fn accumulate_type(node: &Node) -> ScalarType {
     }
 }
 
-/// The bits of a row op's column as its kernel sizes it: its input's
-/// dtype, or 64 where it accumulates in a 64-bit type (the row is held
-/// converted, two registers a column).
+/// The bits of a row op's column as its kernel sizes it
+/// ([`crate::targets::column_bits`]).
 fn column_bits(k: &Kernel, node: &Node) -> u32 {
     let input = node
         .operands
         .first()
         .and_then(|&i| k.ty(i).elem())
-        .map_or(32, ScalarType::bits);
-    if accumulate_type(node).bits() > 32 {
-        input.max(64)
-    } else {
-        input
-    }
+        .unwrap_or(ScalarType::F32);
+    crate::targets::column_bits(input, accumulate_type(node))
 }
 
 /// The columns a block of `threads` threads holds in registers:
