@@ -735,6 +735,19 @@ impl<'a> Infer<'a> {
                         .with_help("in kernel code both alternatives have one dtype; cast one of them first"),
                     );
                     Ty::Unknown
+                } else if let Some((a, b)) = different_shapes(&t, &o).filter(|_| self.in_device_code()) {
+                    // Nor of two shapes: the kernel's code indexes the
+                    // one it selects with one layout.
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("the alternatives of a conditional expression differ in shape: {a} and {b}"),
+                        )
+                        .with_primary(self.at(orelse.span), format!("this is {o}"))
+                        .with_secondary(self.at(then.span), format!("this is {t}"))
+                        .with_help("in kernel code both alternatives have one shape; allocate both buffers alike"),
+                    );
+                    Ty::Unknown
                 } else if t.is_unknown() {
                     o
                 } else if scalar(&t) && scalar(&o) && t != o {
@@ -2188,6 +2201,8 @@ impl<'a> Infer<'a> {
             return;
         }
         if b.path == "op.gelu" {
+            // GELU keeps its input's dtype, which must be a float one.
+            self.float_operand(b.path, args.iter().find(|a| a.name.is_none()));
             if let Some(form) = args.iter().find(|a| a.name == Some("approximate")).or(args.get(1)) {
                 let named = match &form.expr.unparen().kind {
                     ExprKind::Str(s) => Some(s.as_str()),
@@ -2258,6 +2273,21 @@ impl<'a> Infer<'a> {
                         .with_primary(self.at(first.expr.span), format!("this is {}", first.ty))
                         .with_help("fp8 and fp4 are storage formats: keep the value updated atomically in f16, f32 or an integer"),
                 );
+            }
+        }
+        // A tile's softmax along an axis it has (the Tile IR verifier
+        // reported another as E0901).
+        if b.path == "tile.softmax" {
+            let axis = args
+                .iter()
+                .find(|a| a.name == Some("axis"))
+                .or(args.iter().filter(|a| a.name.is_none()).nth(1));
+            if let (Some(Ty::Tensor(TensorTy { dims: Some(dims), .. })), Some(axis)) = (first.map(|f| &f.ty), axis) {
+                let rank = dims.len() as i64;
+                if let Some(k) = axis.expr.int_value().filter(|k| !(-rank..rank).contains(k)) {
+                    let (message, label) = axis_out_of_range(k, rank);
+                    self.error(Diagnostic::error(Code::E0307, message).with_primary(self.at(axis.expr.span), label));
+                }
             }
         }
         // Tensor cores multiply two operands of one dtype; the Tile IR's
@@ -3641,4 +3671,25 @@ fn broadcasts_to(value: &TensorTy, place: &TensorTy) -> bool {
                 (Some(x), Some(y)) => x == y,
                 _ => a == b,
             })
+}
+
+/// The shapes of two tensor types that certainly differ: ranks that differ
+/// or two different constants at one dim.
+fn different_shapes(a: &Ty, b: &Ty) -> Option<(String, String)> {
+    let (Ty::Tensor(a), Ty::Tensor(b)) = (a, b) else {
+        return None;
+    };
+    let (da, db) = (a.dims.as_ref()?, b.dims.as_ref()?);
+    let differ = da.len() != db.len()
+        || da
+            .iter()
+            .zip(db)
+            .any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
+    let text = |dims: &[Poly]| {
+        format!(
+            "[{}]",
+            dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )
+    };
+    differ.then(|| (text(da), text(db)))
 }

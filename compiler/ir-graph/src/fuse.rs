@@ -719,6 +719,30 @@ fn schedule(
         for t in &tiled {
             tile[t.index] = constrain(tile[t.index], &t.dim, constraints);
         }
+        // Each thread holds its share of the tile's accumulators in
+        // registers: a `tile_shape` that gives it more words than a
+        // thread's registers can hold cannot be compiled (LLVM spent
+        // minutes spilling a [127, 4096, 2] tile of f32).
+        let threads = few_rows.map_or_else(|| matmul_threads(target, tile[0], tuned, core), |n| n.threads);
+        let words = tile[0] * tile[1] * i64::from(accumulate_of(m, anchor).bits().div_ceil(32)) / threads.max(1);
+        if words > MAX_ACCUMULATOR_WORDS {
+            return Err(Box::new(
+                VerifyError::at_op(
+                    m,
+                    anchor,
+                    format!(
+                        "the matmul tile {} gives each of its {threads} threads {words} words of accumulators, more than a thread's registers hold",
+                        Attr::ints(tile)
+                    ),
+                )
+                .with_label("this matmul's tile does not fit in registers")
+                .with_code(Code::E0204)
+                .with_note(format!(
+                    "a thread has at most 255 registers; keep `tile_shape`'s rows × columns at most {} here",
+                    MAX_ACCUMULATOR_WORDS * threads / i64::from(accumulate_of(m, anchor).bits().div_ceil(32))
+                )),
+            ));
+        }
         let wanted = match few_rows {
             Some(n) => n.stages,
             None => tuned.get("stages").copied().unwrap_or(target.matmul_stages),
@@ -933,6 +957,10 @@ const EPILOGUE_ELEMENTS_PER_THREAD: i64 = 32;
 /// (7388 bytes on sm_90a), 128 × 128 f64 or i64 accumulators (812 to
 /// 2348 bytes on sm_80 and sm_90a).
 const CORE_ACCUMULATOR_WORDS: i64 = 64;
+
+/// The most accumulator words a `tile_shape` may give a thread: past a
+/// thread's 255 registers every one of them spills.
+const MAX_ACCUMULATOR_WORDS: i64 = 256;
 
 /// The K of a matmul tile computed on CUDA cores: sm_90a's 128 for 8-bit
 /// operands (one 128-byte swizzle row, for wgmma) spilled an i8 product
