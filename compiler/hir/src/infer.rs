@@ -2275,6 +2275,62 @@ impl<'a> Infer<'a> {
                 );
             }
         }
+        // An asynchronous copy moves elements as they are: into a buffer
+        // of the source's dtype (the Tile IR verifier reported E0901).
+        if matches!(b.path, "tile.async_copy" | "tile.cp_async") {
+            let mut operands = args.iter().filter(|a| a.name.is_none());
+            let dst = args.iter().find(|a| a.name == Some("dst")).or(operands.next());
+            let src = args.iter().find(|a| a.name == Some("src")).or(operands.next());
+            if let (Some(dst), Some(src)) = (dst, src) {
+                let tensors = matches!(dst.ty, Ty::Tensor(_)) && matches!(src.ty, Ty::Tensor(_));
+                if let (true, Some(d), Some(s)) = (tensors, dst.ty.dtype(), src.ty.dtype()) {
+                    if d != s {
+                        self.error(
+                            Diagnostic::error(
+                                Code::E0203,
+                                format!("`{}` copies {s} elements into a buffer of {d}", b.path),
+                            )
+                            .with_primary(self.at(src.expr.span), format!("this is {}", src.ty))
+                            .with_secondary(self.at(dst.expr.span), format!("this is {}", dst.ty))
+                            .with_help(
+                                "an asynchronous copy converts nothing: allocate the buffer with the source's dtype",
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // `tile.mma`'s tile sizes are positive constants, and its
+        // accumulator `C` is f32, what the loop accumulates in (the Tile IR
+        // verifier reported E0901; a tile of 0 referred to no shared memory).
+        if b.path == "tile.mma" {
+            for name in ["BM", "BN", "BK"] {
+                let Some(size) = args.iter().find(|a| a.name == Some(name)) else {
+                    continue;
+                };
+                if !size.expr.int_value().is_some_and(|v| v > 0) {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0204,
+                            format!("`tile.mma`'s `{name}` is a positive integer constant"),
+                        )
+                        .with_primary(self.at(size.expr.span), "not a positive constant")
+                        .with_help("the tile sizes fix the kernel's shared memory and registers when it is compiled"),
+                    );
+                }
+            }
+            let c = args.iter().filter(|a| a.name.is_none()).nth(2);
+            if let Some((c, dc)) = c
+                .and_then(|c| Some((c, c.ty.dtype()?)))
+                .filter(|(_, d)| *d != DType::F32)
+            {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("`tile.mma` accumulates in f32, not {dc}"))
+                        .with_primary(self.at(c.expr.span), format!("this is {}", c.ty))
+                        .with_help("declare the accumulator `C` as f32; convert the result afterwards"),
+                );
+            }
+        }
         // A tile's softmax along an axis it has (the Tile IR verifier
         // reported another as E0901).
         if b.path == "tile.softmax" {
