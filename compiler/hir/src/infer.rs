@@ -2308,7 +2308,7 @@ impl<'a> Infer<'a> {
                 let Some(size) = args.iter().find(|a| a.name == Some(name)) else {
                     continue;
                 };
-                if !size.expr.int_value().is_some_and(|v| v > 0) {
+                if size.expr.int_value().is_none_or(|v| v <= 0) {
                     self.error(
                         Diagnostic::error(
                             Code::E0204,
