@@ -638,12 +638,7 @@ impl<'a> Infer<'a> {
         }
         if let (Ty::Tensor(a), Ty::Tensor(e)) = (actual, expected) {
             if let (Some(ad), Some(ed)) = (&a.dims, &e.dims) {
-                let differs = ad.len() != ed.len()
-                    || ad
-                        .iter()
-                        .zip(ed)
-                        .any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
-                if differs {
+                if dims_conflict(ad, ed) {
                     self.error(
                         Diagnostic::error(
                             Code::E0203,
@@ -2250,11 +2245,7 @@ impl<'a> Infer<'a> {
         }
         let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
         if let (true, Some(first)) = (integers_only, first) {
-            let not_integer = match &first.ty {
-                Ty::Float => Some("float".to_string()),
-                ty => ty.dtype().filter(|d| !d.is_int()).map(|d| d.name().to_string()),
-            };
-            if let Some(name) = not_integer {
+            if let Some(name) = refused_number(&first.ty, |d| d.is_int()) {
                 self.error(
                     Diagnostic::error(Code::E0203, format!("`{}` takes an integer, not `{name}`", b.path))
                         .with_primary(self.at(first.expr.span), format!("this is `{name}`"))
@@ -2319,9 +2310,29 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
-            let c = args.iter().filter(|a| a.name.is_none()).nth(2);
-            if let Some((c, dc)) = c
-                .and_then(|c| Some((c, c.ty.dtype()?)))
+            let operands: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+            // Tensor cores multiply two operands of one dtype: `tile.mma`
+            // takes no conversion between them.
+            if let [a, bb, ..] = operands[..] {
+                if let Some((da, db)) = a.ty.dtype().zip(bb.ty.dtype()).filter(|(da, db)| da != db) {
+                    let promoted =
+                        crate::ty::promote(Some(da), Some(db)).map_or("f32".into(), |d| d.name().to_string());
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!("`tile.mma` multiplies A and B of one dtype, not {da} and {db}"),
+                        )
+                        .with_primary(self.at(bb.expr.span), format!("this is {}, A is {da}", bb.ty))
+                        .with_secondary(self.at(a.expr.span), format!("A is {da}"))
+                        .with_help(format!(
+                            "declare both as one dtype, or multiply with `tile.dot`, which converts to their promotion (`{promoted}`)"
+                        )),
+                    );
+                }
+            }
+            if let Some((c, dc)) = operands
+                .get(2)
+                .and_then(|c| Some((*c, c.ty.dtype()?)))
                 .filter(|(_, d)| *d != DType::F32)
             {
                 self.error(
@@ -2346,29 +2357,6 @@ impl<'a> Infer<'a> {
                 }
             }
         }
-        // Tensor cores multiply two operands of one dtype; the Tile IR's
-        // `tile.mma` takes no conversion between them.
-        if b.path == "tile.mma" {
-            let mut operands = args.iter().filter(|a| a.name.is_none());
-            if let (Some(a), Some(bb)) = (operands.next(), operands.next()) {
-                if let (Some(da), Some(db)) = (a.ty.dtype(), bb.ty.dtype()) {
-                    if da != db {
-                        self.error(
-                        Diagnostic::error(
-                            Code::E0203,
-                            format!("`tile.mma` multiplies A and B of one dtype, not {da} and {db}"),
-                        )
-                        .with_primary(self.at(bb.expr.span), format!("this is {}, A is {da}", bb.ty))
-                        .with_secondary(self.at(a.expr.span), format!("A is {da}"))
-                        .with_help(format!(
-                            "declare both as one dtype, or multiply with `tile.dot`, which converts to their promotion (`{}`)",
-                            crate::ty::promote(Some(da), Some(db)).map_or("f32".into(), |d| d.name().to_string())
-                        )),
-                    );
-                    }
-                }
-            }
-        }
         // A shuffle moves one scalar a lane; a tensor is moved an element
         // at a time.
         let shuffle = matches!(
@@ -2379,11 +2367,7 @@ impl<'a> Infer<'a> {
         // bitwise operand is (a float was truncated silently).
         let lane = args.iter().filter(|a| a.name.is_none()).nth(1);
         if let (true, Some(lane)) = (shuffle, lane) {
-            let not_integer = match &lane.ty {
-                Ty::Float => Some("float".to_string()),
-                ty => ty.dtype().filter(|d| d.is_float()).map(|d| d.name().to_string()),
-            };
-            if let Some(name) = not_integer {
+            if let Some(name) = refused_number(&lane.ty, |d| !d.is_float()) {
                 self.error(
                     Diagnostic::error(
                         Code::E0203,
@@ -3729,23 +3713,35 @@ fn broadcasts_to(value: &TensorTy, place: &TensorTy) -> bool {
             })
 }
 
-/// The shapes of two tensor types that certainly differ: ranks that differ
-/// or two different constants at one dim.
+/// Whether two shapes certainly differ: in rank, or in two different
+/// constants at one dim.
+fn dims_conflict(a: &[Poly], b: &[Poly]) -> bool {
+    a.len() != b.len()
+        || a.iter()
+            .zip(b)
+            .any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q))
+}
+
+/// The shapes, as text, of two tensor types whose shapes conflict.
 fn different_shapes(a: &Ty, b: &Ty) -> Option<(String, String)> {
     let (Ty::Tensor(a), Ty::Tensor(b)) = (a, b) else {
         return None;
     };
     let (da, db) = (a.dims.as_ref()?, b.dims.as_ref()?);
-    let differ = da.len() != db.len()
-        || da
-            .iter()
-            .zip(db)
-            .any(|(x, y)| matches!((x.as_const(), y.as_const()), (Some(p), Some(q)) if p != q));
     let text = |dims: &[Poly]| {
         format!(
             "[{}]",
             dims.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         )
     };
-    differ.then(|| (text(da), text(db)))
+    dims_conflict(da, db).then(|| (text(da), text(db)))
+}
+
+/// The name of `ty` when it is a number or an element type `ok` refuses
+/// (`float` for an untyped float literal).
+fn refused_number(ty: &Ty, ok: impl Fn(DType) -> bool) -> Option<String> {
+    match ty {
+        Ty::Float => Some("float".to_string()),
+        ty => ty.dtype().filter(|&d| !ok(d)).map(|d| d.name().to_string()),
+    }
 }
