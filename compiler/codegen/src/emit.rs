@@ -473,8 +473,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         for (i, (arg, ty, llty)) in raw.iter().enumerate() {
             let v = match self.info().abi {
                 Abi::Cpu => {
-                    let slot = self.val(format!("getelementptr ptr, ptr %args, i64 {i}"));
-                    let p = self.val(format!("load ptr, ptr {slot}"));
+                    let p = self.cpu_arg(i);
                     self.val(format!("load {llty}, ptr {p}"))
                 }
                 _ => format!("%p{i}"),
@@ -618,8 +617,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                         + self.rng.len()
                         + usize::from(self.scratch_base.is_some())
                         + usize::from(!self.prints.is_empty());
-                    let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
-                    let p = self.val(format!("load ptr, ptr {at}"));
+                    let p = self.cpu_arg(slot);
                     self.val(format!("load i64, ptr {p}"))
                 }
                 _ => "%gridfold".to_string(),
@@ -655,6 +653,13 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             }
         }
         std::mem::replace(&mut self.body, saved)
+    }
+
+    /// On the CPU, the address of argument `slot`'s value: the kernel takes
+    /// an array of pointers to its arguments.
+    fn cpu_arg(&mut self, slot: usize) -> String {
+        let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
+        self.val(format!("load ptr, ptr {at}"))
     }
 
     /// A PTX special register, as `i64`.
@@ -2160,11 +2165,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
         if let Some(base) = self.scratch_base.clone() {
             let arg = match info.abi {
                 Abi::Cpu => {
-                    let slot = self.val(format!(
-                        "getelementptr ptr, ptr %args, i64 {}",
-                        self.params.len() + self.rng.len()
-                    ));
-                    let p = self.val(format!("load ptr, ptr {slot}"));
+                    let p = self.cpu_arg(self.params.len() + self.rng.len());
                     self.val(format!("load ptr, ptr {p}"))
                 }
                 _ => "%scratch".to_string(),
@@ -2195,9 +2196,7 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
             )
         });
         if !self.prints.is_empty() && info.abi == Abi::Cpu {
-            let slot = self.params.len() + self.rng.len() + usize::from(self.scratch_base.is_some());
-            let at = self.val(format!("getelementptr ptr, ptr %args, i64 {slot}"));
-            let p = self.val(format!("load ptr, ptr {at}"));
+            let p = self.cpu_arg(self.params.len() + self.rng.len() + usize::from(self.scratch_base.is_some()));
             self.line(format!("{} = load ptr, ptr {p}", print::BUFFER));
         }
         let setup = std::mem::replace(&mut self.body, saved);
@@ -2348,20 +2347,34 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
     }
 }
 
-/// Whether kernel `func` reads its grid's y or z axis: a block id or the
-/// grid's size along it.
-fn reads_grid_y_or_z(m: &Module, func: OpId) -> bool {
-    m.walk_op(func).into_iter().any(|op| {
-        let dim = || m.attr(op, "dim").and_then(Attr::as_int).unwrap_or(0);
-        match m.op(op).name.as_str() {
-            "nvptx.sreg" => m
-                .attr(op, "reg")
-                .and_then(Attr::as_str)
-                .is_some_and(|r| matches!(r, "ctaid.y" | "ctaid.z" | "nctaid.y" | "nctaid.z")),
-            "amdgpu.workgroup_id" | "amdgpu.num_workgroups" | "cpu.block_id" | "cpu.grid_dim" => dim() > 0,
-            _ => false,
+/// The axis and kind of a read of the grid by `op`: a block id (`false`)
+/// or the grid's size in blocks (`true`) along it, on any target.
+pub(crate) fn grid_read(m: &Module, op: OpId) -> Option<(usize, bool)> {
+    let dim = || {
+        m.attr(op, "dim")
+            .and_then(Attr::as_int)
+            .map_or(0, |d| d.clamp(0, 2) as usize)
+    };
+    match m.op(op).name.as_str() {
+        "nvptx.sreg" => {
+            let reg = m.attr(op, "reg").and_then(Attr::as_str)?;
+            let (axis, count) = match reg.strip_prefix("ctaid.") {
+                Some(axis) => (axis, false),
+                None => (reg.strip_prefix("nctaid.")?, true),
+            };
+            Some((["x", "y", "z"].iter().position(|a| *a == axis)?, count))
         }
-    })
+        "amdgpu.workgroup_id" | "cpu.block_id" => Some((dim(), false)),
+        "amdgpu.num_workgroups" | "cpu.grid_dim" => Some((dim(), true)),
+        _ => None,
+    }
+}
+
+/// Whether kernel `func` reads its grid's y or z axis.
+fn reads_grid_y_or_z(m: &Module, func: OpId) -> bool {
+    m.walk_op(func)
+        .into_iter()
+        .any(|op| grid_read(m, op).is_some_and(|(dim, _)| dim > 0))
 }
 
 /// Bytes of shared memory the allocations in `func` take (each aligned to

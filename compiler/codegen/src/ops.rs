@@ -28,6 +28,12 @@ fn elem_of(ty: &Type) -> Option<ScalarType> {
 }
 
 pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
+    // A block id or grid size, on any target: the kernel's own reading
+    // (`FnEmitter::grid`), decoded where the launch may fold the grid.
+    if let Some((dim, count)) = crate::emit::grid_read(f.m(), op) {
+        let v = f.grid(dim, count);
+        return set_index(f, op, v);
+    }
     match name {
         "tile.const" => constant(f, op),
         "tile.binary" => elementwise(f, op, Elementwise::Binary),
@@ -60,49 +66,28 @@ pub(crate) fn emit_op(f: &mut FnEmitter, op: OpId, name: &str) -> R {
         }
         "nvptx.sreg" => {
             let reg = attr_str(f, op, "reg").unwrap_or("tid.x");
-            let grid = |r: &str| {
-                let (axis, count) = match r.strip_prefix("ctaid.") {
-                    Some(a) => (a, false),
-                    None => (r.strip_prefix("nctaid.")?, true),
-                };
-                Some((["x", "y", "z"].iter().position(|a| *a == axis)?, count))
-            };
-            let v = match (reg, grid(reg)) {
-                ("warpid", _) => {
+            let v = match reg {
+                "warpid" => {
                     let tid = f.tid.clone();
                     f.val(format!("udiv i64 {tid}, 32"))
                 }
-                (_, Some((dim, count))) => f.grid(dim, count),
                 _ => f.sreg(reg),
             };
             set_index(f, op, v)
         }
-        "amdgpu.workitem_id" | "amdgpu.workgroup_id" => {
+        "amdgpu.workitem_id" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let v = if name == "amdgpu.workitem_id" {
-                f.amd_id("workitem", dim)
-            } else {
-                f.grid(dim, false)
-            };
+            let v = f.amd_id("workitem", dim);
             set_index(f, op, v)
         }
-        "amdgpu.workgroup_size" | "amdgpu.num_workgroups" => {
+        "amdgpu.workgroup_size" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let v = if name == "amdgpu.workgroup_size" {
-                f.amd_size(dim)
-            } else {
-                f.grid(dim, true)
-            };
+            let v = f.amd_size(dim);
             set_index(f, op, v)
         }
-        "cpu.thread_id" | "cpu.block_id" | "cpu.block_dim" | "cpu.grid_dim" => {
+        "cpu.thread_id" | "cpu.block_dim" => {
             let dim = attr_int(f, op, "dim").unwrap_or(0) as usize;
-            let v = match name {
-                "cpu.thread_id" => f.cpu_field(0, dim),
-                "cpu.block_id" => f.grid(dim, false),
-                "cpu.block_dim" => f.cpu_field(2, dim),
-                _ => f.grid(dim, true),
-            };
+            let v = f.cpu_field(if name == "cpu.thread_id" { 0 } else { 2 }, dim);
             set_index(f, op, v)
         }
         "tile.lane_id" | "amdgpu.lane_id" => {
