@@ -404,17 +404,9 @@ pub struct Names<'db> {
 impl<'db> Names<'db> {
     pub fn new(db: &'db dyn Db, func: Function<'db>) -> Names<'db> {
         let body = func.body(db);
-        let mut comprehensions = Vec::new();
-        walk_def(func.def, &mut |node| {
-            if let Node::Expr(e, _) = node {
-                if matches!(e.kind, ExprKind::Comp { .. }) {
-                    comprehensions.push(e);
-                }
-            }
-        });
         Names {
             func,
-            comprehensions,
+            comprehensions: comprehensions(func.def),
             locals: body.locals.iter().map(|(n, _, _)| n.as_str()).collect(),
             bindings: body.locals.iter().map(|(n, span, _)| (n.as_str(), *span)).collect(),
             // The last type recorded for a span wins, as `type_at` reads.
@@ -481,15 +473,20 @@ impl<'db> Names<'db> {
 /// clause that binds it on, but for that clause's iterable, which is
 /// evaluated before it binds (the first clause's in the enclosing scope).
 pub fn comprehension_scope(def: &FnDef, name: &str, span: Span) -> Option<Span> {
-    let mut comprehensions = Vec::new();
+    innermost_comprehension(comprehensions(def).into_iter(), name, span)
+}
+
+/// The comprehension expressions of `def`.
+fn comprehensions(def: &FnDef) -> Vec<&Expr> {
+    let mut found = Vec::new();
     walk_def(def, &mut |node| {
         if let Node::Expr(e, _) = node {
             if matches!(e.kind, ExprKind::Comp { .. }) {
-                comprehensions.push(e);
+                found.push(e);
             }
         }
     });
-    innermost_comprehension(comprehensions.into_iter(), name, span)
+    found
 }
 
 /// [`comprehension_scope`] among the comprehension expressions given.

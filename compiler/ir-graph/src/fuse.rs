@@ -699,8 +699,10 @@ fn schedule(
         // registers of accumulators a thread, and half the elements under
         // such an epilogue.
         let core = target.name != "cpu" && !on_tensor_cores(m, anchor, &target, elem);
+        // Registers an accumulator element takes.
+        let acc_words = i64::from(accumulate_of(m, anchor).bits().div_ceil(32));
         if source.is_none() && tuned.is_empty() {
-            let words = core.then(|| i64::from(accumulate_of(m, anchor).bits().div_ceil(32)));
+            let words = core.then_some(acc_words);
             let epilogue = group.members.iter().any(|&o| transcendental(m, o));
             let most = if core {
                 EPILOGUE_ELEMENTS_PER_THREAD / 2
@@ -724,7 +726,7 @@ fn schedule(
         // thread's registers can hold cannot be compiled (LLVM spent
         // minutes spilling a [127, 4096, 2] tile of f32).
         let threads = few_rows.map_or_else(|| matmul_threads(target, tile[0], tuned, core), |n| n.threads);
-        let words = tile[0] * tile[1] * i64::from(accumulate_of(m, anchor).bits().div_ceil(32)) / threads.max(1);
+        let words = tile[0] * tile[1] * acc_words / threads.max(1);
         if words > MAX_ACCUMULATOR_WORDS {
             return Err(Box::new(
                 VerifyError::at_op(
@@ -739,7 +741,7 @@ fn schedule(
                 .with_code(Code::E0204)
                 .with_note(format!(
                     "a thread has at most 255 registers; keep `tile_shape`'s rows × columns at most {} here",
-                    MAX_ACCUMULATOR_WORDS * threads / i64::from(accumulate_of(m, anchor).bits().div_ceil(32))
+                    MAX_ACCUMULATOR_WORDS * threads / acc_words
                 )),
             ));
         }
