@@ -597,10 +597,10 @@ fn grid_attr(grid: &[GridDim]) -> Attr {
     Attr::Array(grid.iter().map(GridDim::to_attr).collect())
 }
 
-/// `size` made to respect the constraints on `dim`: kept when it divides
-/// a divisibility constraint's modulus (no tile straddles the dim's end) or
-/// is a multiple of it (every tile starts at a multiple of the modulus; the
-/// last is masked), else the largest divisor of both; and, over a constant
+/// `size` made to respect the constraints on `dim`: kept when
+/// [`tile_respects`] the modulus of a divisibility constraint (a power of
+/// two always does: 2048 over `N % 3 == 0` is kept, not cut to 1), else
+/// the largest divisor of both; and, over a constant
 /// dim, no larger than the dim (the largest power of two that fits), so a
 /// tile never exceeds the tensor.
 fn constrain(size: i64, dim: &DimExpr, constraints: &[Divisible]) -> i64 {

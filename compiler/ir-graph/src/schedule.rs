@@ -10,7 +10,9 @@ use tessera_ir::{
     VerifyError, VerifyErrors,
 };
 
-use crate::shape::{divisibility, is_compute, is_leaf, modulus_of, normalize_axis, tile_respects, GridDim, Layer};
+use crate::shape::{
+    aligning_part, divisibility, is_compute, is_leaf, modulus_of, normalize_axis, tile_respects, GridDim, Layer,
+};
 use crate::targets::{target_names, Target};
 
 /// The `schedule` dialect.
@@ -741,8 +743,9 @@ fn verify_geometry<'a>(
 }
 
 /// Tile shapes respect the `where` constraints: a tile dim over a dim with
-/// a divisibility constraint divides the constraint's modulus, so tiles
-/// never straddle the end of such a dim.
+/// a divisibility constraint divides the constraint's modulus (tiles never
+/// straddle the end of such a dim) or is a multiple of its power-of-two
+/// part (every tile starts where the dim's alignment facts hold).
 fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64], errors: &mut VerifyErrors) {
     let constraints = divisibility(m, m.enclosing_function(kernel));
     for t in tiled_dims(m, anchor) {
@@ -751,20 +754,21 @@ fn verify_tile_constraints(m: &Module, kernel: OpId, anchor: OpId, tile: &[i64],
             continue;
         };
         if !tile_respects(size, c.modulus) {
-            let common = gcd(c.modulus, size);
+            let aligning = aligning_part(c.modulus);
             errors.push(
                 err(
                     m,
                     kernel,
                     format!(
-                        "tile dim {} = {size} neither divides nor is a multiple of {}, the constraint `{}` on {}",
+                        "tile dim {} = {size} neither divides {} nor is a multiple of {aligning}, the power of two the constraint `{}` makes {} a multiple of",
                         t.what, c.modulus, c.text, t.dim
                     ),
                     "the tile shape does not respect the `where` clause",
                 )
                 .with_related(m, anchor, format!("{} is tiled here", t.dim))
                 .with_note(format!(
-                    "tiles would start at multiples of {common} only; choose a {} that divides {} (the largest is {common}) or a multiple of it",
+                    "tiles would start at multiples of {} only; choose a {} that divides {} or a multiple of {aligning}",
+                    gcd(aligning, size),
                     t.what,
                     c.modulus,
                 )),

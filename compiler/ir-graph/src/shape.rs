@@ -189,9 +189,18 @@ pub fn modulus_of<'d>(constraints: &'d [Divisible], dim: &DimExpr) -> Option<&'d
 /// Whether a tile of `size` over a dim that is a multiple of `modulus`
 /// respects that constraint (spec/ir-schedule.md, "Tile shapes and `where`
 /// constraints"): it divides the modulus (no tile straddles the dim's end)
-/// or is a multiple of it (every tile starts at a multiple of the modulus).
+/// or is a multiple of the modulus's [`aligning_part`] (every tile starts
+/// where the dim's alignment facts hold; the last tile is masked).
 pub fn tile_respects(size: i64, modulus: i64) -> bool {
-    size > 0 && modulus > 0 && (modulus % size == 0 || size % modulus == 0)
+    size > 0 && modulus > 0 && (modulus % size == 0 || size % aligning_part(modulus) == 0)
+}
+
+/// The largest power of two dividing `modulus` (32 of 96, 1 of 3): all a
+/// divisibility constraint tells the code generator, whose vector widths,
+/// 16-byte rows and runs are powers of two, so a tile that is a multiple
+/// of it loses nothing by not being a multiple of `modulus` itself.
+pub fn aligning_part(modulus: i64) -> i64 {
+    modulus & modulus.wrapping_neg()
 }
 
 /// One entry of a launch grid: a number of blocks known at compile time,
