@@ -1775,7 +1775,11 @@ impl<'a> Infer<'a> {
             _ => {}
         }
         self.check_arity(b, args, e.span);
-        self.check_builtin_args(b, args);
+        if self.check_builtin_args(b, args) {
+            // Its result would follow from arguments it does not take:
+            // unknown, so the error does not cascade.
+            return Ty::Unknown;
+        }
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
         let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));
         let first = positional.first().map(|a| a.ty.clone()).unwrap_or(Ty::Unknown);
@@ -2115,12 +2119,43 @@ impl<'a> Infer<'a> {
         }
     }
 
-    fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) {
+    /// E0203 for a dtype written as a string (`cast(x, "f16")`,
+    /// `zeros(4, dtype="float16")`): a dtype is a name.
+    fn quoted_dtype(&mut self, b: &Builtin, text: &str, arg: &ArgTy) {
+        let mut diag = Diagnostic::error(Code::E0203, format!("`{}` takes a dtype, not a string", b.path))
+            .with_primary(self.at(arg.expr.span), "a string");
+        diag = match DType::from_name(text).or_else(|| did_you_mean(text, ALL_DTYPES.iter().map(|d| d.name())).and_then(DType::from_name)) {
+            Some(d) => diag.with_help(format!("write the dtype as a name: `{}`", d.name())).with_fix(
+                Fix::new(format!("write `{}`", d.name()), Applicability::MachineApplicable)
+                    .with_edit(self.at(arg.expr.span), d.name()),
+            ),
+            None => diag.with_note("the dtypes are f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, fp4_e2m1, nvfp4, i8–i64, u8–u64 and bool"),
+        };
+        self.error(diag);
+    }
+
+    /// Checks the arguments of a call of `b`; whether one was refused
+    /// (an unknown keyword, a dtype written as a string), which leaves the
+    /// call's result unknown.
+    fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) -> bool {
         let names = b.param_names();
+        let mut refused = false;
+        let mut position = 0;
+        for arg in args {
+            let param = arg.name.or_else(|| {
+                position += 1;
+                names.get(position - 1).copied()
+            });
+            if let (Some("dtype" | "accumulate"), ExprKind::Str(text)) = (param, &arg.expr.unparen().kind) {
+                self.quoted_dtype(b, text, arg);
+                refused = true;
+            }
+        }
         for arg in args {
             let Some(name) = arg.name.filter(|n| !names.contains(n)) else {
                 continue;
             };
+            refused = true;
             let mut diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{name}`", b.path))
                 .with_primary(
                     self.at(arg.name_span.unwrap_or(arg.expr.span)),
@@ -2169,7 +2204,7 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
-            return;
+            return refused;
         }
         if b.path == "tile.fence" {
             let scope = args.iter().find(|a| a.name == Some("scope")).or(first);
@@ -2193,7 +2228,7 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
-            return;
+            return refused;
         }
         if b.path == "op.gelu" {
             // GELU keeps its input's dtype, which must be a float one.
@@ -2215,11 +2250,11 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
-            return;
+            return refused;
         }
         if b.path == "print" && self.in_device_code() {
             self.check_kernel_print(args);
-            return;
+            return refused;
         }
         if b.path == "bitcast" {
             let to = args.iter().filter(|a| a.name.is_none()).nth(1).map(|a| &a.ty);
@@ -2241,7 +2276,7 @@ impl<'a> Infer<'a> {
                     );
                 }
             }
-            return;
+            return refused;
         }
         let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
         if let (true, Some(first)) = (integers_only, first) {
@@ -2390,6 +2425,7 @@ impl<'a> Infer<'a> {
                 );
             }
         }
+        refused
     }
 
     /// A numeric `swizzle=` of a shared allocation: a span of 32, 64 or 128
@@ -2673,7 +2709,11 @@ impl<'a> Infer<'a> {
             return Ty::Unknown;
         };
         let items = match &shape.expr.unparen().kind {
-            ExprKind::Tuple(items) | ExprKind::List(items) => items,
+            ExprKind::Tuple(items) | ExprKind::List(items) => items.as_slice(),
+            // One number is a shape of one dim, as NumPy reads `reshape(x, 32)`.
+            _ if matches!(shape.ty, Ty::Int | Ty::Scalar(_)) && shape.ty.dtype().is_none_or(|d| d.is_int()) => {
+                std::slice::from_ref(shape.expr)
+            }
             _ => {
                 return Ty::Tensor(TensorTy {
                     dtype: t.dtype,
