@@ -1,13 +1,22 @@
 //! Name lookup helpers: did-you-mean suggestions.
 
 /// The closest candidate to `name` by edit distance, if close enough to be
-/// a plausible typo (at most a third of the name's length, at least 1).
+/// a plausible typo (at most a third of the name's length, at least 1); one
+/// that differs only in case (`IO` for `io`) is taken first.
 pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
         .filter(|c| *c != name)
-        .map(|c| (edit_distance(name, c), c))
+        .map(|c| {
+            // A name that differs only in case (`IO` for `io`) is the one meant.
+            let d = if c.eq_ignore_ascii_case(name) {
+                0
+            } else {
+                edit_distance(name, c)
+            };
+            (d, c)
+        })
         .filter(|&(d, _)| d <= limit)
         .min()
         .map(|(_, c)| c)

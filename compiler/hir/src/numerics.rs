@@ -286,7 +286,10 @@ impl Checker<'_, '_> {
                     states_accumulate: states_accumulate(args),
                 };
             }
-            _ => return opaque(&text),
+            _ => {
+                self.not_a_policy(arg);
+                return opaque(&text);
+            }
         };
         match self.module.get(name) {
             Some(Binding::Policy { states_accumulate }) => {
@@ -327,6 +330,32 @@ impl Checker<'_, '_> {
                 .with_help(help),
         );
         opaque(name)
+    }
+
+    /// E0703 for a policy written as something other than a name or a
+    /// `numerics.policy(...)` (`@numerics("Training")`, `@numerics(3)`):
+    /// it names no policy, and would leave the region ungoverned.
+    fn not_a_policy(&mut self, arg: &Expr) {
+        let mut diag = Diagnostic::error(
+            Code::E0703,
+            format!("`{}` is not a numerics policy", crate::pretty::expr(arg)),
+        )
+        .with_primary(relative(arg.span, 0), "expected a policy's name");
+        let named = match &arg.unparen().kind {
+            ExprKind::Str(s) => did_you_mean(s, PRESET_POLICIES.iter().map(|p| p.0))
+                .or_else(|| PRESET_POLICIES.iter().map(|p| p.0).find(|p| p.eq_ignore_ascii_case(s))),
+            _ => None,
+        };
+        diag = match named {
+            Some(name) => diag.with_help(format!("a policy is named, not quoted: `{name}`")).with_fix(
+                Fix::new(format!("name the policy `{name}`"), Applicability::MaybeIncorrect)
+                    .with_edit(relative(arg.span, 0), name),
+            ),
+            None => diag.with_help(
+                "use a preset (`Training`, `Inference`, `NVFP4`) or a policy bound at the top level with `numerics.policy(...)`",
+            ),
+        };
+        self.diags.push(diag);
     }
 }
 

@@ -3,7 +3,7 @@
 //! numerics policy, shared-memory budget).
 
 use tessera_base::Span;
-use tessera_diagnostics::{Code, Diagnostic};
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, FnDef, Type, TypeKind};
 
 use crate::db::{relative, Db, SourceFile};
@@ -58,6 +58,9 @@ pub struct Signature {
     pub numerics: Option<String>,
     /// `shared(16_KiB)` in a kernel header.
     pub shared_budget: Option<u64>,
+    /// `tile[(x, y, z)]` in a kernel header: the block's shape, checked
+    /// (1 to 3 positive sizes, at most 1024 threads).
+    pub block: Option<Vec<i64>>,
     pub is_test: bool,
     /// `@autotune(BM=[64, 128], ...)`: each knob and its candidates, in
     /// the decorator's order, and the decorator's span.
@@ -79,6 +82,7 @@ impl Signature {
             deterministic: None,
             numerics: None,
             shared_budget: None,
+            block: None,
             is_test: false,
             autotune: None,
             name_span: Span::default(),
@@ -240,6 +244,7 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
         }
     }
     lowering.unbindable_dims(def);
+    lowering.unknown_dims_in_where(def);
     sig.diagnostics = lowering.diags;
     sig
 }
@@ -281,36 +286,227 @@ impl Lowering<'_> {
                         .with_primary(relative(head.span, 0), format!("a second kind, `@{name}`"))
                         .with_help("a kernel is launched from the host; a device function is called from kernels"),
                 );
+                return;
             }
-            "device" => sig.kind = FnKind::Device,
             "kernel" => {
                 sig.kind = FnKind::Kernel;
+                self.no_arguments(
+                    name,
+                    head,
+                    args,
+                    "its header takes clauses: `@kernel tile[(256,)] shared(16_KiB)`",
+                );
                 for clause in &clauses[1..] {
-                    if let ExprKind::Call { callee, args } = &clause.kind {
-                        if matches!(&callee.kind, ExprKind::Name(n) if n == "shared") {
-                            sig.shared_budget = args.first().and_then(|a| match &a.value.kind {
-                                ExprKind::Size(b) | ExprKind::Int(b) => Some(*b),
-                                ExprKind::Name(n) => crate::constants::constant(self.db, self.file, n)?
-                                    .as_int()
-                                    .and_then(|v| v.try_into().ok()),
-                                _ => None,
-                            });
-                        }
-                    }
+                    self.kernel_clause(clause, sig);
                 }
+                return;
             }
-            "deterministic" => {
-                let seed = args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == "seed"));
-                sig.deterministic = Some(seed.and_then(|a| int(&a.value)));
+            _ if !DECORATORS.contains(&name) => return self.unknown_decorator(head),
+            _ => {}
+        }
+        if let Some(extra) = clauses.get(1) {
+            self.diags.push(
+                Diagnostic::error(Code::E0204, format!("`@{name}` takes no clauses"))
+                    .with_primary(relative(extra.span, 0), "a clause after it")
+                    .with_note("only `@kernel` takes clauses (`tile[(256,)]`, `shared(16_KiB)`)"),
+            );
+        }
+        match name {
+            "device" => {
+                sig.kind = FnKind::Device;
+                self.no_arguments(
+                    name,
+                    head,
+                    args,
+                    "a device function is inlined into the kernels that call it",
+                );
             }
+            "deterministic" => sig.deterministic = Some(self.deterministic_seed(args)),
             "numerics" => {
+                if !matches!(args, [a] if a.name.is_none()) {
+                    self.diags.push(
+                        Diagnostic::error(Code::E0204, "`@numerics` takes one policy")
+                            .with_primary(relative(head.span, 0), "not one policy")
+                            .with_help("write `@numerics(Training)`, or name a policy of this file"),
+                    );
+                }
                 sig.numerics = args.first().map(|a| crate::pretty::expr(&a.value));
             }
-            "test" => sig.is_test = true,
+            "test" => {
+                sig.is_test = true;
+                self.no_arguments(name, head, args, "`tessera test` runs every `@test` function of a file");
+            }
             "autotune" => sig.autotune = Some((self.autotune(args), head.span)),
-            "host" => {}
-            _ => self.unknown_decorator(head),
+            "host" => self.no_arguments(name, head, args, "host code runs on the host as written"),
+            _ => {}
         }
+    }
+
+    /// E0204 for arguments to a decorator that takes none (`@test(timeout=10)`):
+    /// they would be dropped without a word.
+    fn no_arguments(&mut self, name: &str, head: &Expr, args: &[Arg], note: &str) {
+        if args.is_empty() && !matches!(head.kind, ExprKind::Call { .. }) {
+            return;
+        }
+        self.diags.push(
+            Diagnostic::error(Code::E0204, format!("`@{name}` takes no arguments"))
+                .with_primary(relative(head.span, 0), "arguments it would ignore")
+                .with_note(note)
+                .with_fix(
+                    Fix::new("remove the arguments", Applicability::MaybeIncorrect)
+                        .with_edit(relative(head.span, 0), name),
+                ),
+        );
+    }
+
+    /// A clause of a `@kernel` header after `kernel`: `tile[(x, y, z)]`,
+    /// the block's shape, or `shared(bytes)`, the shared-memory budget.
+    fn kernel_clause(&mut self, clause: &Expr, sig: &mut Signature) {
+        let (name, span) = match &clause.kind {
+            ExprKind::Subscript { base, args } if matches!(&base.kind, ExprKind::Name(n) if n == "tile") => {
+                sig.block = self.block_shape(clause, args);
+                return;
+            }
+            ExprKind::Call { callee, args } if matches!(&callee.kind, ExprKind::Name(n) if n == "shared") => {
+                sig.shared_budget = self.shared_budget(clause, args);
+                return;
+            }
+            ExprKind::Name(n) => (n.as_str(), clause.span),
+            ExprKind::Subscript { base, .. } | ExprKind::Call { callee: base, .. } => match &base.kind {
+                ExprKind::Name(n) => (n.as_str(), base.span),
+                _ => ("", clause.span),
+            },
+            _ => ("", clause.span),
+        };
+        let shown = if name.is_empty() {
+            crate::pretty::expr(clause)
+        } else {
+            name.to_string()
+        };
+        let mut diag = Diagnostic::error(Code::E0204, format!("`{shown}` is not a clause of `@kernel`"))
+            .with_primary(relative(span, 0), "unknown clause");
+        diag = match did_you_mean(name, ["tile", "shared"]) {
+            Some(s) => diag.with_help(format!("did you mean `{s}`?")).with_fix(
+                Fix::new(format!("write `{s}`"), Applicability::MaybeIncorrect).with_edit(relative(span, 0), s),
+            ),
+            None => diag.with_note("a kernel header takes `tile[(x, y, z)]`, the block's shape, and `shared(bytes)`, its shared-memory budget"),
+        };
+        self.diags.push(diag);
+    }
+
+    /// The sizes of `tile[(x, y, z)]`: literals or module constants, 1 to
+    /// 3 of them, positive, at most 1024 threads in all (E0217).
+    fn block_shape(&mut self, clause: &Expr, args: &[Arg]) -> Option<Vec<i64>> {
+        let items: Vec<&Expr> = match args.first().map(|a| &a.value.unparen().kind) {
+            Some(ExprKind::Tuple(items) | ExprKind::List(items)) => items.iter().collect(),
+            _ => args.iter().map(|a| &a.value).collect(),
+        };
+        let sizes: Vec<Option<i64>> = items.iter().map(|e| self.int(e)).collect();
+        if let Some(at) = items
+            .iter()
+            .zip(&sizes)
+            .find_map(|(e, v)| v.is_none().then_some(e.span))
+        {
+            self.diags.push(
+                Diagnostic::error(Code::E0217, "a block size is an integer constant")
+                    .with_primary(relative(at, 0), "not an integer literal or module constant")
+                    .with_help("write the sizes as numbers or module constants: `tile[(BLOCK,)]` with `BLOCK = 128`"),
+            );
+            return None;
+        }
+        let dims: Vec<i64> = sizes.into_iter().flatten().collect();
+        let threads = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
+        if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) {
+            let text = dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            self.diags.push(
+                Diagnostic::error(
+                    Code::E0217,
+                    format!(
+                        "`tile[({text}{})]` is not a block",
+                        if dims.len() == 1 { "," } else { "" }
+                    ),
+                )
+                .with_primary(relative(clause.span, 0), "the block's shape")
+                .with_note("a block has 1 to 3 positive sizes and 1 to 1024 threads in all")
+                .with_help(if threads.is_none_or(|t| t > 1024) {
+                    "split the work over more blocks: `tile[(256,)]` and a larger grid"
+                } else {
+                    "give it 1 to 3 sizes of at least 1: `tile[(256,)]`, `tile[(16, 16)]`"
+                }),
+            );
+            return None;
+        }
+        Some(dims)
+    }
+
+    /// The bytes of `shared(16_KiB)`: a size, an integer or a module
+    /// constant.
+    fn shared_budget(&mut self, clause: &Expr, args: &[Arg]) -> Option<u64> {
+        let budget = match args {
+            [a] if a.name.is_none() => match &a.value.kind {
+                ExprKind::Size(b) | ExprKind::Int(b) => Some(*b),
+                _ => self.int(&a.value).and_then(|v| u64::try_from(v).ok()),
+            },
+            _ => None,
+        };
+        if budget.is_none() {
+            let at = args.first().map_or(clause.span, |a| a.value.span);
+            self.diags.push(
+                Diagnostic::error(Code::E0203, "the shared-memory budget is a size")
+                    .with_primary(relative(at, 0), "not a size, an integer or a module constant")
+                    .with_help("write it with a binary unit: `shared(16_KiB)`"),
+            );
+        }
+        budget
+    }
+
+    /// The seed of `@deterministic(seed=N)`, none without one. Any other
+    /// argument is an error: a misspelled (`sead=3`) or positional seed
+    /// would be dropped and the function seeded as if it had none.
+    fn deterministic_seed(&mut self, args: &[Arg]) -> Option<i64> {
+        let mut seed = None;
+        for arg in args {
+            let diag = match &arg.name {
+                Some(n) if n.name == "seed" => match self.int(&arg.value) {
+                    Some(_) if seed.is_some() => {
+                        Diagnostic::error(Code::E0204, "the seed of `@deterministic` is given twice")
+                            .with_primary(relative(arg.span, 0), "again here")
+                    }
+                    Some(v) => {
+                        seed = Some(v);
+                        continue;
+                    }
+                    None => Diagnostic::error(Code::E0203, "the seed of `@deterministic` is an integer")
+                        .with_primary(relative(arg.value.span, 0), "not an integer constant")
+                        .with_help("write `seed=1`, or a module constant bound to an integer"),
+                },
+                Some(n) => {
+                    let diag =
+                        Diagnostic::error(Code::E0204, format!("`@deterministic` takes no argument `{}`", n.name))
+                            .with_primary(relative(n.span, 0), "not `seed`");
+                    match did_you_mean(&n.name, ["seed"]) {
+                        Some(s) => diag.with_help(format!("did you mean `{s}`?")).with_fix(
+                            Fix::new(format!("write `{s}`"), Applicability::MachineApplicable)
+                                .with_edit(relative(n.span, 0), s),
+                        ),
+                        None => diag.with_note("its one argument is the seed: `@deterministic(seed=1)`"),
+                    }
+                }
+                None => {
+                    let diag = Diagnostic::error(Code::E0204, "`@deterministic` takes its seed by name")
+                        .with_primary(relative(arg.span, 0), "a seed without `seed=`");
+                    match self.int(&arg.value) {
+                        Some(_) => diag.with_help("write `seed=` before it").with_fix(
+                            Fix::new("name the seed", Applicability::MachineApplicable)
+                                .with_edit(relative(Span::empty(arg.span.start), 0), "seed="),
+                        ),
+                        None => diag.with_help("write `@deterministic(seed=1)`"),
+                    }
+                }
+            };
+            self.diags.push(diag);
+        }
+        seed
     }
 
     /// The knobs of `@autotune(BM=[64, 128], stages=[2, 3])`: keyword
@@ -471,6 +667,57 @@ impl Lowering<'_> {
             );
         }
         Some(space)
+    }
+
+    /// E0101 for a name in a `where` constraint that is no dim of the
+    /// parameters or the result, nor one an equation derives (`D == H *
+    /// Dh`), nor a module constant: the constraint would hold of nothing
+    /// (`where D % 8 == 0` over `x: f32[N]`).
+    fn unknown_dims_in_where(&mut self, def: &FnDef) {
+        let Some(clause) = &def.where_clause else { return };
+        let mut known: Vec<String> = def.params.iter().map(|p| p.name.name.clone()).collect();
+        let types = def.params.iter().filter_map(|p| p.ty.as_ref()).chain(def.ret.as_ref());
+        for ty in types {
+            dims_named_in(ty, &mut known);
+        }
+        for c in &clause.constraints {
+            if let ExprKind::Binary { op: BinOp::Eq, lhs, .. } = &c.unparen().kind {
+                if !is_mod(lhs) {
+                    names_in(c, &mut known);
+                }
+            }
+        }
+        let dims: Vec<String> = known
+            .iter()
+            .filter(|n| !def.params.iter().any(|p| p.name.name == **n))
+            .cloned()
+            .collect();
+        let mut reported: Vec<String> = Vec::new();
+        for c in &clause.constraints {
+            let mut names = Vec::new();
+            names_in(c, &mut names);
+            for name in names {
+                if known.contains(&name)
+                    || reported.contains(&name)
+                    || crate::constants::constant(self.db, self.file, &name).is_some()
+                {
+                    continue;
+                }
+                let mut diag = Diagnostic::error(Code::E0101, format!("`{name}` is not a dim of `{}`", def.name.name))
+                    .with_primary(
+                        relative(c.span, 0),
+                        format!("`{name}` appears in no parameter's or result's shape"),
+                    );
+                diag = match did_you_mean(&name, dims.iter().map(String::as_str)) {
+                    Some(s) => diag.with_help(format!("did you mean `{s}`?")),
+                    None => {
+                        diag.with_note("a constraint limits the dims named in the parameters' and the result's shapes")
+                    }
+                };
+                self.diags.push(diag);
+                reported.push(name);
+            }
+        }
     }
 
     /// E0312 for parameter dims whose symbols no call or launch can bind.
@@ -666,6 +913,15 @@ fn is_product(e: &Expr) -> bool {
 }
 
 /// The names in expression `e`, in order.
+/// The names in the dims of `ty` (and of a tuple's items).
+fn dims_named_in(ty: &Type, out: &mut Vec<String>) {
+    match &ty.kind {
+        TypeKind::Named { dims: Some(dims), .. } => dims.iter().for_each(|d| names_in(d, out)),
+        TypeKind::Tuple(items) => items.iter().for_each(|t| dims_named_in(t, out)),
+        _ => {}
+    }
+}
+
 fn names_in(e: &Expr, out: &mut Vec<String>) {
     match &e.kind {
         ExprKind::Name(n) => out.push(n.clone()),

@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use tessera_base::Span;
-use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
@@ -164,7 +163,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         env.insert(name, Binding::Value(v));
     }
     let loc = cx.loc(cx.def.span);
-    let declared = block_shape(cx).map(|(dims, _)| dims);
+    let declared = cx.sig.block.clone();
     // A kernel that declares no block but names the y or z axis of its
     // block (`launch.local_id(1)`) is written for blocks of any shape:
     // its linear indices take every axis, and any block may launch it.
@@ -198,23 +197,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     let body = &l.cx.def.body;
     l.allocate_slots(entry, body);
     l.block(entry, body);
-    let block = match block_shape(l.cx) {
-        Some((dims, clause)) => {
-            let threads = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
-            if dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) {
-                let at = l.cx.at(clause.span);
-                l.cx.errors.push(
-                    Diagnostic::error(Code::E0217, format!("`tile[{}]` is not a block", tuple_text(&dims)))
-                        .with_primary(at, "the block's shape")
-                        .with_note("a block has 1 to 3 positive sizes and 1 to 1024 threads in all")
-                        .with_help("split the work over more blocks: `tile[(256,)]` and a larger grid"),
-                );
-                return;
-            }
-            dims
-        }
-        None => default_block(l.m, func),
-    };
+    let block = l.cx.sig.block.clone().unwrap_or_else(|| default_block(l.m, func));
     l.m.set_attr(func, "block", Attr::ints(block));
     if any_block {
         l.m.set_attr(func, "any_block", Attr::Unit);
@@ -224,8 +207,6 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
     crate::visibility::insert_barriers(l.m, func);
 }
 
-/// Threads per block as the header's `tile[(128,)]` gives them (its sizes
-/// literals or module constants).
 /// Whether `body`, or a function of `file` it calls (through any
 /// number of calls; `seen` holds those already looked at), asks for the
 /// y or z axis of the block: `launch.local_id(1)`, `launch.thread_id(axis=2)`,
@@ -262,33 +243,6 @@ fn visit_block_axes(e: &Expr, found: &mut bool, callees: &mut Vec<String>) {
         }
     }
     e.kind.for_each_child(|c| visit_block_axes(c, found, callees));
-}
-
-fn block_shape<'e>(cx: &FnCx<'e>) -> Option<(Vec<i64>, &'e Expr)> {
-    for deco in &cx.def.decorators {
-        for clause in &deco.clauses {
-            if let ExprKind::Subscript { base, args } = &clause.kind {
-                if matches!(&base.kind, ExprKind::Name(n) if n == "tile") {
-                    let items = match args.first().map(|a| &a.value.unparen().kind) {
-                        Some(ExprKind::Tuple(items) | ExprKind::List(items)) => items.iter().collect(),
-                        Some(_) => args.iter().map(|a| &a.value).collect(),
-                        None => Vec::new(),
-                    };
-                    let dims: Option<Vec<i64>> = items
-                        .into_iter()
-                        .map(|e| match &e.unparen().kind {
-                            ExprKind::Name(n) => cx.constant(n)?.as_int(),
-                            _ => literal_attr(e)?.as_int(),
-                        })
-                        .collect();
-                    if let Some(dims) = dims.filter(|d| !d.is_empty()) {
-                        return Some((dims, clause));
-                    }
-                }
-            }
-        }
-    }
-    None
 }
 
 /// Threads per block when the header names none: 128, or 256 when the
@@ -1610,35 +1564,7 @@ impl<'a> Lower<'_, 'a, '_> {
                                 return;
                             }
                         };
-                        let ExprKind::Name(name) = &target.kind else {
-                            self.cx.unsupported(target.span, "a `range` loop with this target");
-                            return;
-                        };
-                        let name = name.clone();
-                        if self.positive_const(step) {
-                            let region = self.region(&[Type::INDEX], |l, blk, args| {
-                                l.bind_loop_var(blk, &name, args[0]);
-                                l.loop_body(blk, body);
-                            });
-                            let mut b = self.builder(block);
-                            b.set_loc(loc);
-                            b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
-                        } else {
-                            // A step that may be negative (`range(7, -1, -1)`):
-                            // count the iterations as Python does, and walk them.
-                            let count = self.trip_count(block, iter, lb, ub, step);
-                            let zero = self.index_const(block, 0);
-                            let one = self.index_const(block, 1);
-                            let region = self.region(&[Type::INDEX], |l, blk, args| {
-                                let scaled = l.index_op(blk, iter, "mul", args[0], step);
-                                let j = l.index_op(blk, iter, "add", lb, scaled);
-                                l.bind_loop_var(blk, &name, j);
-                                l.loop_body(blk, body);
-                            });
-                            let mut b = self.builder(block);
-                            b.set_loc(loc);
-                            b.op("tile.for").operands(&[zero, count, one]).region(region).build();
-                        }
+                        self.counted_loop(block, target, iter, body, loc, [lb, ub, step]);
                     }
                     "tile.mma" => self.mma_loop(block, args, body, stmt),
                     _ => self
@@ -1646,7 +1572,61 @@ impl<'a> Lower<'_, 'a, '_> {
                         .unsupported(callee.span, "a loop over this iterator in a kernel"),
                 }
             }
+            // `a..b` and `a..=b` step by 1, as `range(a, b)` and `range(a, b + 1)`.
+            ExprKind::Range { start, end, inclusive } => {
+                let Some(lb) = self.expr(block, start) else { return };
+                let Some(ub) = self.expr(block, end) else { return };
+                let lb = self.convert(block, lb, &Type::INDEX);
+                let mut ub = self.convert(block, ub, &Type::INDEX);
+                let one = self.index_const(block, 1);
+                if *inclusive {
+                    ub = self.index_op(block, iter, "add", ub, one);
+                }
+                self.counted_loop(block, target, iter, body, loc, [lb, ub, one]);
+            }
             _ => self.cx.unsupported(iter.span, "a loop over this iterator in a kernel"),
+        }
+    }
+
+    /// A loop of `target` from `lb` below `ub` (above it for a negative
+    /// step) by `step`, as `range(lb, ub, step)` counts.
+    fn counted_loop(
+        &mut self,
+        block: tessera_ir::BlockId,
+        target: &'a Expr,
+        iter: &'a Expr,
+        body: &'a Block,
+        loc: Loc,
+        [lb, ub, step]: [ValueId; 3],
+    ) {
+        let ExprKind::Name(name) = &target.kind else {
+            self.cx.unsupported(target.span, "a `range` loop with this target");
+            return;
+        };
+        let name = name.clone();
+        if self.positive_const(step) {
+            let region = self.region(&[Type::INDEX], |l, blk, args| {
+                l.bind_loop_var(blk, &name, args[0]);
+                l.loop_body(blk, body);
+            });
+            let mut b = self.builder(block);
+            b.set_loc(loc);
+            b.op("tile.for").operands(&[lb, ub, step]).region(region).build();
+        } else {
+            // A step that may be negative (`range(7, -1, -1)`):
+            // count the iterations as Python does, and walk them.
+            let count = self.trip_count(block, iter, lb, ub, step);
+            let zero = self.index_const(block, 0);
+            let one = self.index_const(block, 1);
+            let region = self.region(&[Type::INDEX], |l, blk, args| {
+                let scaled = l.index_op(blk, iter, "mul", args[0], step);
+                let j = l.index_op(blk, iter, "add", lb, scaled);
+                l.bind_loop_var(blk, &name, j);
+                l.loop_body(blk, body);
+            });
+            let mut b = self.builder(block);
+            b.set_loc(loc);
+            b.op("tile.for").operands(&[zero, count, one]).region(region).build();
         }
     }
 
@@ -2922,14 +2902,6 @@ fn with_elem(ty: &Type, elem: ScalarType) -> Type {
             elem,
         },
         _ => Type::Scalar(elem),
-    }
-}
-
-/// `(2000,)`, `(16, 16)`: a tuple of ints as Python writes it.
-fn tuple_text(items: &[i64]) -> String {
-    match items {
-        [one] => format!("({one},)"),
-        _ => format!("({})", items.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
     }
 }
 
