@@ -189,7 +189,9 @@ impl<'a> FString<'a> {
             j += 1;
         }
         let field_at = (body_at + open) as u32;
-        if j >= bytes.len() {
+        // A conversion or spec runs to the field's `}`; without one the
+        // field is unclosed.
+        if !body[j.min(bytes.len())..].contains('}') {
             self.error(
                 Span::new(field_at, (body_at + bytes.len()) as u32),
                 "an f-string field without its `}`",

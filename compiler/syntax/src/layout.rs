@@ -11,7 +11,9 @@
 //! an unexpected indent becomes a "phantom" level that emits no tokens, a
 //! missing block becomes a synthetic `pass`, unclosed brackets are closed
 //! when a line starts with a statement keyword at the same or a lower
-//! indentation, and a stray closer is dropped.
+//! indentation (or, in a block header, at its final `:` when an indented
+//! block follows), a stray closer is dropped, and a `{` ending a block
+//! header is read as `:` (its `}` at the start of a later line dropped).
 
 use tessera_base::{FileId, Span};
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
@@ -53,6 +55,8 @@ struct Layout<'a> {
     line_opens_block: bool,
     /// E0014 for blocks was reported (once per file is enough).
     depth_reported: bool,
+    /// Blocks opened with `{` (read as `:`) whose `}` has not been seen.
+    brace_blocks: usize,
 }
 
 /// Runs the lexer and the layout pass over `text`.
@@ -76,6 +80,7 @@ pub(crate) fn tokens(file: FileId, text: &str) -> (Vec<Spanned<'_>>, Vec<Diagnos
         line_break_in_brackets: false,
         line_opens_block: false,
         depth_reported: false,
+        brace_blocks: 0,
     };
     for (lexeme, span) in lexer.by_ref() {
         match lexeme {
@@ -85,6 +90,22 @@ pub(crate) fn tokens(file: FileId, text: &str) -> (Vec<Spanned<'_>>, Vec<Diagnos
         }
     }
     layout.finish();
+    // An unterminated string runs to the end of its line, over the closers
+    // of the brackets around it: those brackets are its echo.
+    let unterminated: Vec<u32> = lexer
+        .diags
+        .iter()
+        .filter(|d| d.code == Code::E0002)
+        .filter_map(|d| d.primary_span().map(|s| s.span.start))
+        .collect();
+    layout.diags.retain(|d| {
+        let echo = d.code == Code::E0020 && {
+            let first = d.labels[0].span.span;
+            let reach = d.labels.iter().fold(first, |acc, l| acc.cover(l.span.span));
+            unterminated.iter().any(|&at| reach.start <= at && at <= reach.end)
+        };
+        !echo
+    });
     let mut diags = lexer.diags;
     diags.append(&mut layout.diags);
     diags.sort_by_key(|d| d.primary_span().map(|s| s.span.start));
@@ -161,6 +182,23 @@ impl<'a> Layout<'a> {
         code.trim_end().ends_with(':')
     }
 
+    /// Whether nothing but a comment follows `span` on its line.
+    fn rest_of_line_empty(&self, span: Span) -> bool {
+        let rest = self.text.get(span.end as usize..).unwrap_or_default();
+        let line = rest.split('\n').next().unwrap_or_default();
+        line.split('#').next().unwrap_or_default().trim().is_empty()
+    }
+
+    /// Ends the logical line before the token at `offset`, which starts a
+    /// new one.
+    fn end_line(&mut self, offset: u32) {
+        if self.line_has_tokens {
+            self.emit(Tok::Newline, Span::empty(offset));
+            self.line_has_tokens = false;
+        }
+        self.at_line_start = true;
+    }
+
     fn line_break(&mut self, span: Span) {
         if !self.brackets.is_empty() || self.skipping > 0 {
             self.line_break_in_brackets = true;
@@ -183,21 +221,54 @@ impl<'a> Layout<'a> {
             Tok::For => self.starts_loop(span),
             _ => starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand),
         };
-        if std::mem::take(&mut self.line_break_in_brackets)
-            && starts_new_statement
-            && self.indent_of(span.start).0 <= self.levels.last().map_or(0, |l| l.width8)
-        {
+        let broke_line = std::mem::take(&mut self.line_break_in_brackets);
+        let indent = self.indent_of(span.start).0;
+        let level = self.levels.last().map_or(0, |l| l.width8);
+        if broke_line && starts_new_statement && indent <= level {
             self.close_unclosed(span.start, "this line starts a new statement");
-            if self.line_has_tokens {
-                self.emit(Tok::Newline, Span::empty(span.start));
-                self.line_has_tokens = false;
+            self.end_line(span.start);
+        } else if broke_line && self.line_opens_block && indent > level {
+            // `def f(x: f32:` and an indented body: the header ended at its `:`.
+            if let Some(colon) = self
+                .trailing_colon
+                .filter(|_| self.out.last().is_some_and(|t| t.1 == Tok::Colon))
+            {
+                self.out.pop();
+                self.close_unclosed(colon.start, "the header ends at this `:`");
+                self.emit(Tok::Colon, colon);
+                self.end_line(span.start);
             }
-            self.at_line_start = true;
         }
         if self.at_line_start {
             self.at_line_start = false;
             self.indentation(span.start);
             self.line_opens_block = opens_block(&tok);
+            // `}` alone at the start of a line closes a block opened with `{`.
+            if tok == Tok::RBrace && self.brackets.is_empty() && self.brace_blocks > 0 {
+                self.brace_blocks -= 1;
+                return;
+            }
+        }
+        // `if x > 0 {` at the end of a line: a C-style block, read as `:`.
+        if tok == Tok::LBrace
+            && self.brackets.is_empty()
+            && self.line_opens_block
+            && after_operand
+            && self.rest_of_line_empty(span)
+        {
+            let prev_end = self.out.last().map_or(span.start, |t| t.2);
+            let edit = self.at(Span::new(prev_end, span.end));
+            self.error(
+                Diagnostic::error(Code::E0030, "a block is opened with `:`, not `{`")
+                    .with_primary(self.at(span), "a C-style block")
+                    .with_help("end the header with `:` and indent the block; it ends where the indentation does")
+                    .with_fix(Fix::new("write `:`", Applicability::MachineApplicable).with_edit(edit, ":")),
+            );
+            self.brace_blocks += 1;
+            self.trailing_colon = Some(span);
+            self.line_has_tokens = true;
+            self.emit(Tok::Colon, span);
+            return;
         }
         if tok.closer().is_some() {
             if self.brackets.len() >= MAX_BRACKET_DEPTH {

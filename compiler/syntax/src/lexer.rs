@@ -8,7 +8,7 @@
 
 use logos::Logos;
 use tessera_base::{FileId, Span};
-use tessera_diagnostics::{Code, Diagnostic};
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
 
 use crate::token::Tok;
 
@@ -24,6 +24,12 @@ enum Raw {
     Backslash,
     #[token("!")]
     Bang,
+    #[token("&&")]
+    AmpAmp,
+    #[token("||")]
+    PipePipe,
+    #[token("===")]
+    EqEqEq,
     #[regex("[A-Za-z_][A-Za-z0-9_]*")]
     Ident,
     #[regex("[0-9]", scan_number)]
@@ -306,10 +312,12 @@ impl<'a> Iterator for Lexer<'a> {
                 } else {
                     c.to_string()
                 };
-                self.diags.push(
-                    Diagnostic::error(Code::E0001, format!("unexpected character `{shown}`"))
-                        .with_primary(span.in_file(self.file), "this character does not start any token"),
-                );
+                let mut diag = Diagnostic::error(Code::E0001, format!("unexpected character `{shown}`"))
+                    .with_primary(span.in_file(self.file), "this character does not start any token");
+                if c == '?' {
+                    diag = diag.with_help("a conditional expression is written `a if c else b`");
+                }
+                self.diags.push(diag);
                 Lexeme::Token(Tok::Error)
             }
         };
@@ -322,13 +330,25 @@ fn convert<'a>(raw: Raw, slice: &'a str, span: Span, file: FileId, diags: &mut V
         Raw::Ident => Tok::Name(slice),
         Raw::Number => match number_value(slice) {
             Ok(tok) => tok,
-            Err(NumberError { message, label, help }) => {
-                let mut diag = Diagnostic::error(Code::E0003, message).with_primary(span.in_file(file), label);
+            Err(NumberError {
+                message,
+                label,
+                help,
+                replacement,
+            }) => {
+                let at = span.in_file(file);
+                let mut diag = Diagnostic::error(Code::E0003, message).with_primary(at, label);
                 if let Some(help) = help {
                     diag = diag.with_help(help);
                 }
+                // A literal with a known right spelling stands for its value.
+                let value = replacement.as_deref().and_then(|r| number_value(r).ok());
+                if let Some(r) = replacement {
+                    diag = diag
+                        .with_fix(Fix::new(format!("write `{r}`"), Applicability::MachineApplicable).with_edit(at, r));
+                }
                 diags.push(diag);
-                Tok::Int(0)
+                value.unwrap_or(Tok::Int(0))
             }
         },
         Raw::String(end) => {
@@ -354,7 +374,25 @@ fn convert<'a>(raw: Raw, slice: &'a str, span: Span, file: FileId, diags: &mut V
                     .with_primary(span.in_file(file), "`!` is not an operator")
                     .with_help("write `not x` for negation and `!=` for inequality"),
             );
-            Tok::Error
+            // Read as `not`, so that `!done` parses on and reports nothing more.
+            Tok::Not
+        }
+        Raw::AmpAmp | Raw::PipePipe | Raw::EqEqEq => {
+            let (word, tok) = match raw {
+                Raw::AmpAmp => ("and", Tok::And),
+                Raw::PipePipe => ("or", Tok::Or),
+                _ => ("==", Tok::EqEq),
+            };
+            let at = span.in_file(file);
+            diags.push(
+                Diagnostic::error(Code::E0030, format!("`{slice}` is not an operator"))
+                    .with_primary(at, format!("read as `{word}`"))
+                    .with_fix(
+                        Fix::new(format!("write `{word}`"), Applicability::MachineApplicable).with_edit(at, word),
+                    ),
+            );
+            // Read as meant, so that the line parses on and reports nothing more.
+            tok
         }
         Raw::Newline | Raw::Continuation => unreachable!("handled by the caller"),
         other => keyword_or_punct(other),
@@ -383,6 +421,8 @@ struct NumberError {
     message: String,
     label: String,
     help: Option<String>,
+    /// The literal as it should be written, when that is clear.
+    replacement: Option<String>,
 }
 
 fn number_error(message: impl Into<String>, label: impl Into<String>) -> NumberError {
@@ -390,6 +430,7 @@ fn number_error(message: impl Into<String>, label: impl Into<String>) -> NumberE
         message: message.into(),
         label: label.into(),
         help: None,
+        replacement: None,
     }
 }
 
@@ -414,6 +455,7 @@ fn check_leading_zeros(digits: &str) -> Result<(), NumberError> {
             message: "leading zeros in a decimal literal".into(),
             label: "a decimal literal cannot start with `0`".into(),
             help: Some("write `0o` for an octal literal, or drop the leading zeros".into()),
+            replacement: None,
         });
     }
     Ok(())
@@ -498,10 +540,25 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
                 "size literals must be whole numbers",
                 "a size counts whole bytes",
             )),
+            // `0.5f`, as C and CUDA write a float.
+            Option::None if matches!(suffix, "f" | "F") => {
+                let float = if is_float {
+                    number.to_string()
+                } else {
+                    format!("{number}.0")
+                };
+                Err(NumberError {
+                    message: "a float takes no `f` suffix".into(),
+                    label: "a C-style float suffix".into(),
+                    help: None,
+                    replacement: Some(float),
+                })
+            }
             Option::None => Err(NumberError {
                 message: format!("invalid suffix `{suffix}` on number literal"),
                 label: "not a size unit".into(),
                 help: Some("size literals use a binary unit: `16_KiB`, `4_MiB`, `1_GiB`".into()),
+                replacement: None,
             }),
         };
     }
@@ -529,6 +586,7 @@ fn number_value(text: &str) -> Result<Tok<'static>, NumberError> {
             message: "leading zeros in a decimal literal".into(),
             label: "a decimal literal cannot start with `0`".into(),
             help: Some("write `0o` for an octal literal, or drop the leading zeros".into()),
+            replacement: None,
         });
     }
     int_part

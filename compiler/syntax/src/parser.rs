@@ -24,16 +24,68 @@ pub(crate) struct Ctx<'a> {
     file: FileId,
     tokens: &'a [Spanned<'a>],
     pub(crate) diags: Vec<Diagnostic>,
+    /// Where each unexpected token was met (`u32::MAX`: the end).
+    errors: Vec<u32>,
 }
 
 type Recovery<'a> = ErrorRecovery<u32, Tok<'a>, ()>;
 
+/// How many times the header repair re-parses a file at most; each round
+/// repairs every header that was found broken in the one before.
+const MAX_HEADER_REPAIRS: usize = 8;
+
 /// Parses a token stream into top-level statements plus parse diagnostics.
+///
+/// A `def` whose header does not parse is repaired and the file parsed
+/// again, so that the function, its body and the statements around it come
+/// out as if the header were right: the header's errors are kept, the
+/// echoes of the first parse (a decorator without a function, an
+/// unexpected block) are not.
 pub(crate) fn parse_tokens<'a>(file: FileId, tokens: &'a [Spanned<'a>]) -> (Vec<Stmt>, Vec<Diagnostic>) {
+    let mut pass = parse_once(file, tokens);
+    let mut kept = Vec::new();
+    let mut repaired: Option<Vec<Spanned<'a>>> = None;
+    for _ in 0..MAX_HEADER_REPAIRS {
+        let current = repaired.as_deref().unwrap_or(tokens);
+        let mut headers: Vec<Header> = pass
+            .errors
+            .iter()
+            .filter_map(|&at| broken_header(current, at))
+            .collect();
+        headers.sort_by_key(|h| h.start);
+        headers.dedup_by_key(|h| h.start);
+        if headers.is_empty() {
+            break;
+        }
+        let in_header = |d: &Diagnostic| {
+            let at = d.primary_span().map_or(0, |s| s.span.start);
+            headers
+                .iter()
+                .any(|h| current[h.start].0 <= at && at <= current[h.colon].2)
+        };
+        kept.extend(pass.diags.into_iter().filter(in_header));
+        let next = repair_headers(current, &headers);
+        pass = parse_once(file, &next);
+        repaired = Some(next);
+    }
+    kept.append(&mut pass.diags);
+    (pass.body, kept)
+}
+
+struct Pass {
+    body: Vec<Stmt>,
+    diags: Vec<Diagnostic>,
+    /// Where the parser met a token it did not expect (`u32::MAX` for the
+    /// end of the input).
+    errors: Vec<u32>,
+}
+
+fn parse_once<'t>(file: FileId, tokens: &'t [Spanned<'t>]) -> Pass {
     let mut ctx = Ctx {
         file,
         tokens,
         diags: Vec::new(),
+        errors: Vec::new(),
     };
     let result = grammar::ModuleParser::new().parse(&mut ctx, tokens.iter().cloned().map(Ok::<_, ()>));
     let body = match result {
@@ -45,7 +97,151 @@ pub(crate) fn parse_tokens<'a>(file: FileId, tokens: &'a [Spanned<'a>]) -> (Vec<
             Vec::new()
         }
     };
-    (body, ctx.diags)
+    Pass {
+        body,
+        diags: ctx.diags,
+        errors: ctx.errors,
+    }
+}
+
+/// A `def` header with a parse error: token indices of its `def`, of the
+/// `:` that ends it and of the unexpected token.
+#[derive(Clone, Copy)]
+struct Header {
+    start: usize,
+    colon: usize,
+    error: usize,
+}
+
+fn is_layout(t: &Spanned) -> bool {
+    matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent)
+}
+
+fn bracket_depth(tok: &Tok) -> i32 {
+    match tok {
+        Tok::LParen | Tok::LBracket | Tok::LBrace => 1,
+        Tok::RParen | Tok::RBracket | Tok::RBrace => -1,
+        _ => 0,
+    }
+}
+
+/// The `def NAME(` header holding the unexpected token at `error_at`, when
+/// it ends with a `:` that the token is not after.
+fn broken_header(tokens: &[Spanned], error_at: u32) -> Option<Header> {
+    let error = tokens.partition_point(|t| t.0 < error_at);
+    let start = tokens[..error].iter().rposition(is_layout).map_or(0, |i| i + 1);
+    let named = matches!(tokens.get(start + 1), Some((_, Tok::Name(_), _)));
+    if tokens.get(start)?.1 != Tok::Def || !named || error <= start + 1 {
+        return None;
+    }
+    let mut depth = 0;
+    let end = (start..tokens.len()).find(|&i| {
+        depth += bracket_depth(&tokens[i].1);
+        is_layout(&tokens[i]) || (depth == 0 && tokens[i].1 == Tok::Colon)
+    })?;
+    (tokens[end].1 == Tok::Colon && error <= end).then_some(Header {
+        start,
+        colon: end,
+        error,
+    })
+}
+
+/// `tokens` with each header rewritten so that it parses.
+fn repair_headers<'a>(tokens: &[Spanned<'a>], headers: &[Header]) -> Vec<Spanned<'a>> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut copied = 0;
+    for h in headers {
+        out.extend_from_slice(&tokens[copied..h.start]);
+        out.extend(repair_header(tokens, *h));
+        copied = h.colon;
+    }
+    out.extend_from_slice(&tokens[copied..]);
+    out
+}
+
+/// The tokens of a broken header, up to its `:`, repaired: `f32[M][N]`
+/// becomes `f32[M, N]`; a broken parameter keeps its name only; a result
+/// type after the effects clause moves before it; another broken clause
+/// after the parameters is dropped.
+fn repair_header<'a>(tokens: &[Spanned<'a>], h: Header) -> Vec<Spanned<'a>> {
+    let header = &tokens[h.start..h.colon];
+    let error = h.error - h.start;
+    // The unexpected token, or `:` when it is the header's `:`.
+    let found = header.get(error).map_or(&Tok::Colon, |t| &t.1);
+    let mut out: Vec<Spanned<'a>> = header[..2].to_vec();
+    if header.get(2).is_none_or(|t| t.1 != Tok::LParen) {
+        // `def f x:`: no parameter list at all.
+        let at = header[1].2;
+        out.extend([(at, Tok::LParen, at), (at, Tok::RParen, at)]);
+        return out;
+    }
+    if error > 0 && *found == Tok::LBracket && header[error - 1].1 == Tok::RBracket {
+        // `f32[M][N]`: one list of dims.
+        let mut merged = header.to_vec();
+        merged.splice(error - 1..=error, [(header[error - 1].0, Tok::Comma, header[error].2)]);
+        return merged;
+    }
+    let mut depth = 0;
+    let Some(close) = (2..header.len()).find(|&i| {
+        depth += bracket_depth(&header[i].1);
+        depth == 0
+    }) else {
+        return header.to_vec();
+    };
+    if error <= close {
+        // The parameters, split at their top-level commas; the broken one
+        // keeps its name.
+        out.push(header[2].clone());
+        let (mut depth, mut from, mut any) = (0, 3, false);
+        for i in 3..=close {
+            depth += bracket_depth(&header[i].1);
+            if i < close && !(depth == 0 && header[i].1 == Tok::Comma) {
+                continue;
+            }
+            let param = &header[from..i];
+            let kept = match param.first() {
+                _ if !(from..=i).contains(&error) => param,
+                Some(name @ (_, Tok::Name(_), _)) => std::slice::from_ref(name),
+                _ => &[],
+            };
+            if let Some(first) = kept.first() {
+                if any {
+                    out.push((first.0, Tok::Comma, first.0));
+                }
+                out.extend_from_slice(kept);
+                any = true;
+            }
+            from = i + 1;
+        }
+        out.push(header[close].clone());
+        return out;
+    }
+    out.extend_from_slice(&header[2..=close]);
+    // The clause the error is in starts at its `->`, `effects` or `where`.
+    let mut depth = 0;
+    let mut clause = close + 1;
+    for (i, t) in header.iter().enumerate().take(error + 1).skip(close + 1) {
+        if depth == 0 && matches!(t.1, Tok::Arrow | Tok::Effects | Tok::Where) {
+            clause = i;
+        }
+        depth += bracket_depth(&t.1);
+    }
+    if *found == Tok::Arrow && clause == error {
+        // `effects(random) -> T`: the result type comes first.
+        let mut depth = 0;
+        let result_end = (error..header.len())
+            .find(|&i| {
+                depth += bracket_depth(&header[i].1);
+                depth == 0 && i > error && header[i].1 == Tok::Where
+            })
+            .unwrap_or(header.len());
+        out.extend_from_slice(&header[error..result_end]);
+        out.extend_from_slice(&header[close + 1..error]);
+        out.extend_from_slice(&header[result_end..]);
+        return out;
+    }
+    out.extend_from_slice(&header[close + 1..clause]);
+    out
 }
 
 impl<'a> Ctx<'a> {
@@ -129,6 +325,11 @@ impl<'a> Ctx<'a> {
         let expects = |t: &str| expected.iter().any(|e| e.trim_matches('"') == t);
         // At the end of the input every token comes before the error.
         let offset = if found.is_some() { span.start } else { u32::MAX };
+        self.errors.push(offset);
+        if let Some(diag) = found.as_ref().and_then(|tok| self.known_mistake(tok, span)) {
+            self.error(diag);
+            return;
+        }
         if let Some(deco) = self.decorator_before(offset).filter(|_| expects("def")) {
             self.error(
                 Diagnostic::error(Code::E0033, "a decorator must be followed by a function")
@@ -226,6 +427,88 @@ impl<'a> Ctx<'a> {
             }
         }
         self.error(diag);
+    }
+
+    /// Mistakes common enough to name, at the unexpected `tok`.
+    fn known_mistake(&self, tok: &Tok<'a>, span: Span) -> Option<Diagnostic> {
+        let before = self.token_before(span.start).map(|t| &t.1);
+        let line = self.line_before(span.start);
+        let (message, label, help) = match tok {
+            Tok::LBracket if before == Some(&Tok::RBracket) => (
+                "dims are written in one list",
+                "a second list of dims",
+                "write `f32[M, N]`, not `f32[M][N]`",
+            ),
+            Tok::Effects if before == Some(&Tok::At) => (
+                "`effects` is not a decorator",
+                "effects are part of the signature",
+                "effects are declared in the signature: `def f(x: f32) effects(io):`",
+            ),
+            Tok::Arrow if line.iter().any(|t| t.1 == Tok::Effects) && self.line_starts_with(span.start, &Tok::Def) => (
+                "the result type comes before the effects clause",
+                "`->` after `effects(...)`",
+                "the result type comes first: `-> T effects(...)`",
+            ),
+            _ => return None,
+        };
+        Some(
+            Diagnostic::error(Code::E0030, message)
+                .with_primary(self.at(span), label)
+                .with_help(help),
+        )
+    }
+
+    /// The tokens of the logical line before `offset`.
+    fn line_before(&self, offset: u32) -> &[Spanned<'a>] {
+        let end = self.tokens.partition_point(|t| t.0 < offset);
+        let start = self.tokens[..end].iter().rposition(is_layout).map_or(0, |i| i + 1);
+        &self.tokens[start..end]
+    }
+
+    fn line_starts_with(&self, offset: u32, tok: &Tok) -> bool {
+        self.line_before(offset).first().is_some_and(|t| &t.1 == tok)
+    }
+
+    /// A line whose statement did not parse keeps the kind its keyword
+    /// gives it: `return x === 3` still returns (an error value), so that
+    /// the function is not said to fall off its end.
+    pub(crate) fn simple_line(&mut self, mut stmts: Vec<Stmt>) -> Vec<Stmt> {
+        for stmt in &mut stmts {
+            let first = self.tokens[self.tokens.partition_point(|t| t.0 < stmt.span.start)..]
+                .iter()
+                .find(|t| !is_layout(t));
+            if first.is_some_and(|t| t.1 == Tok::Return) && !matches!(stmt.kind, StmtKind::Return(_)) {
+                let value_at = (stmt.span.start + "return".len() as u32).min(stmt.span.end);
+                stmt.kind = StmtKind::Return(Some(Expr::error(Span::new(value_at, stmt.span.end))));
+            }
+        }
+        stmts
+    }
+
+    /// `else if`: reported, and the `if` made the only statement of the
+    /// `else` block.
+    pub(crate) fn else_if(
+        &mut self,
+        else_kw: Span,
+        if_kw: Span,
+        branches: Vec<IfBranch>,
+        orelse: Option<Block>,
+        span: Span,
+    ) -> Block {
+        let words = self.at(else_kw.cover(if_kw));
+        self.error(
+            Diagnostic::error(Code::E0030, "`else if` is written `elif`")
+                .with_primary(self.at(if_kw), "`if` after `else`")
+                .with_fix(Fix::new("write `elif`", Applicability::MachineApplicable).with_edit(words, "elif")),
+        );
+        let stmt = Stmt {
+            kind: StmtKind::If { branches, orelse },
+            span,
+        };
+        Block {
+            stmts: vec![stmt],
+            span,
+        }
     }
 
     pub(crate) fn expr(&mut self, kind: ExprKind, span: Span) -> Expr {

@@ -118,10 +118,13 @@ fn recovery_keeps_the_rest_of_the_file() {
             def f [(x)]
               (= y (+ x (* <error> 2)))
               return y
-            (= <error> <error>)
+            def g []
+              pass
+            (= z (tuple 1 <error> 2))
             (= w 3)
             !E0030 @22 expected an expression, found `*`
             !E0020 @45 unclosed delimiter `(`
+            !E0030 @66 expected an expression or `)`, found `,`
         "#]],
     );
 }
