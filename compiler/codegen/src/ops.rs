@@ -1389,7 +1389,21 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
         let e = f.val(format!("mul i64 {c}, {per_chunk}"));
         let idx = f.unravel(&e, &tdims);
         let sidx = offset_indices(f, &idx, &offs, src.dims.len());
-        let Some(whole) = chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows) else {
+        // A column offset not known to be a multiple of the chunk (`A[7:]`,
+        // `A[k + 127:]`) puts the chunk off its alignment: checked at run
+        // time, as the vector stores check theirs.
+        let on_boundary = (!aligned_cols && per_chunk > 1).then(|| {
+            let s = f.element_ptr(&src, &sidx);
+            let sp = f.buffer_ptr_ty(&src);
+            let address = f.val(format!("ptrtoint {sp} {s} to i64"));
+            let low = f.val(format!("and i64 {address}, {}", chunk - 1));
+            f.val(format!("icmp eq i64 {low}, 0"))
+        });
+        let whole = match (chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows), on_boundary) {
+            (Some(inside), Some(aligned)) => Some(f.val(format!("and i1 {inside}, {aligned}"))),
+            (one, other) => one.or(other),
+        };
+        let Some(whole) = whole else {
             let d = f.element_ptr(&dst, &idx);
             let s = f.element_ptr(&src, &sidx);
             each(f, &d, &s);
