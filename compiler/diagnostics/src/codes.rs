@@ -697,6 +697,17 @@ def heads(x: f32[S, H * D]) -> f32[S, H * D]:
     return x * 2.0
 ```",
 
+    E0313: "dim not positive" =>
+"A dim written as a number in a type is at least 1: a parameter of
+`f32[0]` or `f32[-1]` holds no tensor a call could pass, and the
+kernels for it would tile nothing (NumPy's `-1`, \"whatever is left\",
+is a reshape's, not a type's). Name the dim for any size.
+
+```tessera
+def total(x: f32[-1]) -> f32:
+    return op.sum(x)
+```",
+
     E0401: "effect not declared" =>
 "A function with an `effects(...)` clause performs an effect the clause
 does not list, directly or through a function it calls. The clause must

@@ -385,6 +385,18 @@ impl<'a> Infer<'a> {
     /// left alone; constants that differ are reported by
     /// [`Infer::check_assignable`].
     fn check_returned_dims(&mut self, actual: &Ty, declared: &Ty, value: &Expr) {
+        if let (Ty::Tuple(have), Ty::Tuple(want)) = (actual, declared) {
+            // Each part of a tuple, at its own expression where the value
+            // is written as a tuple (`return a, b`).
+            let items = match &value.unparen().kind {
+                ExprKind::Tuple(items) if items.len() == have.len() => Some(items),
+                _ => None,
+            };
+            for (i, (h, w)) in have.iter().zip(want).enumerate() {
+                self.check_returned_dims(h, w, items.map_or(value, |items| &items[i]));
+            }
+            return;
+        }
         let (Ty::Tensor(a), Ty::Tensor(d)) = (actual, declared) else {
             return;
         };
@@ -2301,6 +2313,25 @@ impl<'a> Infer<'a> {
                 );
             }
         }
+        // Random draws are floats: an integer `dtype=` reached the IR
+        // verifiers (E0901).
+        if matches!(b.path, "rand" | "randn" | "rng.uniform" | "rng.normal") {
+            if let Some(dtype) = args.iter().find(|a| a.name == Some("dtype")) {
+                if let Ty::DTypeValue(d) = dtype.ty {
+                    if !d.is_float() {
+                        self.error(
+                            Diagnostic::error(Code::E0203, format!("`{}` draws floats, not {}", b.path, d.name()))
+                                .with_primary(self.at(dtype.expr.span), "not a float type")
+                                .with_help(format!(
+                                    "draw floats and convert them: `cast({}(…), {})`",
+                                    b.path,
+                                    d.name()
+                                )),
+                        );
+                    }
+                }
+            }
+        }
         // An asynchronous copy moves elements as they are: into a buffer
         // of the source's dtype (the Tile IR verifier reported E0901).
         if matches!(b.path, "tile.async_copy" | "tile.cp_async") {
@@ -2322,6 +2353,25 @@ impl<'a> Infer<'a> {
                                 "an asynchronous copy converts nothing: allocate the buffer with the source's dtype",
                             ),
                         );
+                    }
+                }
+                // It fills the buffer: a source of another known shape
+                // (`A[7:128]` into 128) would be read past its end.
+                if let (Ty::Tensor(d), Ty::Tensor(s)) = (&dst.ty, &src.ty) {
+                    let consts =
+                        |t: &TensorTy| -> Option<Vec<i64>> { t.dims.as_ref()?.iter().map(|d| d.as_const()).collect() };
+                    if let (Some(dd), Some(sd)) = (consts(d), consts(s)) {
+                        if dd != sd {
+                            self.error(
+                                Diagnostic::error(
+                                    Code::E0203,
+                                    format!("`{}` copies {} into a buffer of {}", b.path, src.ty, dst.ty),
+                                )
+                                .with_primary(self.at(src.expr.span), format!("this is {}", src.ty))
+                                .with_secondary(self.at(dst.expr.span), format!("this is {}", dst.ty))
+                                .with_help("a copy fills the whole buffer: slice the source to the buffer's shape"),
+                            );
+                        }
                     }
                 }
             }

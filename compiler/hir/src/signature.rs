@@ -620,7 +620,7 @@ impl Lowering<'_> {
                     None => Ty::Scalar(dtype),
                     Some(dims) => Ty::Tensor(TensorTy {
                         dtype: Some(dtype),
-                        dims: Some(dims.iter().map(|d| self.dim(d)).collect()),
+                        dims: Some(dims.iter().map(|d| self.positive_dim(d)).collect()),
                         space,
                     }),
                 }
@@ -835,6 +835,19 @@ impl Lowering<'_> {
     }
 
     /// A dim as written, with the module's integer constants put in.
+    /// A dim of a type, E0313 where it is a constant below 1.
+    fn positive_dim(&mut self, e: &Expr) -> Poly {
+        let dim = self.dim(e);
+        if let Some(c) = dim.as_const().filter(|&c| c < 1) {
+            self.diags.push(
+                Diagnostic::error(Code::E0313, format!("a dim of {c}"))
+                    .with_primary(relative(e.span, 0), "a dim is at least 1")
+                    .with_help("name the dim (`N`) for a size known only at the call"),
+            );
+        }
+        dim
+    }
+
     fn dim(&self, e: &Expr) -> Poly {
         crate::constants::substitute(self.db, self.file, &dim_poly(e))
     }
