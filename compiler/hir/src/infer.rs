@@ -1068,7 +1068,21 @@ impl<'a> Infer<'a> {
                             upper,
                             step: None,
                         }) => {
-                            kept.push(slice_len(dim, lower.as_deref(), upper.as_deref(), &self.sizes));
+                            let len = slice_len(dim, lower.as_deref(), upper.as_deref(), &self.sizes);
+                            // A tile of kernel code has an element in every dim.
+                            if self.in_device_code() && len.as_const().is_some_and(|c| c < 1) {
+                                self.error(
+                                    Diagnostic::error(Code::E0313, "an empty slice in kernel code")
+                                        .with_primary(self.at(args[i].value.span), format!("no element of {dim}"))
+                                        .with_help(
+                                            "a tile has at least one element in every dim: check the slice's bounds",
+                                        ),
+                                );
+                                // Unknown from here, so the error does not cascade.
+                                kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value)));
+                                continue;
+                            }
+                            kept.push(len);
                         }
                         // A positive step k keeps ceil((hi - lo) / k) elements,
                         // a polynomial when k divides every term of hi - lo but
@@ -2378,21 +2392,35 @@ impl<'a> Infer<'a> {
         }
         // `tile.mma`'s tile sizes are positive constants, and its
         // accumulator `C` is f32, what the loop accumulates in (the Tile IR
-        // verifier reported E0901; a tile of 0 referred to no shared memory).
+        // verifier reported E0901; a tile of 0 referred to no shared memory),
+        // in whole 16-wide fragments (`BK=255` kept LLVM's AMDGPU pipeline
+        // busy for minutes on a scalar product it unrolled).
         if b.path == "tile.mma" {
             for name in ["BM", "BN", "BK"] {
                 let Some(size) = args.iter().find(|a| a.name == Some(name)) else {
                     continue;
                 };
-                if size.expr.int_value().is_none_or(|v| v <= 0) {
-                    self.error(
+                match size.expr.int_value() {
+                    Some(v) if v > 0 && v % 16 == 0 => {}
+                    Some(v) if v > 0 => self.error(
+                        Diagnostic::error(
+                            Code::E0204,
+                            format!("`tile.mma`'s `{name}` is a multiple of 16, not {v}"),
+                        )
+                        .with_primary(self.at(size.expr.span), "not a whole number of 16-wide fragments")
+                        .with_help(format!(
+                            "the tensor cores multiply 16-wide fragments on every target: take `{name}={}`",
+                            (v + 15) / 16 * 16
+                        )),
+                    ),
+                    _ => self.error(
                         Diagnostic::error(
                             Code::E0204,
                             format!("`tile.mma`'s `{name}` is a positive integer constant"),
                         )
                         .with_primary(self.at(size.expr.span), "not a positive constant")
                         .with_help("the tile sizes fix the kernel's shared memory and registers when it is compiled"),
-                    );
+                    ),
                 }
             }
             let operands: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
