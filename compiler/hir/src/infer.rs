@@ -254,6 +254,7 @@ impl<'a> Infer<'a> {
                 let outer = self.suspended;
                 for item in items {
                     self.expr(&item.expr);
+                    self.suspended_name(&item.expr);
                     if let Some(effect) = suspended_effect(&item.expr) {
                         self.suspended.insert(effect);
                     }
@@ -1337,6 +1338,68 @@ impl<'a> Infer<'a> {
         );
     }
 
+    /// E0204 for a launch's bracket argument other than `grid`, `block`
+    /// (also the first two positional ones) and `stream`: `grd=` had
+    /// passed the checker and stopped the run.
+    fn launch_arguments(&mut self, brackets: &[Arg]) {
+        const LAUNCH: [&str; 3] = ["grid", "block", "stream"];
+        for (k, a) in brackets.iter().enumerate() {
+            let refused = match &a.name {
+                Some(n) if !LAUNCH.contains(&n.name.as_str()) => {
+                    let diag = Diagnostic::error(Code::E0204, format!("a launch takes no `{}`", n.name))
+                        .with_primary(self.at(n.span), "not a launch argument");
+                    // CUDA's and Triton's names for the two sizes.
+                    let alias = match n.name.as_str() {
+                        "threads" | "num_threads" | "block_size" | "blockDim" => Some("block"),
+                        "blocks" | "num_blocks" | "gridDim" => Some("grid"),
+                        _ => None,
+                    };
+                    match alias.or_else(|| did_you_mean(&n.name, LAUNCH)) {
+                        Some(s) => diag.with_help(format!("did you mean `{s}`?")).with_fix(
+                            Fix::new(format!("write `{s}`"), Applicability::MachineApplicable)
+                                .with_edit(self.at(n.span), s),
+                        ),
+                        None => diag.with_note(
+                            "a launch takes `grid`, `block` and `stream`: `k[grid=(blocks,), block=(threads,)](...)`",
+                        ),
+                    }
+                }
+                None if k >= 2 => Diagnostic::error(Code::E0204, "a launch takes two sizes, the grid and the block")
+                    .with_primary(self.at(a.span), "a third size")
+                    .with_note("name the stream: `k[grid=(g,), block=(b,), stream=s](...)`"),
+                _ => continue,
+            };
+            self.error(refused);
+        }
+    }
+
+    /// E0402 for `with effects.suspend("ioo")`: no effect of that name.
+    fn suspended_name(&mut self, item: &Expr) {
+        let ExprKind::Call { callee, args } = &item.kind else {
+            return;
+        };
+        let is_suspend = matches!(&callee.kind, ExprKind::Attr { base, name }
+            if matches!(&base.kind, ExprKind::Name(n) if n == "effects") && name.name == "suspend");
+        let Some(arg) = args.first().filter(|_| is_suspend) else {
+            return;
+        };
+        let ExprKind::Str(text) = &arg.value.kind else { return };
+        if Effect::from_name(text).is_some() {
+            return;
+        }
+        let names = crate::effects::ALL_EFFECTS.map(Effect::name);
+        let mut diag = Diagnostic::error(Code::E0402, format!("unknown effect `{text}`"))
+            .with_primary(self.at(arg.value.span), "not an effect")
+            .with_note("the effects are `random`, `io`, `memory` and `collective`");
+        if let Some(s) = did_you_mean(text, names.iter().copied()) {
+            diag = diag.with_help(format!("did you mean `{s}`?")).with_fix(
+                Fix::new(format!("suspend `{s}`"), Applicability::MachineApplicable)
+                    .with_edit(self.at(arg.value.span), format!("\"{s}\"")),
+            );
+        }
+        self.error(diag);
+    }
+
     /// Whether the operands of the bitwise or shift operator `op` are
     /// integers or bools, as Python's are (E0203 at a float one).
     fn bitwise_operands(&mut self, op: BinOp, operands: [(&Ty, &Expr); 2]) -> bool {
@@ -1353,16 +1416,21 @@ impl<'a> Infer<'a> {
                 } else {
                     "`i32(x)`"
                 };
-                self.error(
-                    Diagnostic::error(
-                        Code::E0203,
-                        format!("`{}` takes integers or bools, not {ty}", op.symbol()),
-                    )
-                    .with_primary(self.at(e.span), format!("this is {ty}"))
-                    .with_help(format!(
+                let diag = Diagnostic::error(
+                    Code::E0203,
+                    format!("`{}` takes integers or bools, not {ty}", op.symbol()),
+                )
+                .with_primary(self.at(e.span), format!("this is {ty}"));
+                // `x ^ 2` of a float is a power written as in maths or
+                // MATLAB; converting `x` would make it a silent XOR.
+                let diag = if op == BinOp::BitXor {
+                    diag.with_help("`^` is the bitwise exclusive or; a power is written `x ** 2`")
+                } else {
+                    diag.with_help(format!(
                         "convert it to an integer first: {convert}, or reinterpret its bits with `bitcast`"
-                    )),
-                );
+                    ))
+                };
+                self.error(diag);
                 return false;
             }
         }
@@ -1654,6 +1722,9 @@ impl<'a> Infer<'a> {
                 if !matches!(target, Ty::Builtin(_)) {
                     self.expr(&a.value);
                 }
+            }
+            if matches!(target, Ty::Function(_)) {
+                self.launch_arguments(brackets);
             }
         }
         // `numerics(P)` names a policy, which the numerics check resolves
@@ -3636,7 +3707,12 @@ pub(crate) fn suspended_effect(e: &Expr) -> Option<Effect> {
         return None;
     }
     match &args.first()?.value.kind {
-        ExprKind::Str(s) => Effect::from_name(s),
+        // A misspelled effect is reported (E0402) and taken for the one it
+        // resembles, so the calls inside are not blamed for it too.
+        ExprKind::Str(s) => Effect::from_name(s).or_else(|| {
+            let names = crate::effects::ALL_EFFECTS.map(Effect::name);
+            did_you_mean(s, names.iter().copied()).and_then(Effect::from_name)
+        }),
         _ => None,
     }
 }

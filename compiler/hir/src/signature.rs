@@ -207,6 +207,21 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
             type_start: p.ty.as_ref().map(|t| Span::empty(t.span.start)),
         });
     }
+    // `tessera run` calls `main` with nothing, or with the command line's
+    // strings as one tuple (`def main(args):`).
+    if def.name.name == "main" && sig.kind == FnKind::Function {
+        let typed = sig
+            .params
+            .first()
+            .filter(|p| !matches!(p.ty, Ty::Unknown | Ty::Tuple(_)));
+        if let Some(extra) = sig.params.get(1).or(typed) {
+            lowering.diags.push(
+                Diagnostic::error(Code::E0204, "`main` takes no parameters, or one for the command line")
+                    .with_primary(relative(extra.span, 0), "`tessera run` passes nothing for this")
+                    .with_help("make the inputs inside `main` (`x = randn(1024, seed=1)`), or take `def main(args):`, the strings after `--`, and convert them"),
+            );
+        }
+    }
     if let Some(ret) = &def.ret {
         sig.ret = lowering.ty(ret);
         sig.ret_span = Some(ret.span);
@@ -275,9 +290,9 @@ impl Lowering<'_> {
             ExprKind::Name(n) => (n.as_str(), &[][..]),
             ExprKind::Call { callee, args } => match &callee.kind {
                 ExprKind::Name(n) => (n.as_str(), args.as_slice()),
-                _ => return self.unknown_decorator(head),
+                _ => return self.unknown_decorator(head, sig),
             },
-            _ => return self.unknown_decorator(head),
+            _ => return self.unknown_decorator(head, sig),
         };
         match name {
             "kernel" | "device" if sig.kind != FnKind::Function => {
@@ -301,7 +316,7 @@ impl Lowering<'_> {
                 }
                 return;
             }
-            _ if !DECORATORS.contains(&name) => return self.unknown_decorator(head),
+            _ if !DECORATORS.contains(&name) => return self.unknown_decorator(head, sig),
             _ => {}
         }
         if let Some(extra) = clauses.get(1) {
@@ -580,12 +595,22 @@ impl Lowering<'_> {
         knobs
     }
 
-    fn unknown_decorator(&mut self, head: &Expr) {
+    /// E0103 for a decorator Tessera does not know. One that is meant as
+    /// `@kernel` or `@device` (a misspelling, or another language's
+    /// `@triton.jit`, `@cuda.jit`) makes the function that kind, so its
+    /// body is not also reported for using kernel builtins outside one.
+    fn unknown_decorator(&mut self, head: &Expr, sig: &mut Signature) {
         let text = crate::pretty::expr(head);
         let name = text.split('(').next().unwrap_or(&text).to_string();
         let mut diag = Diagnostic::error(Code::E0103, format!("unknown decorator `@{name}`"))
             .with_primary(relative(head.span, 0), "not a decorator Tessera knows");
-        if let Some(s) = did_you_mean(&name, DECORATORS.iter().copied()) {
+        let meant = did_you_mean(&name, DECORATORS.iter().copied());
+        let jit = name.ends_with("jit");
+        if jit {
+            diag = diag.with_help("a kernel is written `@kernel`").with_fix(
+                Fix::new("write `@kernel`", Applicability::MaybeIncorrect).with_edit(relative(head.span, 0), "kernel"),
+            );
+        } else if let Some(s) = meant {
             diag = diag.with_help(format!("did you mean `@{s}`?"));
         } else {
             diag = diag.with_note(format!(
@@ -594,6 +619,14 @@ impl Lowering<'_> {
             ));
         }
         self.diags.push(diag);
+        if sig.kind == FnKind::Function {
+            match meant {
+                _ if jit => sig.kind = FnKind::Kernel,
+                Some("kernel") => sig.kind = FnKind::Kernel,
+                Some("device") => sig.kind = FnKind::Device,
+                _ => {}
+            }
+        }
     }
 
     pub(crate) fn ty(&mut self, ty: &Type) -> Ty {
