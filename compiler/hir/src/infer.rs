@@ -2327,6 +2327,12 @@ impl<'a> Infer<'a> {
             }
             return refused;
         }
+        if b.path == "op.dropout" {
+            // Dropout scales the kept values by 1 / (1 - p): floats only
+            // (an integer input reached the graph verifier, E0901).
+            self.float_operand(b.path, first);
+            return refused;
+        }
         if b.path == "op.gelu" {
             // GELU keeps its input's dtype, which must be a float one.
             self.float_operand(b.path, args.iter().find(|a| a.name.is_none()));
