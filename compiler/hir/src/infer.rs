@@ -957,12 +957,23 @@ impl<'a> Infer<'a> {
         let open = b.params.find('(').map_or(b.params.len(), |i| i + 1);
         let close = b.params.rfind(')').unwrap_or(b.params.len()).max(open);
         let mut required = Vec::new();
+        let mut keyword_only = false;
         for p in tessera_base::split_top_level(&b.params[open..close]) {
             let p = p.trim();
             if p.starts_with('*') {
-                break;
+                keyword_only = true;
+                continue;
             }
-            if !p.is_empty() && !p.contains('=') {
+            // After `*shape` only a keyword can give the seed of `rand` and
+            // `randn` (without one the run stopped, E1005).
+            if keyword_only && p == "seed" && !args.iter().any(|a| a.name == Some("seed")) {
+                self.error(
+                    Diagnostic::error(Code::E0204, format!("`{}` is missing its argument `seed`", b.path))
+                        .with_primary(self.at(span), format!("`{}` without `seed=`", b.path))
+                        .with_help("draws are reproducible: name their seed, as in `randn(64, seed=0)`"),
+                );
+            }
+            if !keyword_only && !p.is_empty() && !p.contains('=') {
                 required.push(p);
             }
         }
@@ -1341,9 +1352,25 @@ impl<'a> Infer<'a> {
     /// E0204 for a launch's bracket argument other than `grid`, `block`
     /// (also the first two positional ones) and `stream`: `grd=` had
     /// passed the checker and stopped the run.
-    fn launch_arguments(&mut self, brackets: &[Arg]) {
+    fn launch_arguments(&mut self, brackets: &[Arg], types: &[Ty]) {
         const LAUNCH: [&str; 3] = ["grid", "block", "stream"];
-        for (k, a) in brackets.iter().enumerate() {
+        for (k, (a, ty)) in brackets.iter().zip(types).enumerate() {
+            // A size is an integer: `N / 256` is a float (E1008 when run).
+            let size = matches!(a.name.as_ref().map(|n| n.name.as_str()), Some("grid" | "block"))
+                || (a.name.is_none() && k < 2);
+            let floats = match ty {
+                Ty::Tuple(items) => items
+                    .iter()
+                    .any(|t| matches!(t, Ty::Float) || t.dtype().is_some_and(DType::is_float)),
+                t => matches!(t, Ty::Float) || t.dtype().is_some_and(DType::is_float),
+            };
+            if size && floats {
+                self.error(
+                    Diagnostic::error(Code::E0203, "a launch's sizes are integers")
+                        .with_primary(self.at(a.value.span), format!("this is {ty}"))
+                        .with_help("`/` divides to a float: round the count of blocks up with `ceil_div(N, 256)`, or down with `N // 256`"),
+                );
+            }
             let refused = match &a.name {
                 Some(n) if !LAUNCH.contains(&n.name.as_str()) => {
                     let diag = Diagnostic::error(Code::E0204, format!("a launch takes no `{}`", n.name))
@@ -1718,13 +1745,14 @@ impl<'a> Infer<'a> {
         let target = self.expr(target_expr);
         self.method_call = None;
         if let Some(brackets) = brackets {
+            let mut sizes = Vec::new();
             for a in brackets {
                 if !matches!(target, Ty::Builtin(_)) {
-                    self.expr(&a.value);
+                    sizes.push(self.expr(&a.value));
                 }
             }
             if matches!(target, Ty::Function(_)) {
-                self.launch_arguments(brackets);
+                self.launch_arguments(brackets, &sizes);
             }
         }
         // `numerics(P)` names a policy, which the numerics check resolves
