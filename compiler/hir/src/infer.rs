@@ -3322,14 +3322,33 @@ impl<'a> Infer<'a> {
             .zip(&assigned)
             .find(|(p, a)| a.is_none() && !p.has_default)
         {
-            self.error(
-                Diagnostic::error(
-                    Code::E0204,
-                    format!("missing argument `{}` in the call to `{fn_name}`", missing.0.name),
-                )
-                .with_primary(self.at(e.span), format!("`{}` is not given", missing.0.name))
-                .with_secondary(relative(missing.0.span, anchor), "this parameter has no default"),
-            );
+            let mut diag = Diagnostic::error(
+                Code::E0204,
+                format!("missing argument `{}` in the call to `{fn_name}`", missing.0.name),
+            )
+            .with_primary(self.at(e.span), format!("`{}` is not given", missing.0.name))
+            .with_secondary(relative(missing.0.span, anchor), "this parameter has no default");
+            // Arguments bind in order: a tensor bound to a number parameter
+            // (or a number to a tensor one) says the one missing is earlier
+            // (`saxpy(X, Y, Out)` without `a`).
+            let shifted = sig.params.iter().zip(&assigned).find_map(|(p, a)| {
+                let a = a.filter(|a| a.name.is_none())?;
+                let tensor = |t: &Ty| matches!(t, Ty::Tensor(_));
+                let number = |t: &Ty| matches!(t, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool);
+                ((tensor(&a.ty) && number(&p.ty)) || (number(&a.ty) && tensor(&p.ty))).then_some((p, a))
+            });
+            if let Some((p, a)) = shifted {
+                diag = diag
+                    .with_secondary(
+                        self.at(a.expr.span),
+                        format!("this {} is bound to `{}`, a parameter of {}", a.ty, p.name, p.ty),
+                    )
+                    .with_help(format!(
+                        "the arguments bind in order: is the one for `{}` missing before it?",
+                        p.name
+                    ));
+            }
+            self.error(diag);
             return None;
         }
         let mut bindings: BTreeMap<String, Binding> = BTreeMap::new();
