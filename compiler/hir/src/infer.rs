@@ -825,7 +825,9 @@ impl<'a> Infer<'a> {
         candidates.extend(ALL_DTYPES.iter().map(|d| d.name()));
         let mut diag = Diagnostic::error(Code::E0101, format!("unknown name `{name}`"))
             .with_primary(self.at(span), "not defined here");
-        if let Some(s) = did_you_mean(name, candidates) {
+        if let Some(help) = foreign_name(name) {
+            diag = diag.with_help(help);
+        } else if let Some(s) = did_you_mean(name, candidates) {
             diag = diag.with_help(format!("did you mean `{s}`?"));
         }
         self.error(diag);
@@ -3746,6 +3748,32 @@ fn global_builtin(name: &str) -> Option<Ty> {
         return Some(Ty::Policy(name.to_string()));
     }
     None
+}
+
+/// What Tessera writes for a name from NumPy, PyTorch, Triton or CUDA,
+/// whose users write it from habit (a did-you-mean would offer a local
+/// name a letter away).
+fn foreign_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "np" | "numpy" | "torch" | "jnp" | "cupy" => {
+            "tensors are made with `zeros`, `ones`, `full`, `arange`, `rand` and `randn`, and computed with `op.*` (`op.matmul`, `op.softmax`); there is no module to import for them"
+        }
+        "tl" | "triton" => {
+            "a kernel's block index is `launch.block_id()` (Triton's `tl.program_id`), its thread's `launch.thread_id()`; tile operations are `tile.*`"
+        }
+        "threadIdx" => "a thread's index in its block is `launch.local_id()` (axis 0 is x: `launch.local_id(1)` is y)",
+        "blockIdx" => "a block's index is `launch.block_id()` (axis 0 is x: `launch.block_id(1)` is y)",
+        "blockDim" => "a block's size is `launch.block_dim()` (axis 0 is x)",
+        "gridDim" => "the grid's size is `launch.grid_dim()` (axis 0 is x)",
+        "__syncthreads" | "syncthreads" => "a block's barrier is `tbarrier()`",
+        "__shfl_sync" | "__shfl_down_sync" | "__shfl_up_sync" | "__shfl_xor_sync" => {
+            "a warp's shuffles are `tile.warp_shuffle`, `tile.warp_shuffle_down`, `tile.warp_shuffle_up` and `tile.warp_shuffle_xor`"
+        }
+        "atomicAdd" | "atomicMax" | "atomicMin" | "atomicCAS" | "atomicExch" => {
+            "the atomics are `atomic_add(x[i], v)`, `atomic_max`, `atomic_min`, `atomic_cas` and `atomic_exch`, on one element"
+        }
+        _ => return None,
+    })
 }
 
 /// The effect a `with effects.suspend("io")` item suspends.
