@@ -11,6 +11,7 @@ mod dump;
 mod fstring;
 mod layout;
 mod lexer;
+mod mistakes;
 mod parser;
 mod spans;
 mod token;
@@ -35,7 +36,7 @@ pub struct Parse {
 pub fn parse(file: FileId, text: &str) -> Parse {
     let (tokens, mut diagnostics) = layout::tokens(file, text);
     let tokens = fstring::expand(file, text, tokens, &mut diagnostics);
-    let (body, parse_diags) = parser::parse_tokens(file, &tokens);
+    let (body, parse_diags) = parser::parse_tokens(file, text, &tokens);
     let module = ast::Module {
         body,
         span: Span::new(0, text.len() as u32),

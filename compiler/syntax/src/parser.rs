@@ -13,6 +13,7 @@ use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
 
 use crate::ast::*;
 use crate::layout::Spanned;
+use crate::mistakes::{self, Repair};
 use crate::token::Tok;
 
 lalrpop_util::lalrpop_mod!(
@@ -30,9 +31,9 @@ pub(crate) struct Ctx<'a> {
 
 type Recovery<'a> = ErrorRecovery<u32, Tok<'a>, ()>;
 
-/// How many times the header repair re-parses a file at most; each round
-/// repairs every header that was found broken in the one before.
-const MAX_HEADER_REPAIRS: usize = 8;
+/// How many times the repairs re-parse a file at most; each round repairs
+/// every header and line that was found broken in the one before.
+const MAX_REPAIRS: usize = 8;
 
 /// Parses a token stream into top-level statements plus parse diagnostics.
 ///
@@ -40,31 +41,57 @@ const MAX_HEADER_REPAIRS: usize = 8;
 /// again, so that the function, its body and the statements around it come
 /// out as if the header were right: the header's errors are kept, the
 /// echoes of the first parse (a decorator without a function, an
-/// unexpected block) are not.
-pub(crate) fn parse_tokens<'a>(file: FileId, tokens: &'a [Spanned<'a>]) -> (Vec<Stmt>, Vec<Diagnostic>) {
+/// unexpected block) are not. A line written in another language's syntax
+/// is rewritten the same way ([`mistakes`]), its errors replaced by one
+/// that says what to write.
+pub(crate) fn parse_tokens<'a>(file: FileId, text: &str, tokens: &'a [Spanned<'a>]) -> (Vec<Stmt>, Vec<Diagnostic>) {
     let mut pass = parse_once(file, tokens);
     let mut kept = Vec::new();
     let mut repaired: Option<Vec<Spanned<'a>>> = None;
-    for _ in 0..MAX_HEADER_REPAIRS {
+    for _ in 0..MAX_REPAIRS {
         let current = repaired.as_deref().unwrap_or(tokens);
-        let mut headers: Vec<Header> = pass
+        let mut repairs: Vec<Repair<'a>> = pass
             .errors
             .iter()
-            .filter_map(|&at| broken_header(current, at))
+            .filter_map(|&at| {
+                let error = current.partition_point(|t| t.0 < at);
+                match broken_header(current, error) {
+                    Some(h) => Some(Repair {
+                        start: h.start,
+                        end: h.colon,
+                        tokens: repair_header(current, h),
+                        diags: Vec::new(),
+                        keeps_errors: true,
+                        covers: Span::new(current[h.start].0, current[h.colon].2),
+                    }),
+                    None => mistakes::repair_line(text, file, current, error),
+                }
+            })
             .collect();
-        headers.sort_by_key(|h| h.start);
-        headers.dedup_by_key(|h| h.start);
-        if headers.is_empty() {
+        repairs.sort_by_key(|r| r.start);
+        let mut end = 0;
+        repairs.retain(|r| {
+            let apart = r.start >= end;
+            end = end.max(r.end);
+            apart
+        });
+        if repairs.is_empty() {
             break;
         }
-        let in_header = |d: &Diagnostic| {
-            let at = d.primary_span().map_or(0, |s| s.span.start);
-            headers
-                .iter()
-                .any(|h| current[h.start].0 <= at && at <= current[h.colon].2)
-        };
-        kept.extend(pass.diags.into_iter().filter(in_header));
-        let next = repair_headers(current, &headers);
+        let mut diags = std::mem::take(&mut pass.diags);
+        for r in &mut repairs {
+            let ours = |d: &Diagnostic| {
+                let at = d.primary_span().map_or(0, |s| s.span.start);
+                r.covers.start <= at && at <= r.covers.end
+            };
+            let (in_run, rest): (Vec<_>, Vec<_>) = diags.into_iter().partition(ours);
+            diags = rest;
+            if r.keeps_errors {
+                kept.extend(in_run);
+            }
+            kept.append(&mut r.diags);
+        }
+        let next = apply(current, &repairs);
         pass = parse_once(file, &next);
         repaired = Some(next);
     }
@@ -125,10 +152,9 @@ fn bracket_depth(tok: &Tok) -> i32 {
     }
 }
 
-/// The `def NAME(` header holding the unexpected token at `error_at`, when
-/// it ends with a `:` that the token is not after.
-fn broken_header(tokens: &[Spanned], error_at: u32) -> Option<Header> {
-    let error = tokens.partition_point(|t| t.0 < error_at);
+/// The `def NAME(` header holding the unexpected token at index `error`,
+/// when it ends with a `:` that the token is not after.
+fn broken_header(tokens: &[Spanned], error: usize) -> Option<Header> {
     let start = tokens[..error].iter().rposition(is_layout).map_or(0, |i| i + 1);
     let named = matches!(tokens.get(start + 1), Some((_, Tok::Name(_), _)));
     if tokens.get(start)?.1 != Tok::Def || !named || error <= start + 1 {
@@ -146,14 +172,14 @@ fn broken_header(tokens: &[Spanned], error_at: u32) -> Option<Header> {
     })
 }
 
-/// `tokens` with each header rewritten so that it parses.
-fn repair_headers<'a>(tokens: &[Spanned<'a>], headers: &[Header]) -> Vec<Spanned<'a>> {
+/// `tokens` with each repair's run replaced.
+fn apply<'a>(tokens: &[Spanned<'a>], repairs: &[Repair<'a>]) -> Vec<Spanned<'a>> {
     let mut out = Vec::with_capacity(tokens.len());
     let mut copied = 0;
-    for h in headers {
-        out.extend_from_slice(&tokens[copied..h.start]);
-        out.extend(repair_header(tokens, *h));
-        copied = h.colon;
+    for r in repairs {
+        out.extend_from_slice(&tokens[copied..r.start]);
+        out.extend_from_slice(&r.tokens);
+        copied = r.end;
     }
     out.extend_from_slice(&tokens[copied..]);
     out
@@ -788,6 +814,8 @@ impl<'a> Ctx<'a> {
                 _ => {}
             }
         }
+        let mut body = body;
+        mark_nested_defs(&mut body.stmts);
         FnDef {
             decorators: Vec::new(),
             name,
@@ -797,6 +825,43 @@ impl<'a> Ctx<'a> {
             where_clause,
             body,
             span,
+        }
+    }
+}
+
+/// A function defined inside another (E0107, from the checker) becomes an
+/// error statement holding it and `name = <error>`, so that its name is
+/// bound where it is used.
+fn mark_nested_defs(stmts: &mut [Stmt]) {
+    for stmt in stmts {
+        match &mut stmt.kind {
+            StmtKind::Def(def) => {
+                let name = def.name.clone();
+                let def = std::mem::replace(&mut stmt.kind, StmtKind::Pass);
+                let binding = Stmt {
+                    kind: StmtKind::Assign {
+                        targets: vec![Expr::new(ExprKind::Name(name.name), name.span)],
+                        value: Expr::error(name.span),
+                    },
+                    span: name.span,
+                };
+                let def = Stmt {
+                    kind: def,
+                    span: stmt.span,
+                };
+                stmt.kind = StmtKind::Error(vec![def, binding]);
+            }
+            StmtKind::If { branches, orelse } => {
+                branches.iter_mut().for_each(|b| mark_nested_defs(&mut b.body.stmts));
+                if let Some(b) = orelse {
+                    mark_nested_defs(&mut b.stmts);
+                }
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::With { body, .. } => {
+                mark_nested_defs(&mut body.stmts)
+            }
+            StmtKind::Error(children) => mark_nested_defs(children),
+            _ => {}
         }
     }
 }

@@ -1,0 +1,449 @@
+//! Lines written in another language's syntax (C's `for (...; ...; ...)`,
+//! `int i = ...`, `i++`; Python's `lambda`, `:=`, `class`, `try`), found
+//! at a parse error and rewritten into Tessera that binds the same names,
+//! so that the file is parsed again without the echoes of the mistake: one
+//! error says what to write, and the names the line would have bound are
+//! not reported unknown after it.
+
+use tessera_base::{FileId, Span};
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+
+use crate::layout::Spanned;
+use crate::token::Tok;
+
+/// A run of tokens to replace, what replaces it, and the errors that say
+/// why.
+pub(crate) struct Repair<'a> {
+    /// Token indices: the first replaced one and the one after the last.
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) tokens: Vec<Spanned<'a>>,
+    pub(crate) diags: Vec<Diagnostic>,
+    /// Whether the parse's own errors about the run are kept (a header's
+    /// are; a known mistake's are replaced by the one that names it).
+    pub(crate) keeps_errors: bool,
+    /// The source offsets whose errors the repair answers.
+    pub(crate) covers: Span,
+}
+
+fn is_layout(t: &Spanned) -> bool {
+    matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent)
+}
+
+fn depth_change(tok: &Tok) -> i32 {
+    match tok {
+        Tok::LParen | Tok::LBracket | Tok::LBrace => 1,
+        Tok::RParen | Tok::RBracket | Tok::RBrace => -1,
+        _ => 0,
+    }
+}
+
+fn name_is(t: Option<&Spanned>, word: &str) -> bool {
+    matches!(t, Some((_, Tok::Name(n), _)) if *n == word)
+}
+
+/// A zero-width token at `at`.
+fn synthetic<'a>(at: u32, tok: Tok<'a>) -> Spanned<'a> {
+    (at, tok, at)
+}
+
+struct Line<'t, 'a> {
+    text: &'t str,
+    file: FileId,
+    tokens: &'t [Spanned<'a>],
+    /// Token indices of the line's first token and of its NEWLINE (or the
+    /// end of the tokens).
+    start: usize,
+    end: usize,
+    error: usize,
+}
+
+impl<'a> Line<'_, 'a> {
+    fn toks(&self) -> &[Spanned<'a>] {
+        &self.tokens[self.start..self.end]
+    }
+
+    /// The source text of a run of tokens.
+    fn source(&self, run: &[Spanned]) -> String {
+        match (run.first(), run.last()) {
+            (Some(first), Some(last)) => self
+                .text
+                .get(first.0 as usize..last.2 as usize)
+                .unwrap_or("")
+                .to_string(),
+            _ => String::new(),
+        }
+    }
+
+    fn span(&self) -> Span {
+        let toks = self.toks();
+        match (toks.first(), toks.last()) {
+            (Some(first), Some(last)) => Span::new(first.0, last.2),
+            _ => Span::empty(self.tokens.get(self.error).map_or(0, |t| t.0)),
+        }
+    }
+
+    /// Replaces the whole line (not its NEWLINE).
+    fn replace(&self, tokens: Vec<Spanned<'a>>, diag: Diagnostic) -> Repair<'a> {
+        let error_end = self.tokens.get(self.error).map_or(u32::MAX, |t| t.2);
+        let line = self.span();
+        Repair {
+            start: self.start,
+            end: self.end,
+            tokens,
+            diags: vec![diag],
+            keeps_errors: false,
+            covers: Span::new(line.start, line.end.max(error_end)),
+        }
+    }
+
+    fn error(&self, message: &str, span: Span, label: &str) -> Diagnostic {
+        Diagnostic::error(Code::E0030, message).with_primary(span.in_file(self.file), label)
+    }
+}
+
+/// The repair of the line holding the parse error at token `error`, when
+/// the line is one of the mistakes this module knows.
+pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], error: usize) -> Option<Repair<'a>> {
+    // An unexpected indented block belongs to the line before it.
+    let mut last = error.min(tokens.len());
+    if tokens.get(error).is_some_and(|t| t.1 == Tok::Indent) && error > 0 && tokens[error - 1].1 == Tok::Newline {
+        last = error - 1;
+    }
+    let start = tokens[..last].iter().rposition(is_layout).map_or(0, |i| i + 1);
+    let end = (start..tokens.len())
+        .find(|&i| tokens[i].1 == Tok::Newline)
+        .unwrap_or(tokens.len());
+    let line = Line {
+        text,
+        file,
+        tokens,
+        start,
+        end,
+        error,
+    };
+    if line.toks().is_empty() {
+        return None;
+    }
+    c_for(&line)
+        .or_else(|| c_declaration(&line))
+        .or_else(|| increment(&line))
+        .or_else(|| lambda(&line))
+        .or_else(|| walrus(&line))
+        .or_else(|| class(&line))
+        .or_else(|| try_statement(&line))
+}
+
+/// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
+fn c_for<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (Some((_, Tok::For, _)), Some(open), Some(name @ (_, Tok::Name(var), _)), Some((_, Tok::Assign, _))) =
+        (toks.first(), toks.get(1), toks.get(2), toks.get(3))
+    else {
+        return None;
+    };
+    if open.1 != Tok::LParen {
+        return None;
+    }
+    let mut depth = 0;
+    let mut semis = Vec::new();
+    let mut close = None;
+    for (i, t) in toks.iter().enumerate().skip(1) {
+        depth += depth_change(&t.1);
+        if depth == 1 && t.1 == Tok::Semi {
+            semis.push(i);
+        }
+        if depth == 0 {
+            close = Some(i);
+            break;
+        }
+    }
+    let (close, &[first, second]) = (close?, &semis[..]) else {
+        return None;
+    };
+    if toks.get(close + 1).is_none_or(|t| t.1 != Tok::Colon) {
+        return None;
+    }
+    let init = &toks[4..first];
+    let cond = &toks[first + 1..second];
+    let step = &toks[second + 1..close];
+    // The bound, when the condition is `i < stop` or `i <= stop`.
+    let named = |t: Option<&Spanned>| matches!(t, Some((_, Tok::Name(n), _)) if n == var);
+    let stop: Option<(&[Spanned<'a>], bool)> = match cond.get(1).map(|t| &t.1) {
+        Some(Tok::Lt) if named(cond.first()) && cond.len() > 2 => Some((&cond[2..], false)),
+        Some(Tok::Le) if named(cond.first()) && cond.len() > 2 => Some((&cond[2..], true)),
+        _ => None,
+    };
+    let step_is_one = match step.iter().map(|t| &t.1).collect::<Vec<_>>()[..] {
+        [Tok::Name(n), Tok::PlusEq, Tok::Int(1)]
+        | [Tok::Name(n), Tok::Plus, Tok::Plus]
+        | [Tok::Plus, Tok::Plus, Tok::Name(n)] => n == var,
+        _ => false,
+    };
+    let at = open.0;
+    let mut out = vec![
+        toks[0].clone(),
+        name.clone(),
+        synthetic(name.2, Tok::In),
+        synthetic(at, Tok::Name("range")),
+    ];
+    out.push(synthetic(at, Tok::LParen));
+    out.extend_from_slice(init);
+    if let Some((stop, inclusive)) = stop {
+        if !init.is_empty() {
+            out.push(synthetic(at, Tok::Comma));
+        }
+        out.extend_from_slice(stop);
+        if inclusive {
+            out.extend([synthetic(at, Tok::Plus), synthetic(at, Tok::Int(1))]);
+        }
+    }
+    out.push(toks[close].clone());
+    out.extend_from_slice(&toks[close + 1..]);
+    let help = match stop {
+        Some((stop, inclusive)) if step_is_one && !init.is_empty() => {
+            let bound = if inclusive {
+                format!("{} + 1", line.source(stop))
+            } else {
+                line.source(stop)
+            };
+            format!("write `for {var} in range({}, {bound}):`", line.source(init))
+        }
+        _ => format!("write `for {var} in range(start, stop, step):`"),
+    };
+    let header = Span::new(toks[0].0, toks[close].2);
+    let diag = line
+        .error("C-style `for` loops are not supported", header, "a C-style loop header")
+        .with_help(help);
+    Some(line.replace(out, diag))
+}
+
+/// `int i = 0` is read as `i = 0`.
+fn c_declaration<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (Some(ty @ (_, Tok::Name(ty_name), _)), Some((_, Tok::Name(var), _)), Some((_, Tok::Assign, _))) =
+        (toks.first(), toks.get(1), toks.get(2))
+    else {
+        return None;
+    };
+    if line.error != line.start + 1 {
+        return None;
+    }
+    let dtype = match *ty_name {
+        "int" => Some("i32"),
+        "long" => Some("i64"),
+        "float" => Some("f32"),
+        "double" => Some("f64"),
+        "bool" => Some("bool"),
+        _ => None,
+    };
+    let help = match dtype {
+        Some(d) => format!("write `{var} = …` (or `{var}: {d} = …`)"),
+        None => format!("write `{var} = …`"),
+    };
+    let removed = Span::new(ty.0, toks[1].0).in_file(line.file);
+    let diag = line
+        .error(
+            "a variable is declared by assigning to it",
+            Span::new(ty.0, ty.2),
+            "a type before the name",
+        )
+        .with_help(help)
+        .with_fix(Fix::new(format!("remove `{ty_name}`"), Applicability::MachineApplicable).with_edit(removed, ""));
+    Some(line.replace(toks[1..].to_vec(), diag))
+}
+
+/// `i++` and `i--` are read as `i += 1` and `i -= 1`.
+fn increment<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let n = toks.len();
+    let [target @ .., a, b] = toks else { return None };
+    let (op, aug, word, label) = match (&a.1, &b.1) {
+        (Tok::Plus, Tok::Plus) => ("++", Tok::PlusEq, "+=", "an increment"),
+        (Tok::Minus, Tok::Minus) => ("--", Tok::MinusEq, "-=", "a decrement"),
+        _ => return None,
+    };
+    if a.2 != b.0 || target.is_empty() || target.iter().any(|t| matches!(t.1, Tok::Assign | Tok::Semi)) {
+        return None;
+    }
+    let at = Span::new(a.0, b.2);
+    let var = line.source(target);
+    let diag = line.error(&format!("`{op}` is not an operator"), at, label).with_fix(
+        Fix::new(format!("write `{var} {word} 1`"), Applicability::MachineApplicable)
+            .with_edit(at.in_file(line.file), format!(" {word} 1")),
+    );
+    let mut out = toks[..n - 2].to_vec();
+    out.extend([(a.0, aug, b.2), synthetic(b.2, Tok::Int(1))]);
+    Some(line.replace(out, diag))
+}
+
+/// The end (exclusive, within `toks`) of the expression starting at
+/// `from`: the first `,` or closing bracket outside brackets opened in it,
+/// or the end of the line; `skip_colons` top-level `:` are part of it.
+fn expression_end(toks: &[Spanned], from: usize, mut skip_colons: usize) -> usize {
+    let mut depth = 0;
+    for (i, t) in toks.iter().enumerate().skip(from) {
+        depth += depth_change(&t.1);
+        if depth < 0 || (depth == 0 && t.1 == Tok::Comma) {
+            return i;
+        }
+        if depth == 0 && t.1 == Tok::Colon {
+            if skip_colons == 0 {
+                return i;
+            }
+            skip_colons -= 1;
+        }
+    }
+    toks.len()
+}
+
+/// `lambda x: x * 2` is read as an error value.
+fn lambda<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let at = line.error.checked_sub(line.start + 1)?;
+    if !name_is(toks.get(at), "lambda") {
+        return None;
+    }
+    let end = expression_end(toks, at, 1);
+    let span = Span::new(toks[at].0, toks.get(end.checked_sub(1)?)?.2);
+    let diag = line
+        .error("lambdas are not supported", span, "a lambda")
+        .with_help("define a function with `def` and use its name");
+    let mut out = toks[..at].to_vec();
+    out.push((span.start, Tok::Error, span.end));
+    out.extend_from_slice(&toks[end..]);
+    Some(line.replace(out, diag))
+}
+
+/// `if (n := 4) > 2:` is read as `n = 4` on a line of its own before the
+/// `if (n) > 2:` (in an `elif`, which nothing can come before, as
+/// `elif (4) > 2:`).
+fn walrus<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let colon = line.error.checked_sub(line.start)?;
+    let (Some(prev @ (_, Tok::Name(var), _)), Some((cl, Tok::Colon, cr)), Some((el, Tok::Assign, er))) =
+        (toks.get(colon.checked_sub(1)?), toks.get(colon), toks.get(colon + 1))
+    else {
+        return None;
+    };
+    if cr != el {
+        return None;
+    }
+    let end = expression_end(toks, colon + 2, 0);
+    let value = &toks[colon + 2..end];
+    if value.is_empty() {
+        return None;
+    }
+    let operator = Span::new(*cl, *er);
+    let diag = line
+        .error("`:=` is not supported", operator, "an assignment inside an expression")
+        .with_help(format!("assign first (`{var} = {}`)", line.source(value)));
+    let mut out = Vec::new();
+    let hoisted = toks[0].1 != Tok::Elif;
+    if hoisted {
+        out.push(prev.clone());
+        out.push((*cl, Tok::Assign, *er));
+        out.extend_from_slice(value);
+        out.push(synthetic(value.last()?.2, Tok::Newline));
+    }
+    out.extend_from_slice(&toks[..colon - 1]);
+    if hoisted {
+        out.push(prev.clone());
+    } else {
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(&toks[end..]);
+    Some(line.replace(out, diag))
+}
+
+/// `class Config:` and its block are read as `Config = <error>`.
+fn class<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (Some(name @ (_, Tok::Name(_), _)), Some(last)) = (toks.get(1), toks.last()) else {
+        return None;
+    };
+    if !name_is(toks.first(), "class") || line.error != line.start + 1 || last.1 != Tok::Colon {
+        return None;
+    }
+    let header = line.span();
+    let diag = line
+        .error("classes are not supported", header, "a class")
+        .with_help("make its values module constants (`BM = 128`), or pass them as parameters");
+    let out = vec![
+        name.clone(),
+        synthetic(name.2, Tok::Assign),
+        (header.start, Tok::Error, header.end),
+        synthetic(header.end, Tok::Newline),
+    ];
+    let mut repair = line.replace(out, diag);
+    // The class's block goes with it.
+    let tokens = line.tokens;
+    if tokens.get(line.end + 1).is_some_and(|t| t.1 == Tok::Indent) {
+        let mut depth = 0;
+        let dedent = (line.end + 1..tokens.len()).find(|&i| {
+            depth += match tokens[i].1 {
+                Tok::Indent => 1,
+                Tok::Dedent => -1,
+                _ => 0,
+            };
+            depth == 0
+        });
+        let end = dedent.map_or(tokens.len(), |d| d + 1);
+        repair.end = end;
+        let block_end = tokens.get(end - 1).map_or(header.end, |t| t.2);
+        repair.covers = Span::new(header.start, block_end.max(header.end));
+    } else {
+        repair.end = (line.end + 1).min(tokens.len());
+    }
+    Some(repair)
+}
+
+/// `try:` is read as `if True:`, `except ...:` as `elif True:` and
+/// `finally:` as `if True:`, so that each block is still checked.
+fn try_statement<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (first, last) = (toks.first()?, toks.last()?);
+    let Tok::Name(word) = first.1 else { return None };
+    if last.1 != Tok::Colon || !matches!(word, "try" | "except" | "finally") {
+        return None;
+    }
+    if word == "try" && toks.len() != 2 {
+        return None;
+    }
+    let keyword = if word == "except" { Tok::Elif } else { Tok::If };
+    let out = vec![(first.0, keyword, first.2), synthetic(first.2, Tok::True), last.clone()];
+    let diag = line
+        .error(
+            "`try`/`except` is not supported",
+            Span::new(first.0, first.2),
+            "a `try` statement",
+        )
+        .with_help("test for the problem with `if` before it happens; an error stops the program");
+    let mut repair = line.replace(out, diag);
+    if word != "try" && after_try(line) {
+        // Reported at the `try`.
+        repair.diags.clear();
+    }
+    Some(repair)
+}
+
+/// Whether an earlier line of the block holding `line` starts with `try`.
+fn after_try(line: &Line) -> bool {
+    let mut depth = 0;
+    for i in (0..line.start).rev() {
+        let t = &line.tokens[i];
+        depth += match t.1 {
+            Tok::Dedent => 1,
+            Tok::Indent => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return false;
+        }
+        let line_start = i == 0 || is_layout(&line.tokens[i - 1]);
+        if depth == 0 && line_start && name_is(Some(t), "try") {
+            return true;
+        }
+    }
+    false
+}
