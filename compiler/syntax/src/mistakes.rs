@@ -9,6 +9,7 @@ use tessera_base::{FileId, Span};
 use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
 
 use crate::layout::Spanned;
+use crate::parser::{bracket_depth, is_layout};
 use crate::token::Tok;
 
 /// A run of tokens to replace, what replaces it, and the errors that say
@@ -24,18 +25,6 @@ pub(crate) struct Repair<'a> {
     pub(crate) keeps_errors: bool,
     /// The source offsets whose errors the repair answers.
     pub(crate) covers: Span,
-}
-
-fn is_layout(t: &Spanned) -> bool {
-    matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent)
-}
-
-fn depth_change(tok: &Tok) -> i32 {
-    match tok {
-        Tok::LParen | Tok::LBracket | Tok::LBrace => 1,
-        Tok::RParen | Tok::RBracket | Tok::RBrace => -1,
-        _ => 0,
-    }
 }
 
 fn name_is(t: Option<&Spanned>, word: &str) -> bool {
@@ -149,7 +138,7 @@ fn c_for<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
     let mut semis = Vec::new();
     let mut close = None;
     for (i, t) in toks.iter().enumerate().skip(1) {
-        depth += depth_change(&t.1);
+        depth += bracket_depth(&t.1);
         if depth == 1 && t.1 == Tok::Semi {
             semis.push(i);
         }
@@ -283,7 +272,7 @@ fn increment<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
 fn expression_end(toks: &[Spanned], from: usize, mut skip_colons: usize) -> usize {
     let mut depth = 0;
     for (i, t) in toks.iter().enumerate().skip(from) {
-        depth += depth_change(&t.1);
+        depth += bracket_depth(&t.1);
         if depth < 0 || (depth == 0 && t.1 == Tok::Comma) {
             return i;
         }

@@ -140,11 +140,11 @@ struct Header {
     error: usize,
 }
 
-fn is_layout(t: &Spanned) -> bool {
+pub(crate) fn is_layout(t: &Spanned) -> bool {
     matches!(t.1, Tok::Newline | Tok::Indent | Tok::Dedent)
 }
 
-fn bracket_depth(tok: &Tok) -> i32 {
+pub(crate) fn bracket_depth(tok: &Tok) -> i32 {
     match tok {
         Tok::LParen | Tok::LBracket | Tok::LBrace => 1,
         Tok::RParen | Tok::RBracket | Tok::RBrace => -1,
