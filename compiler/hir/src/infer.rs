@@ -2571,9 +2571,21 @@ impl<'a> Infer<'a> {
                 .or(args.iter().filter(|a| a.name.is_none()).nth(1));
             if let (Some(Ty::Tensor(TensorTy { dims: Some(dims), .. })), Some(axis)) = (first.map(|f| &f.ty), axis) {
                 let rank = dims.len() as i64;
-                if let Some(k) = axis.expr.int_value().filter(|k| !(-rank..rank).contains(k)) {
-                    let (message, label) = axis_out_of_range(k, rank);
-                    self.error(Diagnostic::error(Code::E0307, message).with_primary(self.at(axis.expr.span), label));
+                match axis.expr.int_value() {
+                    Some(k) if !(-rank..rank).contains(&k) => {
+                        let (message, label) = axis_out_of_range(k, rank);
+                        self.error(
+                            Diagnostic::error(Code::E0307, message).with_primary(self.at(axis.expr.span), label),
+                        );
+                    }
+                    // Every target generates it along the rows (the code
+                    // generator reported another axis as E0904).
+                    Some(k) if k != -1 && k != rank - 1 => self.error(
+                        Diagnostic::error(Code::E0204, "`tile.softmax` works along a tile's last axis")
+                            .with_primary(self.at(axis.expr.span), format!("axis {k} of a tile of {rank} dims"))
+                            .with_help("lay the tile out with the softmax's axis last, or leave `axis` out"),
+                    ),
+                    _ => {}
                 }
             }
         }
