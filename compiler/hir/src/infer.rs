@@ -2095,6 +2095,19 @@ impl<'a> Infer<'a> {
                         })
                     })
                     .or((b.shape == Shape::Create).then_some(DType::F32));
+                // A shared buffer given dims takes its dtype in brackets
+                // (without one the lowering reported a shape it could not
+                // know, E0903); seed 003's `tile.alloc_shared()`, of
+                // neither, takes both from the copies into it.
+                let no_dtype = brackets.is_none_or(<[Arg]>::is_empty) && keyword("dtype").is_none();
+                if b.shape == Shape::AllocShared && no_dtype && !positional.is_empty() {
+                    self.error(
+                        Diagnostic::error(Code::E0204, format!("`{}` takes its dtype in brackets", b.path))
+                            .with_primary(self.at(e.span), "a buffer of no dtype")
+                            .with_help(format!("write `{}[f32](…)`", b.path)),
+                    );
+                    return Ty::Unknown;
+                }
                 // `arange(start, stop[, step])`: one dim, of the range's
                 // length (known when the bounds are literals); its numbers
                 // are no sizes.

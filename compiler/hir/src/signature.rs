@@ -587,7 +587,15 @@ impl Lowering<'_> {
                             format!("the candidates of `{}` must be a list of positive integers", name.name),
                         )
                         .with_primary(relative(arg.value.span, 0), "not a list of positive integers")
-                        .with_help(format!("write `{}=[64, 128]`", name.name)),
+                        .with_help(format!(
+                            "write `{}=[{}]`",
+                            name.name,
+                            match name.name.as_str() {
+                                "stages" => "2, 3, 4",
+                                "warps" => "4, 8",
+                                _ => "64, 128",
+                            }
+                        )),
                     ),
                 },
             }
