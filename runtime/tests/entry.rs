@@ -168,6 +168,11 @@ fn bad_inputs_are_clear_errors() {
         (e.code, e.message.as_str()),
         (Code::E1002, "the program has no function `missing`")
     );
+    // A near miss is named: `--entry scal` is `scale`, `--input xx=` is `x`.
+    let e = fail("scal", &[], &[]);
+    assert_eq!(e.help.as_deref(), Some("did you mean `--entry scale`?"));
+    let e = fail("guarded", &[("xx", &d.join("six.npy"))], &[]);
+    assert_eq!(e.help.as_deref(), Some("did you mean `--input x=…`?"));
     let e = fail("k", &[], &[]);
     assert_eq!(e.code, Code::E1002);
     let e = fail("scale", &[("x", &d.join("six.npy"))], &[]);

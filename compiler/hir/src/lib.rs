@@ -19,7 +19,7 @@ pub mod effect_check;
 pub mod effects;
 mod infer;
 mod module;
-mod names;
+pub mod names;
 mod numerics;
 pub mod poly;
 mod pretty;

@@ -225,10 +225,12 @@ pub fn run_entry(
     options: RunOptions<'_>,
 ) -> Result<(), Vec<Diagnostic>> {
     let Some((def, role)) = program.function(entry) else {
-        return Err(no_entry(
-            format!("the program has no function `{entry}`"),
-            "`--entry` names an operator function or a host function of the program",
-        ));
+        let names = program.functions.iter().map(|(d, _)| d.name.name.as_str());
+        let help = match tessera_hir::names::did_you_mean(entry, names) {
+            Some(s) => format!("did you mean `--entry {s}`?"),
+            None => "`--entry` names an operator function or a host function of the program".to_string(),
+        };
+        return Err(no_entry(format!("the program has no function `{entry}`"), &help));
     };
     let what = match role {
         Role::Kernel => Some("a kernel, which host code launches"),
@@ -252,11 +254,16 @@ pub fn run_entry(
             .with_help("give each parameter one `--input`")]);
         }
         if !def.params.iter().any(|p| &p.name.name == name) {
-            return Err(vec![Diagnostic::error(
+            let mut diag = Diagnostic::error(
                 Code::E1005,
                 format!("`--input {name}=…` names no parameter of `{entry}`"),
             )
-            .with_primary(program.at(def.name.span), format!("the parameters of `{entry}`"))]);
+            .with_primary(program.at(def.name.span), format!("the parameters of `{entry}`"));
+            let params = def.params.iter().map(|p| p.name.name.as_str());
+            if let Some(s) = tessera_hir::names::did_you_mean(name, params) {
+                diag = diag.with_help(format!("did you mean `--input {s}=…`?"));
+            }
+            return Err(vec![diag]);
         }
     }
     let mut interp = interp::Interp::new(program, executor, device, options.out);
