@@ -2314,6 +2314,7 @@ impl<'a> Infer<'a> {
                 let element = matches!(target.expr.unparen().kind, ExprKind::Subscript { .. })
                     && !matches!(target.ty, Ty::Tensor(_));
                 if !element {
+                    refused = true;
                     self.error(
                         Diagnostic::error(
                             Code::E0204,
