@@ -938,13 +938,22 @@ impl Lowering<'_> {
             _ => None,
         };
         if kind.is_none() {
-            self.diags.push(
-                Diagnostic::error(Code::E0301, "unsupported shape constraint")
-                    .with_primary(relative(c.span, 0), "not a constraint on dims")
-                    .with_help(
-                        "write `D % 8 == 0`, a comparison such as `S <= 8192` or `D == H * Dh`, or `B in 1..=4096`",
-                    ),
-            );
+            let diag = Diagnostic::error(Code::E0301, "unsupported shape constraint")
+                .with_primary(relative(c.span, 0), "not a constraint on dims");
+            // `N % 8` alone: the divisibility constraint it starts.
+            let diag = if is_mod(c) {
+                let text = crate::pretty::expr(c);
+                diag.with_help(format!("a divisibility constraint is `{text} == 0`"))
+                    .with_fix(
+                        Fix::new("compare the remainder with 0", Applicability::MachineApplicable)
+                            .with_edit(relative(Span::empty(c.span.end), 0), " == 0"),
+                    )
+            } else {
+                diag.with_help(
+                    "write `D % 8 == 0`, a comparison such as `S <= 8192` or `D == H * Dh`, or `B in 1..=4096`",
+                )
+            };
+            self.diags.push(diag);
         }
         kind
     }
