@@ -1040,7 +1040,7 @@ impl<'a> Infer<'a> {
                 self.error(
                     Diagnostic::error(Code::E0203, format!("an index is an integer, not {t}"))
                         .with_primary(self.at(a.value.span), format!("this is {t}"))
-                        .with_help("convert it: `i64(x)` truncates"),
+                        .with_help("`/` divides to a float: divide integers with `//` (`i // 2`), or convert with `i64(x)`, which truncates"),
                 );
             }
         }
