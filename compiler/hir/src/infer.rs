@@ -2447,6 +2447,34 @@ impl<'a> Infer<'a> {
                         .with_help("fp8 and fp4 are storage formats: keep the value updated atomically in f16, f32 or an integer"),
                 );
             }
+            // A float added to an integer element: the lowering computed
+            // in the float's type and stored into the integer (E0901).
+            let value = args
+                .iter()
+                .filter(|a| a.name.is_none())
+                .nth(1)
+                .or(args.iter().find(|a| a.name == Some("value")));
+            let target = first.ty.dtype().filter(|d| d.is_int());
+            if let (Some(t), Some(v)) = (target, value) {
+                let float = match &v.ty {
+                    Ty::Float => Some("float".to_string()),
+                    other => other.dtype().filter(|d| d.is_float()).map(|d| d.name().to_string()),
+                };
+                if let Some(float) = float {
+                    self.error(
+                        Diagnostic::error(
+                            Code::E0203,
+                            format!(
+                                "`{}` into an {} element takes an integer, not {float}",
+                                b.path,
+                                t.name()
+                            ),
+                        )
+                        .with_primary(self.at(v.expr.span), format!("this is {}", v.ty))
+                        .with_help(format!("convert the value to the element's type: `{}(…)`", t.name())),
+                    );
+                }
+            }
         }
         // Random draws are floats: an integer `dtype=` reached the IR
         // verifiers (E0901).
