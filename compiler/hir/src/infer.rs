@@ -2867,6 +2867,17 @@ impl<'a> Infer<'a> {
         };
         let rank = dims.len();
         let given = perm.or(swap);
+        // `op.transpose(x, 0, 1)`, PyTorch's swap: the axes are one tuple
+        // (the numbers bound `perm` and `dims`, and the build stopped
+        // with E0903).
+        if let Some(a) = given.filter(|a| matches!(a.ty, Ty::Int | Ty::Scalar(_))) {
+            self.error(
+                Diagnostic::error(Code::E0203, "`op.transpose` takes its axes as one tuple")
+                    .with_primary(self.at(a.expr.span), format!("this is {}", a.ty))
+                    .with_help("swap two dims with `dims=(0, 1)`, or give the whole order with `perm=(1, 0)`"),
+            );
+            return Ty::Unknown;
+        }
         let axes: Option<Vec<i64>> = given.and_then(|a| match &a.expr.unparen().kind {
             ExprKind::Tuple(items) | ExprKind::List(items) => items.iter().map(Expr::int_value).collect(),
             _ => None,
