@@ -347,6 +347,14 @@ pub(crate) fn indices(f: &mut FnEmitter, op: OpId, from: usize, count: usize) ->
     (from..from + count).map(|i| f.index(op, i)).collect()
 }
 
+/// Whether the address `at`, of pointer type `pt`, is a multiple of
+/// `bytes` (a power of two), as an `i1`: checked when the kernel runs.
+fn address_aligned(f: &mut FnEmitter, pt: &str, at: &str, bytes: i64) -> String {
+    let address = f.val(format!("ptrtoint {pt} {at} to i64"));
+    let low = f.val(format!("and i64 {address}, {}", bytes - 1));
+    f.val(format!("icmp eq i64 {low}, 0"))
+}
+
 /// The address of element `idx` of `b`. On the CPU every index of a global
 /// or shared access is checked against its dim first: an access out of
 /// bounds is reported to the runtime (`tessera_cpu_oob`, E1007, at the
@@ -575,9 +583,7 @@ fn store_fragment_pairs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, frag: Frag, 
     let tdims = tile.dims.clone();
     let rank = b.dims.len();
     let mut first: Option<(Vec<String>, String)> = None;
-    let base = f.val(format!("ptrtoint {bp} {} to i64", b.base));
-    let low = f.val(format!("and i64 {base}, {}", 2 * bytes - 1));
-    let aligned = f.val(format!("icmp eq i64 {low}, 0"));
+    let aligned = address_aligned(f, &bp, &b.base, 2 * bytes);
     f.for_own(tile, |f, pos| {
         let idx = f.unravel(&pos.e, &tdims);
         let idx = offset_indices(f, &idx, offs, rank);
@@ -673,9 +679,7 @@ fn move_runs(f: &mut FnEmitter, b: &Buffer, tile: &Tile, offs: &[String], width:
         let idx = f.unravel(&e0, &tdims);
         let idx = offset_indices(f, &idx, offs, rank);
         let at = f.element_ptr(b, &idx);
-        let address = f.val(format!("ptrtoint {bp} {at} to i64"));
-        let low = f.val(format!("and i64 {address}, {}", width * bytes - 1));
-        let on_boundary = f.val(format!("icmp eq i64 {low}, 0"));
+        let on_boundary = address_aligned(f, &bp, &at, width * bytes);
         let run_inside = if aligned {
             in_bounds(f, b, &idx)
         } else {
@@ -1395,9 +1399,7 @@ fn chunked_copy(f: &mut FnEmitter, op: OpId, chunk: i64, mut each: impl FnMut(&m
         let on_boundary = (!aligned_cols && per_chunk > 1).then(|| {
             let s = f.element_ptr(&src, &sidx);
             let sp = f.buffer_ptr_ty(&src);
-            let address = f.val(format!("ptrtoint {sp} {s} to i64"));
-            let low = f.val(format!("and i64 {address}, {}", chunk - 1));
-            f.val(format!("icmp eq i64 {low}, 0"))
+            address_aligned(f, &sp, &s, chunk)
         });
         let whole = match (chunk_in_bounds(f, &src, &sidx, per_chunk, whole_rows), on_boundary) {
             (Some(inside), Some(aligned)) => Some(f.val(format!("and i1 {inside}, {aligned}"))),
