@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use tessera_base::FileSpan;
+use tessera_diagnostics::{Code, Diagnostic};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Effect {
     Random,
@@ -24,6 +27,23 @@ impl Effect {
 
     pub fn from_name(name: &str) -> Option<Effect> {
         ALL_EFFECTS.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The effect `name` is a near miss of (`ioo`, `IO`), if any.
+    pub fn closest(name: &str) -> Option<Effect> {
+        crate::names::did_you_mean(name, ALL_EFFECTS.map(Effect::name)).and_then(Effect::from_name)
+    }
+
+    /// E0402 for `name`, which is no effect, reported at `at`, with the
+    /// effect it is a near miss of as the help.
+    pub fn unknown(name: &str, at: FileSpan) -> Diagnostic {
+        let diag = Diagnostic::error(Code::E0402, format!("unknown effect `{name}`"))
+            .with_primary(at, "not an effect")
+            .with_note("the effects are `random`, `io`, `memory` and `collective`");
+        match Effect::closest(name) {
+            Some(e) => diag.with_help(format!("did you mean `{}`?", e.name())),
+            None => diag,
+        }
     }
 
     fn bit(self) -> u8 {

@@ -1404,26 +1404,17 @@ impl<'a> Infer<'a> {
 
     /// E0402 for `with effects.suspend("ioo")`: no effect of that name.
     fn suspended_name(&mut self, item: &Expr) {
-        let ExprKind::Call { callee, args } = &item.kind else {
+        let Some((text, span)) = suspend_argument(item) else {
             return;
         };
-        let is_suspend = matches!(&callee.kind, ExprKind::Attr { base, name }
-            if matches!(&base.kind, ExprKind::Name(n) if n == "effects") && name.name == "suspend");
-        let Some(arg) = args.first().filter(|_| is_suspend) else {
-            return;
-        };
-        let ExprKind::Str(text) = &arg.value.kind else { return };
         if Effect::from_name(text).is_some() {
             return;
         }
-        let names = crate::effects::ALL_EFFECTS.map(Effect::name);
-        let mut diag = Diagnostic::error(Code::E0402, format!("unknown effect `{text}`"))
-            .with_primary(self.at(arg.value.span), "not an effect")
-            .with_note("the effects are `random`, `io`, `memory` and `collective`");
-        if let Some(s) = did_you_mean(text, names.iter().copied()) {
-            diag = diag.with_help(format!("did you mean `{s}`?")).with_fix(
+        let mut diag = Effect::unknown(text, self.at(span));
+        if let Some(s) = Effect::closest(text).map(Effect::name) {
+            diag = diag.with_fix(
                 Fix::new(format!("suspend `{s}`"), Applicability::MachineApplicable)
-                    .with_edit(self.at(arg.value.span), format!("\"{s}\"")),
+                    .with_edit(self.at(span), format!("\"{s}\"")),
             );
         }
         self.error(diag);
@@ -3843,6 +3834,14 @@ fn foreign_name(name: &str) -> Option<&'static str> {
 
 /// The effect a `with effects.suspend("io")` item suspends.
 pub(crate) fn suspended_effect(e: &Expr) -> Option<Effect> {
+    // A misspelled effect is reported (E0402) and taken for the one it
+    // resembles, so the calls inside are not blamed for it too.
+    let (name, _) = suspend_argument(e)?;
+    Effect::from_name(name).or_else(|| Effect::closest(name))
+}
+
+/// The string of a `with effects.suspend("io")` item, and its span.
+fn suspend_argument(e: &Expr) -> Option<(&str, Span)> {
     let ExprKind::Call { callee, args } = &e.kind else {
         return None;
     };
@@ -3852,13 +3851,9 @@ pub(crate) fn suspended_effect(e: &Expr) -> Option<Effect> {
     if !matches!(&base.kind, ExprKind::Name(n) if n == "effects") || name.name != "suspend" {
         return None;
     }
-    match &args.first()?.value.kind {
-        // A misspelled effect is reported (E0402) and taken for the one it
-        // resembles, so the calls inside are not blamed for it too.
-        ExprKind::Str(s) => Effect::from_name(s).or_else(|| {
-            let names = crate::effects::ALL_EFFECTS.map(Effect::name);
-            did_you_mean(s, names.iter().copied()).and_then(Effect::from_name)
-        }),
+    let arg = args.first()?;
+    match &arg.value.kind {
+        ExprKind::Str(s) => Some((s.as_str(), arg.value.span)),
         _ => None,
     }
 }

@@ -233,16 +233,7 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
         for e in &clause.effects {
             match Effect::from_name(&e.name) {
                 Some(effect) => set.insert(effect),
-                None => {
-                    let names = crate::effects::ALL_EFFECTS.map(Effect::name);
-                    let mut diag = Diagnostic::error(Code::E0402, format!("unknown effect `{}`", e.name))
-                        .with_primary(relative(e.span, 0), "not an effect")
-                        .with_note("the effects are `random`, `io`, `memory` and `collective`");
-                    if let Some(s) = did_you_mean(&e.name, names.iter().copied()) {
-                        diag = diag.with_help(format!("did you mean `{s}`?"));
-                    }
-                    lowering.diags.push(diag);
-                }
+                None => lowering.diags.push(Effect::unknown(&e.name, relative(e.span, 0))),
             }
         }
         sig.declared_effects = Some((set, clause.span));
