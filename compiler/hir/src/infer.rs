@@ -726,34 +726,25 @@ impl<'a> Infer<'a> {
                 let t = self.expr(then);
                 let o = self.expr(orelse);
                 let scalar = |ty: &Ty| matches!(ty, Ty::Int | Ty::Float | Ty::Size | Ty::Scalar(_));
+                // A kernel selects one of two tiles or buffers of one
+                // element type (the Tile IR's `tile.select`), and of one
+                // shape: its code indexes the one it selects with one layout.
                 let dtypes = match (&t, &o) {
                     (Ty::Tensor(a), Ty::Tensor(b)) => a.dtype.zip(b.dtype).filter(|(a, b)| a != b),
                     _ => None,
                 };
-                if let Some((a, b)) = dtypes.filter(|_| self.in_device_code()) {
-                    // A kernel selects one of two tiles or buffers of one
-                    // element type (the Tile IR's `tile.select`).
+                let differs = dtypes
+                    .map(|(a, b)| ("dtype", a.to_string(), b.to_string(), "cast one of them first"))
+                    .or_else(|| different_shapes(&t, &o).map(|(a, b)| ("shape", a, b, "allocate both buffers alike")));
+                if let Some((what, a, b, fix)) = differs.filter(|_| self.in_device_code()) {
                     self.error(
                         Diagnostic::error(
                             Code::E0203,
-                            format!("the alternatives of a conditional expression differ in dtype: {a} and {b}"),
+                            format!("the alternatives of a conditional expression differ in {what}: {a} and {b}"),
                         )
                         .with_primary(self.at(orelse.span), format!("this is {o}"))
                         .with_secondary(self.at(then.span), format!("this is {t}"))
-                        .with_help("in kernel code both alternatives have one dtype; cast one of them first"),
-                    );
-                    Ty::Unknown
-                } else if let Some((a, b)) = different_shapes(&t, &o).filter(|_| self.in_device_code()) {
-                    // Nor of two shapes: the kernel's code indexes the
-                    // one it selects with one layout.
-                    self.error(
-                        Diagnostic::error(
-                            Code::E0203,
-                            format!("the alternatives of a conditional expression differ in shape: {a} and {b}"),
-                        )
-                        .with_primary(self.at(orelse.span), format!("this is {o}"))
-                        .with_secondary(self.at(then.span), format!("this is {t}"))
-                        .with_help("in kernel code both alternatives have one shape; allocate both buffers alike"),
+                        .with_help(format!("in kernel code both alternatives have one {what}; {fix}")),
                     );
                     Ty::Unknown
                 } else if t.is_unknown() {
