@@ -1351,11 +1351,10 @@ impl<'a> Infer<'a> {
             // A size is an integer: `N / 256` is a float (E1008 when run).
             let size = matches!(a.name.as_ref().map(|n| n.name.as_str()), Some("grid" | "block"))
                 || (a.name.is_none() && k < 2);
+            let float = |t: &Ty| refused_number(t, |d| !d.is_float()).is_some();
             let floats = match ty {
-                Ty::Tuple(items) => items
-                    .iter()
-                    .any(|t| matches!(t, Ty::Float) || t.dtype().is_some_and(DType::is_float)),
-                t => matches!(t, Ty::Float) || t.dtype().is_some_and(DType::is_float),
+                Ty::Tuple(items) => items.iter().any(float),
+                t => float(t),
             };
             if size && floats {
                 self.error(
@@ -2438,11 +2437,7 @@ impl<'a> Infer<'a> {
                 .or(args.iter().find(|a| a.name == Some("value")));
             let target = first.ty.dtype().filter(|d| d.is_int());
             if let (Some(t), Some(v)) = (target, value) {
-                let float = match &v.ty {
-                    Ty::Float => Some("float".to_string()),
-                    other => other.dtype().filter(|d| d.is_float()).map(|d| d.name().to_string()),
-                };
-                if let Some(float) = float {
+                if let Some(float) = refused_number(&v.ty, |d| !d.is_float()) {
                     self.error(
                         Diagnostic::error(
                             Code::E0203,
