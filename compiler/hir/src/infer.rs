@@ -408,8 +408,33 @@ impl<'a> Infer<'a> {
             return;
         }
         for (i, (have, want)) in ad.iter().zip(dd).enumerate() {
-            // Constants that differ are `check_assignable`'s to report.
-            if (have.as_const().is_some() && want.as_const().is_some()) || self.same_dim(have, want) {
+            // Constants that differ are `check_assignable`'s to report, a
+            // dim no call can bind the signature's (E0312).
+            if (have.as_const().is_some() && want.as_const().is_some())
+                || want.symbols().any(|s| self.sig.unbound_result.iter().any(|u| u == s))
+            {
+                continue;
+            }
+            // A dim that is no polynomial (`x[::2]` of `N`) returned for
+            // one that is: nothing shows the two equal, and the IR could
+            // not carry the value anyway.
+            if let (Some(text), false) = (have.first_opaque(), want.has_opaque()) {
+                self.error(
+                    Diagnostic::error(
+                        Code::E0203,
+                        format!("`{}` returns {actual}, but declares {declared}", self.sig.name),
+                    )
+                    .with_primary(
+                        self.at(value.span),
+                        format!("dim {i} of the returned value is `{text}`, not a polynomial of the dims"),
+                    )
+                    .with_help(
+                        "write the parameters' dims as products so that it is one (`x: f32[2 * H]` makes `x[::2]` `f32[H]`), and declare the result with it",
+                    ),
+                );
+                return;
+            }
+            if self.same_dim(have, want) {
                 continue;
             }
             self.error(
@@ -1107,7 +1132,11 @@ impl<'a> Infer<'a> {
                                 let span = slice_len(dim, lower.as_deref(), upper.as_deref(), &self.sizes);
                                 match span.as_const() {
                                     Some(c) => Poly::constant(c.max(0)).div_ceil(k),
-                                    None => span.div_ceil(k),
+                                    // Not a polynomial: written as Python
+                                    // counts it, `(N + 1) // 2`.
+                                    None => span.div_ceil(k).or_else(|| {
+                                        (k > 0).then(|| Poly::opaque(&format!("({}) // {k}", span.add(&Poly::constant(k - 1)))))
+                                    }),
                                 }
                             });
                             kept.push(len.unwrap_or_else(|| Poly::opaque(&crate::pretty::expr(&args[i].value))));

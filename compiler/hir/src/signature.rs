@@ -66,6 +66,10 @@ pub struct Signature {
     /// the decorator's order, and the decorator's span.
     pub autotune: Option<(SearchSpace, Span)>,
     pub name_span: Span,
+    /// Symbols of the result's dims that no call can bind (E0312): the
+    /// return check leaves them alone rather than report the same mistake
+    /// again.
+    pub unbound_result: Vec<String>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -86,6 +90,7 @@ impl Signature {
             is_test: false,
             autotune: None,
             name_span: Span::default(),
+            unbound_result: Vec::new(),
             diagnostics: Vec::new(),
         }
     }
@@ -249,7 +254,7 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
             }
         }
     }
-    lowering.unbindable_dims(def);
+    sig.unbound_result = lowering.unbindable_dims(def);
     lowering.unknown_dims_in_where(def);
     sig.diagnostics = lowering.diags;
     sig
@@ -758,7 +763,8 @@ impl Lowering<'_> {
     /// ones, then, over and over, the one unbound factor of a product dim
     /// (`H * D` with `H` bound elsewhere). A symbol still unbound (both
     /// factors of `H * D` alone, `N` of `N + 1`) would stop every call.
-    fn unbindable_dims(&mut self, def: &FnDef) {
+    /// Gives the symbols of the result's dims it reported.
+    fn unbindable_dims(&mut self, def: &FnDef) -> Vec<String> {
         let dims: Vec<(&Expr, &str)> = def
             .params
             .iter()
@@ -825,10 +831,25 @@ impl Lowering<'_> {
                 _ => {}
             }
         }
+        let whole: Vec<(String, &str)> = dims
+            .iter()
+            .filter_map(|(d, param)| match &d.unparen().kind {
+                ExprKind::Name(n) if is_symbol(n) => Some((n.clone(), *param)),
+                _ => None,
+            })
+            .collect();
+        let mut known: Vec<&str> = Vec::new();
+        for n in &bound {
+            if !known.contains(&n.as_str()) {
+                known.push(n);
+            }
+        }
+        let known: Vec<String> = known.into_iter().map(String::from).collect();
         let places = dims
             .into_iter()
             .map(|(d, param)| (d, Some(param)))
             .chain(result_dims.into_iter().map(|d| (d, None)));
+        let mut unbound_result = Vec::new();
         for (d, param) in places {
             let missing = unbound(d, &bound);
             if missing.is_empty() {
@@ -843,6 +864,31 @@ impl Lowering<'_> {
                 .join(" and ");
             let dim = crate::pretty::expr(d);
             let first = &missing[0];
+            // `where N == 2 * H` with `N` a parameter's whole dim: a call
+            // binds `H` when the parameter is written `f32[2 * H]`.
+            let rewrite = constraints.iter().find_map(|c| {
+                let ExprKind::Binary {
+                    op: BinOp::Eq,
+                    lhs,
+                    rhs,
+                } = &c.unparen().kind
+                else {
+                    return None;
+                };
+                [(lhs, rhs), (rhs, lhs)].into_iter().find_map(|(a, b)| {
+                    let ExprKind::Name(n) = &a.unparen().kind else { return None };
+                    let (_, param) = whole.iter().find(|(w, _)| w == n)?;
+                    let mut uses = Vec::new();
+                    names_in(b, &mut uses);
+                    uses.contains(first).then(|| {
+                        let written = crate::pretty::expr(b);
+                        format!(
+                            "write `{param}`'s dim `{n}` as `{written}`, so a call binds `{first}` from its size, and drop `{}` from the `where` clause",
+                            crate::pretty::expr(c)
+                        )
+                    })
+                })
+            });
             let diag = match param {
                 Some(param) => Diagnostic::error(Code::E0312, format!("no call can bind {names} of `{dim}`"))
                     .with_primary(relative(d.span, 0), format!("a dim of `{param}`"))
@@ -852,18 +898,29 @@ impl Lowering<'_> {
                         "a call binds a symbol that is a whole dim of a parameter, or one factor of a product of them"
                             .to_string()
                     })
-                    .with_help(format!(
-                        "give `{first}` a dim of its own in a parameter (`w: f32[{first}]`), or fix it with `where {first} == …`"
-                    )),
-                None => Diagnostic::error(Code::E0312, format!("no call can bind {names} of the result"))
-                    .with_primary(relative(d.span, 0), "a dim of the result only")
-                    .with_note("a call knows the dims its arguments give and what the `where` equalities derive from them")
-                    .with_help(format!(
-                        "write the result's dim from the parameters' (`-> f32[N * M]`), or fix it with `where {first} == …`"
-                    )),
+                    .with_help(rewrite.unwrap_or_else(|| {
+                        format!(
+                            "give `{first}` a dim of its own in a parameter (`w: f32[{first}]`), or fix it with `where {first} == …`"
+                        )
+                    })),
+                None => {
+                    unbound_result.extend(missing.iter().cloned());
+                    let from = match &known[..] {
+                        [] => "the parameters give no dims to write it with: fix it".to_string(),
+                        given => format!(
+                            "write the result's dim with the parameters' ({}), or fix it",
+                            given.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                    };
+                    Diagnostic::error(Code::E0312, format!("no call can bind {names} of the result"))
+                        .with_primary(relative(d.span, 0), "a dim of the result only")
+                        .with_note("a call knows the dims its arguments give and what the `where` equalities derive from them")
+                        .with_help(rewrite.unwrap_or_else(|| format!("{from} with `where {first} == …`")))
+                }
             };
             self.diags.push(diag);
         }
+        unbound_result
     }
 
     /// A dim as written, with the module's integer constants put in.

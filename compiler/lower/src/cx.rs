@@ -106,20 +106,22 @@ impl<'a> FnCx<'a> {
             Some(n) => format!("parameter `{n}` without a complete type"),
             None => "a return type that is not a tensor, a scalar or a tuple of them".to_string(),
         };
-        let opaque = match ty {
-            Ty::Tensor(t) => t.dims.iter().flatten().find_map(|d| d.first_opaque()),
-            Ty::Tuple(parts) => parts.iter().find_map(|p| match p {
-                Ty::Tensor(t) => t.dims.iter().flatten().find_map(|d| d.first_opaque()),
-                _ => None,
-            }),
-            _ => None,
-        };
-        let help = opaque.map(|dim| {
-            format!(
-                "the dim `{dim}` is not a polynomial of the dims, which is what the IR carries: name its parts and write the dims as their products (`D // 2` with `D` as `2 * H` is `H`: `x: f32[S, 2 * H], c: f32[S, H]`)"
-            )
-        });
+        let help = opaque_dim(ty).map(polynomial_help);
         self.unsupported_with(span, what, help);
+    }
+
+    /// E0903 for an expression whose type the IR cannot write; when a dim
+    /// of it is not a polynomial (`x[::2]` of `N`), it says so, with the
+    /// help that writes the dims as products.
+    pub fn unsupported_value(&mut self, span: Span, ty: Option<&Ty>) {
+        match ty.and_then(opaque_dim) {
+            Some(dim) => self.unsupported_because(
+                span,
+                format!("a tensor whose dim `{dim}` is not a polynomial of the dims"),
+                polynomial_help(dim),
+            ),
+            None => self.unsupported(span, "an expression whose type is not a tensor or scalar"),
+        }
     }
 
     pub fn ty(&self, e: &Expr) -> Option<&'a Ty> {
@@ -354,4 +356,20 @@ pub(crate) fn ir_type(ty: &Ty, tensors: TensorAs) -> Option<Type> {
         }
         _ => return None,
     })
+}
+
+/// The first dim of `ty` (a tensor, or a tuple's tensor) that is not a
+/// polynomial of the dims.
+fn opaque_dim(ty: &Ty) -> Option<&str> {
+    match ty {
+        Ty::Tensor(t) => t.dims.iter().flatten().find_map(|d| d.first_opaque()),
+        Ty::Tuple(parts) => parts.iter().find_map(opaque_dim),
+        _ => None,
+    }
+}
+
+fn polynomial_help(dim: &str) -> String {
+    format!(
+        "the dim `{dim}` is not a polynomial of the dims, which is what the IR carries: name its parts and write the dims as their products (`D // 2` with `D` as `2 * H` is `H`, and so is `x[::2]`: `x: f32[S, 2 * H], c: f32[S, H]`)"
+    )
 }

@@ -310,8 +310,8 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             Some(t) if t == Type::INDEX => Some(Type::I64),
             Some(t) => Some(t),
             None => {
-                self.cx
-                    .unsupported(e.span, "an expression whose type is not a tensor or scalar");
+                let ty = self.cx.ty(e);
+                self.cx.unsupported_value(e.span, ty);
                 None
             }
         }
