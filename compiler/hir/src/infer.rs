@@ -1006,7 +1006,11 @@ impl<'a> Infer<'a> {
             .filter(|(i, name)| *i >= given && !args.iter().any(|a| a.name == Some(**name)))
             .map(|(_, name)| *name)
             .collect();
-        if missing.is_empty() || given >= least {
+        // An unknown keyword (`input=x`) is E0204 of its own, and most
+        // likely the missing argument misnamed.
+        let names = b.param_names();
+        let misnamed = args.iter().any(|a| a.name.is_some_and(|n| !names.contains(&n)));
+        if missing.is_empty() || given >= least || misnamed {
             return;
         }
         let names = missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
@@ -1037,6 +1041,12 @@ impl<'a> Infer<'a> {
                 "tensor operations are functions: write `{f}({receiver}, {args})`"
             )),
             (Some(f), None) => diag.with_help(format!("tensor operations are functions: `{f}({receiver}, …)`")),
+            (None, _) if matches!(name, "cuda" | "cpu" | "to") => diag.with_help(format!(
+                "use `{receiver}` as it is: a tensor is copied to the device where a kernel or operator needs it, and `tessera run --device cuda` (or `cpu`, `hip`) picks the device"
+            )),
+            (None, _) if matches!(name, "contiguous" | "detach" | "clone") => diag.with_help(format!(
+                "use `{receiver}` as it is: a tensor is a contiguous value with no autograd history, and an operation gives a new one"
+            )),
             (None, _) if name == "item" => diag.with_help(format!(
                 "`float({receiver})` or `int({receiver})` gives the element of a one-element tensor"
             )),
@@ -2311,8 +2321,28 @@ impl<'a> Infer<'a> {
                     self.at(arg.name_span.unwrap_or(arg.expr.span)),
                     "unknown keyword argument",
                 );
-            diag = match did_you_mean(name, names.iter().copied()) {
-                Some(s) => diag.with_help(format!("did you mean `{s}`?")),
+            // PyTorch's and NumPy's names for the same parameters.
+            let alias = match name {
+                "dim" => Some("axis"),
+                "keepdim" => Some("keepdims"),
+                "input" => Some("x"),
+                "axes" | "dims" => Some("perm"),
+                "size" => Some("shape"),
+                "generator" => Some("seed"),
+                _ => None,
+            }
+            .filter(|a| names.contains(a));
+            diag = match alias.or_else(|| did_you_mean(name, names.iter().copied())) {
+                Some(s) => {
+                    let fix = arg.name_span.map(|at| {
+                        Fix::new(format!("write `{s}`"), Applicability::MachineApplicable).with_edit(self.at(at), s)
+                    });
+                    let diag = diag.with_help(format!("did you mean `{s}`?"));
+                    match fix {
+                        Some(fix) => diag.with_fix(fix),
+                        None => diag,
+                    }
+                }
                 None => diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
             };
             self.error(diag);
