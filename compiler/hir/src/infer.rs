@@ -1431,6 +1431,79 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// E0217 for a launch's block of constant sizes that no GPU runs
+    /// (more than 1024 threads, a z size above 64), or that differs from
+    /// the kernel header's `tile[(…)]`, the shape the kernel is compiled
+    /// for: both stopped the run (E1008) and now stop the check.
+    fn launch_block(&mut self, name: &str, brackets: &[Arg]) {
+        let Some(block) = brackets
+            .iter()
+            .enumerate()
+            .find(|(k, a)| a.name.as_ref().map_or(*k == 1, |n| n.name == "block"))
+            .map(|(_, a)| &a.value)
+        else {
+            return;
+        };
+        let items: Vec<&Expr> = match &block.unparen().kind {
+            ExprKind::Tuple(items) => items.iter().collect(),
+            _ => vec![block],
+        };
+        let sizes: Option<Vec<i64>> = items
+            .iter()
+            .map(|e| self.sizes.substitute(&dim_poly(e)).as_const())
+            .collect();
+        let Some(sizes) = sizes.filter(|s| (1..=3).contains(&s.len()) && s.iter().all(|&v| v > 0)) else {
+            return;
+        };
+        let shape = |s: &[i64]| match s {
+            [x] => format!("({x},)"),
+            _ => format!("({})", s.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+        };
+        let threads: i64 = sizes.iter().fold(1, |p, &v| p.saturating_mul(v));
+        if threads > 1024 || sizes.get(2).is_some_and(|&z| z > 64) {
+            let (why, help) = if threads > 1024 {
+                (
+                    format!("{threads} threads; a block holds at most 1024"),
+                    "give each block at most 1024 threads, and launch more blocks in the grid",
+                )
+            } else {
+                (
+                    "a z size above 64, the most a GPU allows".to_string(),
+                    "lay the block's threads out along x and y",
+                )
+            };
+            self.error(
+                Diagnostic::error(Code::E0217, format!("a launch's block {} has {why}", shape(&sizes)))
+                    .with_primary(self.at(block.span), "no GPU runs this block")
+                    .with_help(help),
+            );
+            return;
+        }
+        let Some((file, fn_name)) = self.resolve_function(name) else {
+            return;
+        };
+        let sig = db::signature(self.db, FnId::new(self.db, file, fn_name));
+        let Some(declared) = sig.block.as_deref() else {
+            return;
+        };
+        let padded = |s: &[i64]| (0..3).map(|i| s.get(i).copied().unwrap_or(1)).collect::<Vec<_>>();
+        if padded(declared) != padded(&sizes) {
+            self.error(
+                Diagnostic::error(
+                    Code::E0217,
+                    format!("`{}` is compiled for blocks of {}, but the launch asks for {}", sig.name, shape(declared), shape(&sizes)),
+                )
+                .with_primary(self.at(block.span), format!("not the header's {}", shape(declared)))
+                .with_help(format!("launch it with `block={}`, the shape its header declares", shape(declared)))
+                .with_fix(
+                    Fix::new(format!("launch blocks of {}", shape(declared)), Applicability::MachineApplicable)
+                        .with_edit(self.at(block.span), shape(declared)),
+                )
+                .with_note("a thread's linear index and its warp are computed for the block's shape as the kernel declares it"),
+            );
+        }
+    }
+
     /// E0402 for `with effects.suspend("ioo")`: no effect of that name.
     fn suspended_name(&mut self, item: &Expr) {
         let Some((text, span)) = suspend_argument(item) else {
@@ -1773,8 +1846,9 @@ impl<'a> Infer<'a> {
                     sizes.push(self.expr(&a.value));
                 }
             }
-            if matches!(target, Ty::Function(_)) {
+            if let Ty::Function(name) = &target {
                 self.launch_arguments(brackets, &sizes);
+                self.launch_block(name, brackets);
             }
         }
         // `numerics(P)` names a policy, which the numerics check resolves
@@ -3294,13 +3368,20 @@ impl<'a> Infer<'a> {
         })
     }
 
+    /// The file and name of the function `name` (`helpers::scale` is
+    /// `scale` of the module `helpers`).
+    fn resolve_function(&self, name: &str) -> Option<(SourceFile, String)> {
+        match name.rsplit_once("::") {
+            Some((module, member)) => {
+                crate::module::resolve_module(self.db, self.file, module).map(|f| (f, member.to_string()))
+            }
+            None => Some((self.file, name.to_string())),
+        }
+    }
+
     fn user_call(&mut self, e: &Expr, callee: &Expr, name: &str, args: &[ArgTy], launched: bool) -> Ty {
-        let (file, fn_name) = match name.rsplit_once("::") {
-            Some((module, member)) => match crate::module::resolve_module(self.db, self.file, module) {
-                Some(f) => (f, member.to_string()),
-                None => return Ty::Unknown,
-            },
-            None => (self.file, name.to_string()),
+        let Some((file, fn_name)) = self.resolve_function(name) else {
+            return Ty::Unknown;
         };
         let func = FnId::new(self.db, file, fn_name.clone());
         let sig = db::signature(self.db, func);

@@ -164,9 +164,15 @@ impl LaunchConfig {
         if self.grid.contains(&0) || self.block.contains(&0) {
             return Err(RunError::launch(format!("cannot launch {shown}: a dimension is 0")));
         }
-        if self.threads_per_block() > 1024 || self.block[2] > 64 {
+        let threads = self.threads_per_block();
+        if threads > 1024 {
             return Err(RunError::launch(format!(
-                "cannot launch {shown}: a block holds at most 1024 threads, and its z dimension at most 64"
+                "cannot launch {shown}: a block of {threads} threads, and a block holds at most 1024"
+            )));
+        }
+        if self.block[2] > 64 {
+            return Err(RunError::launch(format!(
+                "cannot launch {shown}: a block's z dimension is at most 64"
             )));
         }
         if self.grid[0] > i32::MAX as u32 || self.grid[1] > 65535 || self.grid[2] > 65535 {
