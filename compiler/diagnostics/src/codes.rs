@@ -571,6 +571,20 @@ def clipped(x: f32[N], on: bool) -> f32[N]:
 
 Add the missing `return`, here `return x` after the `if`.",
 
+    E0219: "result of a check discarded" =>
+"A statement that is only `allclose(...)` or a comparison computes an
+answer and drops it: the test it was meant to be passes whatever the
+values are.
+
+```tessera
+def main():
+    x = ones(4)
+    allclose(x, x * 2.0)
+```
+
+Assert it: `assert allclose(x, x * 2.0)`. A comparison `x == 1` meant as
+an assignment is written `x = 1`.",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges

@@ -172,6 +172,7 @@ impl<'a> Infer<'a> {
         match &stmt.kind {
             StmtKind::Expr(e) => {
                 self.expr(e);
+                self.discarded_check(e);
             }
             // `del x` unbinds a name (its type is kept for a later
             // assignment); `del d[k]` writes into `d`.
@@ -1062,7 +1063,7 @@ impl<'a> Infer<'a> {
         let arg_tys: Vec<Ty> = args.iter().map(|a| self.expr(&a.value)).collect();
         for (a, t) in args.iter().zip(&arg_tys) {
             let float = matches!(t, Ty::Float) || matches!(t, Ty::Scalar(d) if d.is_float());
-            if float && matches!(base, Ty::Tensor(_)) {
+            if float && matches!(base, Ty::Tensor(_) | Ty::List(_) | Ty::Tuple(_) | Ty::Str) {
                 self.error(
                     Diagnostic::error(Code::E0203, format!("an index is an integer, not {t}"))
                         .with_primary(self.at(a.value.span), format!("this is {t}"))
@@ -1502,6 +1503,39 @@ impl<'a> Infer<'a> {
                 .with_note("a thread's linear index and its warp are computed for the block's shape as the kernel declares it"),
             );
         }
+    }
+
+    /// E0219 for a statement that is only a check whose result nothing
+    /// reads: `allclose(a, b)` (the test it was meant to be passes
+    /// whatever the values) or a comparison (`x == 1`).
+    fn discarded_check(&mut self, e: &Expr) {
+        let at = self.at(e.span);
+        let text = crate::pretty::expr(e);
+        let diag = match &e.unparen().kind {
+            ExprKind::Call { callee, .. } if matches!(&callee.kind, ExprKind::Name(n) if n == "allclose" && !self.locals.contains_key(n)) => {
+                Diagnostic::error(Code::E0219, "the result of `allclose` is discarded")
+                    .with_primary(at, "this checks nothing: its result is not used")
+                    .with_help(format!("assert it: `assert {text}`"))
+                    .with_fix(
+                        Fix::new("assert it", Applicability::MachineApplicable)
+                            .with_edit(self.at(Span::empty(e.span.start)), "assert "),
+                    )
+            }
+            ExprKind::Binary { op, lhs, rhs } if op.is_comparison() => {
+                let mut diag = Diagnostic::error(Code::E0219, format!("the result of `{}` is discarded", op.symbol()))
+                    .with_primary(at, "this compares and drops the answer");
+                diag = match (op, &lhs.unparen().kind) {
+                    (BinOp::Eq, ExprKind::Name(name)) => diag.with_help(format!(
+                        "to check it, write `assert {text}`; to assign, `{name} = {}`",
+                        crate::pretty::expr(rhs)
+                    )),
+                    _ => diag.with_help(format!("to check it, write `assert {text}`")),
+                };
+                diag
+            }
+            _ => return,
+        };
+        self.error(diag);
     }
 
     /// E0402 for `with effects.suspend("ioo")`: no effect of that name.
@@ -2004,6 +2038,23 @@ impl<'a> Infer<'a> {
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
         let keyword = |name: &str| args.iter().find(|a| a.name == Some(name));
         let first = positional.first().map(|a| a.ty.clone()).unwrap_or(Ty::Unknown);
+        // The two tensors compared broadcast against each other: shapes of
+        // constant dims that do not were found only when run (E0306). A
+        // symbolic dim in host code (a helper's `f64[R]`) is known then.
+        if matches!(b.path, "allclose" | "assert_allclose") {
+            let side = |name: &str, k: usize| keyword(name).or_else(|| positional.get(k).copied());
+            let constant = |t: &Ty| {
+                matches!(t, Ty::Tensor(TensorTy { dims: Some(d), .. }) if d.iter().all(|p| p.as_const().is_some()))
+            };
+            if let (Some(actual), Some(expected)) = (side("actual", 0), side("expected", 1)) {
+                if constant(&actual.ty) && constant(&expected.ty) {
+                    let what = format!("`{}`", b.path);
+                    if self.broadcast_op(&what, &actual.ty, &expected.ty, e.span, actual.expr, expected.expr) == Ty::Unknown {
+                        return Ty::Unknown;
+                    }
+                }
+            }
+        }
         match b.shape {
             Shape::Scalar(d) => Ty::Scalar(d),
             Shape::Unit => Ty::None,
