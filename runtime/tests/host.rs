@@ -181,7 +181,7 @@ fn failures_are_diagnostics_with_codes_and_spans() {
     assert_eq!(d.notes[0], "mismatched elements: 4 / 4 (100.000%)");
     assert_eq!(
         d.notes[1],
-        "largest difference at index (0,): actual 1, expected 1.5, |difference| 5e-1"
+        "largest difference at index (0,): actual 1, expected 1.5, |difference| 0.5"
     );
 
     let text = "def main():\n    x = zeros(4)\n    print(x[4])\n";

@@ -2440,8 +2440,13 @@ impl<'a, 'p> Interp<'a, 'p> {
         ));
         if let Some((diff, index, x, y)) = c.worst {
             let index: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+            // Numbers at the precision the tensors hold: an f32's 1.1 is
+            // `1.1`, not the f64 `1.100000023841858`.
+            let narrow = [a.dtype(), b.dtype()].iter().all(|d| d.is_float() && *d != DType::F64);
+            let shown = |v: f64| if narrow { (v as f32).to_string() } else { v.to_string() };
+            let (x, y, diff) = (shown(x), shown(y), shown(diff));
             e = e.with_note(format!(
-                "largest difference at index ({}{}): actual {x}, expected {y}, |difference| {diff:e}",
+                "largest difference at index ({}{}): actual {x}, expected {y}, |difference| {diff}",
                 index.join(", "),
                 if index.len() == 1 { "," } else { "" }
             ));
