@@ -88,6 +88,28 @@ pub fn descr(dtype: DType) -> &'static str {
     }
 }
 
+/// The NumPy (or `ml_dtypes`) type that `astype` converts an array to for
+/// a dtype, as a user writes it.
+pub fn numpy_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F16 => "np.float16",
+        DType::Bf16 => "ml_dtypes.bfloat16",
+        DType::Fp8E4m3 => "ml_dtypes.float8_e4m3fn",
+        DType::Fp8E5m2 => "ml_dtypes.float8_e5m2",
+        DType::F32 => "np.float32",
+        DType::F64 => "np.float64",
+        DType::I8 => "np.int8",
+        DType::I16 => "np.int16",
+        DType::I32 => "np.int32",
+        DType::I64 => "np.int64",
+        DType::U8 => "np.uint8",
+        DType::U16 => "np.uint16",
+        DType::U32 => "np.uint32",
+        DType::U64 => "np.uint64",
+        DType::Bool => "np.bool_",
+    }
+}
+
 /// Parses the bytes of a `.npy` file; `path` names it in errors.
 pub fn parse(path: &str, bytes: &[u8]) -> Result<Tensor, RunError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {

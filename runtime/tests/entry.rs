@@ -128,14 +128,26 @@ fn bad_inputs_are_clear_errors() {
     npy::save(&d.join("six.npy"), &Tensor::from_slice(&[6], &[1.0f32; 6]).unwrap()).unwrap();
     std::fs::write(d.join("junk.npy"), b"not numpy").unwrap();
 
-    let e = fail("guarded", &[("x", &d.join("f64.npy"))], &[]);
+    let f64_path = d.join("f64.npy");
+    let e = fail("guarded", &[("x", &f64_path)], &[]);
     assert_eq!(
-        (e.code, e.message.as_str()),
+        (e.code, e.message),
         (
             Code::E1005,
-            "argument `x` of `guarded` is an f64 tensor, but the parameter is f32[N]"
+            format!(
+                "`--input x={}` holds an f64 array, but the parameter is f32[N]",
+                f64_path.display()
+            )
         )
     );
+    assert_eq!(
+        e.help,
+        Some(format!(
+            "convert the array when saving it: `np.save(\"{}\", a.astype(np.float32))`",
+            f64_path.display()
+        ))
+    );
+    assert_eq!(e.labels.len(), 1, "one label, at the parameter");
 
     let e = fail("guarded", &[("x", &d.join("six.npy"))], &[d.join("out.npy")]);
     assert_eq!(e.code, Code::E0304);

@@ -1078,11 +1078,12 @@ input, say), a tensor where a scalar is expected, a missing or unknown
 
 ```console
 $ tessera run attention.tsr --entry attention --input q=q_f64.npy
-error[E1005]: argument `q` of `attention` is a f64 tensor, but the parameter is bf16[B, S, D]
+error[E1005]: `--input q=q_f64.npy` holds an f64 array, but the parameter is bf16[B, S, D]
 ```
 
-Convert the data to the parameter's dtype and shape before running, or
-change the parameter.",
+Convert the data to the parameter's dtype and shape before saving it (the
+help names the NumPy type: `a.astype(ml_dtypes.bfloat16)`), or change the
+parameter.",
 
     E1006: "not supported in host code" =>
 "Host code called something the interpreter of host code cannot run: a

@@ -346,6 +346,28 @@ pub fn run_entry(
         let tensor =
             crate::npy::load(path).map_err(|e| vec![e.to_diagnostic(Some((at_param(i), "this parameter".into())))])?;
         let tensor = shapes::fp8_as_param(tensor, p);
+        // An array of another dtype: the file is what to change.
+        if let shapes::ParamKind::Tensor(name, _) = shapes::param_kind(p) {
+            let want = tessera_hir::ty::DType::from_name(name).and_then(DType::from_language);
+            if let Some(want) = want.filter(|&w| w != tensor.dtype()) {
+                return Err(vec![Diagnostic::error(
+                    Code::E1005,
+                    format!(
+                        "`--input {}={}` holds {} array, but the parameter is {}",
+                        p.name.name,
+                        path.display(),
+                        tessera_base::with_article(&tensor.dtype().to_string()),
+                        program.text(p.ty.as_ref().map_or(p.span, |t| t.span))
+                    ),
+                )
+                .with_primary(at_param(i), "this parameter")
+                .with_help(format!(
+                    "convert the array when saving it: `np.save(\"{}\", a.astype({}))`",
+                    path.display(),
+                    crate::npy::numpy_name(want)
+                ))]);
+            }
+        }
         // A 0-d array gives a scalar parameter its value.
         let scalar = matches!(shapes::param_kind(p), shapes::ParamKind::Scalar(_)) && tensor.shape().is_empty();
         args.push(if scalar {

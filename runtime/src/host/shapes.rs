@@ -106,8 +106,17 @@ pub(crate) fn bind(
     for (k, (param, value)) in def.params.iter().zip(args).enumerate() {
         let site = at(sites[k].span);
         let pname = &param.name.name;
+        // The parameter is labelled where it is not the value's own site
+        // (an `--entry` input's).
+        let with_param = |d: Diagnostic, label: String| {
+            if sites[k].span == param.span {
+                d
+            } else {
+                d.with_secondary(at(param.span), label)
+            }
+        };
         let mismatch = |what: String| {
-            Box::new(
+            Box::new(with_param(
                 Diagnostic::error(
                     Code::E1005,
                     format!(
@@ -115,9 +124,9 @@ pub(crate) fn bind(
                         type_text(program, param)
                     ),
                 )
-                .with_primary(site, "this value")
-                .with_secondary(at(param.span), "the parameter"),
-            )
+                .with_primary(site, "this value"),
+                "the parameter".to_string(),
+            ))
         };
         match param_kind(param) {
             ParamKind::Any => {}
@@ -137,16 +146,16 @@ pub(crate) fn bind(
                 let range = DType::from_name(ty).and_then(DType::int_range);
                 if let (Some((lo, hi)), Value::Int(i)) = (range, value) {
                     if !(lo..=hi).contains(i) {
-                        return Err(Box::new(
+                        return Err(Box::new(with_param(
                             Diagnostic::error(
                                 Code::E1005,
                                 format!(
                                     "argument `{pname}` of `{fname}` is {i}, which {ty} does not hold ({lo} to {hi})"
                                 ),
                             )
-                            .with_primary(site, "this value")
-                            .with_secondary(at(param.span), "the parameter"),
-                        ));
+                            .with_primary(site, "this value"),
+                            "the parameter".to_string(),
+                        )));
                     }
                 }
             }
@@ -164,7 +173,7 @@ pub(crate) fn bind(
                 }
                 let shape = t.shape();
                 if shape.len() != pdims.len() {
-                    return Err(Box::new(
+                    return Err(Box::new(with_param(
                         Diagnostic::error(
                             Code::E0303,
                             format!(
@@ -173,12 +182,9 @@ pub(crate) fn bind(
                                 pdims.len()
                             ),
                         )
-                        .with_primary(site, format!("this has shape {}", shape_text(&shape)))
-                        .with_secondary(
-                            at(param.span),
-                            format!("parameter `{pname}` is {}", type_text(program, param)),
-                        ),
-                    ));
+                        .with_primary(site, format!("this has shape {}", shape_text(&shape))),
+                        format!("parameter `{pname}` is {}", type_text(program, param)),
+                    )));
                 }
                 for (i, (d, &size)) in pdims.iter().zip(&shape).enumerate() {
                     let ExprKind::Name(sym) = &d.unparen().kind else {
