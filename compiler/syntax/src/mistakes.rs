@@ -121,6 +121,7 @@ pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], 
         .or_else(|| walrus(&line))
         .or_else(|| class(&line))
         .or_else(|| try_statement(&line))
+        .or_else(|| async_keyword(&line))
 }
 
 /// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
@@ -435,4 +436,41 @@ fn after_try(line: &Line) -> bool {
         }
     }
     false
+}
+
+/// `async def f():` is read as `def f():` (and `async for`, `async with`
+/// as `for`, `with`); `await f(x)` as `f(x)`.
+fn async_keyword<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let at = line.error.checked_sub(line.start + 1)?;
+    let (word, next) = (toks.get(at)?, toks.get(at + 1)?);
+    let removed = Span::new(word.0, next.0);
+    let diag = if name_is(Some(word), "async") {
+        let construct = match (at, &next.1) {
+            (0, Tok::Def) => "async def",
+            (0, Tok::For) => "async for",
+            (0, Tok::With) => "async with",
+            _ => return None,
+        };
+        line.error(
+            &format!("`{construct}` is not supported"),
+            Span::new(word.0, word.2),
+            "`async` here",
+        )
+        .with_note("kernel launches already run asynchronously on their stream, and host code runs in order")
+        .with_fix(
+            Fix::new("remove `async`", Applicability::MachineApplicable).with_edit(removed.in_file(line.file), ""),
+        )
+    } else if name_is(Some(word), "await") && word.2 < next.0 {
+        line.error("`await` is not supported", Span::new(word.0, word.2), "`await` here")
+            .with_note("host code runs in order; a launch's results are ready when the host reads them")
+            .with_fix(
+                Fix::new("remove `await`", Applicability::MachineApplicable).with_edit(removed.in_file(line.file), ""),
+            )
+    } else {
+        return None;
+    };
+    let mut out = toks[..at].to_vec();
+    out.extend_from_slice(&toks[at + 1..]);
+    Some(line.replace(out, diag))
 }
