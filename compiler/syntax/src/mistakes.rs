@@ -122,6 +122,7 @@ pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], 
         .or_else(|| class(&line))
         .or_else(|| try_statement(&line))
         .or_else(|| async_keyword(&line))
+        .or_else(|| global(&line))
 }
 
 /// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
@@ -473,4 +474,30 @@ fn async_keyword<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
     let mut out = toks[..at].to_vec();
     out.extend_from_slice(&toks[at + 1..]);
     Some(line.replace(out, diag))
+}
+
+/// `global COUNT` (and `nonlocal COUNT`) is read as `pass`.
+fn global<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (first, Some((_, Tok::Name(name), _))) = (toks.first()?, toks.get(1)) else {
+        return None;
+    };
+    let word = match first.1 {
+        Tok::Name(w @ ("global" | "nonlocal")) => w,
+        _ => return None,
+    };
+    if line.error != line.start + 1 {
+        return None;
+    }
+    let label = if word == "global" {
+        "module-level names are constants"
+    } else {
+        "a function has no variables of another"
+    };
+    let diag = line
+        .error(&format!("there is no `{word}` statement"), line.span(), label)
+        .with_help(format!(
+            "pass `{name}` to the function as a parameter and return its new value"
+        ));
+    Some(line.replace(vec![(first.0, Tok::Pass, first.2)], diag))
 }
