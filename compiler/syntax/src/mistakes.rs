@@ -123,6 +123,8 @@ pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], 
         .or_else(|| try_statement(&line))
         .or_else(|| async_keyword(&line))
         .or_else(|| global(&line))
+        .or_else(|| relative_import(&line))
+        .or_else(|| star_import(&line))
 }
 
 /// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
@@ -500,4 +502,120 @@ fn global<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
             "pass `{name}` to the function as a parameter and return its new value"
         ));
     Some(line.replace(vec![(first.0, Tok::Pass, first.2)], diag))
+}
+
+/// The names an import line binds: each `name` or `name as alias` after
+/// its `import`, parenthesized or not.
+fn imported_names<'a>(toks: &[Spanned<'a>]) -> Vec<Spanned<'a>> {
+    let Some(import) = toks.iter().position(|t| t.1 == Tok::Import) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut i = import + 1;
+    if toks.get(i).is_some_and(|t| t.1 == Tok::LParen) {
+        i += 1;
+    }
+    while let Some(name @ (_, Tok::Name(_), _)) = toks.get(i) {
+        match (toks.get(i + 1), toks.get(i + 2)) {
+            (Some((_, Tok::As, _)), Some(alias @ (_, Tok::Name(_), _))) => {
+                names.push(alias.clone());
+                i += 3;
+            }
+            _ => {
+                names.push(name.clone());
+                i += 1;
+            }
+        }
+        if toks.get(i).is_none_or(|t| t.1 != Tok::Comma) {
+            break;
+        }
+        i += 1;
+    }
+    names
+}
+
+/// `name = <error>` for each name, on lines of their own; `pass` when
+/// there is none.
+fn bound_to_error<'a>(names: &[Spanned<'a>], span: Span) -> Vec<Spanned<'a>> {
+    if names.is_empty() {
+        return vec![(span.start, Tok::Pass, span.end)];
+    }
+    let mut out = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            out.push(synthetic(name.0, Tok::Newline));
+        }
+        out.extend([
+            name.clone(),
+            synthetic(name.2, Tok::Assign),
+            (span.start, Tok::Error, span.end),
+        ]);
+    }
+    out
+}
+
+const MODULE_NOTE: &str =
+    "a module is the `.tsr` file of that name beside the importing file: `from helpers import f` reads `helpers.tsr`, `from pkg.m import f` reads `pkg/m.tsr`";
+
+/// `from .helpers import f` (or `..`) binds `f` to an error value.
+fn relative_import<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    if toks.first()?.1 != Tok::From || line.error != line.start + 1 {
+        return None;
+    }
+    let dots_end = 1 + toks[1..]
+        .iter()
+        .take_while(|t| matches!(t.1, Tok::Dot | Tok::DotDot))
+        .count();
+    if dots_end == 1 {
+        return None;
+    }
+    let dots = Span::new(toks[1].0, toks[dots_end - 1].2);
+    let module = match toks.get(dots_end) {
+        Some((_, Tok::Name(m), _)) => Some(*m),
+        _ => None,
+    };
+    let single = dots.end - dots.start == 1;
+    let names = imported_names(toks);
+    let mut diag = line
+        .error("relative imports are not supported", dots, "a relative module path")
+        .with_note(MODULE_NOTE);
+    diag = match (module, single) {
+        (Some(m), true) => diag.with_fix(
+            Fix::new(format!("import `{m}` by its name"), Applicability::MaybeIncorrect)
+                .with_edit(dots.in_file(line.file), ""),
+        ),
+        (Some(m), false) => diag.with_help(format!(
+            "move `{m}.tsr` beside this file, or into a folder below it, and import it by its path from here"
+        )),
+        (None, _) => {
+            let what = names.first().and_then(|n| line.text.get(n.0 as usize..n.2 as usize));
+            diag.with_help(format!(
+                "import the module by its name: `import {}`",
+                what.unwrap_or("helpers")
+            ))
+        }
+    };
+    Some(line.replace(bound_to_error(&names, line.span()), diag))
+}
+
+/// `from helpers import *` is read as `pass`.
+fn star_import<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let star = toks.get(line.error.checked_sub(line.start)?)?;
+    let before = toks.get(line.error.checked_sub(line.start + 1)?)?;
+    if toks.first()?.1 != Tok::From || star.1 != Tok::Star || !matches!(before.1, Tok::Import | Tok::LParen) {
+        return None;
+    }
+    let import = toks.iter().position(|t| t.1 == Tok::Import)?;
+    let module = line.source(&toks[1..import]);
+    let diag = line
+        .error(
+            "wildcard imports are not supported",
+            Span::new(star.0, star.2),
+            "every name of the module",
+        )
+        .with_help(format!("name each function the file uses: `from {module} import f, g`"))
+        .with_note("a name is bound only by an import that names it, so that each name's origin is in the file");
+    Some(line.replace(vec![(toks[0].0, Tok::Pass, toks[0].2)], diag))
 }
