@@ -94,6 +94,13 @@ impl<'a> Line<'_, 'a> {
 /// The repair of the line holding the parse error at token `error`, when
 /// the line is one of the mistakes this module knows.
 pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], error: usize) -> Option<Repair<'a>> {
+    // The error is met at the first token at its offset: a block's zero-width
+    // INDENT before the `where` that the block cannot start with.
+    let at_where = |i: usize| tokens.get(i).is_some_and(|t| t.1 == Tok::Where);
+    let error = match tokens.get(error) {
+        Some(t) if t.1 == Tok::Indent && at_where(error + 1) && tokens[error + 1].0 == t.0 => error + 1,
+        _ => error,
+    };
     // An unexpected indented block belongs to the line before it.
     let mut last = error.min(tokens.len());
     if tokens.get(error).is_some_and(|t| t.1 == Tok::Indent) && error > 0 && tokens[error - 1].1 == Tok::Newline {
@@ -125,6 +132,7 @@ pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], 
         .or_else(|| global(&line))
         .or_else(|| relative_import(&line))
         .or_else(|| star_import(&line))
+        .or_else(|| where_in_body(&line))
 }
 
 /// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
@@ -618,4 +626,102 @@ fn star_import<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
         .with_help(format!("name each function the file uses: `from {module} import f, g`"))
         .with_note("a name is bound only by an import that names it, so that each name's origin is in the file");
     Some(line.replace(vec![(toks[0].0, Tok::Pass, toks[0].2)], diag))
+}
+
+/// A line `where N % 8 == 0` at the top level of a function's body is moved into
+/// its signature, before the header's `:`.
+fn where_in_body<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let (keyword, Some(last)) = (toks.first()?, toks.last()) else {
+        return None;
+    };
+    if keyword.1 != Tok::Where || line.error != line.start || toks.len() < 2 {
+        return None;
+    }
+    let tokens = line.tokens;
+    // The INDENT of the block the line is in, and the header above it.
+    let mut depth = 0;
+    let indent = (0..line.start).rev().find(|&i| {
+        depth += match tokens[i].1 {
+            Tok::Dedent => 1,
+            Tok::Indent => -1,
+            _ => 0,
+        };
+        depth < 0
+    })?;
+    let colon = indent.checked_sub(2)?;
+    if tokens[colon].1 != Tok::Colon || tokens[indent - 1].1 != Tok::Newline {
+        return None;
+    }
+    let header_start = tokens[..colon].iter().rposition(is_layout).map_or(0, |i| i + 1);
+    if tokens[header_start].1 != Tok::Def || colon == header_start {
+        return None;
+    }
+    let header = &tokens[header_start..colon];
+    let mut bracket = 0;
+    let has_where = header.iter().any(|t| {
+        bracket += bracket_depth(&t.1);
+        bracket == 0 && t.1 == Tok::Where
+    });
+    let constraints = &toks[1..];
+    let written = line.source(constraints);
+    let inserted = if has_where {
+        format!(", {written}")
+    } else {
+        format!(" where {written}")
+    };
+    // The block would be empty without the line: it becomes `pass`.
+    let only_line = line.start == indent + 1 && tokens.get(line.end + 1).is_none_or(|t| t.1 == Tok::Dedent);
+    let before_colon = tokens[colon - 1].2;
+    let text = line.text;
+    let line_start = text[..keyword.0 as usize].rfind('\n').map_or(0, |i| i + 1) as u32;
+    let line_end = text[last.2 as usize..]
+        .find('\n')
+        .map_or(text.len(), |i| last.2 as usize + i + 1) as u32;
+    let removal = if only_line {
+        (Span::new(keyword.0, last.2), "pass")
+    } else {
+        (Span::new(line_start, line_end), "")
+    };
+    let header_text = text.get(tokens[header_start].0 as usize..before_colon as usize)?;
+    let help = if header_text.contains('\n') {
+        "write it after the result type, before the header's `:`".to_string()
+    } else {
+        format!("write it after the result type, before the header's `:`: `{header_text}{inserted}:`")
+    };
+    let diag = line
+        .error(
+            "a `where` clause belongs in the signature",
+            Span::new(keyword.0, last.2),
+            "a `where` clause in the body",
+        )
+        .with_secondary(
+            Span::new(tokens[colon].0, tokens[colon].2).in_file(line.file),
+            "it goes before this `:`",
+        )
+        .with_help(help)
+        .with_fix(
+            Fix::new("move it into the signature", Applicability::MachineApplicable)
+                .with_edit(Span::empty(before_colon).in_file(line.file), inserted)
+                .with_edit(removal.0.in_file(line.file), removal.1),
+        );
+    let mut out = Vec::new();
+    if has_where {
+        out.push(synthetic(constraints[0].0, Tok::Comma));
+    } else {
+        out.push(keyword.clone());
+    }
+    out.extend_from_slice(constraints);
+    out.extend_from_slice(&tokens[colon..line.start]);
+    let end = if only_line {
+        out.push((keyword.0, Tok::Pass, last.2));
+        line.end
+    } else {
+        (line.end + 1).min(tokens.len())
+    };
+    let mut repair = line.replace(out, diag);
+    repair.start = colon;
+    repair.end = end;
+    repair.covers = Span::new(tokens[colon].0, last.2);
+    Some(repair)
 }
