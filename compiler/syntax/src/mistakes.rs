@@ -1,5 +1,7 @@
 //! Lines written in another language's syntax (C's `for (...; ...; ...)`,
-//! `int i = ...`, `i++`; Python's `lambda`, `:=`, `class`, `try`), found
+//! `int i = ...`, `i++`; CUDA's `k<<<grid, block>>>(...)`; Python's
+//! `lambda`, `:=`, `class`, `try`, `async`, `global`, relative and wildcard
+//! imports; a `where` clause written in a function's body), found
 //! at a parse error and rewritten into Tessera that binds the same names,
 //! so that the file is parsed again without the echoes of the mistake: one
 //! error says what to write, and the names the line would have bound are
@@ -133,6 +135,7 @@ pub(crate) fn repair_line<'a>(text: &str, file: FileId, tokens: &[Spanned<'a>], 
         .or_else(|| relative_import(&line))
         .or_else(|| star_import(&line))
         .or_else(|| where_in_body(&line))
+        .or_else(|| cuda_launch(&line))
 }
 
 /// `for (i = 0; i < N; i += 1):` is read as `for i in range(0, N):`.
@@ -724,4 +727,160 @@ fn where_in_body<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
     repair.end = end;
     repair.covers = Span::new(tokens[colon].0, last.2);
     Some(repair)
+}
+
+/// CUDA's `k<<<grid, block>>>(x)` is read as `k[grid=(grid,),
+/// block=(block,)](x)` (a fourth value as `stream=`).
+fn cuda_launch<'a>(line: &Line<'_, 'a>) -> Option<Repair<'a>> {
+    let toks = line.toks();
+    let lt = line.error.checked_sub(line.start)?;
+    let shl = lt.checked_sub(1)?;
+    let (Some(left), Some(right)) = (toks.get(shl), toks.get(lt)) else {
+        return None;
+    };
+    if left.1 != Tok::Shl || right.1 != Tok::Lt || left.2 != right.0 {
+        return None;
+    }
+    // The `>>>`, lexed as `>>` and `>`, and the values between, split at
+    // their top-level commas.
+    let mut depth = 0;
+    let mut values = Vec::new();
+    let mut from = lt + 1;
+    let mut close = None;
+    for i in lt + 1..toks.len() {
+        depth += bracket_depth(&toks[i].1);
+        if depth < 0 {
+            return None;
+        }
+        let closes = toks[i].1 == Tok::Shr && toks.get(i + 1).is_some_and(|g| g.1 == Tok::Gt && g.0 == toks[i].2);
+        if depth == 0 && (toks[i].1 == Tok::Comma || closes) {
+            values.push(&toks[from..i]);
+            from = i + 1;
+        }
+        if depth == 0 && closes {
+            close = Some(i + 1);
+            break;
+        }
+    }
+    let close = close?;
+    if values.iter().any(|v| v.is_empty()) || values.len() > 4 {
+        return None;
+    }
+    // Each configuration as a tuple: written as one already, from `dim3(…)`,
+    // or one value made a tuple of one.
+    let as_tuple = |value: &[Spanned<'a>]| -> (Vec<Spanned<'a>>, String) {
+        let at = value[0].0;
+        let args_of = |open: usize| -> Option<Vec<&[Spanned<'a>]>> {
+            let mut depth = 0;
+            let mut args = Vec::new();
+            let mut from = open + 1;
+            for (i, t) in value.iter().enumerate().skip(open) {
+                depth += bracket_depth(&t.1);
+                if (depth == 1 && t.1 == Tok::Comma) || depth == 0 {
+                    args.push(&value[from..i]);
+                    from = i + 1;
+                }
+                if depth == 0 {
+                    return (i == value.len() - 1).then_some(args);
+                }
+            }
+            None
+        };
+        let parts = match (&value[0].1, value.get(1).map(|t| &t.1)) {
+            (Tok::LParen, _) => args_of(0),
+            (Tok::Name("dim3"), Some(Tok::LParen)) => args_of(1),
+            _ => None,
+        };
+        let parts = parts
+            .map(|p| p.into_iter().filter(|a| !a.is_empty()).collect::<Vec<_>>())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| vec![value]);
+        let mut tokens = vec![synthetic(at, Tok::LParen)];
+        let mut text = String::from("(");
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                tokens.push(synthetic(part[0].0, Tok::Comma));
+                text.push_str(", ");
+            }
+            tokens.extend_from_slice(part);
+            text.push_str(&line.source(part));
+        }
+        if parts.len() == 1 {
+            tokens.push(synthetic(value[value.len() - 1].2, Tok::Comma));
+            text.push(',');
+        }
+        tokens.push(synthetic(value[value.len() - 1].2, Tok::RParen));
+        text.push(')');
+        (tokens, text)
+    };
+    let start = toks[shl].0;
+    let mut out = toks[..shl].to_vec();
+    out.push(synthetic(start, Tok::LBracket));
+    let mut written = Vec::new();
+    for (i, key) in ["grid", "block"].into_iter().enumerate() {
+        let Some(value) = values.get(i) else { continue };
+        let (tuple, text) = as_tuple(value);
+        if i > 0 {
+            out.push(synthetic(value[0].0, Tok::Comma));
+        }
+        out.extend([
+            synthetic(value[0].0, Tok::Name(key)),
+            synthetic(value[0].0, Tok::Assign),
+        ]);
+        out.extend(tuple);
+        written.push(format!("{key}={text}"));
+    }
+    // CUDA's third value is the dynamic shared memory; none is the usual 0.
+    let shared = values.get(2).filter(|v| !matches!(v, [(_, Tok::Int(0), _)]));
+    if let Some(stream) = values.get(3) {
+        out.extend([
+            synthetic(stream[0].0, Tok::Comma),
+            synthetic(stream[0].0, Tok::Name("stream")),
+            synthetic(stream[0].0, Tok::Assign),
+        ]);
+        out.extend_from_slice(stream);
+        written.push(format!("stream={}", line.source(stream)));
+    }
+    let end = toks[close].2;
+    out.push(synthetic(end, Tok::RBracket));
+    out.extend_from_slice(&toks[close + 1..]);
+    let brackets = format!("[{}]", written.join(", "));
+    let callee = match toks[..shl].last() {
+        Some((_, Tok::Name(n), _)) => *n,
+        _ => "kernel",
+    };
+    let arguments = match toks.get(close + 1) {
+        Some((_, Tok::LParen, _)) => {
+            let mut depth = 0;
+            let args_end = (close + 1..toks.len()).find(|&i| {
+                depth += bracket_depth(&toks[i].1);
+                depth == 0
+            });
+            args_end.map_or("(…)".to_string(), |e| line.source(&toks[close + 1..=e]))
+        }
+        _ => "(…)".to_string(),
+    };
+    let configuration = Span::new(start, end);
+    let mut diag = line.error(
+        "CUDA's `<<<…>>>` launch syntax is not supported",
+        configuration,
+        "a CUDA launch configuration",
+    );
+    match shared {
+        Some(bytes) => {
+            diag = diag.with_help(format!(
+                "launch with `{callee}{brackets}{arguments}`, and declare the {} bytes of shared memory in the kernel's header, `shared(…)`",
+                line.source(bytes)
+            ));
+        }
+        None => {
+            diag = diag
+                .with_help(format!("launch with `{callee}{brackets}{arguments}`"))
+                .with_fix(
+                    Fix::new(format!("write `{brackets}`"), Applicability::MachineApplicable)
+                        .with_edit(configuration.in_file(line.file), brackets),
+                );
+        }
+    }
+    Some(line.replace(out, diag))
 }
