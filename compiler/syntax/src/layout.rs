@@ -382,7 +382,10 @@ impl<'a> Layout<'a> {
         let opener = self.trailing_colon.take();
         let current = self.levels.last().expect("the outermost level is never popped");
         let (current8, current1) = (current.width8, current.width1);
-        let inconsistent = width8.cmp(&current8) != width1.cmp(&current1);
+        // A line that returns to an enclosing block's indentation, the
+        // same whatever a tab counts, is consistent with that block.
+        let returns = width8 < current8 && self.levels.iter().any(|l| l.width8 == width8 && l.width1 == width1);
+        let inconsistent = width8.cmp(&current8) != width1.cmp(&current1) && !returns;
         if inconsistent {
             self.error(
                 Diagnostic::error(Code::E0010, "indentation mixes tabs and spaces inconsistently")
@@ -394,6 +397,12 @@ impl<'a> Layout<'a> {
             );
         }
         let here = Span::empty(offset);
+        if inconsistent && opener.is_none() {
+            // Read as a line of the innermost block, so that the lines
+            // after it are compared with that block again, not with it:
+            // the mistake is reported once.
+            return;
+        }
         let opener = match opener {
             None if width8 > current8 && self.line_opens_block && !inconsistent => self.insert_missing_colon(),
             other => other,
@@ -618,6 +627,26 @@ mod tests {
         check(
             "if a:\n    b\n\tc\n",
             expect!["if a : NL INDENT b NL c NL DEDENT !E0010"],
+        );
+    }
+
+    #[test]
+    fn an_inconsistent_line_stays_in_its_block_and_is_reported_once() {
+        check(
+            "if a:\n    b\n\tc\n    d\ne\n",
+            expect!["if a : NL INDENT b NL c NL d NL DEDENT e NL !E0010"],
+        );
+        check(
+            "if a:\n\tb\n    c\n\td\n",
+            expect!["if a : NL INDENT b NL c NL d NL DEDENT !E0010"],
+        );
+    }
+
+    #[test]
+    fn a_tab_indented_block_dedents_to_a_space_indented_one() {
+        check(
+            "if a:\n    if b:\n\t\tc\n\t\td\n    e\n",
+            expect!["if a : NL INDENT if b : NL INDENT c NL d NL DEDENT e NL DEDENT !E0010"],
         );
     }
 

@@ -111,6 +111,9 @@ const VOCABULARY: &[&str] = &[
     "@kernel tile[(128,)] shared(16_KiB)\n", "def f(x: bf16[B, S, D]) -> f32[B]",
     "where D % 8 == 0", "effects(random)", "k[grid=(g,), block=(256,)](a)", "x[i, 0:n:2, :]",
     "out: mut f32[N]", "for i in 0..n:\n    ", "if a:\n    pass\nelse:\n    ",
+    // other languages' spellings (mistakes.rs)
+    "async", "await", "global", "nonlocal", "from .m import f", "from m import *", "k<<<1, 2>>>(x)",
+    "dim3(2, 2)", ":\n    where N > 1\n",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
@@ -336,6 +339,23 @@ fn delicate_inputs() {
         "0x",
         "\u{FEFF}x",
         "a \\ b",
+        "async def",
+        "async def f():\n    pass",
+        "def f():\n    y = await\n",
+        "def f():\n    global\n",
+        "from . import",
+        "from .m import (f as g, h",
+        "from m import *, f",
+        "def f(x: f32[N]):\n    where N > 1\n",
+        "def f(x: f32[N]) -> f32[N] where:\n    where N > 1, \n    return x",
+        "def f():\n    if a:\n        where N > 1",
+        "k<<<",
+        "k<<<>>>(x)",
+        "k<<<1, 2>>>",
+        "k<<<dim3(), (,)>>>(x)",
+        "k<<<1, [2>>>(x)",
+        "k<<<g, b, 0, s>>>(x)",
+        "if a:\n    b\n\tc\n    d",
     ] {
         check(text);
     }
