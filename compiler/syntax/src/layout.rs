@@ -222,7 +222,9 @@ impl<'a> Layout<'a> {
             _ => starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand),
         };
         let broke_line = std::mem::take(&mut self.line_break_in_brackets);
-        let indent = self.indent_of(span.start).0;
+        // Only the first token of a line has an indentation: measuring it for
+        // every token would scan each long line once per token on it.
+        let indent = if broke_line { self.indent_of(span.start).0 } else { 0 };
         let level = self.levels.last().map_or(0, |l| l.width8);
         if broke_line && starts_new_statement && indent <= level {
             self.close_unclosed(span.start, "this line starts a new statement");
