@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 
 use tessera_base::{FileId, LineIndex};
 use tessera_driver::{Database, Input, Sources};
@@ -68,6 +68,9 @@ pub struct Snapshot {
     docs: Arc<HashMap<Uri, Arc<Doc>>>,
     /// The URI of every file of the database, by `FileId`.
     uris: Arc<Vec<Option<Uri>>>,
+    /// The line indexes made for files that are not open, each made once
+    /// per snapshot (its texts never change).
+    indexes: Arc<Mutex<HashMap<FileId, Arc<LineIndex>>>>,
 }
 
 impl Snapshot {
@@ -105,12 +108,19 @@ impl Snapshot {
     }
 
     /// The line index of a file: an open document's own, else one made
-    /// from the text the database holds.
+    /// from the text the database holds, once per snapshot, so that
+    /// converting every reference or label in an imported module does not
+    /// index its whole text again each time.
     pub fn line_index(&self, file: FileId) -> Arc<LineIndex> {
-        match self.docs.values().find(|d| d.file == file) {
-            Some(doc) => doc.line_index.clone(),
-            None => Arc::new(LineIndex::new(self.text(file))),
+        if let Some(doc) = self.docs.values().find(|d| d.file == file) {
+            return doc.line_index.clone();
         }
+        // A panic cannot leave the map half-written: take it even if poisoned.
+        let mut indexes = self.indexes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        indexes
+            .entry(file)
+            .or_insert_with(|| Arc::new(LineIndex::new(self.text(file))))
+            .clone()
     }
 
     /// A cancellation token for the queries running on this snapshot.
@@ -227,6 +237,7 @@ impl State {
             db: self.db.clone(),
             docs: self.docs.clone(),
             uris: self.uris.clone(),
+            indexes: Arc::default(),
         }
     }
 
@@ -469,5 +480,29 @@ pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         c.to_string()
     } else {
         "a panic without a message".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_not_open_is_indexed_once_per_snapshot() {
+        let text = "def f(x: f32) -> f32:\r\n    return x # é𝔸\rpass\n";
+        let mut db = Database::default();
+        let file = db.add_file("m.tsr", text);
+        let snapshot = State {
+            db,
+            sources: Sources::default(),
+            docs: Arc::default(),
+            uris: Arc::default(),
+            reloaded: false,
+        }
+        .snapshot();
+        let first = snapshot.line_index(file);
+        assert!(Arc::ptr_eq(&first, &snapshot.line_index(file)));
+        assert!(Arc::ptr_eq(&first, &snapshot.clone().line_index(file)));
+        assert_eq!(*first, LineIndex::new(text));
     }
 }

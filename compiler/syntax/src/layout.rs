@@ -182,11 +182,15 @@ impl<'a> Layout<'a> {
         code.trim_end().ends_with(':')
     }
 
-    /// Whether nothing but a comment follows `span` on its line.
+    /// Whether nothing but a comment follows `span` on its line. Stops at
+    /// the first character that is not a space: a line of many `{` does not
+    /// scan its rest once per `{`.
     fn rest_of_line_empty(&self, span: Span) -> bool {
         let rest = self.text.get(span.end as usize..).unwrap_or_default();
-        let line = rest.split('\n').next().unwrap_or_default();
-        line.split('#').next().unwrap_or_default().trim().is_empty()
+        rest.chars()
+            .take_while(|&c| c != '\n')
+            .find(|c| !c.is_whitespace())
+            .is_none_or(|c| c == '#')
     }
 
     /// Ends the logical line before the token at `offset`, which starts a
@@ -217,12 +221,16 @@ impl<'a> Layout<'a> {
             return;
         }
         let after_operand = self.out.last().is_some_and(|t| ends_operand(&t.1));
-        let starts_new_statement = match tok {
-            Tok::For => self.starts_loop(span),
-            _ => starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand),
-        };
         let broke_line = std::mem::take(&mut self.line_break_in_brackets);
-        let indent = self.indent_of(span.start).0;
+        // Only a token that starts a line inside brackets can close them, so
+        // only its indentation and the rest of its line are looked at: doing
+        // it for every token would scan a long line once per token on it.
+        let starts_new_statement = broke_line
+            && match tok {
+                Tok::For => self.starts_loop(span),
+                _ => starts_statement_only(&tok) || (matches!(tok, Tok::Name(_)) && after_operand),
+            };
+        let indent = if broke_line { self.indent_of(span.start).0 } else { 0 };
         let level = self.levels.last().map_or(0, |l| l.width8);
         if broke_line && starts_new_statement && indent <= level {
             self.close_unclosed(span.start, "this line starts a new statement");
@@ -699,5 +707,16 @@ mod tests {
         let opens = toks.iter().filter(|t| t.1 == Tok::LParen).count();
         let closes = toks.iter().filter(|t| t.1 == Tok::RParen).count();
         assert_eq!((opens, closes), (MAX_BRACKET_DEPTH, MAX_BRACKET_DEPTH));
+    }
+
+    #[test]
+    fn a_brace_ends_a_header_only_before_spaces_or_a_comment() {
+        check("if a {  \t# c\n    b\n", expect!["if a : NL INDENT b NL DEDENT !E0030"]);
+        check("if a {\r\n    b\n", expect!["if a : NL INDENT b NL DEDENT !E0030"]);
+        check("if a { b }\n", expect!["if a { b } NL"]);
+        check(
+            "if a {} or a {} or a {\n    b\n",
+            expect!["if a { } or a { } or a : NL INDENT b NL DEDENT !E0030"],
+        );
     }
 }
