@@ -80,8 +80,13 @@ impl<R: AsyncRead + Unpin> Frames<R> {
 
     /// The next frame, or None at the end of the stream.
     async fn next(&mut self) -> Option<Frame> {
-        if std::mem::take(&mut self.resync) && !self.skip_to_header().await {
-            return None;
+        // Cleared only once skipped: this future may be dropped while it
+        // waits for more bytes, and the next call skips on.
+        if self.resync {
+            if !self.skip_to_header().await {
+                return None;
+            }
+            self.resync = false;
         }
         let frame = self.frame().await;
         self.resync = matches!(frame, Some(Frame::BadHeaders(_)));
@@ -106,24 +111,33 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             }
         };
         let headers = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
-        self.buffer.drain(..end + blank);
         let length = headers.split('\n').find_map(|line| {
             let (name, value) = line.split_once(':')?;
             name.trim()
                 .eq_ignore_ascii_case("content-length")
                 .then(|| value.trim().parse::<usize>())
         });
-        let length = match length {
-            None => return Some(Frame::BadHeaders("the headers have no `Content-Length`")),
-            Some(Err(_)) => return Some(Frame::BadHeaders("the `Content-Length` is not a number")),
-            Some(Ok(n)) => n,
+        let bad = match length {
+            None => Some("the headers have no `Content-Length`"),
+            Some(Err(_)) => Some("the `Content-Length` is not a number"),
+            Some(Ok(_)) => None,
         };
-        while self.buffer.len() < length {
+        if let Some(bad) = bad {
+            self.buffer.drain(..end + blank);
+            return Some(Frame::BadHeaders(bad));
+        }
+        let body = end + blank + length.and_then(Result::ok).unwrap_or(0);
+        // The headers stay in the buffer until the whole body is there:
+        // `merge_output` may drop this future at any `fill` (when an answer
+        // of its own is ready first), and the next call must find the frame
+        // whole, not a body without its headers.
+        while self.buffer.len() < body {
             if !self.fill().await {
                 return None;
             }
         }
-        Some(Frame::Body(self.buffer.drain(..length).collect()))
+        self.buffer.drain(..end + blank);
+        Some(Frame::Body(self.buffer.drain(..body - end - blank).collect()))
     }
 }
 
@@ -331,6 +345,32 @@ mod tests {
         let mut frames = Frames::new(input);
         assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"{}"));
         assert!(matches!(frames.next().await, Some(Frame::BadHeaders(_))));
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"null"));
+        assert!(frames.next().await.is_none());
+    }
+
+    /// `merge_output` drops a `next()` that waits for bytes when an answer
+    /// of its own is ready first; the frame must come whole from the next
+    /// call (its headers had been dropped with the first, and the body was
+    /// then read as headers: a response or a notification was lost).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_frame_read_in_pieces_survives_a_dropped_read() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut frames = Frames::new(server);
+        async fn dropped(frames: &mut Frames<tokio::io::DuplexStream>) {
+            tokio::select! {
+                biased;
+                _ = frames.next() => panic!("the frame is not whole yet"),
+                _ = std::future::ready(()) => {}
+            }
+        }
+        client.write_all(b"Content-Length: 10\r\n").await.unwrap();
+        dropped(&mut frames).await;
+        client.write_all(b"\r\n{\"a\"").await.unwrap();
+        dropped(&mut frames).await;
+        client.write_all(b":1234}Content-Length: 4\r\n\r\nnull").await.unwrap();
+        drop(client);
+        assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"{\"a\":1234}"));
         assert!(matches!(frames.next().await, Some(Frame::Body(b)) if b == b"null"));
         assert!(frames.next().await.is_none());
     }
