@@ -436,6 +436,16 @@ impl Copies<'_> {
                 }
                 None => format!("remove this wait, or start a copy with `stage={stage}` before it"),
             };
+            // One stage in flight: this wait was meant for it. Its copies'
+            // reads before a wait and their missing wait are this mistake
+            // again, not reported a second and third time; they stay in
+            // flight, so a right wait after this one still finds them.
+            if others.len() == 1 {
+                for copy in &flow.copies {
+                    self.reported_uses.insert(copy.copy);
+                    self.reported_unwaited.insert(copy.copy);
+                }
+            }
             self.diagnostics.push(
                 Diagnostic::error(Code::E0804, format!("no async copy is in flight in stage {stage}"))
                     .with_primary(
