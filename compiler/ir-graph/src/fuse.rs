@@ -979,16 +979,16 @@ fn accumulate_of(m: &Module, op: OpId) -> ScalarType {
         .unwrap_or(ScalarType::F32)
 }
 
-/// Whether the code generator computes the matmul `op` on operands of
-/// `elem` with tensor cores (or matrix cores) on `target`: 16-bit floats
-/// into f32 everywhere, fp8 into f32 on sm_90a.
+/// Whether the matmul `op` on operands of `elem` is sized as one on tensor
+/// cores (or matrix cores) on `target`: its types have a matrix
+/// instruction there, by the table `lower-tile-to-target` picks them from,
+/// and it accumulates floats. Integer products (`mma.sync` of i8 into
+/// i32) keep the CUDA cores' accumulator budget: sm_90a's default tile of
+/// them spilled 500 bytes.
 fn on_tensor_cores(m: &Module, op: OpId, target: &Target, elem: ScalarType) -> bool {
-    let operands = match elem {
-        ScalarType::BF16 | ScalarType::F16 => true,
-        ScalarType::F8E4M3 | ScalarType::F8E5M2 => target.name == "sm_90a",
-        _ => false,
-    };
-    operands && accumulate_of(m, op) == ScalarType::F32
+    let acc = accumulate_of(m, op);
+    acc.is_float()
+        && tessera_ir_tile::Target::from_name(target.name).is_some_and(|t| !t.matrix_instructions(elem, acc).is_empty())
 }
 
 /// Halves the larger of a tile's first two dims (its columns on a tie)

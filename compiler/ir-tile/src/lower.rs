@@ -933,13 +933,9 @@ impl Lowering {
         let elem = a_ty.elem().unwrap_or(ScalarType::F32);
         let acc_elem = result.elem().unwrap_or(ScalarType::F32);
         let dims = shape::mma_dims(&a_ty, &b_ty, &result).ok();
-        let (mdim, ndim, kdim) = match &dims {
-            Some((m, n, k)) => (
-                m.as_const().unwrap_or(0),
-                n.as_const().unwrap_or(0),
-                k.as_const().unwrap_or(0),
-            ),
-            None => (0, 0, 0),
+        let (mdim, ndim) = match &dims {
+            Some((m, n, _)) => (m.as_const().unwrap_or(0), n.as_const().unwrap_or(0)),
+            None => (0, 0),
         };
         let fits = |instr: [i64; 3]| dims.as_ref().is_some_and(|(m, n, k)| divisible(&[m, n, k], &instr));
         let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
@@ -989,17 +985,13 @@ impl Lowering {
                 if let Some(n) = wgmma_n.filter(|_| (fp16 || fp8) && a_readable && b_shared) {
                     return self.wgmma(b, [a, bv, acc], [64, n, k_step], lagged, false, result);
                 }
-                let instr = match elem {
-                    _ if fp16
-                        && (acc_elem == ScalarType::F32 || acc_elem == ScalarType::F16 && elem == ScalarType::F16) =>
-                    {
-                        Some([16, 8, 16])
-                    }
-                    ScalarType::I8 | ScalarType::U8 if acc_elem == ScalarType::I32 => Some([16, 8, 32]),
-                    _ if fp8 && self.target == Target::Sm90a && acc_elem == ScalarType::F32 => Some([16, 8, 32]),
-                    _ => None,
-                };
-                match instr.filter(|&i| fits(i)) {
+                let instr = self
+                    .target
+                    .matrix_instructions(elem, acc_elem)
+                    .iter()
+                    .copied()
+                    .find(|&i| fits(i));
+                match instr {
                     Some(instr) => {
                         let a_reg = self.to_registers(b, a, false);
                         let b_reg = self.to_registers(b, bv, true);
@@ -1015,13 +1007,13 @@ impl Lowering {
                 }
             }
             Family::Amdgpu => {
-                let candidates: &[[i64; 3]] = match elem {
-                    _ if fp16 && acc_elem == ScalarType::F32 => &[[32, 32, 8], [16, 16, 16]],
-                    ScalarType::F32 if acc_elem == ScalarType::F32 => &[[32, 32, 2], [16, 16, 4]],
-                    _ => &[],
-                };
-                let _ = kdim;
-                match candidates.iter().copied().find(|&i| fits(i)) {
+                let instr = self
+                    .target
+                    .matrix_instructions(elem, acc_elem)
+                    .iter()
+                    .copied()
+                    .find(|&i| fits(i));
+                match instr {
                     Some(instr) => {
                         let a_reg = self.to_registers(b, a, false);
                         let b_reg = self.to_registers(b, bv, false);

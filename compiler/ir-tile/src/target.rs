@@ -1,7 +1,7 @@
 //! The compilation targets a module names in its `target` attribute, what
 //! each provides, and how a module says it is at the Target layer.
 
-use tessera_ir::{Attr, Module, OpId};
+use tessera_ir::{Attr, Module, OpId, ScalarType};
 
 /// A module's `target` attribute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,6 +86,32 @@ impl Target {
             Target::Sm80 | Target::Sm90a => Family::Nvptx,
             Target::Gfx90a | Target::Gfx942 => Family::Amdgpu,
             Target::Cpu => Family::Cpu,
+        }
+    }
+
+    /// The shapes `[m, n, k]` of the matrix instruction (`mma.sync` on
+    /// NVIDIA GPUs, MFMA on AMD's) that a product of `elem` operands into
+    /// `acc` may take on the target, the preferred first; none where it
+    /// runs on the CUDA cores or the CPU. `lower-tile-to-target` picks the
+    /// first that tiles the product, and `fuse` sizes tiles by whether
+    /// there is one; `wgmma` on sm_90a takes a subset of the same types.
+    pub fn matrix_instructions(self, elem: ScalarType, acc: ScalarType) -> &'static [[i64; 3]] {
+        let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
+        match self.family() {
+            Family::Nvptx => match elem {
+                _ if fp16 && (acc == ScalarType::F32 || acc == ScalarType::F16 && elem == ScalarType::F16) => {
+                    &[[16, 8, 16]]
+                }
+                ScalarType::I8 | ScalarType::U8 if acc == ScalarType::I32 => &[[16, 8, 32]],
+                _ if elem.is_fp8() && self == Target::Sm90a && acc == ScalarType::F32 => &[[16, 8, 32]],
+                _ => &[],
+            },
+            Family::Amdgpu => match elem {
+                _ if fp16 && acc == ScalarType::F32 => &[[32, 32, 8], [16, 16, 16]],
+                ScalarType::F32 if acc == ScalarType::F32 => &[[32, 32, 2], [16, 16, 4]],
+                _ => &[],
+            },
+            Family::Cpu => &[],
         }
     }
 
