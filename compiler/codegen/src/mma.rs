@@ -75,7 +75,7 @@ pub(crate) fn emit(f: &mut FnEmitter, op: OpId, name: &str) -> Result<(), Codege
         n.text().parse::<i64>(),
         k.text().parse::<i64>(),
     );
-    let fp16 = matches!(a.elem, ScalarType::BF16 | ScalarType::F16) && a.elem == b.elem && acc == ScalarType::F32;
+    let fp16 = tessera_ir_tile::sixteen_bit_into_f32(a.elem, b.elem, acc);
     let wgmma_k = wgmma_operands(a.elem, b.elem)
         .filter(|_| acc == ScalarType::F32)
         .map(|o| o.k);

@@ -979,16 +979,13 @@ fn accumulate_of(m: &Module, op: OpId) -> ScalarType {
         .unwrap_or(ScalarType::F32)
 }
 
-/// Whether the matmul `op` on operands of `elem` is sized as one on tensor
-/// cores (or matrix cores) on `target`: its types have a matrix
-/// instruction there, by the table `lower-tile-to-target` picks them from,
-/// and it accumulates floats. Integer products (`mma.sync` of i8 into
-/// i32) keep the CUDA cores' accumulator budget: sm_90a's default tile of
-/// them spilled 500 bytes.
+/// Whether the matmul `op` on operands of `elem` is computed on tensor
+/// cores (or matrix cores) on `target`, as the code generator decides it
+/// (`Target::computes_on_matrix_units`); the others are sized for the
+/// CUDA cores' registers.
 fn on_tensor_cores(m: &Module, op: OpId, target: &Target, elem: ScalarType) -> bool {
-    let acc = accumulate_of(m, op);
-    acc.is_float()
-        && tessera_ir_tile::Target::from_name(target.name).is_some_and(|t| !t.matrix_instructions(elem, acc).is_empty())
+    tessera_ir_tile::Target::from_name(target.name)
+        .is_some_and(|t| t.computes_on_matrix_units(elem, elem, accumulate_of(m, op)))
 }
 
 /// Halves the larger of a tile's first two dims (its columns on a tie)

@@ -43,7 +43,9 @@ pub use multiple::{strides_aligned, Multiples};
 pub use nvptx::{mbarrier_type, NvptxDialect, PRODUCER_THREADS, TENSOR_MAP_RANK};
 pub use rules::{shared_allocations, shared_total};
 pub use shape::{pad_of, swizzle_fits, swizzle_of};
-pub use target::{func_at_target_layer, is_target_layer, Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER};
+pub use target::{
+    func_at_target_layer, is_target_layer, sixteen_bit_into_f32, Family, Target, LAYER_ATTR, TARGET_ATTR, TARGET_LAYER,
+};
 pub use tile::{check_rng_probability, print_pieces, PrintPiece, RNG_DISTS};
 pub use tile::{TileDialect, TARGET_DEPENDENT, WRITES_NO_MEMORY};
 

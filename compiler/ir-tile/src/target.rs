@@ -115,6 +115,21 @@ impl Target {
         }
     }
 
+    /// Whether the code generator computes a product of `a` by `b` into
+    /// `acc` on tensor cores (or matrix cores) on the target, when its tile
+    /// shape lets it: 16-bit floats of one kind into f32 on every GPU
+    /// (`mma.sync`, `wgmma`, `v_mfma`), fp8 into f32 on sm_90a (`wgmma`).
+    /// Every other product, even one the Target IR holds as a matrix
+    /// instruction ([`Target::matrix_instructions`]), is computed in scalar
+    /// FMAs; `fuse` sizes a product's tile by this.
+    pub fn computes_on_matrix_units(self, a: ScalarType, b: ScalarType, acc: ScalarType) -> bool {
+        match self {
+            Target::Cpu => false,
+            Target::Sm90a if a.is_fp8() && b.is_fp8() => acc == ScalarType::F32,
+            _ => sixteen_bit_into_f32(a, b, acc),
+        }
+    }
+
     /// Shared memory (LDS) one block may use, in bytes (the same limits as
     /// the source-level checker's).
     pub fn max_shared_bytes(self) -> u64 {
@@ -214,4 +229,10 @@ mod tests {
         assert_eq!(Target::Gfx942.default_max_registers(1024), Some(128));
         assert_eq!(Target::from_name("sm_70"), None);
     }
+}
+
+/// A product of 16-bit floats of one kind (f16 or bf16) into f32: what
+/// `mma.sync` and `v_mfma` compute on matrix units in the code generator.
+pub fn sixteen_bit_into_f32(a: ScalarType, b: ScalarType, acc: ScalarType) -> bool {
+    matches!(a, ScalarType::BF16 | ScalarType::F16) && a == b && acc == ScalarType::F32
 }
