@@ -232,7 +232,8 @@ fn failures_are_diagnostics_with_codes_and_spans() {
     let d = error(text, &[]);
     assert_eq!(d.code, Code::E1008);
     assert!(
-        d.message.contains("a block of 4096 threads, and a block holds at most 1024"),
+        d.message
+            .contains("a block of 4096 threads, and a block holds at most 1024"),
         "{}",
         d.message
     );

@@ -1146,7 +1146,9 @@ impl<'a> Infer<'a> {
                                     // Not a polynomial: written as Python
                                     // counts it, `(N + 1) // 2`.
                                     None => span.div_ceil(k).or_else(|| {
-                                        (k > 0).then(|| Poly::opaque(&format!("({}) // {k}", span.add(&Poly::constant(k - 1)))))
+                                        (k > 0).then(|| {
+                                            Poly::opaque(&format!("({}) // {k}", span.add(&Poly::constant(k - 1))))
+                                        })
                                     }),
                                 }
                             });
@@ -1492,15 +1494,28 @@ impl<'a> Infer<'a> {
             self.error(
                 Diagnostic::error(
                     Code::E0217,
-                    format!("`{}` is compiled for blocks of {}, but the launch asks for {}", sig.name, shape(declared), shape(&sizes)),
+                    format!(
+                        "`{}` is compiled for blocks of {}, but the launch asks for {}",
+                        sig.name,
+                        shape(declared),
+                        shape(&sizes)
+                    ),
                 )
                 .with_primary(self.at(block.span), format!("not the header's {}", shape(declared)))
-                .with_help(format!("launch it with `block={}`, the shape its header declares", shape(declared)))
+                .with_help(format!(
+                    "launch it with `block={}`, the shape its header declares",
+                    shape(declared)
+                ))
                 .with_fix(
-                    Fix::new(format!("launch blocks of {}", shape(declared)), Applicability::MachineApplicable)
-                        .with_edit(self.at(block.span), shape(declared)),
+                    Fix::new(
+                        format!("launch blocks of {}", shape(declared)),
+                        Applicability::MachineApplicable,
+                    )
+                    .with_edit(self.at(block.span), shape(declared)),
                 )
-                .with_note("a thread's linear index and its warp are computed for the block's shape as the kernel declares it"),
+                .with_note(
+                    "a thread's linear index and its warp are computed for the block's shape as the kernel declares it",
+                ),
             );
         }
     }
@@ -2043,13 +2058,13 @@ impl<'a> Infer<'a> {
         // symbolic dim in host code (a helper's `f64[R]`) is known then.
         if matches!(b.path, "allclose" | "assert_allclose") {
             let side = |name: &str, k: usize| keyword(name).or_else(|| positional.get(k).copied());
-            let constant = |t: &Ty| {
-                matches!(t, Ty::Tensor(TensorTy { dims: Some(d), .. }) if d.iter().all(|p| p.as_const().is_some()))
-            };
+            let constant = |t: &Ty| matches!(t, Ty::Tensor(TensorTy { dims: Some(d), .. }) if d.iter().all(|p| p.as_const().is_some()));
             if let (Some(actual), Some(expected)) = (side("actual", 0), side("expected", 1)) {
                 if constant(&actual.ty) && constant(&expected.ty) {
                     let what = format!("`{}`", b.path);
-                    if self.broadcast_op(&what, &actual.ty, &expected.ty, e.span, actual.expr, expected.expr) == Ty::Unknown {
+                    if self.broadcast_op(&what, &actual.ty, &expected.ty, e.span, actual.expr, expected.expr)
+                        == Ty::Unknown
+                    {
                         return Ty::Unknown;
                     }
                 }
