@@ -209,6 +209,12 @@ pub fn func_at_target_layer(m: &Module, func: OpId) -> bool {
     is_target_layer(m) || matches!(m.attr(func, LAYER_ATTR), Some(Attr::Str(s)) if s == TARGET_LAYER)
 }
 
+/// A product of 16-bit floats of one kind (f16 or bf16) into f32: what
+/// `mma.sync` and `v_mfma` compute on matrix units in the code generator.
+pub fn sixteen_bit_into_f32(a: ScalarType, b: ScalarType, acc: ScalarType) -> bool {
+    matches!(a, ScalarType::BF16 | ScalarType::F16) && a == b && acc == ScalarType::F32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,10 +235,4 @@ mod tests {
         assert_eq!(Target::Gfx942.default_max_registers(1024), Some(128));
         assert_eq!(Target::from_name("sm_70"), None);
     }
-}
-
-/// A product of 16-bit floats of one kind (f16 or bf16) into f32: what
-/// `mma.sync` and `v_mfma` compute on matrix units in the code generator.
-pub fn sixteen_bit_into_f32(a: ScalarType, b: ScalarType, acc: ScalarType) -> bool {
-    matches!(a, ScalarType::BF16 | ScalarType::F16) && a == b && acc == ScalarType::F32
 }
