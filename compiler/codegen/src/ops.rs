@@ -365,6 +365,15 @@ fn checked_ptr(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> String {
     if f.info().abi != Abi::Cpu || b.space == MemSpace::Local || idx.is_empty() {
         return at;
     }
+    let ok = reported_in_bounds(f, b, idx);
+    f.declare("@tsr_oob_sink = internal global [64 x i8] zeroinitializer, align 64");
+    f.val(format!("select i1 {ok}, ptr {at}, ptr @tsr_oob_sink"))
+}
+
+/// Whether every index of `idx` is inside its dim of `b`, as an `i1`; an
+/// index outside is reported to the runtime (`tessera_cpu_oob`, E1007, at
+/// the op's source) first.
+fn reported_in_bounds(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> String {
     let mut ok = "true".to_string();
     for (i, d) in idx.iter().zip(&b.dims) {
         // Unsigned: a negative index is out of bounds too.
@@ -393,8 +402,7 @@ fn checked_ptr(f: &mut FnEmitter, b: &Buffer, idx: &[String]) -> String {
     ));
     f.br(&inside);
     f.start_block(&inside);
-    f.declare("@tsr_oob_sink = internal global [64 x i8] zeroinitializer, align 64");
-    f.val(format!("select i1 {ok}, ptr {at}, ptr @tsr_oob_sink"))
+    ok
 }
 
 fn load(f: &mut FnEmitter, op: OpId) -> R {
@@ -430,7 +438,16 @@ fn view(f: &mut FnEmitter, op: OpId) -> R {
     }
     let mut idx = indices(f, op, 1, n)?;
     idx.resize(b.dims.len(), "0".to_string());
-    let base = f.element_ptr(&b, &idx);
+    let mut base = f.element_ptr(&b, &idx);
+    // On the CPU a view whose leading indices are out of bounds (slot 2 of
+    // two) is reported, and starts at the buffer's own start instead: it
+    // has the extent of the buffer's trailing dims, so what is done through
+    // it stays inside the buffer.
+    if f.info().abi == Abi::Cpu && n > 0 {
+        let ok = reported_in_bounds(f, &b, &idx);
+        let start = f.element_ptr(&b, &vec!["0".to_string(); b.dims.len()]);
+        base = f.val(format!("select i1 {ok}, ptr {base}, ptr {start}"));
+    }
     let dims = b.dims[n..].to_vec();
     f.set(op, Val::Buffer(Buffer { base, dims, ..b }));
     Ok(())

@@ -722,6 +722,20 @@ def total(x: f32[-1]) -> f32:
     return op.sum(x)
 ```",
 
+    E0314: "index out of range" =>
+"A constant index is past the end of a dim whose size is a constant:
+dim 0 of a buffer of two slots has the indices 0 and 1.
+
+```tessera
+@kernel tile[(128,)]
+def k(x: f32[N], out: mut f32[N]):
+    bufs = tshared.alloc[f32](2, 128)
+    tile.async_copy(bufs[2], x[0:128], stage=0)
+    tile.wait_async(stage=0)
+```
+
+Index within the dim (`bufs[1]`), or allocate more slots.",
+
     E0401: "effect not declared" =>
 "A function with an `effects(...)` clause performs an effect the clause
 does not list, directly or through a function it calls. The clause must

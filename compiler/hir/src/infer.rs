@@ -1195,7 +1195,30 @@ impl<'a> Infer<'a> {
                             }) => kept.extend(index_dims.iter().cloned()),
                             _ => kept.push(Poly::opaque(&crate::pretty::expr(&args[i].value))),
                         },
-                        Some(_) => {}
+                        // A constant index past a constant dim: in a kernel
+                        // an async copy into slot 2 of two overran shared
+                        // memory; elsewhere it stopped the run (E1007).
+                        Some(_) => {
+                            let at = self.sizes.substitute(&dim_poly(&args[i].value)).as_const();
+                            let size = self.sizes.substitute(dim).as_const();
+                            if let (Some(c), Some(d)) = (at, size) {
+                                if c >= d || c < -d {
+                                    let base_text = match &e.kind {
+                                        ExprKind::Subscript { base, .. } => crate::pretty::expr(base),
+                                        _ => "the tensor".to_string(),
+                                    };
+                                    self.error(
+                                        Diagnostic::error(
+                                            Code::E0314,
+                                            format!("index {c} is out of range for dim {i} of `{base_text}`, of size {d}"),
+                                        )
+                                        .with_primary(self.at(args[i].value.span), format!("dim {i} has indices 0 to {}", d - 1))
+                                        .with_secondary(self.at(e.span), format!("this is {base}")),
+                                    );
+                                    return Ty::Unknown;
+                                }
+                            }
+                        }
                     }
                 }
                 if kept.is_empty() {
