@@ -390,6 +390,14 @@ impl Copies<'_> {
                 self.expr(&arg.value, flow);
             }
         }
+        // A destination in global memory is refused as such (E0203); the
+        // copy is not taken as one in flight.
+        let global = dst.and_then(|d| self.ctx.types.get(&d.value.span)).is_some_and(
+            |t| matches!(t, Ty::Tensor(t) if t.space != Some(Space::Shared)),
+        );
+        if global {
+            return;
+        }
         let stage = keyword(args, "stage")
             .or(positional.get(2).copied())
             .and_then(|a| int(&a.value));

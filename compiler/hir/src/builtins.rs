@@ -214,6 +214,42 @@ pub const GEOMETRY: [&str; 5] = [
 /// The scopes of `tile.fence`: the threads that see its ordering.
 pub const FENCE_SCOPES: [&str; 3] = ["block", "device", "system"];
 
+/// The string arguments that name one of a few choices, checked when the
+/// argument is written (each choice list is the IR verifier's for the
+/// attribute the lowering gives it): builtin, parameter, the choices, and
+/// what the default does.
+pub const CHOICES: [(&str, &str, &[&str], &str); 6] = [
+    (
+        "tile.fence",
+        "scope",
+        &FENCE_SCOPES,
+        "\"device\" (the default) orders the accesses for every thread of the grid, as `__threadfence()` does",
+    ),
+    (
+        "tile.reduce",
+        "op",
+        &["sum", "max", "min", "prod"],
+        "\"sum\" (the default) adds; CUDA's and NumPy's `add` is `sum`",
+    ),
+    (
+        "tile.reduce",
+        "order",
+        &["tree", "unordered"],
+        "\"tree\" (the default) fixes the association order, and \"unordered\" leaves it to the target",
+    ),
+    ("cast", "rounding", &ROUNDINGS, "\"nearest_even\" (the default) is IEEE round to nearest, ties to even"),
+    (
+        "numerics.policy",
+        "rounding",
+        &ROUNDINGS,
+        "\"nearest_even\" (the default) is IEEE round to nearest, ties to even",
+    ),
+    ("op.all_reduce", "algo", &["binary_tree", "ring"], "\"binary_tree\" (the default) is deterministic"),
+];
+
+/// The rounding modes of a conversion.
+pub const ROUNDINGS: [&str; 6] = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "stochastic"];
+
 /// The methods of host code's strings, as Python's: (name, what it does).
 pub const STR_METHODS: [(&str, &str); 12] = [
     ("join", "The items of an iterable of strings, this string between them."),

@@ -362,22 +362,51 @@ impl<'a> Infer<'a> {
                 return;
             }
         }
-        if matches!(declared, Ty::Tensor(_)) && matches!(ty, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool) {
+        // Each part of a tuple against its declared type, at its own
+        // expression where the value is written as a tuple (`return a, b`).
+        if let (Ty::Tuple(have), Ty::Tuple(want)) = (&ty, &declared) {
+            let items = match &value.unparen().kind {
+                ExprKind::Tuple(items) if items.len() == have.len() => Some(items),
+                _ => None,
+            };
+            for (i, (h, w)) in have.iter().zip(want).enumerate() {
+                self.check_returned_part(h, w, items.map_or(value, |items| &items[i]));
+            }
+            return;
+        }
+        self.check_returned_part(&ty, &declared, value);
+    }
+
+    /// A returned value (or one part of a returned tuple) against its
+    /// declared type: a scalar for a tensor or a tensor for a scalar, the
+    /// dtype, and the dims.
+    fn check_returned_part(&mut self, ty: &Ty, declared: &Ty, value: &Expr) {
+        let scalar = |t: &Ty| matches!(t, Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool);
+        let mismatch = match (declared, ty) {
+            (Ty::Tensor(_), t) if scalar(t) => Some(("a scalar", "the tensor", "return a tensor of the declared shape".to_string())),
+            (d, Ty::Tensor(TensorTy { dims: Some(dims), .. })) if scalar(d) && !dims.is_empty() => Some((
+                "a tensor",
+                "the scalar",
+                format!(
+                    "reduce it to one value (`op.sum({x}, accumulate=f32)`, `float({x}[0])`), or declare the tensor: `{ty}`",
+                    x = crate::pretty::expr(value)
+                ),
+            )),
+            _ => None,
+        };
+        if let Some((returned, kind, help)) = mismatch {
             self.error(
                 Diagnostic::error(
                     Code::E0203,
-                    format!(
-                        "this returns a scalar, and `{}` declares the tensor `{declared}`",
-                        self.sig.name
-                    ),
+                    format!("this returns {returned}, and `{}` declares {kind} `{declared}`", self.sig.name),
                 )
                 .with_primary(self.at(value.span), format!("this is {ty}"))
-                .with_help("return a tensor of the declared shape"),
+                .with_help(help),
             );
             return;
         }
-        self.check_assignable(&ty, &declared, value, "the returned value");
-        self.check_returned_dims(&ty, &declared, value);
+        self.check_assignable(ty, declared, value, "the returned value");
+        self.check_returned_dims(ty, declared, value);
     }
 
     /// E0203 for a returned tensor whose dims are not the declared ones as
@@ -2009,7 +2038,13 @@ impl<'a> Infer<'a> {
                 .iter()
                 .find(|a| a.name == Some(name))
                 .or_else(|| args.iter().filter(|a| a.name.is_none()).nth(index));
-            if let Some(a) = written {
+            // An async copy's destination in global memory is refused as
+            // such (E0203), not as a write to a parameter that is not `mut`.
+            let global_copy = |a: &&ArgTy| {
+                matches!(b.path, "tile.async_copy" | "tile.cp_async")
+                    && matches!(&a.ty, Ty::Tensor(t) if t.space != Some(Space::Shared))
+            };
+            if let Some(a) = written.filter(|a| !global_copy(a)) {
                 self.check_store_target(a.expr);
             }
         }
@@ -2550,29 +2585,54 @@ impl<'a> Infer<'a> {
             }
             return refused;
         }
-        if b.path == "tile.fence" {
-            let scope = args.iter().find(|a| a.name == Some("scope")).or(first);
-            if let Some(scope) = scope {
-                let named = match &scope.expr.unparen().kind {
-                    ExprKind::Str(s) => Some(s.as_str()),
-                    _ => None,
-                };
-                if !named.is_some_and(|s| crate::builtins::FENCE_SCOPES.contains(&s)) {
-                    let label = match named {
-                        Some(s) => format!("\"{s}\""),
-                        None => "not a string literal".to_string(),
-                    };
-                    self.error(
-                        Diagnostic::error(
-                            Code::E0204,
-                            "the `scope` of `tile.fence` is \"block\", \"device\" or \"system\"",
-                        )
-                        .with_primary(self.at(scope.expr.span), label)
-                        .with_help("\"device\" (the default) orders the accesses for every thread of the grid, as `__threadfence()` does"),
-                    );
-                }
+        // A string that names one of a few choices (E0901 at the IR
+        // verifier, before, for `tile.reduce(x, op="add")`).
+        for (path, param, choices, default) in crate::builtins::CHOICES {
+            if path != b.path {
+                continue;
             }
-            return refused;
+            let position = names.iter().position(|n| *n == param);
+            let given = args.iter().find(|a| a.name == Some(param)).or_else(|| {
+                position.and_then(|k| args.iter().filter(|a| a.name.is_none()).nth(k))
+            });
+            let Some(given) = given else { continue };
+            let named = match &given.expr.unparen().kind {
+                ExprKind::Str(s) => Some(s.as_str()),
+                _ => None,
+            };
+            if named.is_some_and(|s| choices.contains(&s)) {
+                continue;
+            }
+            let listed: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
+            let label = match named {
+                Some(s) => format!("\"{s}\""),
+                None => "not a string literal".to_string(),
+            };
+            let mut diag = Diagnostic::error(
+                Code::E0204,
+                format!("the `{param}` of `{path}` is one of {}", listed.join(", ")),
+            )
+            .with_primary(self.at(given.expr.span), label);
+            diag = match named.and_then(|s| did_you_mean(s, choices.iter().copied())) {
+                Some(near) => diag.with_help(format!("did you mean \"{near}\"?")).with_fix(
+                    Fix::new(format!("write \"{near}\""), Applicability::MachineApplicable)
+                        .with_edit(self.at(given.expr.span), format!("\"{near}\"")),
+                ),
+                None => diag.with_help(default),
+            };
+            self.error(diag);
+            refused = true;
+        }
+        if matches!(b.path, "tshared.alloc" | "tile.alloc_shared") {
+            let pad = args.iter().find(|a| a.name == Some("bank_pad"));
+            if let Some(pad) = pad.filter(|p| crate::signature::int(&p.expr).is_some_and(|v| v < 0)) {
+                self.error(
+                    Diagnostic::error(Code::E0204, "`bank_pad` is a count of elements, 0 or more")
+                        .with_primary(self.at(pad.expr.span), "a negative padding")
+                        .with_help("pad each row by the elements that shift it to another bank (`bank_pad=8` for f16 rows), or leave it out"),
+                );
+                refused = true;
+            }
         }
         if b.path == "op.dropout" {
             // Dropout scales the kept values by 1 / (1 - p): floats only
@@ -2627,6 +2687,21 @@ impl<'a> Infer<'a> {
                 }
             }
             return refused;
+        }
+        // No atomic updates a bool (LLVM's atomics take 8 bits at least:
+        // `atomicrmw umax i1` stopped the build with E0904).
+        if let (true, Some(first)) = (b.name().starts_with("atomic_"), first) {
+            if first.ty.dtype() == Some(DType::Bool) {
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("`{}` takes no bool element", b.path))
+                        .with_primary(self.at(first.expr.span), format!("this is {}", first.ty))
+                        .with_help(format!(
+                            "keep the flag in an integer (`i32`, 0 or 1) and update it with `{}(flag[0], 1)`",
+                            b.path
+                        )),
+                );
+                return true;
+            }
         }
         let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
         if let (true, Some(first)) = (integers_only, first) {
@@ -2701,6 +2776,29 @@ impl<'a> Infer<'a> {
             let dst = args.iter().find(|a| a.name == Some("dst")).or(operands.next());
             let src = args.iter().find(|a| a.name == Some("src")).or(operands.next());
             if let (Some(dst), Some(src)) = (dst, src) {
+                // Into shared memory only: a global destination stopped the
+                // build (E0903), and a swapped pair was offered `mut`.
+                let shared = |t: &Ty| matches!(t, Ty::Tensor(TensorTy { space: Some(Space::Shared), .. }));
+                if matches!(dst.ty, Ty::Tensor(_)) && !shared(&dst.ty) {
+                    let (d, s) = (crate::pretty::expr(dst.expr), crate::pretty::expr(src.expr));
+                    let mut diag = Diagnostic::error(
+                        Code::E0203,
+                        format!("`{}` copies into a shared buffer, and `{d}` is in global memory", b.path),
+                    )
+                    .with_primary(self.at(dst.expr.span), format!("this is {}", dst.ty));
+                    diag = if shared(&src.ty) && dst.name.is_none() && src.name.is_none() {
+                        diag.with_help(format!("the destination comes first: `{}({s}, {d}, …)`", b.path))
+                            .with_fix(
+                                Fix::new("swap the destination and the source", Applicability::MachineApplicable)
+                                    .with_edit(self.at(dst.expr.span), s.clone())
+                                    .with_edit(self.at(src.expr.span), d.clone()),
+                            )
+                    } else {
+                        diag.with_help("copy into a buffer of `tshared.alloc`, or write global memory with a store (`out[i] = x[i]`)")
+                    };
+                    self.error(diag);
+                    return true;
+                }
                 let tensors = matches!(dst.ty, Ty::Tensor(_)) && matches!(src.ty, Ty::Tensor(_));
                 if let (true, Some(d), Some(s)) = (tensors, dst.ty.dtype(), src.ty.dtype()) {
                     if d != s {
