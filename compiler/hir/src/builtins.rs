@@ -3,7 +3,12 @@
 //! rules, effects, determinism, barrier safety, numerics, and (later)
 //! completion and hover all read this table.
 
+use tessera_base::FileSpan;
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+use tessera_syntax::ast::{Expr, ExprKind};
+
 use crate::effects::{Effect, EffectSet};
+use crate::names::did_you_mean;
 
 /// Where a builtin may be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,6 +251,47 @@ pub const CHOICES: [(&str, &str, &[&str], &str); 6] = [
     ),
     ("op.all_reduce", "algo", &["binary_tree", "ring"], "\"binary_tree\" (the default) is deterministic"),
 ];
+
+/// E0204 for `given`, the argument of `param` of `path`, when it is not a
+/// string literal that names one of `choices`, with a fix to the near one.
+pub fn unknown_choice(
+    path: &str,
+    param: &str,
+    choices: &[&str],
+    default: &str,
+    given: &Expr,
+    at: FileSpan,
+) -> Option<Diagnostic> {
+    let named = match &given.unparen().kind {
+        ExprKind::Str(s) => Some(s.as_str()),
+        _ => None,
+    };
+    if named.is_some_and(|s| choices.contains(&s)) {
+        return None;
+    }
+    let listed: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
+    let label = match named {
+        Some(s) => format!("\"{s}\""),
+        None => "not a string literal".to_string(),
+    };
+    let diag = Diagnostic::error(
+        Code::E0204,
+        format!("the `{param}` of `{path}` is one of {}", listed.join(", ")),
+    )
+    .with_primary(at, label);
+    // A longer or shorter spelling of one (`"stochastic_round"`), or one a
+    // letter or two away.
+    let near = named.and_then(|s| {
+        let affix = choices.iter().copied().find(|c| s.len() >= 3 && (s.starts_with(c) || c.starts_with(s)));
+        affix.or_else(|| did_you_mean(s, choices.iter().copied()))
+    });
+    Some(match near {
+        Some(near) => diag.with_help(format!("did you mean \"{near}\"?")).with_fix(
+            Fix::new(format!("write \"{near}\""), Applicability::MachineApplicable).with_edit(at, format!("\"{near}\"")),
+        ),
+        None => diag.with_help(default),
+    })
+}
 
 /// The rounding modes of a conversion.
 pub const ROUNDINGS: [&str; 6] = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "stochastic"];

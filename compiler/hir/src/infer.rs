@@ -1063,6 +1063,30 @@ impl<'a> Infer<'a> {
         let mut diag = Diagnostic::error(Code::E0102, format!("a tensor has no attribute `{name}`"))
             .with_primary(self.at(span), "not an attribute of tensors")
             .with_note("a tensor's attributes are `shape`, `ndim`, `dtype` and `T`");
+        // PyTorch's and NumPy's conversions: `x.to(f16)`, `x.astype(f16)`,
+        // `x.half()`.
+        let method_args = self.method_call.clone().unwrap_or_default();
+        let to_dtype = match name {
+            "to" | "astype" | "type" if DType::from_name(method_args.trim()).is_some() => Some(method_args.trim().to_string()),
+            "half" => Some("f16".to_string()),
+            "float" => Some("f32".to_string()),
+            "double" => Some("f64".to_string()),
+            "bfloat16" => Some("bf16".to_string()),
+            "int" => Some("i32".to_string()),
+            "long" => Some("i64".to_string()),
+            "astype" | "type" => Some("DTYPE".to_string()),
+            _ => None,
+        };
+        if let Some(dtype) = to_dtype {
+            self.method_call = None;
+            let help = if dtype == "DTYPE" {
+                format!("convert with `cast({receiver}, DTYPE)`, DTYPE a dtype of Tessera's (`f16`, `bf16`, `f32`, `i32`, …)")
+            } else {
+                format!("convert with `cast({receiver}, {dtype})`")
+            };
+            self.error(diag.with_help(help));
+            return;
+        }
         diag = match (function, self.method_call.take()) {
             (Some(f), Some(args)) if args.is_empty() => {
                 diag.with_help(format!("tensor operations are functions: write `{f}({receiver})`"))
@@ -2596,32 +2620,10 @@ impl<'a> Infer<'a> {
                 position.and_then(|k| args.iter().filter(|a| a.name.is_none()).nth(k))
             });
             let Some(given) = given else { continue };
-            let named = match &given.expr.unparen().kind {
-                ExprKind::Str(s) => Some(s.as_str()),
-                _ => None,
-            };
-            if named.is_some_and(|s| choices.contains(&s)) {
-                continue;
+            if let Some(diag) = crate::builtins::unknown_choice(path, param, choices, default, given.expr, self.at(given.expr.span)) {
+                self.error(diag);
+                refused = true;
             }
-            let listed: Vec<String> = choices.iter().map(|c| format!("\"{c}\"")).collect();
-            let label = match named {
-                Some(s) => format!("\"{s}\""),
-                None => "not a string literal".to_string(),
-            };
-            let mut diag = Diagnostic::error(
-                Code::E0204,
-                format!("the `{param}` of `{path}` is one of {}", listed.join(", ")),
-            )
-            .with_primary(self.at(given.expr.span), label);
-            diag = match named.and_then(|s| did_you_mean(s, choices.iter().copied())) {
-                Some(near) => diag.with_help(format!("did you mean \"{near}\"?")).with_fix(
-                    Fix::new(format!("write \"{near}\""), Applicability::MachineApplicable)
-                        .with_edit(self.at(given.expr.span), format!("\"{near}\"")),
-                ),
-                None => diag.with_help(default),
-            };
-            self.error(diag);
-            refused = true;
         }
         if matches!(b.path, "tshared.alloc" | "tile.alloc_shared") {
             let pad = args.iter().find(|a| a.name == Some("bank_pad"));

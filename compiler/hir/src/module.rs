@@ -1,8 +1,8 @@
 //! File-level checks: duplicate definitions and imports.
 
 use tessera_base::{FileSpan, Span};
-use tessera_diagnostics::{Code, Diagnostic};
-use tessera_syntax::ast::StmtKind;
+use tessera_diagnostics::{Applicability, Code, Diagnostic, Fix};
+use tessera_syntax::ast::{Expr, ExprKind, StmtKind};
 
 use crate::builtins;
 use crate::db::{self, Db, SourceFile};
@@ -41,6 +41,10 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                     seen.push((&def.name.name, at(def.name.span)));
                 }
             }
+            // A policy bound at the top level is checked as a call is in a
+            // body: a misspelled keyword (`accum=`) was dropped, and the
+            // functions under the policy reported E0701 instead.
+            StmtKind::Assign { value, .. } => diags.extend(policy_arguments(value, &at)),
             StmtKind::Import(paths) => {
                 for p in paths {
                     let module: Vec<&str> = p.path.segments.iter().map(|s| s.name.as_str()).collect();
@@ -103,4 +107,47 @@ fn unresolved(module: &str, at: tessera_base::FileSpan) -> Diagnostic {
             "modules are `tessera` and sibling files: `{}.tsr` next to this file",
             module.replace('.', "/")
         ))
+}
+
+/// E0204 for the arguments of a top-level `numerics.policy(...)` it does
+/// not take, or whose string names none of its choices.
+fn policy_arguments(value: &Expr, at: &dyn Fn(Span) -> FileSpan) -> Vec<Diagnostic> {
+    let ExprKind::Call { callee, args } = &value.kind else {
+        return Vec::new();
+    };
+    let is_policy = matches!(&callee.kind, ExprKind::Attr { base, name }
+        if name.name == "policy" && matches!(&base.kind, ExprKind::Name(n) if n == "numerics"));
+    let Some(b) = builtins::lookup("numerics.policy").filter(|_| is_policy) else {
+        return Vec::new();
+    };
+    let names = b.param_names();
+    let mut diags = Vec::new();
+    for a in args {
+        let Some(name) = &a.name else { continue };
+        if !names.contains(&name.name.as_str()) {
+            let mut diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{}`", b.path, name.name))
+                .with_primary(at(name.span), "unknown keyword argument");
+            diag = match policy_keyword(&name.name, &names) {
+                Some(s) => diag.with_help(format!("did you mean `{s}`?")).with_fix(
+                    Fix::new(format!("write `{s}`"), Applicability::MachineApplicable).with_edit(at(name.span), s),
+                ),
+                None => diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
+            };
+            diags.push(diag);
+            continue;
+        }
+        for (path, param, choices, default) in builtins::CHOICES {
+            if path == b.path && param == name.name {
+                diags.extend(builtins::unknown_choice(path, param, choices, default, &a.value, at(a.value.span)));
+            }
+        }
+    }
+    diags
+}
+
+/// The parameter of `numerics.policy` a misspelled or shortened keyword
+/// means (`accum` is `accumulate`).
+pub(crate) fn policy_keyword(name: &str, names: &[&'static str]) -> Option<&'static str> {
+    let shortened = (name.len() >= 3).then(|| names.iter().copied().find(|n| n.starts_with(name))).flatten();
+    shortened.or_else(|| did_you_mean(name, names.iter().copied()))
 }

@@ -388,9 +388,17 @@ fn is_policy_call(callee: &Expr) -> bool {
     is_numerics_member(callee, "policy")
 }
 
+/// Whether a policy's arguments give its accumulate dtype: `accumulate=`,
+/// or a keyword that means it (`accum=`, E0204 where the policy is bound),
+/// so that the functions under it do not report E0701 as well.
 fn states_accumulate(args: &[Arg]) -> bool {
-    args.iter()
-        .any(|a| a.name.as_ref().is_some_and(|n| n.name == "accumulate") && !matches!(a.value.kind, ExprKind::None))
+    let names = crate::builtins::lookup("numerics.policy").map(|b| b.param_names()).unwrap_or_default();
+    args.iter().any(|a| {
+        a.name
+            .as_ref()
+            .is_some_and(|n| crate::module::policy_keyword(&n.name, &names) == Some("accumulate"))
+            && !matches!(a.value.kind, ExprKind::None)
+    })
 }
 
 /// The top-level bindings of a file, by name; a later binding replaces an
