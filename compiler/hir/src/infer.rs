@@ -2625,7 +2625,72 @@ impl<'a> Infer<'a> {
                 refused = true;
             }
         }
+        let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+        // `cast(f16, x)`: the dtype first, as in C++'s `static_cast<T>(x)`
+        // (the build stopped at the name `f16`, E0903).
+        if let ("cast", [dtype, value, ..]) = (b.path, positional.as_slice()) {
+            if matches!(dtype.ty, Ty::DTypeValue(_)) && !matches!(value.ty, Ty::DTypeValue(_)) {
+                let (d, v) = (crate::pretty::expr(dtype.expr), crate::pretty::expr(value.expr));
+                self.error(
+                    Diagnostic::error(Code::E0204, "`cast` takes the value, then the dtype")
+                        .with_primary(self.at(dtype.expr.span), "the dtype is the second argument")
+                        .with_help(format!("write `cast({v}, {d})`"))
+                        .with_fix(
+                            Fix::new("swap the arguments", Applicability::MachineApplicable)
+                                .with_edit(self.at(dtype.expr.span), v.clone())
+                                .with_edit(self.at(value.expr.span), d.clone()),
+                        ),
+                );
+                return true;
+            }
+        }
+        // A random draw's stream is a named stream (`stream=3` stopped the
+        // build, E0903).
+        if b.path.starts_with("rng.") && b.path != "rng.stream" {
+            let stream = args.iter().find(|a| a.name == Some("stream"));
+            let literal = stream.filter(|s| matches!(s.expr.unparen().kind, ExprKind::Int(_) | ExprKind::Str(_)));
+            if let Some(stream) = literal {
+                let mut diag = Diagnostic::error(Code::E0203, "a random draw's `stream` is a named stream")
+                    .with_primary(self.at(stream.expr.span), format!("this is {}", stream.ty));
+                diag = match &stream.expr.unparen().kind {
+                    ExprKind::Str(name) => diag.with_help(format!("name it with `rng.stream(\"{name}\")`")).with_fix(
+                        Fix::new("make it a stream", Applicability::MachineApplicable)
+                            .with_edit(self.at(stream.expr.span), format!("rng.stream(\"{name}\")")),
+                    ),
+                    _ => diag.with_help(
+                        "make one with `rng.stream(\"name\")`: draws of one name and seed give the same values wherever they run",
+                    ),
+                };
+                self.error(diag);
+                refused = true;
+            }
+        }
+        // A cooperative group holds at least one thread (`size=0` divided
+        // by zero when run).
+        if b.path == "tile.cooperative_group" {
+            let size = args.iter().find(|a| a.name == Some("size")).or(positional.first().copied());
+            if let Some(size) = size.filter(|s| crate::signature::int(s.expr).is_some_and(|v| v < 1)) {
+                self.error(
+                    Diagnostic::error(Code::E0204, "a cooperative group has at least one thread")
+                        .with_primary(self.at(size.expr.span), "no thread")
+                        .with_help("give the group's threads, a divisor of the block's (`size=32` for a warp)"),
+                );
+                refused = true;
+            }
+        }
         if matches!(b.path, "tshared.alloc" | "tile.alloc_shared") {
+            // Sizes are integers (`128.0` was reported three lines later,
+            // as a tensor stored into one element).
+            for dim in &positional {
+                if let Some(float) = refused_number(&dim.ty, |d| !d.is_float()) {
+                    self.error(
+                        Diagnostic::error(Code::E0203, format!("a shared buffer's dims are integers, not {float}"))
+                            .with_primary(self.at(dim.expr.span), format!("this is {}", dim.ty))
+                            .with_help("write the size as an integer (`128`), or convert it with `int(…)`"),
+                    );
+                    refused = true;
+                }
+            }
             let pad = args.iter().find(|a| a.name == Some("bank_pad"));
             if let Some(pad) = pad.filter(|p| crate::signature::int(&p.expr).is_some_and(|v| v < 0)) {
                 self.error(
