@@ -3655,7 +3655,10 @@ impl<'a> Infer<'a> {
                     format!("kernel `{fn_name}` must be launched with a grid and a block"),
                 )
                 .with_primary(self.at(e.span), "called like a function")
-                .with_help(format!("launch it: `{fn_name}[grid=(blocks,), block=(threads,)](...)`")),
+                .with_help(format!(
+                    "launch it: `{}[grid=(blocks,), block=(threads,)](...)`",
+                    crate::pretty::expr(callee)
+                )),
             ),
             (FnKind::Function | FnKind::Device, true) => self.not_a_kernel(callee, &format!("`{fn_name}`")),
             (FnKind::Device, false) if !self.in_device_code() => self.error(

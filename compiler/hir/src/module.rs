@@ -101,12 +101,19 @@ fn module_exists(db: &dyn Db, file: SourceFile, module: &str) -> bool {
 }
 
 fn unresolved(module: &str, at: tessera_base::FileSpan) -> Diagnostic {
-    Diagnostic::error(Code::E0105, format!("cannot find module `{module}`"))
-        .with_primary(at, "no such module")
-        .with_help(format!(
-            "modules are `tessera` and sibling files: `{}.tsr` next to this file",
-            module.replace('.', "/")
-        ))
+    let diag = Diagnostic::error(Code::E0105, format!("cannot find module `{module}`")).with_primary(at, "no such module");
+    // `helpers.py` or `helpers.tsr`: a file's name with its extension.
+    if let Some(stem) = module.strip_suffix(".py").or_else(|| module.strip_suffix(".tsr")) {
+        return diag
+            .with_help(format!("a module is named without its file's extension: `{stem}` reads `{stem}.tsr`"))
+            .with_fix(
+                Fix::new(format!("import `{stem}`"), Applicability::MaybeIncorrect).with_edit(at, stem.to_string()),
+            );
+    }
+    diag.with_help(format!(
+        "modules are `tessera` and sibling files: `{}.tsr` next to this file",
+        module.replace('.', "/")
+    ))
 }
 
 /// E0204 for the arguments of a top-level `numerics.policy(...)` it does
