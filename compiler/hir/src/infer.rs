@@ -873,6 +873,14 @@ impl<'a> Infer<'a> {
             .with_primary(self.at(span), "not defined here");
         if let Some(help) = foreign_name(name) {
             diag = diag.with_help(help);
+        } else if let Some(d) = DType::foreign(name) {
+            // The dtype is a value of its own (E0203 where it is used, not E0101 again).
+            diag = diag.with_help(format!("did you mean `{}`?", d.name())).with_fix(
+                Fix::new(format!("write `{}`", d.name()), Applicability::MachineApplicable)
+                    .with_edit(self.at(span), d.name()),
+            );
+            self.error(diag);
+            return Ty::DTypeValue(d);
         } else if let Some(s) = did_you_mean(name, candidates) {
             diag = diag.with_help(format!("did you mean `{s}`?"));
         }
@@ -925,7 +933,9 @@ impl<'a> Infer<'a> {
                     Diagnostic::error(Code::E0102, format!("`{ns}` has no member `{name}`"))
                         .with_primary(self.at(span), format!("not in `{ns}`"))
                 };
-                if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
+                if let Some(help) = foreign_member(ns, name) {
+                    diag = diag.with_help(help);
+                } else if let Some(s) = did_you_mean(name, builtins::members(ns).map(|b| b.name())) {
                     // A group's methods are called on the group's value.
                     let base = if *ns == builtins::GROUP {
                         crate::pretty::expr(base_expr)
@@ -977,12 +987,17 @@ impl<'a> Infer<'a> {
     /// builtin has parameters (`exp(1.0, 2.0)`, `min(a, b, c)` had read
     /// only the first ones); a builtin with a `*` parameter takes any
     /// number. Unknown keywords are `check_builtin_args`'.
-    fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy], span: Span) {
+    /// Also true when the call is CUDA's form of the builtin, reported as
+    /// such: the call's other checks would only repeat it.
+    fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy], span: Span) -> bool {
         let count = b.param_names().len();
         let mut positional = args.iter().filter(|a| a.name.is_none());
+        if self.cuda_form(b, args) {
+            return true;
+        }
         self.check_required(b, args, span);
         let Some(extra) = positional.clone().nth(count).filter(|_| !b.variadic()) else {
-            return;
+            return false;
         };
         let given = positional.by_ref().count();
         let what = if count == 1 { "argument" } else { "arguments" };
@@ -994,6 +1009,54 @@ impl<'a> Infer<'a> {
             .with_primary(self.at(extra.expr.span), "one too many")
             .with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
         );
+        false
+    }
+
+    /// E0204 for CUDA's forms of a shuffle and an atomic, one argument
+    /// more than Tessera's: the lane mask first
+    /// (`tile.warp_shuffle_down(0xffffffff, v, 16)`), or a pointer and an
+    /// offset (`atomic_add(total, i, v)`). Each had given two errors, the
+    /// first about another argument.
+    fn cuda_form(&mut self, b: &Builtin, args: &[ArgTy]) -> bool {
+        let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+        let [first, second, third] = positional.as_slice() else {
+            return false;
+        };
+        let shuffle = b.path.starts_with("tile.warp_shuffle") && matches!(first.expr.unparen().kind, ExprKind::Int(_));
+        let atomic = matches!(b.path, "atomic_add" | "atomic_max" | "atomic_min" | "atomic_and" | "atomic_or" | "atomic_xor" | "atomic_exch")
+            && matches!(first.expr.unparen().kind, ExprKind::Name(_))
+            && matches!(first.ty, Ty::Tensor(_));
+        let (f, s, t) = (
+            crate::pretty::expr(first.expr),
+            crate::pretty::expr(second.expr),
+            crate::pretty::expr(third.expr),
+        );
+        let (message, label, written) = if shuffle {
+            (
+                format!("`{}` takes no lane mask: every lane of the warp takes part", b.path),
+                "CUDA's mask",
+                format!("{s}, {t}"),
+            )
+        } else if atomic {
+            (
+                format!("`{}` updates one element, written as an index: `{f}[{s}]`", b.path),
+                "a tensor and an offset, as CUDA's pointer arithmetic",
+                format!("{f}[{s}], {t}"),
+            )
+        } else {
+            return false;
+        };
+        let all = Span::new(first.expr.span.start, third.expr.span.end);
+        self.error(
+            Diagnostic::error(Code::E0204, message)
+                .with_primary(self.at(all), label)
+                .with_help(format!("write `{}({written})`", b.path))
+                .with_fix(
+                    Fix::new(format!("write `{}({written})`", b.path), Applicability::MachineApplicable)
+                        .with_edit(self.at(all), written.clone()),
+                ),
+        );
+        true
     }
 
     /// E0204 for a builtin called without a parameter that has no default
@@ -1097,6 +1160,12 @@ impl<'a> Infer<'a> {
             (Some(f), None) => diag.with_help(format!("tensor operations are functions: `{f}({receiver}, …)`")),
             (None, _) if matches!(name, "cuda" | "cpu" | "to") => diag.with_help(format!(
                 "use `{receiver}` as it is: a tensor is copied to the device where a kernel or operator needs it, and `tessera run --device cuda` (or `cpu`, `hip`) picks the device"
+            )),
+            (None, _) if matches!(name, "unsqueeze" | "expand_dims" | "view" | "squeeze") => diag.with_help(format!(
+                "reshape it: `op.reshape({receiver}, (…))` adds or removes dims of 1"
+            )),
+            (None, _) if matches!(name, "size" | "dim" | "numel") => diag.with_help(format!(
+                "its dims are `{receiver}.shape` (`{receiver}.shape[0]`), and their count `{receiver}.ndim`"
             )),
             (None, _) if matches!(name, "contiguous" | "detach" | "clone") => diag.with_help(format!(
                 "use `{receiver}` as it is: a tensor is a contiguous value with no autograd history, and an operation gives a new one"
@@ -2126,8 +2195,7 @@ impl<'a> Infer<'a> {
             }
             _ => {}
         }
-        self.check_arity(b, args, e.span);
-        if self.check_builtin_args(b, args) {
+        if self.check_arity(b, args, e.span) || self.check_builtin_args(b, args) {
             // Its result would follow from arguments it does not take:
             // unknown, so the error does not cascade.
             return Ty::Unknown;
@@ -2626,6 +2694,23 @@ impl<'a> Infer<'a> {
             }
         }
         let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+        // `save(x, "out.npy")`: NumPy's order is the path, then the array.
+        if let ("save", [tensor, path]) = (b.path, positional.as_slice()) {
+            if matches!(tensor.ty, Ty::Tensor(_)) && path.ty == Ty::Str {
+                let (t, p) = (crate::pretty::expr(tensor.expr), crate::pretty::expr(path.expr));
+                self.error(
+                    Diagnostic::error(Code::E0204, "`save` takes the path, then the tensor")
+                        .with_primary(self.at(tensor.expr.span), "the tensor is the second argument")
+                        .with_help(format!("write `save({p}, {t})`, as `numpy.save` takes them"))
+                        .with_fix(
+                            Fix::new("swap the arguments", Applicability::MachineApplicable)
+                                .with_edit(self.at(tensor.expr.span), p.clone())
+                                .with_edit(self.at(path.expr.span), t.clone()),
+                        ),
+                );
+                return true;
+            }
+        }
         // `cast(f16, x)`: the dtype first, as in C++'s `static_cast<T>(x)`
         // (the build stopped at the name `f16`, E0903).
         if let ("cast", [dtype, value, ..]) = (b.path, positional.as_slice()) {
@@ -4211,6 +4296,28 @@ fn foreign_name(name: &str) -> Option<&'static str> {
         "atomicAdd" | "atomicMax" | "atomicMin" | "atomicCAS" | "atomicExch" => {
             "the atomics are `atomic_add(x[i], v)`, `atomic_max`, `atomic_min`, `atomic_cas` and `atomic_exch`, on one element"
         }
+        _ => return None,
+    })
+}
+
+/// What CUDA's, Triton's and PyTorch's names for members of Tessera's
+/// namespaces are written as.
+fn foreign_member(ns: &str, name: &str) -> Option<&'static str> {
+    Some(match (ns, name) {
+        ("tile", "commit_group" | "cp_async_commit" | "commit" | "pipeline_commit") => {
+            "copies complete by stage: start them with `tile.async_copy(dst, src, stage=s)` and wait with `tile.wait_async(stage=s)`; there is no commit"
+        }
+        ("tile", "syncthreads" | "__syncthreads" | "sync" | "barrier" | "syncwarp") => "a block's barrier is `tbarrier()`",
+        ("tile", "warp_reduce_sum" | "warp_sum" | "reduce_add_sync" | "warp_reduce") => {
+            "sum over a warp with shuffles, `for o in [16, 8, 4, 2, 1]: v += tile.warp_shuffle_down(v, o)`, or over the block's tile with `tile.reduce(v, op=\"sum\")`"
+        }
+        ("tile", "this_grid" | "grid_sync" | "grid_group") => {
+            "there is no barrier across a grid: end the kernel where the grid must meet, and launch a second one"
+        }
+        ("op", "broadcast_to" | "expand" | "expand_as") => {
+            "broadcasting is implicit in arithmetic (`x + zeros(3, 5)`); `op.reshape` adds dims of 1"
+        }
+        ("op", "unsqueeze" | "expand_dims" | "view") => "`op.reshape(x, (1, N))` adds or removes dims of 1",
         _ => return None,
     })
 }

@@ -171,8 +171,18 @@ pub(crate) fn lower(db: &dyn Db, file: SourceFile, def: &FnDef) -> Signature {
                 .with_note("a kernel's tile sizes are written in its body; `@autotune` chooses the tiles the compiler gives the kernels of an operator function"),
         );
     }
-    // `tessera test` calls a test with nothing and expects nothing back.
-    if sig.is_test {
+    // `tessera test` calls a test with nothing and expects nothing back;
+    // a kernel is launched, so it is tested by a test that launches it.
+    if sig.is_test && sig.kind == FnKind::Kernel {
+        lowering.diags.push(
+            Diagnostic::error(Code::E0204, format!("the kernel `{}` cannot be a `@test`", def.name.name))
+                .with_primary(relative(def.name.span, 0), "a kernel, which host code launches")
+                .with_help(format!(
+                    "write a `@test` function that makes inputs, launches `{}[grid=…, block=…](…)` and asserts on its output",
+                    def.name.name
+                )),
+        );
+    } else if sig.is_test {
         if let Some(first) = def.params.first() {
             lowering.diags.push(
                 Diagnostic::error(
@@ -671,8 +681,15 @@ impl Lowering<'_> {
         }
         let mut diag = Diagnostic::error(Code::E0201, format!("unknown type `{name}`"))
             .with_primary(relative(span, 0), "not a dtype");
-        match did_you_mean(name, ALL_DTYPES.iter().map(|d| d.name())) {
-            Some(s) => diag = diag.with_help(format!("did you mean `{s}`?")),
+        // Another library's name for a dtype is a sure fix; a near name, a guess.
+        let foreign = DType::foreign(name).map(|d| (d.name(), Applicability::MachineApplicable));
+        let near = || did_you_mean(name, ALL_DTYPES.iter().map(|d| d.name())).map(|s| (s, Applicability::MaybeIncorrect));
+        match foreign.or_else(near) {
+            Some((s, sure)) => {
+                diag = diag
+                    .with_help(format!("did you mean `{s}`?"))
+                    .with_fix(Fix::new(format!("write `{s}`"), sure).with_edit(relative(span, 0), s))
+            }
             None => diag = diag.with_note("the dtypes are f64, f32, tf32, f16, bf16, fp8_e4m3, fp8_e5m2, fp4_e2m1, nvfp4, i8–i64, u8–u64 and bool"),
         }
         self.diags.push(diag);

@@ -87,6 +87,24 @@ impl DType {
         alias.or_else(|| ALL_DTYPES.into_iter().find(|d| d.name() == name))
     }
 
+    /// The dtype a name of PyTorch's, NumPy's or `ml_dtypes`' that is no
+    /// alias means (`float8_e4m3fn` is `fp8_e4m3`), for the help of E0201
+    /// and E0101.
+    pub fn foreign(name: &str) -> Option<DType> {
+        Some(match name {
+            "float8_e4m3fn" | "float8_e4m3" | "e4m3" => DType::Fp8E4m3,
+            "float8_e5m2" | "e5m2" => DType::Fp8E5m2,
+            "int8" => DType::I8,
+            "int16" => DType::I16,
+            "uint8" => DType::U8,
+            "uint16" => DType::U16,
+            "uint32" => DType::U32,
+            "uint64" => DType::U64,
+            "bool_" => DType::Bool,
+            _ => return None,
+        })
+    }
+
     pub fn is_float(self) -> bool {
         self.float_rank().is_some()
     }
