@@ -186,6 +186,7 @@ impl<'a> Infer<'a> {
             }
             StmtKind::Assign { targets, value } => {
                 let ty = self.expr(value);
+                self.launch_result(value, &ty);
                 for target in targets {
                     self.check_unpack(target, &ty, value);
                     self.assign(target, &ty, value);
@@ -1663,6 +1664,27 @@ impl<'a> Infer<'a> {
                 ),
             );
         }
+    }
+
+    /// E0203 for the value of a kernel launch assigned (`r = k[…](out)`):
+    /// a launch gives none; the kernel writes its `mut` parameters.
+    fn launch_result(&mut self, value: &Expr, ty: &Ty) {
+        let ExprKind::Call { callee, args } = &value.unparen().kind else {
+            return;
+        };
+        if *ty != Ty::None || !matches!(callee.kind, ExprKind::Subscript { .. }) {
+            return;
+        }
+        let written: Vec<String> = args.iter().map(|a| crate::pretty::expr(&a.value)).collect();
+        let read = match written.last() {
+            Some(last) => format!("read the kernel's output (`{last}`) after it"),
+            None => "read the kernel's outputs after it".to_string(),
+        };
+        self.error(
+            Diagnostic::error(Code::E0203, "a kernel launch gives no value")
+                .with_primary(self.at(value.span), "this launch's value is `None`")
+                .with_help(format!("launch it as a statement and {read}: a kernel writes its `mut` parameters")),
+        );
     }
 
     /// E0219 for a statement that is only a check whose result nothing
@@ -4290,6 +4312,9 @@ fn foreign_name(name: &str) -> Option<&'static str> {
         "blockDim" => "a block's size is `launch.block_dim()` (axis 0 is x)",
         "gridDim" => "the grid's size is `launch.grid_dim()` (axis 0 is x)",
         "__syncthreads" | "syncthreads" => "a block's barrier is `tbarrier()`",
+        "autocast" => {
+            "mixed precision is a numerics policy: `@numerics(Training)` on the function, or `with numerics(Training):` around the code"
+        }
         "__shfl_sync" | "__shfl_down_sync" | "__shfl_up_sync" | "__shfl_xor_sync" => {
             "a warp's shuffles are `tile.warp_shuffle`, `tile.warp_shuffle_down`, `tile.warp_shuffle_up` and `tile.warp_shuffle_xor`"
         }

@@ -117,6 +117,15 @@ impl Checker<'_, '_> {
                 for item in items {
                     match numerics_region(&item.expr) {
                         Some(arg) => inner = Some(self.policy(arg)),
+                        // PyTorch's `with autocast(...)`, an unknown name
+                        // (E0101, whose help names the policies): taken as
+                        // a policy, so its body is not blamed as well.
+                        None if is_autocast(&item.expr) => {
+                            inner = Some(InForce {
+                                name: "autocast".into(),
+                                states_accumulate: true,
+                            })
+                        }
                         None => self.expr(&item.expr, policy),
                     }
                 }
@@ -356,6 +365,18 @@ impl Checker<'_, '_> {
             ),
         };
         self.diags.push(diag);
+    }
+}
+
+/// `autocast(...)` or `torch.autocast(...)`.
+fn is_autocast(e: &Expr) -> bool {
+    let ExprKind::Call { callee, .. } = &e.kind else {
+        return false;
+    };
+    match &callee.kind {
+        ExprKind::Name(n) => n == "autocast",
+        ExprKind::Attr { name, .. } => name.name == "autocast",
+        _ => false,
     }
 }
 
