@@ -242,14 +242,24 @@ pub const CHOICES: [(&str, &str, &[&str], &str); 6] = [
         &["tree", "unordered"],
         "\"tree\" (the default) fixes the association order, and \"unordered\" leaves it to the target",
     ),
-    ("cast", "rounding", &ROUNDINGS, "\"nearest_even\" (the default) is IEEE round to nearest, ties to even"),
+    (
+        "cast",
+        "rounding",
+        &ROUNDINGS,
+        "\"nearest_even\" (the default) is IEEE round to nearest, ties to even",
+    ),
     (
         "numerics.policy",
         "rounding",
         &ROUNDINGS,
         "\"nearest_even\" (the default) is IEEE round to nearest, ties to even",
     ),
-    ("op.all_reduce", "algo", &["binary_tree", "ring"], "\"binary_tree\" (the default) is deterministic"),
+    (
+        "op.all_reduce",
+        "algo",
+        &["binary_tree", "ring"],
+        "\"binary_tree\" (the default) is deterministic",
+    ),
 ];
 
 /// E0204 for `given`, the argument of `param` of `path`, when it is not a
@@ -282,19 +292,30 @@ pub fn unknown_choice(
     // A longer or shorter spelling of one (`"stochastic_round"`), or one a
     // letter or two away.
     let near = named.and_then(|s| {
-        let affix = choices.iter().copied().find(|c| s.len() >= 3 && (s.starts_with(c) || c.starts_with(s)));
+        let affix = choices
+            .iter()
+            .copied()
+            .find(|c| s.len() >= 3 && (s.starts_with(c) || c.starts_with(s)));
         affix.or_else(|| did_you_mean(s, choices.iter().copied()))
     });
     Some(match near {
         Some(near) => diag.with_help(format!("did you mean \"{near}\"?")).with_fix(
-            Fix::new(format!("write \"{near}\""), Applicability::MachineApplicable).with_edit(at, format!("\"{near}\"")),
+            Fix::new(format!("write \"{near}\""), Applicability::MachineApplicable)
+                .with_edit(at, format!("\"{near}\"")),
         ),
         None => diag.with_help(default),
     })
 }
 
 /// The rounding modes of a conversion.
-pub const ROUNDINGS: [&str; 6] = ["nearest_even", "nearest_away", "toward_zero", "up", "down", "stochastic"];
+pub const ROUNDINGS: [&str; 6] = [
+    "nearest_even",
+    "nearest_away",
+    "toward_zero",
+    "up",
+    "down",
+    "stochastic",
+];
 
 /// The methods of host code's strings, as Python's: (name, what it does).
 pub const STR_METHODS: [(&str, &str); 12] = [

@@ -399,7 +399,10 @@ impl<'a> Infer<'a> {
             self.error(
                 Diagnostic::error(
                     Code::E0203,
-                    format!("this returns {returned}, and `{}` declares {kind} `{declared}`", self.sig.name),
+                    format!(
+                        "this returns {returned}, and `{}` declares {kind} `{declared}`",
+                        self.sig.name
+                    ),
                 )
                 .with_primary(self.at(value.span), format!("this is {ty}"))
                 .with_help(help),
@@ -1024,8 +1027,10 @@ impl<'a> Infer<'a> {
             return false;
         };
         let shuffle = b.path.starts_with("tile.warp_shuffle") && matches!(first.expr.unparen().kind, ExprKind::Int(_));
-        let atomic = matches!(b.path, "atomic_add" | "atomic_max" | "atomic_min" | "atomic_and" | "atomic_or" | "atomic_xor" | "atomic_exch")
-            && matches!(first.expr.unparen().kind, ExprKind::Name(_))
+        let atomic = matches!(
+            b.path,
+            "atomic_add" | "atomic_max" | "atomic_min" | "atomic_and" | "atomic_or" | "atomic_xor" | "atomic_exch"
+        ) && matches!(first.expr.unparen().kind, ExprKind::Name(_))
             && matches!(first.ty, Ty::Tensor(_));
         let (f, s, t) = (
             crate::pretty::expr(first.expr),
@@ -1053,8 +1058,11 @@ impl<'a> Infer<'a> {
                 .with_primary(self.at(all), label)
                 .with_help(format!("write `{}({written})`", b.path))
                 .with_fix(
-                    Fix::new(format!("write `{}({written})`", b.path), Applicability::MachineApplicable)
-                        .with_edit(self.at(all), written.clone()),
+                    Fix::new(
+                        format!("write `{}({written})`", b.path),
+                        Applicability::MachineApplicable,
+                    )
+                    .with_edit(self.at(all), written.clone()),
                 ),
         );
         true
@@ -1131,7 +1139,9 @@ impl<'a> Infer<'a> {
         // `x.half()`.
         let method_args = self.method_call.clone().unwrap_or_default();
         let to_dtype = match name {
-            "to" | "astype" | "type" if DType::from_name(method_args.trim()).is_some() => Some(method_args.trim().to_string()),
+            "to" | "astype" | "type" if DType::from_name(method_args.trim()).is_some() => {
+                Some(method_args.trim().to_string())
+            }
             "half" => Some("f16".to_string()),
             "float" => Some("f32".to_string()),
             "double" => Some("f64".to_string()),
@@ -1333,9 +1343,14 @@ impl<'a> Infer<'a> {
                                     self.error(
                                         Diagnostic::error(
                                             Code::E0314,
-                                            format!("index {c} is out of range for dim {i} of `{base_text}`, of size {d}"),
+                                            format!(
+                                                "index {c} is out of range for dim {i} of `{base_text}`, of size {d}"
+                                            ),
                                         )
-                                        .with_primary(self.at(args[i].value.span), format!("dim {i} has indices 0 to {}", d - 1))
+                                        .with_primary(
+                                            self.at(args[i].value.span),
+                                            format!("dim {i} has indices 0 to {}", d - 1),
+                                        )
                                         .with_secondary(self.at(e.span), format!("this is {base}")),
                                     );
                                     return Ty::Unknown;
@@ -1683,7 +1698,9 @@ impl<'a> Infer<'a> {
         self.error(
             Diagnostic::error(Code::E0203, "a kernel launch gives no value")
                 .with_primary(self.at(value.span), "this launch's value is `None`")
-                .with_help(format!("launch it as a statement and {read}: a kernel writes its `mut` parameters")),
+                .with_help(format!(
+                    "launch it as a statement and {read}: a kernel writes its `mut` parameters"
+                )),
         );
     }
 
@@ -2706,11 +2723,14 @@ impl<'a> Infer<'a> {
                 continue;
             }
             let position = names.iter().position(|n| *n == param);
-            let given = args.iter().find(|a| a.name == Some(param)).or_else(|| {
-                position.and_then(|k| args.iter().filter(|a| a.name.is_none()).nth(k))
-            });
+            let given = args
+                .iter()
+                .find(|a| a.name == Some(param))
+                .or_else(|| position.and_then(|k| args.iter().filter(|a| a.name.is_none()).nth(k)));
             let Some(given) = given else { continue };
-            if let Some(diag) = crate::builtins::unknown_choice(path, param, choices, default, given.expr, self.at(given.expr.span)) {
+            if let Some(diag) =
+                crate::builtins::unknown_choice(path, param, choices, default, given.expr, self.at(given.expr.span))
+            {
                 self.error(diag);
                 refused = true;
             }
@@ -2775,7 +2795,10 @@ impl<'a> Infer<'a> {
         // A cooperative group holds at least one thread (`size=0` divided
         // by zero when run).
         if b.path == "tile.cooperative_group" {
-            let size = args.iter().find(|a| a.name == Some("size")).or(positional.first().copied());
+            let size = args
+                .iter()
+                .find(|a| a.name == Some("size"))
+                .or(positional.first().copied());
             if let Some(size) = size.filter(|s| crate::signature::int(s.expr).is_some_and(|v| v < 1)) {
                 self.error(
                     Diagnostic::error(Code::E0204, "a cooperative group has at least one thread")
@@ -2799,7 +2822,7 @@ impl<'a> Infer<'a> {
                 }
             }
             let pad = args.iter().find(|a| a.name == Some("bank_pad"));
-            if let Some(pad) = pad.filter(|p| crate::signature::int(&p.expr).is_some_and(|v| v < 0)) {
+            if let Some(pad) = pad.filter(|p| crate::signature::int(p.expr).is_some_and(|v| v < 0)) {
                 self.error(
                     Diagnostic::error(Code::E0204, "`bank_pad` is a count of elements, 0 or more")
                         .with_primary(self.at(pad.expr.span), "a negative padding")
@@ -2952,12 +2975,23 @@ impl<'a> Infer<'a> {
             if let (Some(dst), Some(src)) = (dst, src) {
                 // Into shared memory only: a global destination stopped the
                 // build (E0903), and a swapped pair was offered `mut`.
-                let shared = |t: &Ty| matches!(t, Ty::Tensor(TensorTy { space: Some(Space::Shared), .. }));
+                let shared = |t: &Ty| {
+                    matches!(
+                        t,
+                        Ty::Tensor(TensorTy {
+                            space: Some(Space::Shared),
+                            ..
+                        })
+                    )
+                };
                 if matches!(dst.ty, Ty::Tensor(_)) && !shared(&dst.ty) {
                     let (d, s) = (crate::pretty::expr(dst.expr), crate::pretty::expr(src.expr));
                     let mut diag = Diagnostic::error(
                         Code::E0203,
-                        format!("`{}` copies into a shared buffer, and `{d}` is in global memory", b.path),
+                        format!(
+                            "`{}` copies into a shared buffer, and `{d}` is in global memory",
+                            b.path
+                        ),
                     )
                     .with_primary(self.at(dst.expr.span), format!("this is {}", dst.ty));
                     diag = if shared(&src.ty) && dst.name.is_none() && src.name.is_none() {

@@ -101,11 +101,14 @@ fn module_exists(db: &dyn Db, file: SourceFile, module: &str) -> bool {
 }
 
 fn unresolved(module: &str, at: tessera_base::FileSpan) -> Diagnostic {
-    let diag = Diagnostic::error(Code::E0105, format!("cannot find module `{module}`")).with_primary(at, "no such module");
+    let diag =
+        Diagnostic::error(Code::E0105, format!("cannot find module `{module}`")).with_primary(at, "no such module");
     // `helpers.py` or `helpers.tsr`: a file's name with its extension.
     if let Some(stem) = module.strip_suffix(".py").or_else(|| module.strip_suffix(".tsr")) {
         return diag
-            .with_help(format!("a module is named without its file's extension: `{stem}` reads `{stem}.tsr`"))
+            .with_help(format!(
+                "a module is named without its file's extension: `{stem}` reads `{stem}.tsr`"
+            ))
             .with_fix(
                 Fix::new(format!("import `{stem}`"), Applicability::MaybeIncorrect).with_edit(at, stem.to_string()),
             );
@@ -145,7 +148,14 @@ fn policy_arguments(value: &Expr, at: &dyn Fn(Span) -> FileSpan) -> Vec<Diagnost
         }
         for (path, param, choices, default) in builtins::CHOICES {
             if path == b.path && param == name.name {
-                diags.extend(builtins::unknown_choice(path, param, choices, default, &a.value, at(a.value.span)));
+                diags.extend(builtins::unknown_choice(
+                    path,
+                    param,
+                    choices,
+                    default,
+                    &a.value,
+                    at(a.value.span),
+                ));
             }
         }
     }
@@ -155,6 +165,8 @@ fn policy_arguments(value: &Expr, at: &dyn Fn(Span) -> FileSpan) -> Vec<Diagnost
 /// The parameter of `numerics.policy` a misspelled or shortened keyword
 /// means (`accum` is `accumulate`).
 pub(crate) fn policy_keyword(name: &str, names: &[&'static str]) -> Option<&'static str> {
-    let shortened = (name.len() >= 3).then(|| names.iter().copied().find(|n| n.starts_with(name))).flatten();
+    let shortened = (name.len() >= 3)
+        .then(|| names.iter().copied().find(|n| n.starts_with(name)))
+        .flatten();
     shortened.or_else(|| did_you_mean(name, names.iter().copied()))
 }

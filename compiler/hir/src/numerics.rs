@@ -413,7 +413,9 @@ fn is_policy_call(callee: &Expr) -> bool {
 /// or a keyword that means it (`accum=`, E0204 where the policy is bound),
 /// so that the functions under it do not report E0701 as well.
 fn states_accumulate(args: &[Arg]) -> bool {
-    let names = crate::builtins::lookup("numerics.policy").map(|b| b.param_names()).unwrap_or_default();
+    let names = crate::builtins::lookup("numerics.policy")
+        .map(|b| b.param_names())
+        .unwrap_or_default();
     args.iter().any(|a| {
         a.name
             .as_ref()

@@ -683,7 +683,8 @@ impl Lowering<'_> {
             .with_primary(relative(span, 0), "not a dtype");
         // Another library's name for a dtype is a sure fix; a near name, a guess.
         let foreign = DType::foreign(name).map(|d| (d.name(), Applicability::MachineApplicable));
-        let near = || did_you_mean(name, ALL_DTYPES.iter().map(|d| d.name())).map(|s| (s, Applicability::MaybeIncorrect));
+        let near =
+            || did_you_mean(name, ALL_DTYPES.iter().map(|d| d.name())).map(|s| (s, Applicability::MaybeIncorrect));
         match foreign.or_else(near) {
             Some((s, sure)) => {
                 diag = diag
