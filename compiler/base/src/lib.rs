@@ -4,7 +4,8 @@
 //! [`CmpOp`], the comparison of shape constraints, which the checker and
 //! the IR share; [`gcd`], which tiling and divisibility facts use;
 //! [`range_len`], the length of a Python range, which the checker and the
-//! host interpreter share;
+//! host interpreter share; [`ROUNDINGS`], the rounding modes of a
+//! conversion, which the checker and the graph verifier share;
 //! [`minifloat`], the 8- and 4-bit float formats, and [`half`], `f16` and
 //! `bf16`, which the runtime's host tensors and the code generator's
 //! constants share.
@@ -21,6 +22,17 @@ mod span;
 pub use cmp::CmpOp;
 pub use line_index::{LineCol, LineIndex};
 pub use span::{FileId, FileSpan, Span};
+
+/// The rounding modes of a conversion (`cast(x, f16, rounding=…)`, a
+/// numerics policy's `rounding=`).
+pub const ROUNDINGS: [&str; 6] = [
+    "nearest_even",
+    "nearest_away",
+    "toward_zero",
+    "up",
+    "down",
+    "stochastic",
+];
 
 /// The greatest common divisor of `|a|` and `|b|`; `gcd(0, k) = |k|`.
 pub fn gcd(a: i64, b: i64) -> i64 {

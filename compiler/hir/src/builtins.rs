@@ -245,13 +245,13 @@ pub const CHOICES: [(&str, &str, &[&str], &str); 6] = [
     (
         "cast",
         "rounding",
-        &ROUNDINGS,
+        &tessera_base::ROUNDINGS,
         "\"nearest_even\" (the default) is IEEE round to nearest, ties to even",
     ),
     (
         "numerics.policy",
         "rounding",
-        &ROUNDINGS,
+        &tessera_base::ROUNDINGS,
         "\"nearest_even\" (the default) is IEEE round to nearest, ties to even",
     ),
     (
@@ -306,16 +306,6 @@ pub fn unknown_choice(
         None => diag.with_help(default),
     })
 }
-
-/// The rounding modes of a conversion.
-pub const ROUNDINGS: [&str; 6] = [
-    "nearest_even",
-    "nearest_away",
-    "toward_zero",
-    "up",
-    "down",
-    "stochastic",
-];
 
 /// The methods of host code's strings, as Python's: (name, what it does).
 pub const STR_METHODS: [(&str, &str); 12] = [

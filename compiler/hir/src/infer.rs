@@ -420,18 +420,6 @@ impl<'a> Infer<'a> {
     /// left alone; constants that differ are reported by
     /// [`Infer::check_assignable`].
     fn check_returned_dims(&mut self, actual: &Ty, declared: &Ty, value: &Expr) {
-        if let (Ty::Tuple(have), Ty::Tuple(want)) = (actual, declared) {
-            // Each part of a tuple, at its own expression where the value
-            // is written as a tuple (`return a, b`).
-            let items = match &value.unparen().kind {
-                ExprKind::Tuple(items) if items.len() == have.len() => Some(items),
-                _ => None,
-            };
-            for (i, (h, w)) in have.iter().zip(want).enumerate() {
-                self.check_returned_dims(h, w, items.map_or(value, |items| &items[i]));
-            }
-            return;
-        }
         let (Ty::Tensor(a), Ty::Tensor(d)) = (actual, declared) else {
             return;
         };
@@ -1681,6 +1669,22 @@ impl<'a> Infer<'a> {
         }
     }
 
+    /// E0204 for two arguments of `path` given in each other's places, at
+    /// the first, with a fix that swaps them.
+    fn swapped(&mut self, message: &str, [first, second]: [&ArgTy; 2], label: &str, why: &str, path: &str) {
+        let (f, s) = (crate::pretty::expr(first.expr), crate::pretty::expr(second.expr));
+        self.error(
+            Diagnostic::error(Code::E0204, message)
+                .with_primary(self.at(first.expr.span), label)
+                .with_help(format!("write `{path}({s}, {f})`, {why}"))
+                .with_fix(
+                    Fix::new("swap the arguments", Applicability::MachineApplicable)
+                        .with_edit(self.at(first.expr.span), s)
+                        .with_edit(self.at(second.expr.span), f),
+                ),
+        );
+    }
+
     /// E0203 for the value of a kernel launch assigned (`r = k[…](out)`):
     /// a launch gives none; the kernel writes its `mut` parameters.
     fn launch_result(&mut self, value: &Expr, ty: &Ty) {
@@ -2739,16 +2743,12 @@ impl<'a> Infer<'a> {
         // `save(x, "out.npy")`: NumPy's order is the path, then the array.
         if let ("save", [tensor, path]) = (b.path, positional.as_slice()) {
             if matches!(tensor.ty, Ty::Tensor(_)) && path.ty == Ty::Str {
-                let (t, p) = (crate::pretty::expr(tensor.expr), crate::pretty::expr(path.expr));
-                self.error(
-                    Diagnostic::error(Code::E0204, "`save` takes the path, then the tensor")
-                        .with_primary(self.at(tensor.expr.span), "the tensor is the second argument")
-                        .with_help(format!("write `save({p}, {t})`, as `numpy.save` takes them"))
-                        .with_fix(
-                            Fix::new("swap the arguments", Applicability::MachineApplicable)
-                                .with_edit(self.at(tensor.expr.span), p.clone())
-                                .with_edit(self.at(path.expr.span), t.clone()),
-                        ),
+                self.swapped(
+                    "`save` takes the path, then the tensor",
+                    [tensor, path],
+                    "the tensor is the second argument",
+                    "as `numpy.save` takes them",
+                    b.path,
                 );
                 return true;
             }
@@ -2757,16 +2757,12 @@ impl<'a> Infer<'a> {
         // (the build stopped at the name `f16`, E0903).
         if let ("cast", [dtype, value, ..]) = (b.path, positional.as_slice()) {
             if matches!(dtype.ty, Ty::DTypeValue(_)) && !matches!(value.ty, Ty::DTypeValue(_)) {
-                let (d, v) = (crate::pretty::expr(dtype.expr), crate::pretty::expr(value.expr));
-                self.error(
-                    Diagnostic::error(Code::E0204, "`cast` takes the value, then the dtype")
-                        .with_primary(self.at(dtype.expr.span), "the dtype is the second argument")
-                        .with_help(format!("write `cast({v}, {d})`"))
-                        .with_fix(
-                            Fix::new("swap the arguments", Applicability::MachineApplicable)
-                                .with_edit(self.at(dtype.expr.span), v.clone())
-                                .with_edit(self.at(value.expr.span), d.clone()),
-                        ),
+                self.swapped(
+                    "`cast` takes the value, then the dtype",
+                    [dtype, value],
+                    "the dtype is the second argument",
+                    "as `cast(x, dtype)` takes them",
+                    b.path,
                 );
                 return true;
             }

@@ -262,14 +262,6 @@ pub const UNARY_FNS: [&str; 19] = [
     "cos", "floor", "ceil", "not", "erf",
 ];
 const REDUCE_KINDS: [&str; 5] = ["sum", "mean", "max", "min", "prod"];
-const ROUNDINGS: [&str; 6] = [
-    "nearest_even",
-    "nearest_away",
-    "toward_zero",
-    "up",
-    "down",
-    "stochastic",
-];
 
 impl Dialect for GraphDialect {
     fn name(&self) -> &str {
@@ -1117,7 +1109,7 @@ impl Verifier<'_, '_> {
             return;
         };
         if self.m.attr(self.op, "rounding").is_some() {
-            self.one_of("rounding", &ROUNDINGS);
+            self.one_of("rounding", &tessera_base::ROUNDINGS);
         }
         if dims != out {
             self.error(

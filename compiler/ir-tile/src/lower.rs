@@ -941,6 +941,14 @@ impl Lowering {
         let fp16 = matches!(elem, ScalarType::F16 | ScalarType::BF16);
         let fp8 = elem.is_fp8();
         let lagged = self.lagged.contains(&op);
+        // The matrix instruction, where the product's types have one that
+        // tiles it (a `wgmma` on sm_90a is chosen before it).
+        let instr = self
+            .target
+            .matrix_instructions(elem, acc_elem)
+            .iter()
+            .copied()
+            .find(|&i| fits(i));
         match self.family {
             Family::Cpu => b
                 .op("cpu.mma")
@@ -985,12 +993,6 @@ impl Lowering {
                 if let Some(n) = wgmma_n.filter(|_| (fp16 || fp8) && a_readable && b_shared) {
                     return self.wgmma(b, [a, bv, acc], [64, n, k_step], lagged, false, result);
                 }
-                let instr = self
-                    .target
-                    .matrix_instructions(elem, acc_elem)
-                    .iter()
-                    .copied()
-                    .find(|&i| fits(i));
                 match instr {
                     Some(instr) => {
                         let a_reg = self.to_registers(b, a, false);
@@ -1006,26 +1008,18 @@ impl Lowering {
                     None => b.op("nvptx.mma_fma").operands(operands).result(result).build_value(),
                 }
             }
-            Family::Amdgpu => {
-                let instr = self
-                    .target
-                    .matrix_instructions(elem, acc_elem)
-                    .iter()
-                    .copied()
-                    .find(|&i| fits(i));
-                match instr {
-                    Some(instr) => {
-                        let a_reg = self.to_registers(b, a, false);
-                        let b_reg = self.to_registers(b, bv, false);
-                        b.op("amdgpu.mfma")
-                            .operands(&[a_reg, b_reg, acc])
-                            .attr("instr", Attr::ints(instr))
-                            .result(result)
-                            .build_value()
-                    }
-                    None => b.op("amdgpu.mma_fma").operands(operands).result(result).build_value(),
+            Family::Amdgpu => match instr {
+                Some(instr) => {
+                    let a_reg = self.to_registers(b, a, false);
+                    let b_reg = self.to_registers(b, bv, false);
+                    b.op("amdgpu.mfma")
+                        .operands(&[a_reg, b_reg, acc])
+                        .attr("instr", Attr::ints(instr))
+                        .result(result)
+                        .build_value()
                 }
-            }
+                None => b.op("amdgpu.mma_fma").operands(operands).result(result).build_value(),
+            },
         }
     }
 
