@@ -1494,6 +1494,13 @@ impl<'a> Infer<'a> {
             return Ty::Unknown;
         }
         let ty = self.arithmetic(op, l, r, span, lhs, rhs);
+        let bitwise = matches!(
+            op,
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+        );
+        if bitwise {
+            return self.bitwise_result(op, [l, r], ty, span);
+        }
         if op != BinOp::Div {
             return ty;
         }
@@ -1794,6 +1801,41 @@ impl<'a> Infer<'a> {
             }
         }
         true
+    }
+
+    /// E0203 for a bitwise or shift operator whose integer or bool operands
+    /// promote to a float (`u8 & i8`: neither widens to the other, rule 3
+    /// of the promotion), which no bitwise operation computes: the IR
+    /// verifier had reported it (E0901).
+    fn bitwise_result(&mut self, op: BinOp, [l, r]: [&Ty; 2], ty: Ty, span: Span) -> Ty {
+        let (Some(a), Some(b), Some(result)) = (l.dtype(), r.dtype(), ty.dtype()) else {
+            return ty;
+        };
+        if !result.is_float() || a.is_float() || b.is_float() {
+            return ty;
+        }
+        let both = [DType::I16, DType::I32, DType::I64]
+            .into_iter()
+            .find(|w| (a == DType::Bool || a.widens_to(*w)) && (b == DType::Bool || b.widens_to(*w)));
+        let help = match both {
+            Some(w) => format!("convert both to one integer type first: `{w}(…)` holds the values of each"),
+            None => format!("convert one operand to the other's type first, as its bits: `bitcast(…, {a})`"),
+        };
+        self.error(
+            Diagnostic::error(
+                Code::E0203,
+                format!(
+                    "`{}` of {a} and {b}: no integer type is the promotion of both",
+                    op.symbol()
+                ),
+            )
+            .with_primary(
+                self.at(span),
+                format!("{a} and {b} promote to {result}, and `{}` takes integers", op.symbol()),
+            )
+            .with_help(help),
+        );
+        Ty::Unknown
     }
 
     /// The type of `l op r` for the arithmetic operators: promotion and broadcasting.
