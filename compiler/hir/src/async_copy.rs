@@ -392,10 +392,8 @@ impl Copies<'_> {
         }
         // A destination in global memory is refused as such (E0203); the
         // copy is not taken as one in flight.
-        let global = dst
-            .and_then(|d| self.ctx.types.get(&d.value.span))
-            .is_some_and(|t| matches!(t, Ty::Tensor(t) if t.space != Some(Space::Shared)));
-        if global {
+        let types = &self.ctx.types;
+        if dst.and_then(|d| types.get(&d.value.span)?.shared_tensor()) == Some(false) {
             return;
         }
         let stage = keyword(args, "stage")

@@ -440,38 +440,27 @@ impl<'a> Infer<'a> {
             // A dim that is no polynomial (`x[::2]` of `N`) returned for
             // one that is: nothing shows the two equal, and the IR could
             // not carry the value anyway.
-            if let (Some(text), false) = (have.first_opaque(), want.has_opaque()) {
-                self.error(
-                    Diagnostic::error(
-                        Code::E0203,
-                        format!("`{}` returns {actual}, but declares {declared}", self.sig.name),
-                    )
-                    .with_primary(
-                        self.at(value.span),
-                        format!("dim {i} of the returned value is `{text}`, not a polynomial of the dims"),
-                    )
-                    .with_help(
-                        "write the parameters' dims as products so that it is one (`x: f32[2 * H]` makes `x[::2]` `f32[H]`), and declare the result with it",
-                    ),
-                );
-                return;
-            }
-            if self.same_dim(have, want) {
-                continue;
-            }
+            let (label, help) = match (have.first_opaque(), want.has_opaque()) {
+                (Some(text), false) => (
+                    format!("dim {i} of the returned value is `{text}`, not a polynomial of the dims"),
+                    "write the parameters' dims as products so that it is one (`x: f32[2 * H]` makes `x[::2]` `f32[H]`), and declare the result with it".to_string(),
+                ),
+                _ if self.same_dim(have, want) => continue,
+                _ => (
+                    format!("dim {i} of the returned value is {have}, and the result's is {want}"),
+                    match self.equate_help(want, have) {
+                        Some(equate) => format!("return a tensor of the declared shape, or {equate}"),
+                        None => "return a tensor of the declared shape".to_string(),
+                    },
+                ),
+            };
             self.error(
                 Diagnostic::error(
                     Code::E0203,
                     format!("`{}` returns {actual}, but declares {declared}", self.sig.name),
                 )
-                .with_primary(
-                    self.at(value.span),
-                    format!("dim {i} of the returned value is {have}, and the result's is {want}"),
-                )
-                .with_help(match self.equate_help(want, have) {
-                    Some(equate) => format!("return a tensor of the declared shape, or {equate}"),
-                    None => "return a tensor of the declared shape".to_string(),
-                }),
+                .with_primary(self.at(value.span), label)
+                .with_help(help),
             );
             return;
         }
@@ -1126,26 +1115,25 @@ impl<'a> Infer<'a> {
         // PyTorch's and NumPy's conversions: `x.to(f16)`, `x.astype(f16)`,
         // `x.half()`.
         let method_args = self.method_call.clone().unwrap_or_default();
-        let to_dtype = match name {
+        let cast = |dtype: &str| format!("convert with `cast({receiver}, {dtype})`");
+        let conversion = match name {
             "to" | "astype" | "type" if DType::from_name(method_args.trim()).is_some() => {
-                Some(method_args.trim().to_string())
+                Some(cast(method_args.trim()))
             }
-            "half" => Some("f16".to_string()),
-            "float" => Some("f32".to_string()),
-            "double" => Some("f64".to_string()),
-            "bfloat16" => Some("bf16".to_string()),
-            "int" => Some("i32".to_string()),
-            "long" => Some("i64".to_string()),
-            "astype" | "type" => Some("DTYPE".to_string()),
+            "half" => Some(cast("f16")),
+            "float" => Some(cast("f32")),
+            "double" => Some(cast("f64")),
+            "bfloat16" => Some(cast("bf16")),
+            "int" => Some(cast("i32")),
+            "long" => Some(cast("i64")),
+            "astype" | "type" => Some(format!(
+                "{}, DTYPE a dtype of Tessera's (`f16`, `bf16`, `f32`, `i32`, …)",
+                cast("DTYPE")
+            )),
             _ => None,
         };
-        if let Some(dtype) = to_dtype {
+        if let Some(help) = conversion {
             self.method_call = None;
-            let help = if dtype == "DTYPE" {
-                format!("convert with `cast({receiver}, DTYPE)`, DTYPE a dtype of Tessera's (`f16`, `bf16`, `f32`, `i32`, …)")
-            } else {
-                format!("convert with `cast({receiver}, {dtype})`")
-            };
             self.error(diag.with_help(help));
             return;
         }
@@ -1486,18 +1474,14 @@ impl<'a> Infer<'a> {
         if op == BinOp::MatMul {
             return self.matmul(l, r, span, lhs, rhs, None);
         }
-        if matches!(
-            op,
-            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
-        ) && !self.bitwise_operands(op, [(l, lhs), (r, rhs)])
-        {
-            return Ty::Unknown;
-        }
-        let ty = self.arithmetic(op, l, r, span, lhs, rhs);
         let bitwise = matches!(
             op,
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
         );
+        if bitwise && !self.bitwise_operands(op, [(l, lhs), (r, rhs)]) {
+            return Ty::Unknown;
+        }
+        let ty = self.arithmetic(op, l, r, span, lhs, rhs);
         if bitwise {
             return self.bitwise_result(op, [l, r], ty, span);
         }
@@ -1680,16 +1664,20 @@ impl<'a> Infer<'a> {
     /// the first, with a fix that swaps them.
     fn swapped(&mut self, message: &str, [first, second]: [&ArgTy; 2], label: &str, why: &str, path: &str) {
         let (f, s) = (crate::pretty::expr(first.expr), crate::pretty::expr(second.expr));
+        let fix = self.swap_fix("swap the arguments", [first, second]);
         self.error(
             Diagnostic::error(Code::E0204, message)
                 .with_primary(self.at(first.expr.span), label)
                 .with_help(format!("write `{path}({s}, {f})`, {why}"))
-                .with_fix(
-                    Fix::new("swap the arguments", Applicability::MachineApplicable)
-                        .with_edit(self.at(first.expr.span), s)
-                        .with_edit(self.at(second.expr.span), f),
-                ),
+                .with_fix(fix),
         );
+    }
+
+    /// The fix that writes each of two arguments in the other's place.
+    fn swap_fix(&self, title: &str, [first, second]: [&ArgTy; 2]) -> Fix {
+        Fix::new(title, Applicability::MachineApplicable)
+            .with_edit(self.at(first.expr.span), crate::pretty::expr(second.expr))
+            .with_edit(self.at(second.expr.span), crate::pretty::expr(first.expr))
     }
 
     /// E0203 for the value of a kernel launch assigned (`r = k[…](out)`):
@@ -2219,8 +2207,7 @@ impl<'a> Infer<'a> {
             // An async copy's destination in global memory is refused as
             // such (E0203), not as a write to a parameter that is not `mut`.
             let global_copy = |a: &&ArgTy| {
-                matches!(b.path, "tile.async_copy" | "tile.cp_async")
-                    && matches!(&a.ty, Ty::Tensor(t) if t.space != Some(Space::Shared))
+                matches!(b.path, "tile.async_copy" | "tile.cp_async") && a.ty.shared_tensor() == Some(false)
             };
             if let Some(a) = written.filter(|a| !global_copy(a)) {
                 self.check_store_target(a.expr);
@@ -3013,16 +3000,7 @@ impl<'a> Infer<'a> {
             if let (Some(dst), Some(src)) = (dst, src) {
                 // Into shared memory only: a global destination stopped the
                 // build (E0903), and a swapped pair was offered `mut`.
-                let shared = |t: &Ty| {
-                    matches!(
-                        t,
-                        Ty::Tensor(TensorTy {
-                            space: Some(Space::Shared),
-                            ..
-                        })
-                    )
-                };
-                if matches!(dst.ty, Ty::Tensor(_)) && !shared(&dst.ty) {
+                if dst.ty.shared_tensor() == Some(false) {
                     let (d, s) = (crate::pretty::expr(dst.expr), crate::pretty::expr(src.expr));
                     let mut diag = Diagnostic::error(
                         Code::E0203,
@@ -3032,13 +3010,9 @@ impl<'a> Infer<'a> {
                         ),
                     )
                     .with_primary(self.at(dst.expr.span), format!("this is {}", dst.ty));
-                    diag = if shared(&src.ty) && dst.name.is_none() && src.name.is_none() {
+                    diag = if src.ty.shared_tensor() == Some(true) && dst.name.is_none() && src.name.is_none() {
                         diag.with_help(format!("the destination comes first: `{}({s}, {d}, …)`", b.path))
-                            .with_fix(
-                                Fix::new("swap the destination and the source", Applicability::MachineApplicable)
-                                    .with_edit(self.at(dst.expr.span), s.clone())
-                                    .with_edit(self.at(src.expr.span), d.clone()),
-                            )
+                            .with_fix(self.swap_fix("swap the destination and the source", [dst, src]))
                     } else {
                         diag.with_help("copy into a buffer of `tshared.alloc`, or write global memory with a store (`out[i] = x[i]`)")
                     };

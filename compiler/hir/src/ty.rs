@@ -281,6 +281,15 @@ impl Ty {
         }
     }
 
+    /// For a tensor, whether it is in shared memory; `None` for any other
+    /// value (an async copy's destination must be in it).
+    pub fn shared_tensor(&self) -> Option<bool> {
+        match self {
+            Ty::Tensor(t) => Some(t.space == Some(Space::Shared)),
+            _ => None,
+        }
+    }
+
     pub fn is_unknown(&self) -> bool {
         matches!(self, Ty::Unknown)
     }
