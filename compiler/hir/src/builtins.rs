@@ -262,6 +262,31 @@ pub const CHOICES: [(&str, &str, &[&str], &str); 6] = [
     ),
 ];
 
+/// E0204 for the keyword argument `name`, at `at`, that `b` does not take:
+/// with `near`, the parameter it most likely means, a help and (where the
+/// keyword's own span is known, `fix_at`) a fix that renames it; otherwise
+/// a note with `b`'s parameters.
+pub fn unknown_keyword(
+    b: &Builtin,
+    name: &str,
+    at: FileSpan,
+    fix_at: Option<FileSpan>,
+    near: Option<&str>,
+) -> Diagnostic {
+    let diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{name}`", b.path))
+        .with_primary(at, "unknown keyword argument");
+    let Some(s) = near else {
+        return diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params));
+    };
+    let diag = diag.with_help(format!("did you mean `{s}`?"));
+    match fix_at {
+        Some(fix_at) => {
+            diag.with_fix(Fix::new(format!("write `{s}`"), Applicability::MachineApplicable).with_edit(fix_at, s))
+        }
+        None => diag,
+    }
+}
+
 /// E0204 for `given`, the argument of `param` of `path`, when it is not a
 /// string literal that names one of `choices`, with a fix to the near one.
 pub fn unknown_choice(

@@ -2678,11 +2678,6 @@ impl<'a> Infer<'a> {
                 continue;
             };
             refused = true;
-            let mut diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{name}`", b.path))
-                .with_primary(
-                    self.at(arg.name_span.unwrap_or(arg.expr.span)),
-                    "unknown keyword argument",
-                );
             // PyTorch's and NumPy's names for the same parameters.
             let alias = match name {
                 "dim" => Some("axis"),
@@ -2694,19 +2689,14 @@ impl<'a> Infer<'a> {
                 _ => None,
             }
             .filter(|a| names.contains(a));
-            diag = match alias.or_else(|| did_you_mean(name, names.iter().copied())) {
-                Some(s) => {
-                    let fix = arg.name_span.map(|at| {
-                        Fix::new(format!("write `{s}`"), Applicability::MachineApplicable).with_edit(self.at(at), s)
-                    });
-                    let diag = diag.with_help(format!("did you mean `{s}`?"));
-                    match fix {
-                        Some(fix) => diag.with_fix(fix),
-                        None => diag,
-                    }
-                }
-                None => diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
-            };
+            let near = alias.or_else(|| did_you_mean(name, names.iter().copied()));
+            let diag = crate::builtins::unknown_keyword(
+                b,
+                name,
+                self.at(arg.name_span.unwrap_or(arg.expr.span)),
+                arg.name_span.map(|at| self.at(at)),
+                near,
+            );
             self.error(diag);
         }
         let first = args.iter().find(|a| a.name.is_none());

@@ -135,15 +135,14 @@ fn policy_arguments(value: &Expr, at: &dyn Fn(Span) -> FileSpan) -> Vec<Diagnost
     for a in args {
         let Some(name) = &a.name else { continue };
         if !names.contains(&name.name.as_str()) {
-            let mut diag = Diagnostic::error(Code::E0204, format!("`{}` has no parameter `{}`", b.path, name.name))
-                .with_primary(at(name.span), "unknown keyword argument");
-            diag = match policy_keyword(&name.name, &names) {
-                Some(s) => diag.with_help(format!("did you mean `{s}`?")).with_fix(
-                    Fix::new(format!("write `{s}`"), Applicability::MachineApplicable).with_edit(at(name.span), s),
-                ),
-                None => diag.with_note(format!("`{}` takes `{}{}`", b.path, b.path, b.params)),
-            };
-            diags.push(diag);
+            let near = policy_keyword(&name.name, &names);
+            diags.push(builtins::unknown_keyword(
+                b,
+                &name.name,
+                at(name.span),
+                Some(at(name.span)),
+                near,
+            ));
             continue;
         }
         for (path, param, choices, default) in builtins::CHOICES {
