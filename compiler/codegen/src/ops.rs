@@ -445,8 +445,7 @@ fn view(f: &mut FnEmitter, op: OpId) -> R {
     // it stays inside the buffer.
     if f.info().abi == Abi::Cpu && n > 0 {
         let ok = reported_in_bounds(f, &b, &idx);
-        let start = f.element_ptr(&b, &vec!["0".to_string(); b.dims.len()]);
-        base = f.val(format!("select i1 {ok}, ptr {base}, ptr {start}"));
+        base = f.val(format!("select i1 {ok}, ptr {base}, ptr {}", b.base));
     }
     let dims = b.dims[n..].to_vec();
     f.set(op, Val::Buffer(Buffer { base, dims, ..b }));
