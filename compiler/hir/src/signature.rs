@@ -810,18 +810,11 @@ impl Lowering<'_> {
         let constraints: Vec<&Expr> = def.where_clause.iter().flat_map(|w| w.constraints.iter()).collect();
         loop {
             let mut learned = Vec::new();
-            for c in &constraints {
-                if let ExprKind::Binary {
-                    op: BinOp::Eq,
-                    lhs,
-                    rhs,
-                } = &c.unparen().kind
-                {
-                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                        if let ExprKind::Name(n) = &a.unparen().kind {
-                            if is_symbol(n) && !bound.contains(n) && unbound(b, &bound).is_empty() {
-                                learned.push(n.clone());
-                            }
+            for sides in constraints.iter().filter_map(|c| c.equation_sides()) {
+                for (a, b) in sides {
+                    if let ExprKind::Name(n) = &a.unparen().kind {
+                        if is_symbol(n) && !bound.contains(n) && unbound(b, &bound).is_empty() {
+                            learned.push(n.clone());
                         }
                     }
                 }
@@ -885,15 +878,7 @@ impl Lowering<'_> {
             // `where N == 2 * H` with `N` a parameter's whole dim: a call
             // binds `H` when the parameter is written `f32[2 * H]`.
             let rewrite = constraints.iter().find_map(|c| {
-                let ExprKind::Binary {
-                    op: BinOp::Eq,
-                    lhs,
-                    rhs,
-                } = &c.unparen().kind
-                else {
-                    return None;
-                };
-                [(lhs, rhs), (rhs, lhs)].into_iter().find_map(|(a, b)| {
+                c.equation_sides()?.into_iter().find_map(|(a, b)| {
                     let ExprKind::Name(n) = &a.unparen().kind else { return None };
                     let (_, param) = whole.iter().find(|(w, _)| w == n)?;
                     let mut uses = Vec::new();

@@ -593,6 +593,20 @@ impl Expr {
         }
     }
 
+    /// The two sides of an equality `a == b` (parentheses dropped), each
+    /// way round: `[(a, b), (b, a)]`, for a `where` equation read for
+    /// whichever side is a name.
+    pub fn equation_sides(&self) -> Option<[(&Expr, &Expr); 2]> {
+        match &self.unparen().kind {
+            ExprKind::Binary {
+                op: BinOp::Eq,
+                lhs,
+                rhs,
+            } => Some([(lhs, rhs), (rhs, lhs)]),
+            _ => None,
+        }
+    }
+
     /// The value of an integer literal, negated ones (`-3`) and
     /// parenthesized ones included; None for anything else and for a
     /// literal past `i64`.

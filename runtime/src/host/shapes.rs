@@ -356,16 +356,8 @@ fn solve_product(d: &Expr, size: i64, dims: &mut HashMap<String, Bound>, order: 
 fn derive(constraints: &[&Expr], dims: &mut HashMap<String, Bound>, order: &mut Vec<String>) {
     loop {
         let mut learned = false;
-        for c in constraints {
-            let ExprKind::Binary {
-                op: BinOp::Eq,
-                lhs,
-                rhs,
-            } = &c.unparen().kind
-            else {
-                continue;
-            };
-            for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+        for sides in constraints.iter().filter_map(|c| c.equation_sides()) {
+            for (a, b) in sides {
                 let ExprKind::Name(sym) = &a.unparen().kind else {
                     continue;
                 };
