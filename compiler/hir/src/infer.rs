@@ -973,7 +973,7 @@ impl<'a> Infer<'a> {
     fn check_arity(&mut self, b: &'static Builtin, args: &[ArgTy], span: Span) -> bool {
         let count = b.param_names().len();
         let mut positional = args.iter().filter(|a| a.name.is_none());
-        if self.cuda_form(b, args) {
+        if self.cuda_form(b, args) || self.separate_dims(b, args) {
             return true;
         }
         self.check_required(b, args, span);
@@ -1040,6 +1040,29 @@ impl<'a> Infer<'a> {
                         Applicability::MachineApplicable,
                     )
                     .with_edit(self.at(all), written.clone()),
+                ),
+        );
+        true
+    }
+
+    /// E0204 for NumPy's `op.reshape(x, 2, 4)`, the dims as separate
+    /// arguments, with a fix that makes them one tuple. It had been an
+    /// E0308 for a reshape into the first dim as well.
+    fn separate_dims(&mut self, b: &Builtin, args: &[ArgTy]) -> bool {
+        let positional: Vec<&ArgTy> = args.iter().filter(|a| a.name.is_none()).collect();
+        let ([_, first, .., last], "op.reshape") = (positional.as_slice(), b.path) else {
+            return false;
+        };
+        let dims = Span::new(first.expr.span.start, last.expr.span.end);
+        let listed: Vec<String> = positional[1..].iter().map(|a| crate::pretty::expr(a.expr)).collect();
+        let written = format!("({})", listed.join(", "));
+        self.error(
+            Diagnostic::error(Code::E0204, "`op.reshape` takes the new dims as one tuple")
+                .with_primary(self.at(dims), "the dims as separate arguments, as NumPy's method takes them")
+                .with_help(format!("write `{written}`"))
+                .with_fix(
+                    Fix::new(format!("write `{written}`"), Applicability::MachineApplicable)
+                        .with_edit(self.at(dims), written.clone()),
                 ),
         );
         true
@@ -2100,7 +2123,16 @@ impl<'a> Infer<'a> {
             _ => (callee, None),
         };
         // `x.sum(axis=1)`: the arguments, for the help of E0102.
+        // NumPy's `x.reshape(2, 4)` takes the dims as separate arguments,
+        // `op.reshape` as one tuple.
         self.method_call = match &target_expr.kind {
+            ExprKind::Attr { name, .. }
+                if name.name == "reshape"
+                    && args.len() > 1
+                    && args.iter().all(|a| a.name.is_none()) =>
+            {
+                Some(format!("({})", crate::pretty::arg_list(args)))
+            }
             ExprKind::Attr { .. } => Some(crate::pretty::arg_list(args)),
             _ => None,
         };
