@@ -82,17 +82,56 @@ pub fn constant(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
     constants(db, file).iter().find(|(n, _)| n == name).map(|(_, c)| *c)
 }
 
-/// `p` with the integer constants of `file` put in for their names.
-pub fn substitute(db: &dyn Db, file: SourceFile, p: &Poly) -> Poly {
-    let values = constants(db, file);
-    if values.is_empty() {
-        return p.clone();
+/// The module constant `e` names in `file`: one of the file's own (`N`),
+/// one imported by name (`from sizes import N`), or one of an imported
+/// module (`sizes.N`, `pkg.sizes.N`). Locals are the caller's to rule out.
+pub fn named_constant(db: &dyn Db, file: SourceFile, e: &Expr) -> Option<Constant> {
+    match &e.unparen().kind {
+        ExprKind::Name(n) => constant_in_scope(db, file, n),
+        ExprKind::Attr { base, name } => {
+            let module = module_path(db, file, base)?;
+            constant(db, crate::module::resolve_module(db, file, &module)?, &name.name)
+        }
+        _ => None,
     }
+}
+
+/// The constant the name `name` is at the top level of `file`: one of its
+/// own, or one it imports by name (`from sizes import N`).
+pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
+    constant(db, file, name).or_else(|| {
+        let tree = db::item_tree(db, file);
+        let import = tree.imports.iter().find(|i| i.binding == name)?;
+        let member = import.member.as_ref()?;
+        constant(db, crate::module::resolve_module(db, file, &import.module)?, member)
+    })
+}
+
+/// The dotted path of the module or package `e` names in `file`: a name
+/// an `import` binds (`pkg` of `import pkg.mod`, `m` of `import pkg.mod as
+/// m`), or an attribute of one.
+pub fn module_path(db: &dyn Db, file: SourceFile, e: &Expr) -> Option<String> {
+    match &e.unparen().kind {
+        ExprKind::Name(n) => {
+            let tree = db::item_tree(db, file);
+            let import = tree.imports.iter().find(|i| &i.binding == n && i.member.is_none())?;
+            Some(if import.module.split('.').next() == Some(n.as_str()) {
+                n.clone()
+            } else {
+                import.module.clone()
+            })
+        }
+        ExprKind::Attr { base, name } => Some(format!("{}.{}", module_path(db, file, base)?, name.name)),
+        _ => None,
+    }
+}
+
+/// `p` with the integer constants of `file` put in for their names: its
+/// own and those it imports by name.
+pub fn substitute(db: &dyn Db, file: SourceFile, p: &Poly) -> Poly {
     p.substitute(&|s| {
-        values
-            .iter()
-            .find(|(n, _)| n == s)
-            .and_then(|(_, c)| c.as_int())
+        constant_in_scope(db, file, s)
+            .and_then(Constant::as_int)
             .map(Poly::constant)
     })
 }

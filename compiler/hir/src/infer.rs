@@ -822,12 +822,7 @@ impl<'a> Infer<'a> {
             return self.imported(import);
         }
         if tree.globals.iter().any(|g| g == name) {
-            return match crate::constants::constant(self.db, self.file, name) {
-                Some(Constant::Int(_)) => Ty::Int,
-                Some(Constant::Float(_)) => Ty::Float,
-                Some(Constant::Bool(_)) => Ty::Bool,
-                None => Ty::Unknown,
-            };
+            return constant_ty(crate::constants::constant(self.db, self.file, name));
         }
         if let Some(ty) = global_builtin(name) {
             return ty;
@@ -869,36 +864,74 @@ impl<'a> Infer<'a> {
         Ty::Unknown
     }
 
-    fn imported(&mut self, import: &db::Import) -> Ty {
+    fn imported(&self, import: &db::Import) -> Ty {
         if import.module == "tessera" || import.module.starts_with("tessera.") {
             return match &import.member {
                 Some(m) => global_builtin(m).unwrap_or(Ty::Unknown),
                 None => Ty::Unknown,
             };
         }
-        match (
-            &import.member,
-            crate::module::resolve_module(self.db, self.file, &import.module),
-        ) {
-            (Some(member), Some(file)) if db::item_tree(self.db, file).functions.contains(member) => {
-                Ty::Function(format!("{}::{member}", import.module))
+        match &import.member {
+            Some(member) => self.member(&import.module, member).unwrap_or(Ty::Unknown),
+            None => Ty::Unknown,
+        }
+    }
+
+    /// The member `name` of the module `module` (a dotted path from this
+    /// file): a function, a module constant's type, or nothing for a
+    /// module of the package `module` (whose own members are typed when
+    /// named). None when the module has no such member.
+    fn member(&self, module: &str, name: &str) -> Option<Ty> {
+        let file = crate::module::resolve_module(self.db, self.file, module);
+        if let Some(file) = file {
+            let tree = db::item_tree(self.db, file);
+            if tree.functions.iter().any(|f| f == name) {
+                return Some(Ty::Function(format!("{module}::{name}")));
             }
-            _ => Ty::Unknown,
+            if tree.globals.iter().any(|g| g == name) {
+                return Some(constant_ty(crate::constants::constant(self.db, file, name)));
+            }
+        }
+        let dotted = format!("{module}.{name}");
+        crate::module::resolve_module(self.db, self.file, &dotted)
+            .is_some()
+            .then_some(Ty::Unknown)
+    }
+
+    /// The dotted path of the module (or package) `e` names, when it is a
+    /// name bound by an `import` of this file and not shadowed by a local,
+    /// or an attribute of one (`pkg.mod` of `import pkg.mod`).
+    fn module_path(&self, e: &Expr) -> Option<String> {
+        match &e.unparen().kind {
+            ExprKind::Name(n) if self.locals.contains_key(n) => None,
+            ExprKind::Name(_) => crate::constants::module_path(self.db, self.file, e),
+            ExprKind::Attr { base, name } => Some(format!("{}.{}", self.module_path(base)?, name.name)),
+            _ => None,
         }
     }
 
     fn attr(&mut self, base: &Ty, base_expr: &Expr, name: &str, span: Span) -> Ty {
-        // `import helpers` then `helpers.f`: a function of the sibling module.
-        if let ExprKind::Name(n) = &base_expr.kind {
-            if !self.locals.contains_key(n) {
-                let tree = db::item_tree(self.db, self.file);
-                let import = tree.imports.iter().find(|i| &i.binding == n && i.member.is_none());
-                if let Some(import) = import {
-                    let module = crate::module::resolve_module(self.db, self.file, &import.module);
-                    if module.is_some_and(|f| db::item_tree(self.db, f).functions.iter().any(|f| f == name)) {
-                        return Ty::Function(format!("{}::{name}", import.module));
+        // `import helpers` then `helpers.f` or `helpers.LIMIT`: a function
+        // or constant of the sibling module; `pkg.mod.f` likewise.
+        if let Some(module) = self.module_path(base_expr) {
+            let file = crate::module::resolve_module(self.db, self.file, &module);
+            match (self.member(&module, name), file) {
+                (Some(ty), _) => return ty,
+                (None, Some(file)) => {
+                    let tree = db::item_tree(self.db, file);
+                    let mut diag = Diagnostic::error(
+                        Code::E0105,
+                        format!("`{module}` has no function, constant or module `{name}`"),
+                    )
+                    .with_primary(self.at(span), "not defined there");
+                    let candidates = tree.functions.iter().chain(&tree.globals).map(String::as_str);
+                    if let Some(s) = did_you_mean(name, candidates) {
+                        diag = diag.with_help(format!("did you mean `{module}.{s}`?"));
                     }
+                    self.error(diag);
+                    return Ty::Unknown;
                 }
+                (None, None) => {}
             }
         }
         match base {
@@ -1058,7 +1091,10 @@ impl<'a> Infer<'a> {
         let written = format!("({})", listed.join(", "));
         self.error(
             Diagnostic::error(Code::E0204, "`op.reshape` takes the new dims as one tuple")
-                .with_primary(self.at(dims), "the dims as separate arguments, as NumPy's method takes them")
+                .with_primary(
+                    self.at(dims),
+                    "the dims as separate arguments, as NumPy's method takes them",
+                )
                 .with_help(format!("write `{written}`"))
                 .with_fix(
                     Fix::new(format!("write `{written}`"), Applicability::MachineApplicable)
@@ -2127,9 +2163,7 @@ impl<'a> Infer<'a> {
         // `op.reshape` as one tuple.
         self.method_call = match &target_expr.kind {
             ExprKind::Attr { name, .. }
-                if name.name == "reshape"
-                    && args.len() > 1
-                    && args.iter().all(|a| a.name.is_none()) =>
+                if name.name == "reshape" && args.len() > 1 && args.iter().all(|a| a.name.is_none()) =>
             {
                 Some(format!("({})", crate::pretty::arg_list(args)))
             }
@@ -4661,5 +4695,16 @@ fn refused_number(ty: &Ty, ok: impl Fn(DType) -> bool) -> Option<String> {
     match ty {
         Ty::Float => Some("float".to_string()),
         ty => ty.dtype().filter(|&d| !ok(d)).map(|d| d.name().to_string()),
+    }
+}
+
+/// The type of a module constant: its value's when it is a number or a
+/// bool, else unknown (a list, a dict, a string).
+fn constant_ty(c: Option<Constant>) -> Ty {
+    match c {
+        Some(Constant::Int(_)) => Ty::Int,
+        Some(Constant::Float(_)) => Ty::Float,
+        Some(Constant::Bool(_)) => Ty::Bool,
+        None => Ty::Unknown,
     }
 }

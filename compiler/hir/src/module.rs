@@ -79,11 +79,22 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                 } else if let Some(target) = resolve_module(db, file, &path) {
                     let tree = db::item_tree(db, target);
                     for n in names {
-                        if !tree.functions.contains(&n.name.name) {
-                            diags.push(
-                                Diagnostic::error(Code::E0105, format!("`{path}` has no function `{}`", n.name.name))
-                                    .with_primary(at(n.name.span), "not defined there"),
-                            );
+                        let member = &n.name.name;
+                        let module = format!("{path}.{member}");
+                        let known = tree.functions.contains(member)
+                            || tree.globals.contains(member)
+                            || resolve_module(db, file, &module).is_some();
+                        if !known {
+                            let mut diag = Diagnostic::error(
+                                Code::E0105,
+                                format!("`{path}` has no function, constant or module `{member}`"),
+                            )
+                            .with_primary(at(n.name.span), "not defined there");
+                            let candidates = tree.functions.iter().chain(&tree.globals).map(String::as_str);
+                            if let Some(s) = did_you_mean(member, candidates) {
+                                diag = diag.with_help(format!("did you mean `{s}`?"));
+                            }
+                            diags.push(diag);
                         }
                     }
                 } else {
