@@ -18,6 +18,10 @@ use tessera_syntax::ast::{Arg, Expr, ExprKind, FnDef};
 pub(crate) struct FnCx<'a> {
     pub db: &'a dyn Db,
     pub file: SourceFile,
+    /// The file whose module the function is lowered into: its own, or
+    /// that of a function of another module that calls it
+    /// ([`FnCx::symbol`]).
+    pub home: SourceFile,
     pub path: String,
     pub offset: u32,
     pub def: &'a FnDef,
@@ -36,6 +40,7 @@ impl<'a> FnCx<'a> {
         FnCx {
             db,
             file,
+            home: file,
             path: file.path(db).clone(),
             offset: *db::fn_offset(db, func),
             def,
@@ -45,6 +50,25 @@ impl<'a> FnCx<'a> {
             effects,
             errors: Vec::new(),
         }
+    }
+
+    /// The symbol of the function `name` of `file` in the module of
+    /// [`FnCx::home`]: its name for a function of that file, else the
+    /// name qualified by its module's path from there, joined by a `$`,
+    /// which no name of the language holds (`steps$doubled`,
+    /// `pkg.ops$gelu`).
+    pub fn symbol(&self, file: SourceFile, name: &str) -> String {
+        if file == self.home {
+            return name.to_string();
+        }
+        let home = self.home.path(self.db);
+        let dir = home.rsplit_once('/').map_or("", |(d, _)| d);
+        let path = file.path(self.db);
+        let relative = path
+            .strip_prefix(dir)
+            .map_or(path.as_str(), |p| p.trim_start_matches('/'));
+        let module = relative.trim_end_matches(".tsr").replace('/', ".");
+        format!("{module}${name}")
     }
 
     /// The location of a span of this function in its file.
@@ -128,10 +152,11 @@ impl<'a> FnCx<'a> {
         self.body.types.get(&e.span).copied()
     }
 
-    /// The module constant `name` of the function's file, as an attribute.
-    pub fn constant(&self, name: &str) -> Option<Attr> {
-        use tessera_hir::constants::{constant, Constant};
-        Some(match constant(self.db, self.file, name)? {
+    /// The module constant `e` names in the function's file (its own or an
+    /// imported one: `N`, `sizes.N`), as an attribute.
+    pub fn constant(&self, e: &Expr) -> Option<Attr> {
+        use tessera_hir::constants::{named_constant, Constant};
+        Some(match named_constant(self.db, self.file, e)? {
             Constant::Int(v) => Attr::Int(v),
             Constant::Float(f) => Attr::Float(f.get()),
             Constant::Bool(b) => Attr::Int(i64::from(b)),

@@ -1934,7 +1934,7 @@ impl<'a> Lower<'_, 'a, '_> {
                     };
                     Some(self.op1(block, e.span, name, &operands, vec![], ty))
                 }
-                _ => match self.cx.constant(n) {
+                _ => match self.cx.constant(e) {
                     Some(value) => {
                         let ty = self.result_type(e)?;
                         Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
@@ -2029,6 +2029,12 @@ impl<'a> Lower<'_, 'a, '_> {
             ExprKind::Subscript { base, args } => {
                 let place = self.place(block, base, args)?;
                 self.load_place(block, e, place)
+            }
+            // A constant of an imported module: `sizes.N`.
+            ExprKind::Attr { .. } if self.cx.constant(e).is_some() => {
+                let value = self.cx.constant(e)?;
+                let ty = self.result_type(e)?;
+                Some(self.op1(block, e.span, "tile.const", &[], vec![("value", value)], ty))
             }
             ExprKind::Attr { base, name } if name.name == "T" => {
                 let x = self.expr(block, base)?;

@@ -97,9 +97,39 @@ fn role_of(db: &dyn Db, file: SourceFile, name: &str, roles: &mut Roles) -> FnRo
     role
 }
 
+/// The operator functions of other files that the operator functions of
+/// `file` call, directly or through each other, each once.
+fn imported_operators(db: &dyn Db, file: SourceFile) -> Vec<FnId<'_>> {
+    let mut seen: Vec<(SourceFile, String)> = Vec::new();
+    let mut work: Vec<(SourceFile, String)> = db::item_tree(db, file)
+        .functions
+        .iter()
+        .filter(|n| role(db, file, n) == FnRole::Operator)
+        .map(|n| (file, n.clone()))
+        .collect();
+    let mut found = Vec::new();
+    while let Some((f, name)) = work.pop() {
+        for call in &db::infer(db, FnId::new(db, f, name)).calls {
+            let CallTarget::Function { file: callee, name } = &call.target else {
+                continue;
+            };
+            let key = (*callee, name.clone());
+            if *callee == file || seen.contains(&key) || role(db, *callee, name) != FnRole::Operator {
+                continue;
+            }
+            seen.push(key.clone());
+            found.push(FnId::new(db, *callee, name.clone()));
+            work.push(key);
+        }
+    }
+    found
+}
+
 /// Lowers the functions of a checked file into one module: operator
-/// functions in Graph IR, kernels in Tile IR. The module's `target` is the
-/// database's.
+/// functions in Graph IR, kernels in Tile IR, and the operator functions
+/// of imported modules that its operator functions call (directly or
+/// through others), under their qualified names ([`cx::FnCx::symbol`]),
+/// for the fusion to inline. The module's `target` is the database's.
 pub fn lower_file(db: &dyn Db, file: SourceFile) -> Result<Module, Vec<Diagnostic>> {
     let path = file.path(db).clone();
     let stem = path
@@ -122,6 +152,16 @@ pub fn lower_file(db: &dyn Db, file: SourceFile) -> Result<Module, Vec<Diagnosti
             FnRole::Operator => operator::lower(&mut cx, &mut module),
             FnRole::Device | FnRole::Host => {}
         }
+        errors.extend(cx.errors);
+    }
+    for func in imported_operators(db, file) {
+        let Some(def) = db::fn_ast(db, func) else { continue };
+        let callee = func.file(db);
+        let effects = tessera_hir::effect_check::inferred_effects(db, callee);
+        let name = func.name(db);
+        let mut cx = cx::FnCx::new(db, func, def, effects.get(name).copied().unwrap_or_default());
+        cx.home = file;
+        operator::lower(&mut cx, &mut module);
         errors.extend(cx.errors);
     }
     if errors.is_empty() {

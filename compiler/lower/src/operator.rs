@@ -49,7 +49,12 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
             }
         }
     }
-    let func = m.add_function(&cx.sig.name, &inputs, &results, cx.loc(cx.def.span));
+    let func = m.add_function(
+        &cx.symbol(cx.file, &cx.sig.name),
+        &inputs,
+        &results,
+        cx.loc(cx.def.span),
+    );
     cx.set_common_attrs(m, func, "operator");
     let entry = m.entry_block(func).expect("a function has a body");
     let args = m.block_args(entry).to_vec();
@@ -323,7 +328,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         self.b.set_loc(self.cx.loc(e.span));
         match &e.kind {
             ExprKind::Paren(inner) => self.expr(inner, scalar),
-            ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(n)) {
+            ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(e)) {
                 (Some(&v), _) => Some(v),
                 (None, Some(value)) => Some(self.constant(value, scalar)),
                 (None, None) if self.is_dim(n) => Some(self.dim(&Dim::sym(n.as_str()))),
@@ -341,6 +346,11 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 op: UnaryOp::Pos,
                 operand,
             } => self.expr(operand, scalar),
+            // A constant of an imported module: `sizes.N`.
+            ExprKind::Attr { .. } if self.cx.constant(e).is_some() => {
+                let value = self.cx.constant(e)?;
+                Some(self.constant(value, scalar))
+            }
             ExprKind::Attr { base, name } if name.name == "T" => {
                 let x = self.expr(base, scalar)?;
                 let ty = self.result_type(e)?;
@@ -505,7 +515,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
     /// constant.
     fn number(&self, e: &Expr) -> Option<Attr> {
         match &e.unparen().kind {
-            ExprKind::Name(n) => self.cx.constant(n),
+            ExprKind::Name(_) | ExprKind::Attr { .. } => self.cx.constant(e),
             _ => literal_attr(e),
         }
     }
@@ -866,13 +876,6 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         match target {
             Some(CallTarget::Builtin(b)) => self.builtin(e, b.path, args),
             Some(CallTarget::Function { file, name }) => {
-                if file != self.cx.file {
-                    self.cx.unsupported(
-                        e.span,
-                        format!("a call of `{name}`, an operator function of another module (a module is lowered with its own functions only: define it in this file)"),
-                    );
-                    return None;
-                }
                 let operands = self.call_operands(e, file, &name, args)?;
                 let results: Vec<Type> = match self.cx.ty(e) {
                     Some(Ty::None) | None => Vec::new(),
@@ -882,7 +885,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                     .b
                     .op("graph.call")
                     .operands(&operands)
-                    .attr("callee", Attr::Symbol(name))
+                    .attr("callee", Attr::Symbol(self.cx.symbol(file, &name)))
                     .results(results)
                     .build();
                 self.b.results(op).first().copied()
