@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use tessera_base::FileId;
 use tessera_diagnostics::Diagnostic;
 use tessera_driver::Sources;
 use tessera_runtime::host::{self, Executor, Program, RunOptions};
@@ -117,23 +118,33 @@ pub(crate) struct Prepared {
 }
 
 /// The checked and lowered file of a [`Prepared`] program, with its text
-/// and syntax tree, from which the host interpreter's `Program` is made.
+/// and syntax tree and those of the modules it imports, from which the
+/// host interpreter's `Program` is made.
 pub(crate) struct Checked {
     pub(crate) built: tessera_exec::Built,
     pub(crate) ast: tessera_syntax::ast::Module,
     text: String,
+    /// Each imported module: its file, text and syntax tree.
+    modules: Vec<(FileId, String, tessera_syntax::ast::Module)>,
 }
 
 impl Checked {
     /// The program the host interpreter runs, each function with its role.
     pub(crate) fn program(&self) -> Program<'_> {
-        Program::new(
+        let db = &self.built.db;
+        let mut program = Program::new(
             self.built.file,
             &self.text,
             &self.ast,
-            tessera_exec::roles(&self.built.db, self.built.file),
-        )
-        .with_files(self.built.db.paths())
+            tessera_exec::roles(db, self.built.file),
+        );
+        for (file, text, ast) in &self.modules {
+            program = program.with_module(*file, text, ast, tessera_exec::roles(db, *file));
+        }
+        for (from, module, to) in tessera_exec::imports(db, self.built.file) {
+            program = program.with_import(from, &module, to);
+        }
+        program.with_files(db.paths())
     }
 }
 
@@ -141,12 +152,24 @@ impl Checked {
 /// `device`, and loads it there.
 fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
     let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
-    let image = tessera_exec::image(device, &built.layers, opt_level)?;
-    let loaded = tessera_exec::Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])?;
-    let text = sources.get(built.file).text.clone();
-    let ast = tessera_syntax::parse(built.file, &text).module;
+    let loaded = tessera_exec::load(device, &built, opt_level)?;
+    let parsed = |file: FileId| {
+        let text = sources.get(file).text.clone();
+        let ast = tessera_syntax::parse(file, &text).module;
+        (file, text, ast)
+    };
+    let (_, text, ast) = parsed(built.file);
+    let modules = built.db.program_files(built.file)[1..]
+        .iter()
+        .map(|&f| parsed(f))
+        .collect();
     Ok(Prepared {
-        checked: Checked { built, ast, text },
+        checked: Checked {
+            built,
+            ast,
+            text,
+            modules,
+        },
         loaded,
     })
 }

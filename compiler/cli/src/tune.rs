@@ -254,6 +254,7 @@ fn measure(s: &Search<'_>, tuning: &Tuning, inputs: &mut Option<Vec<Value>>) -> 
     }
     let args_now = inputs.as_deref().unwrap_or_default();
     let call = Call {
+        file: s.built.file,
         function,
         args: args_now,
         dims,

@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use tessera_base::FileId;
 use tessera_codegen::{CollectiveInfo, CpuModule, GuardInfo, HostInfo, KernelInfo, LaunchInfo, Manifest, ParamInfo};
 use tessera_ir::ShapeConstraint;
 use tessera_runtime::cpu::{CpuKernel, CpuKernelFn, LaunchConfig, Threading};
@@ -32,6 +33,9 @@ pub struct Loaded {
     _jit: Option<CpuModule>,
     /// The step that keys the random streams of its kernels.
     rng_step: u64,
+    /// The modules of the files the program imports whose kernels or
+    /// operator functions host code reaches, by file.
+    imports: Vec<(FileId, Loaded)>,
 }
 
 /// What a device runs: compiled machine code for it.
@@ -79,7 +83,21 @@ impl Loaded {
             module,
             _jit: jit,
             rng_step: 0,
+            imports: Vec::new(),
         })
+    }
+
+    /// This module with `module`, the compiled module of the imported file
+    /// `file`: a launch or call of a function of `file` runs there.
+    pub fn with_import(mut self, file: FileId, module: Loaded) -> Loaded {
+        self.imports.push((file, module));
+        self
+    }
+
+    /// The module that holds the functions of `file`: an imported file's
+    /// own, else this one.
+    pub(crate) fn of_file(&self, file: FileId) -> &Loaded {
+        self.imports.iter().find(|(f, _)| *f == file).map_or(self, |(_, m)| m)
     }
 
     /// Sets the step the keys of random streams are derived from (0 until
@@ -87,6 +105,9 @@ impl Loaded {
     /// draw different numbers from the same seeds.
     pub fn set_rng_step(&mut self, step: u64) {
         self.rng_step = step;
+        for (_, m) in &mut self.imports {
+            m.set_rng_step(step);
+        }
     }
 
     pub(crate) fn kernel_info(&self, name: &str) -> Result<&KernelInfo, RunError> {
@@ -629,11 +650,16 @@ fn collective(device: &Device, host: &HostInfo, c: &CollectiveInfo, values: &[Ve
 
 impl Executor for Loaded {
     fn launch(&mut self, device: &Device, launch: &Launch<'_>) -> Result<String, RunError> {
-        self.launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
+        self.of_file(launch.file)
+            .launch_kernel(device, launch.kernel, launch.config, launch.args, launch.dims)
     }
 
-    fn compiled_block(&self, kernel: &str) -> Option<[u32; 3]> {
-        let info = self.kernel_info(kernel).ok().filter(|k| k.block_required)?;
+    fn compiled_block(&self, file: FileId, kernel: &str) -> Option<[u32; 3]> {
+        let info = self
+            .of_file(file)
+            .kernel_info(kernel)
+            .ok()
+            .filter(|k| k.block_required)?;
         let mut block = [1u32; 3];
         for (slot, &b) in block.iter_mut().zip(&info.block) {
             *slot = u32::try_from(b).ok()?;
@@ -642,7 +668,7 @@ impl Executor for Loaded {
     }
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
-        let loaded = &*self;
+        let loaded = self.of_file(call.file);
         loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
             loaded
                 .launch_by_rank(device, kernel, config, args, call.dims, mesh)

@@ -24,6 +24,7 @@ use tessera_codegen::{CpuModule, Options as CodegenOptions};
 use tessera_diagnostics::Diagnostic;
 use tessera_driver::tune::Tuning;
 use tessera_driver::{Database, Layers, Sources};
+use tessera_hir::body::CallTarget;
 use tessera_hir::db::{signature, FnId};
 use tessera_hir::{Options, Target};
 use tessera_lower::FnRole;
@@ -55,11 +56,15 @@ fn cuda_target(cc: Option<(i32, i32)>) -> Target {
     }
 }
 
-/// A file checked and lowered through every IR layer.
+/// A file checked and lowered through every IR layer, with the modules it
+/// imports whose kernels or operator functions host code launches or calls.
 pub struct Built {
     pub db: Database,
     pub file: FileId,
     pub layers: Layers,
+    /// Each imported module host code reaches into, lowered on its own
+    /// (its kernels keep their names: a module's are apart from the file's).
+    pub imports: Vec<(FileId, Layers)>,
 }
 
 /// Checks the first requested file of `sources` for `target` and lowers it
@@ -90,14 +95,89 @@ pub fn build_tuned(sources: &mut Sources, target: Target, tuning: &Tuning) -> Re
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
-    let layers = tessera_driver::lower_layers_tuned(
-        &db,
+    let (registry, passes) = (tessera_driver::registry(), tessera_driver::passes());
+    let layers = tessera_driver::lower_layers_tuned(&db, file, &registry, &passes, tuning)?;
+    let mut imports = Vec::new();
+    for module in reached_modules(&db, file) {
+        let text = &db.source(module).text(&db);
+        let (tuning, _) = tessera_driver::tune::cached_tuning(text, target.name())
+            .map_err(|message| vec![Diagnostic::error(tessera_diagnostics::Code::E1011, message)])?;
+        imports.push((
+            module,
+            tessera_driver::lower_layers_tuned(&db, module, &registry, &passes, &tuning)?,
+        ));
+    }
+    Ok(Built {
+        db,
         file,
-        &tessera_driver::registry(),
-        &tessera_driver::passes(),
-        tuning,
-    )?;
-    Ok(Built { db, file, layers })
+        layers,
+        imports,
+    })
+}
+
+/// The modules `file` imports (directly or through others) that host code
+/// of the program reaches into: a host function of any of its files
+/// launches one of their kernels or calls one of their operator functions.
+fn reached_modules(db: &Database, file: FileId) -> Vec<FileId> {
+    let mut reached = Vec::new();
+    for f in db.program_files(file) {
+        let source = db.source(f);
+        for name in &tessera_hir::db::item_tree(db, source).functions {
+            if tessera_lower::role(db, source, name) != FnRole::Host {
+                continue;
+            }
+            let info = tessera_hir::db::infer(db, FnId::new(db, source, name.clone()));
+            for call in &info.calls {
+                let CallTarget::Function { file: callee, name } = &call.target else {
+                    continue;
+                };
+                let id = callee.id(db);
+                let device_code = matches!(
+                    tessera_lower::role(db, *callee, name),
+                    FnRole::Kernel | FnRole::Operator
+                );
+                if id != file && device_code && !reached.contains(&id) {
+                    reached.push(id);
+                }
+            }
+        }
+    }
+    reached
+}
+
+/// Machine code of `built` (the file and the modules it reaches into) for
+/// `device`, loaded there.
+pub fn load(device: &Device, built: &Built, opt_level: u8) -> Result<Loaded, Vec<Diagnostic>> {
+    let loaded = |layers: &Layers| {
+        let image = image(device, layers, opt_level)?;
+        Loaded::new(device, image).map_err(|e| vec![e.to_diagnostic(None)])
+    };
+    let mut main = loaded(&built.layers)?;
+    for (file, layers) in &built.imports {
+        main = main.with_import(*file, loaded(layers)?);
+    }
+    Ok(main)
+}
+
+/// The imports of each file of the program: (importing file, the
+/// module's dotted path, its file), for the interpreter's
+/// [`Program::with_import`](tessera_runtime::host::Program::with_import).
+/// `from pkg import mod` of a module `pkg.mod` is one too.
+pub fn imports(db: &Database, file: FileId) -> Vec<(FileId, String, FileId)> {
+    let mut out = Vec::new();
+    for f in db.program_files(file) {
+        let source = db.source(f);
+        for import in &tessera_hir::db::item_tree(db, source).imports {
+            let paths = std::iter::once(import.module.clone())
+                .chain(import.member.as_ref().map(|m| format!("{}.{m}", import.module)));
+            for path in paths {
+                if let Some(module) = tessera_hir::resolve_module(db, source, &path) {
+                    out.push((f, path, module.id(db)));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Machine code of `layers` for `device`.

@@ -16,7 +16,7 @@ use tessera_syntax::ast::{
 use super::ops::{self, MathFn, Operand, Reduction, Sel};
 use super::shapes::{self, ArgSite};
 use super::value::{Entries, TensorValue, Value};
-use super::{at, Call, Executor, Launch, Program, Role};
+use super::{at, Call, Executor, Imported, Launch, Program, Role};
 use crate::cpu::LaunchConfig;
 use crate::rng::{self, Distribution};
 use crate::tensor::Elem;
@@ -63,7 +63,10 @@ pub(crate) struct Interp<'a, 'p> {
     executor: &'a mut dyn Executor,
     device: &'a Device,
     out: &'a mut dyn Write,
-    globals: HashMap<String, Value>,
+    /// The unit whose code runs: that of the innermost function called.
+    unit: usize,
+    /// Each unit's module constants.
+    globals: Vec<HashMap<String, Value>>,
     depth: usize,
     /// The host functions being run, innermost last.
     running: Vec<String>,
@@ -198,7 +201,8 @@ impl<'a, 'p> Interp<'a, 'p> {
             executor,
             device,
             out,
-            globals: HashMap::new(),
+            unit: 0,
+            globals: vec![HashMap::new(); program.units.len()],
             defaults: HashMap::new(),
             depth: 0,
             running: Vec::new(),
@@ -207,18 +211,34 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn fail(&self, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
-        at(self.program, span, label, e)
+        at(self.program, self.unit, span, label, e)
     }
 
-    /// Evaluates the module's top-level assignments (its constants), in order.
+    /// Runs `f` as code of unit `unit` (its names, its constants, its file
+    /// for messages).
+    fn in_unit<T>(&mut self, unit: usize, f: impl FnOnce(&mut Self) -> T) -> T {
+        let caller = std::mem::replace(&mut self.unit, unit);
+        let result = f(self);
+        self.unit = caller;
+        result
+    }
+
+    /// Evaluates each unit's top-level assignments (its constants), in
+    /// order: the imported modules' first, the last imported first, so a
+    /// constant imported from another module is there when read.
     pub(crate) fn globals(&mut self) -> Res<()> {
         let program = self.program;
-        let mut frame = HashMap::new();
-        for stmt in &program.module.body {
-            if matches!(stmt.kind, StmtKind::Assign { .. } | StmtKind::AnnAssign { .. }) {
-                self.stmt(&mut frame, stmt)?;
-                self.globals.extend(frame.drain());
-            }
+        for unit in (0..program.units.len()).rev() {
+            self.in_unit(unit, |this| -> Res<()> {
+                let mut frame = HashMap::new();
+                for stmt in &program.units[unit].module.body {
+                    if matches!(stmt.kind, StmtKind::Assign { .. } | StmtKind::AnnAssign { .. }) {
+                        this.stmt(&mut frame, stmt)?;
+                        this.globals[unit].extend(frame.drain());
+                    }
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -240,15 +260,23 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    /// Runs a host function with `args` in parameter order.
+    /// Runs a host function of the file run with `args` in parameter order.
     pub(crate) fn call_host(&mut self, def: &FnDef, args: Vec<Value>, span: Span) -> Res<Value> {
-        self.call_host_with(def, args, &[], span)
+        self.call_host_with(0, def, args, &[], span)
     }
 
     /// [`Interp::call_host`] with the dims the arguments bind (`C` of an
     /// `f32[R, C]` parameter), which the body reads as ints as compiled
     /// code does.
-    fn call_host_with(&mut self, def: &FnDef, args: Vec<Value>, dims: &[(String, i64)], span: Span) -> Res<Value> {
+    /// `unit` is the function's; `span`, the call, the caller's.
+    fn call_host_with(
+        &mut self,
+        unit: usize,
+        def: &FnDef,
+        args: Vec<Value>,
+        dims: &[(String, i64)],
+        span: Span,
+    ) -> Res<Value> {
         if self.depth >= MAX_CALL_DEPTH {
             return Err(self.fail(
                 span,
@@ -266,7 +294,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         self.depth += 1;
         self.running.push(def.name.name.clone());
         self.deleted.push(HashMap::new());
-        let flow = self.block(&mut locals, &def.body);
+        let flow = self.in_unit(unit, |this| this.block(&mut locals, &def.body));
         self.deleted.pop();
         self.running.pop();
         self.depth -= 1;
@@ -276,11 +304,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
-    /// Calls a function of the program by its role, with `args` in
-    /// parameter order; `sites` locate the arguments (the parameters when
-    /// None).
+    /// Calls a function of unit `unit` by its role, with `args` in
+    /// parameter order; `sites` locate the arguments in the caller (the
+    /// parameters when None).
     pub(crate) fn call_function(
         &mut self,
+        unit: usize,
         def: &FnDef,
         role: Role,
         mut args: Vec<Value>,
@@ -289,11 +318,21 @@ impl<'a, 'p> Interp<'a, 'p> {
     ) -> Res<Value> {
         let sites = sites.unwrap_or_else(|| def.params.iter().map(|p| ArgSite { span: p.span }).collect());
         shapes::numbers_for_scalars(def, &mut args);
-        let dims = shapes::bind(self.program, def, &args, &sites, span)?;
+        let units = &self.program.units;
+        let dims = shapes::bind(&units[self.unit], &units[unit], def, &args, &sites, span)?;
         match role {
-            Role::Host => self.call_host_with(def, args, &dims, span),
+            // An error in another file's function also points at the call
+            // here, the line of this file that reached it.
+            Role::Host if unit != self.unit => self.call_host_with(unit, def, args, &dims, span).map_err(|d| {
+                Box::new(d.with_secondary(
+                    units[self.unit].at(span),
+                    format!("in this call of `{}`", def.name.name),
+                ))
+            }),
+            Role::Host => self.call_host_with(unit, def, args, &dims, span),
             Role::Operator => {
                 let call = Call {
+                    file: units[unit].file,
                     function: &def.name.name,
                     args: &args,
                     dims: &dims,
@@ -736,7 +775,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                     super::print::display(&v, &|t, form| self.tensor_text(t, form))
                 )
             }
-            None => format!("assertion failed: `{}`", self.program.text(cond.span)),
+            None => format!("assertion failed: `{}`", self.program.units[self.unit].text(cond.span)),
         };
         Err(self.fail(cond.span, "this is false", RunError::new(Code::E1003, text)))
     }
@@ -859,11 +898,14 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         // A module constant's lists and dicts are copied: host code does not
         // change module constants.
-        if let Some(v) = self.globals.get(n) {
+        if let Some(v) = self.globals[self.unit].get(n) {
             return Ok(v.deep_copy());
         }
-        if self.program.function(n).is_some() {
-            return Ok(Value::Function(n.into()));
+        if self.program.units[self.unit].function(n).is_some() {
+            return Ok(Value::Function(self.unit, n.into()));
+        }
+        if let Some(v) = self.imported(n) {
+            return Ok(v);
         }
         if let Some(d) = DType::from_name(n) {
             return Ok(Value::DType(d));
@@ -877,17 +919,17 @@ impl<'a, 'p> Interp<'a, 'p> {
         let local = self
             .running
             .last()
-            .and_then(|f| self.program.function(f))
+            .and_then(|f| self.program.units[self.unit].function(f))
             .is_some_and(|(def, _)| def.body.bound_names().contains(&n));
         if let Some(&at) = self.deleted.last().and_then(|d| d.get(n)) {
             // Python's UnboundLocalError after `del`.
             let e = RunError::value(format!("`{n}` is read after `del` unbound it")).with_help(format!(
                 "assign `{n}` again before reading it, or read it before the `del`"
             ));
-            return Err(Box::new(
-                self.fail(span, "read here", e)
-                    .with_secondary(self.program.at(at), format!("`{n}` is unbound here")),
-            ));
+            return Err(Box::new(self.fail(span, "read here", e).with_secondary(
+                self.program.units[self.unit].at(at),
+                format!("`{n}` is unbound here"),
+            )));
         }
         if local {
             // Python's UnboundLocalError: the assignment did not run.
@@ -900,19 +942,53 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .with_help(format!("assign `{n}` before the branch or loop, or on every path")),
             ));
         }
-        let why = if self.program.imports(n) {
-            format!(
-                "`{n}` is imported: host code calls only the functions of its own file (kernels call imported ones)"
-            )
-        } else {
-            format!("`{n}` is not defined in host code")
-        };
-        Err(self.fail(span, "this name", unsupported(why)))
+        Err(self.fail(
+            span,
+            "this name",
+            unsupported(format!("`{n}` is not defined in host code")),
+        ))
+    }
+
+    /// What an import of the running unit binds `n` to: a module of the
+    /// program (or the package of a dotted one), or a function, constant
+    /// or module of one. None for an import of no module of the program
+    /// (`from tessera import op`), whose names are the builtins'.
+    fn imported(&self, n: &str) -> Option<Value> {
+        match self.program.imported(self.unit, n)? {
+            Imported::Module(path) => self
+                .program
+                .names_module(self.unit, &path)
+                .then(|| Value::Module(self.unit, path.into())),
+            Imported::Member(path, member) => self.member(self.unit, &path, member),
+        }
+    }
+
+    /// The member `name` of the module `path` as unit `from` imports it: a
+    /// function of it, one of its constants (a copy, as a constant of the
+    /// unit's own is), or a module of the package `path`.
+    fn member(&self, from: usize, path: &str, name: &str) -> Option<Value> {
+        if let Some(unit) = self.program.module(from, path) {
+            if self.program.units[unit].function(name).is_some() {
+                return Some(Value::Function(unit, name.into()));
+            }
+            if let Some(v) = self.globals[unit].get(name) {
+                return Some(v.deep_copy());
+            }
+        }
+        let dotted = format!("{path}.{name}");
+        self.program
+            .names_module(from, &dotted)
+            .then(|| Value::Module(from, dotted.into()))
     }
 
     fn attribute(&self, base: &Value, name: &str, span: Span) -> Res<Value> {
         let err = |e: RunError| self.fail(span, "this attribute", e);
         match (base, name) {
+            (Value::Module(from, path), _) => self.member(*from, path, name).ok_or_else(|| {
+                err(RunError::value(format!(
+                    "the module `{path}` has no function, constant or module `{name}`"
+                )))
+            }),
             (Value::Namespace(ns), _) => {
                 let path = format!("{ns}.{name}");
                 builtins::lookup(&path)
@@ -1112,7 +1188,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 let at = self.sequence_index(locals, &args[0], n, kind, span)?;
                 Ok(items[at].clone())
             }
-            Value::Function(f) => Err(self.fail(
+            Value::Function(_, f) => Err(self.fail(
                 span,
                 "this launch",
                 unsupported(format!(
@@ -1218,6 +1294,8 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// E1005 for host code changing the module constant `name` at `span`.
     fn module_constant(&self, name: &str, span: Span) -> Box<Diagnostic> {
+        let written = self.program.units[self.unit].text(span);
+        let written = if written.is_empty() { name } else { written };
         self.fail(
             span,
             "this name",
@@ -1226,7 +1304,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 format!("`{name}` is a module constant, which host code does not change"),
             )
             .with_help(format!(
-                "copy it into a local and change that: `{} = {name}`",
+                "copy it into a local and change that: `{} = {written}`",
                 name.to_lowercase()
             )),
         )
@@ -1410,12 +1488,31 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// E1005 when `base` names a module constant's list or dict (not
     /// shadowed by a local), which host code does not change.
     fn check_not_constant(&self, locals: &HashMap<String, Value>, base: &Expr) -> Res<()> {
-        if let ExprKind::Name(n) = &base.unparen().kind {
-            if let Some(Value::Dict(_) | Value::List(_)) = self.globals.get(n).filter(|_| !locals.contains_key(n)) {
-                return Err(self.module_constant(n, base.span));
+        // The unit and name of the constant `base` names: the running
+        // unit's own, one imported by name, or a module's attribute.
+        let constant = match &base.unparen().kind {
+            ExprKind::Name(n) if locals.contains_key(n) => None,
+            ExprKind::Name(n) => match self.program.imported(self.unit, n) {
+                Some(Imported::Member(path, member)) => {
+                    self.program.module(self.unit, &path).map(|u| (u, member.to_string()))
+                }
+                _ => Some((self.unit, n.clone())),
+            },
+            ExprKind::Attr { base: module, name } => match &module.unparen().kind {
+                ExprKind::Name(m) if !locals.contains_key(m) => match self.imported(m) {
+                    Some(Value::Module(from, path)) => self.program.module(from, &path).map(|u| (u, name.name.clone())),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        match constant {
+            Some((unit, name)) if matches!(self.globals[unit].get(&name), Some(Value::Dict(_) | Value::List(_))) => {
+                Err(self.module_constant(&name, base.span))
             }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// The position in `items` of the one int index of `args` (negative
@@ -1489,12 +1586,8 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     fn call(&mut self, locals: &mut HashMap<String, Value>, e: &Expr, callee: &Expr, args: &[Arg]) -> Res<Value> {
         if let ExprKind::Subscript { base, args: brackets } = &callee.unparen().kind {
-            if let ExprKind::Name(n) = &base.unparen().kind {
-                if let Some((def, Role::Kernel)) = self.program.function(n) {
-                    if !locals.contains_key(n) {
-                        return self.launch(locals, e, def, brackets, args);
-                    }
-                }
+            if let Some((unit, def)) = self.kernel_named(locals, base) {
+                return self.launch(locals, e, unit, def, brackets, args);
             }
         }
         if let ExprKind::Attr { base, name } = &callee.unparen().kind {
@@ -1508,8 +1601,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
         let f = self.expr(locals, callee)?;
         match f {
-            Value::Function(name) => {
-                let Some((def, role)) = self.program.function(&name) else {
+            Value::Function(unit, name) => {
+                let Some((def, role)) = self.program.units[unit].function(&name) else {
                     return Err(self.fail(
                         callee.span,
                         "this function",
@@ -1517,8 +1610,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                     ));
                 };
                 let evaluated = self.args(locals, args)?;
-                let (values, sites) = self.bind_params(def, evaluated, e.span)?;
-                self.call_function(def, role, values, Some(sites), e.span)
+                let (values, sites) = self.bind_params(unit, def, evaluated, e.span)?;
+                self.call_function(unit, def, role, values, Some(sites), e.span)
             }
             Value::Builtin(path) => {
                 let mut evaluated = self.args(locals, args)?;
@@ -1594,6 +1687,41 @@ impl<'a, 'p> Interp<'a, 'p> {
         }
     }
 
+    /// The unit and definition of the kernel `base` names, unless a local
+    /// shadows it: `k` of the running unit or of `from helpers import k`,
+    /// or `helpers.k`.
+    fn kernel_named(&self, locals: &HashMap<String, Value>, base: &Expr) -> Option<(usize, &'p FnDef)> {
+        let global = |n: &str| {
+            if locals.contains_key(n) || self.globals[self.unit].contains_key(n) {
+                None
+            } else if self.program.units[self.unit].function(n).is_some() {
+                Some(Value::Function(self.unit, n.into()))
+            } else {
+                self.imported(n)
+            }
+        };
+        let named = match &base.unparen().kind {
+            ExprKind::Name(n) => global(n)?,
+            ExprKind::Attr { base: module, name } => {
+                let ExprKind::Name(m) = &module.unparen().kind else {
+                    return None;
+                };
+                match global(m)? {
+                    Value::Module(from, path) => self.member(from, &path, &name.name)?,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let Value::Function(unit, name) = named else {
+            return None;
+        };
+        match self.program.units[unit].function(&name)? {
+            (def, Role::Kernel) => Some((unit, def)),
+            _ => None,
+        }
+    }
+
     /// A parameter's default `d`, evaluated where the function is defined
     /// (no caller's locals) once, as Python evaluates it when it runs the
     /// `def`: every call that takes it gets the same value, so a list
@@ -1611,7 +1739,8 @@ impl<'a, 'p> Interp<'a, 'p> {
 
     /// Arguments in parameter order: positional, then keywords, then the
     /// defaults.
-    fn bind_params(&mut self, def: &FnDef, mut args: Args, call: Span) -> Res<(Vec<Value>, Vec<ArgSite>)> {
+    /// `unit` is the function's, where its defaults are evaluated.
+    fn bind_params(&mut self, unit: usize, def: &FnDef, mut args: Args, call: Span) -> Res<(Vec<Value>, Vec<ArgSite>)> {
         let fname = &def.name.name;
         if args.positional.len() > def.params.len() {
             let (_, span) = &args.positional[def.params.len()];
@@ -1637,7 +1766,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 None => match args.take(&p.name.name) {
                     Some(a) => a,
                     None => match &p.default {
-                        Some(d) => (self.default_value(d)?, call),
+                        Some(d) => (self.in_unit(unit, |this| this.default_value(d))?, call),
                         None => {
                             return Err(self.fail(
                                 call,
@@ -1668,6 +1797,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         &mut self,
         locals: &mut HashMap<String, Value>,
         e: &Expr,
+        unit: usize,
         def: &FnDef,
         brackets: &[Arg],
         args: &[Arg],
@@ -1697,10 +1827,11 @@ impl<'a, 'p> Interp<'a, 'p> {
                 RunError::launch("a launch needs a grid: `[grid=(blocks,), block=(threads,)]`"),
             ));
         };
-        let block = match block.or_else(|| self.executor.compiled_block(&def.name.name)) {
+        let file = self.program.units[unit].file;
+        let block = match block.or_else(|| self.executor.compiled_block(file, &def.name.name)) {
             Some(b) => b,
             None => self
-                .declared_block(def)
+                .declared_block(unit, def)
                 .map_err(|err| self.fail(e.span, "this launch", err))?,
         };
         let config = LaunchConfig {
@@ -1710,10 +1841,12 @@ impl<'a, 'p> Interp<'a, 'p> {
         };
         config.validate().map_err(|err| self.fail(e.span, "this launch", err))?;
         let evaluated = self.args(locals, args)?;
-        let (mut values, sites) = self.bind_params(def, evaluated, e.span)?;
+        let (mut values, sites) = self.bind_params(unit, def, evaluated, e.span)?;
         shapes::numbers_for_scalars(def, &mut values);
-        let dims = shapes::bind(self.program, def, &values, &sites, e.span)?;
+        let units = &self.program.units;
+        let dims = shapes::bind(&units[self.unit], &units[unit], def, &values, &sites, e.span)?;
         let launch = Launch {
+            file,
             kernel: &def.name.name,
             config,
             args: &values,
@@ -1780,13 +1913,14 @@ impl<'a, 'p> Interp<'a, 'p> {
         Ok(())
     }
 
-    /// The block of a kernel's `tile[(…)]` clause, or 128 threads.
-    fn declared_block(&self, def: &FnDef) -> Result<[u32; 3], RunError> {
+    /// The block of a kernel's `tile[(…)]` clause (of unit `unit`, whose
+    /// constants it may name), or 128 threads.
+    fn declared_block(&self, unit: usize, def: &FnDef) -> Result<[u32; 3], RunError> {
         for d in &def.decorators {
             for clause in &d.clauses {
                 if let ExprKind::Subscript { base, args } = &clause.kind {
                     if path_of(base).as_deref() == Some("tile") && args.len() == 1 {
-                        let v = constant(&args[0].value, &|n| self.globals.get(n).cloned()).ok_or_else(|| {
+                        let v = constant(&args[0].value, &|n| self.globals[unit].get(n).cloned()).ok_or_else(|| {
                             unsupported(
                                 "the kernel's `tile[...]` holds something other than integers and module constants",
                             )
@@ -3170,12 +3304,12 @@ impl<'a, 'p> Interp<'a, 'p> {
             keyword: Vec::new(),
         };
         match f {
-            Value::Function(name) => {
-                let Some((def, role)) = self.program.function(name) else {
+            &Value::Function(unit, ref name) => {
+                let Some((def, role)) = self.program.units[unit].function(name) else {
                     return Err(self.fail(span, "this key", unsupported(format!("`{name}` is not a function"))));
                 };
-                let (values, sites) = self.bind_params(def, one, span)?;
-                self.call_function(def, role, values, Some(sites), span)
+                let (values, sites) = self.bind_params(unit, def, one, span)?;
+                self.call_function(unit, def, role, values, Some(sites), span)
             }
             Value::Builtin(path) => {
                 let mut one = one;

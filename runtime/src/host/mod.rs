@@ -50,35 +50,58 @@ pub enum Role {
     Host,
 }
 
-/// A program to run: its syntax tree, its text (for messages), and the role
-/// of each function (the command line takes them from `tessera_lower::role`).
+/// A program to run: the file run and the modules it imports, each a
+/// [`Unit`] with its syntax tree, its text (for messages) and the role of
+/// each function (the command line takes them from `tessera_lower::role`).
 pub struct Program<'a> {
-    pub(crate) file: FileId,
-    text: &'a str,
-    pub(crate) module: &'a Module,
-    functions: Vec<(&'a FnDef, Role)>,
+    /// The file run first, then the modules it imports.
+    pub(crate) units: Vec<Unit<'a>>,
     /// The id of each source file by the path the compiler names it by, for
     /// errors at places in kernels (which may be inlined from other files).
     files: HashMap<String, FileId>,
 }
 
+/// One source file of a [`Program`].
+pub(crate) struct Unit<'a> {
+    pub(crate) file: FileId,
+    text: &'a str,
+    pub(crate) module: &'a Module,
+    functions: Vec<(&'a FnDef, Role)>,
+    /// The file of each module its imports name, by dotted path
+    /// (`helpers`, `pkg.mod`).
+    imports: HashMap<String, FileId>,
+}
+
 impl<'a> Program<'a> {
     pub fn new(file: FileId, text: &'a str, module: &'a Module, role: impl Fn(&FnDef) -> Role) -> Program<'a> {
-        let functions = module
-            .body
-            .iter()
-            .filter_map(|s| match &s.kind {
-                StmtKind::Def(def) => Some((&**def, role(def))),
-                _ => None,
-            })
-            .collect();
         Program {
-            file,
-            text,
-            module,
-            functions,
+            units: vec![Unit::new(file, text, module, role)],
             files: HashMap::new(),
         }
+    }
+
+    /// The program with a module the file imports (directly or through
+    /// another module): its host functions run, its kernels launch and its
+    /// operator functions are called as the file's own, and its constants
+    /// are read, where an import names them.
+    pub fn with_module(
+        mut self,
+        file: FileId,
+        text: &'a str,
+        module: &'a Module,
+        role: impl Fn(&FnDef) -> Role,
+    ) -> Program<'a> {
+        self.units.push(Unit::new(file, text, module, role));
+        self
+    }
+
+    /// The program with the file `from`'s import of `module` (its dotted
+    /// path) resolved to the file `to`.
+    pub fn with_import(mut self, from: FileId, module: &str, to: FileId) -> Program<'a> {
+        if let Some(u) = self.units.iter_mut().find(|u| u.file == from) {
+            u.imports.insert(module.to_string(), to);
+        }
+        self
     }
 
     /// The program with the ids of its source files, by path: the file
@@ -88,24 +111,82 @@ impl<'a> Program<'a> {
         self
     }
 
+    /// The function `name` of the file run.
     pub(crate) fn function(&self, name: &str) -> Option<(&'a FnDef, Role)> {
-        self.functions.iter().find(|(d, _)| d.name.name == name).copied()
+        self.units[0].function(name)
     }
 
-    /// Whether `name` is bound by an `import` or `from … import` of the file.
-    pub(crate) fn imports(&self, name: &str) -> bool {
-        self.module.body.iter().any(|s| match &s.kind {
-            StmtKind::Import(paths) => paths.iter().any(|p| {
-                p.alias
-                    .as_ref()
-                    .or(p.path.segments.first())
-                    .is_some_and(|i| i.name == name)
-            }),
-            StmtKind::FromImport { names, .. } => {
-                names.iter().any(|n| n.alias.as_ref().unwrap_or(&n.name).name == name)
-            }
-            _ => false,
+    /// The unit of the module `path` as the unit `from` imports it.
+    pub(crate) fn module(&self, from: usize, path: &str) -> Option<usize> {
+        let file = self.units.get(from)?.imports.get(path)?;
+        self.units.iter().position(|u| u.file == *file)
+    }
+
+    /// Whether unit `from` imports the module `path` or a module of the
+    /// package `path` (`pkg` of `import pkg.mod`).
+    pub(crate) fn names_module(&self, from: usize, path: &str) -> bool {
+        self.units.get(from).is_some_and(|u| {
+            u.imports
+                .keys()
+                .any(|m| m == path || m.strip_prefix(path).is_some_and(|rest| rest.starts_with('.')))
         })
+    }
+
+    /// What the name `name` of unit `unit` is bound to by one of its
+    /// imports, when it is bound so.
+    pub(crate) fn imported(&self, unit: usize, name: &str) -> Option<Imported<'_>> {
+        self.units[unit].module.body.iter().find_map(|s| match &s.kind {
+            StmtKind::Import(paths) => paths.iter().find_map(|p| {
+                let segments: Vec<&str> = p.path.segments.iter().map(|i| i.name.as_str()).collect();
+                match &p.alias {
+                    Some(a) if a.name == name => Some(Imported::Module(segments.join("."))),
+                    None if segments.first() == Some(&name) => Some(Imported::Module(name.to_string())),
+                    _ => None,
+                }
+            }),
+            StmtKind::FromImport { module, names } => {
+                let n = names
+                    .iter()
+                    .find(|n| n.alias.as_ref().unwrap_or(&n.name).name == name)?;
+                let path: Vec<&str> = module.segments.iter().map(|i| i.name.as_str()).collect();
+                Some(Imported::Member(path.join("."), &n.name.name))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// What an import binds a name to.
+pub(crate) enum Imported<'p> {
+    /// A module, or the package a dotted module is in, by its path
+    /// (`import helpers`, `import pkg.mod` binding `pkg`).
+    Module(String),
+    /// A member of a module (`from helpers import scale`): the module's
+    /// path and the member's name.
+    Member(String, &'p str),
+}
+
+impl<'a> Unit<'a> {
+    fn new(file: FileId, text: &'a str, module: &'a Module, role: impl Fn(&FnDef) -> Role) -> Unit<'a> {
+        let functions = module
+            .body
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Def(def) => Some((&**def, role(def))),
+                _ => None,
+            })
+            .collect();
+        Unit {
+            file,
+            text,
+            module,
+            functions,
+            imports: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn function(&self, name: &str) -> Option<(&'a FnDef, Role)> {
+        self.functions.iter().find(|(d, _)| d.name.name == name).copied()
     }
 
     /// The source text of a span (empty when out of range).
@@ -121,6 +202,8 @@ impl<'a> Program<'a> {
 /// A kernel launch for the executor.
 #[derive(Debug)]
 pub struct Launch<'a> {
+    /// The file that defines the kernel.
+    pub file: FileId,
     pub kernel: &'a str,
     /// The grid and the block; `shared_bytes` is 0 (the executor adds the
     /// kernel's own shared memory).
@@ -135,6 +218,8 @@ pub struct Launch<'a> {
 /// A call of an operator function for the executor.
 #[derive(Debug)]
 pub struct Call<'a> {
+    /// The file that defines the function.
+    pub file: FileId,
     pub function: &'a str,
     pub args: &'a [Value],
     pub dims: &'a [(String, i64)],
@@ -155,7 +240,7 @@ pub trait Executor {
     /// compiler chose it (a kernel with tiles, spread over exactly its
     /// threads: 256 for a register tile of more than 8192 elements); None
     /// leaves it to the kernel's `tile[(...)]` clause, else 128 threads.
-    fn compiled_block(&self, _kernel: &str) -> Option<[u32; 3]> {
+    fn compiled_block(&self, _file: FileId, _kernel: &str) -> Option<[u32; 3]> {
         None
     }
 }
@@ -188,7 +273,10 @@ pub fn run_main(
     };
     if role != Role::Host {
         return Err(vec![Diagnostic::error(Code::E1002, "`main` is not host code")
-            .with_primary(program.at(main.name.span), "this is lowered to device code")]);
+            .with_primary(
+                program.units[0].at(main.name.span),
+                "this is lowered to device code",
+            )]);
     }
     let mut interp = interp::Interp::new(program, executor, device, options.out);
     interp.globals().map_err(|d| vec![*d])?;
@@ -199,7 +287,7 @@ pub fn run_main(
                 Code::E1005,
                 format!("`main` takes no arguments, but {} were given", options.argv.len()),
             )
-            .with_primary(program.at(main.name.span), "declared here")
+            .with_primary(program.units[0].at(main.name.span), "declared here")
             .with_help(
                 "declare `def main(args):` to receive the arguments as a tuple of strings",
             )]);
@@ -225,7 +313,7 @@ pub fn run_entry(
     options: RunOptions<'_>,
 ) -> Result<(), Vec<Diagnostic>> {
     let Some((def, role)) = program.function(entry) else {
-        let names = program.functions.iter().map(|(d, _)| d.name.name.as_str());
+        let names = program.units[0].functions.iter().map(|(d, _)| d.name.name.as_str());
         let help = match tessera_hir::names::did_you_mean(entry, names) {
             Some(s) => format!("did you mean `--entry {s}`?"),
             None => "`--entry` names an operator function or a host function of the program".to_string(),
@@ -242,9 +330,12 @@ pub fn run_entry(
             Code::E1002,
             format!("`{entry}` is {what}; `--entry` runs operator and host functions"),
         )
-        .with_primary(program.at(def.name.span), what.split(',').next().unwrap_or(what))]);
+        .with_primary(
+            program.units[0].at(def.name.span),
+            what.split(',').next().unwrap_or(what),
+        )]);
     }
-    let at_param = |i: usize| program.at(def.params[i].span);
+    let at_param = |i: usize| program.units[0].at(def.params[i].span);
     for (k, (name, _)) in inputs.iter().enumerate() {
         if inputs[..k].iter().any(|(earlier, _)| earlier == name) {
             return Err(vec![Diagnostic::error(
@@ -258,7 +349,10 @@ pub fn run_entry(
                 Code::E1005,
                 format!("`--input {name}=…` names no parameter of `{entry}`"),
             )
-            .with_primary(program.at(def.name.span), format!("the parameters of `{entry}`"));
+            .with_primary(
+                program.units[0].at(def.name.span),
+                format!("the parameters of `{entry}`"),
+            );
             let params = def.params.iter().map(|p| p.name.name.as_str());
             if let Some(s) = tessera_hir::names::did_you_mean(name, params) {
                 diag = diag.with_help(format!("did you mean `--input {s}=…`?"));
@@ -357,7 +451,7 @@ pub fn run_entry(
                         p.name.name,
                         path.display(),
                         tessera_base::with_article(&tensor.dtype().to_string()),
-                        program.text(p.ty.as_ref().map_or(p.span, |t| t.span))
+                        program.units[0].text(p.ty.as_ref().map_or(p.span, |t| t.span))
                     ),
                 )
                 .with_primary(at_param(i), "this parameter")
@@ -377,7 +471,7 @@ pub fn run_entry(
         });
     }
     let result = interp
-        .call_function(def, role, args, None, def.name.span)
+        .call_function(0, def, role, args, None, def.name.span)
         .map_err(|d| vec![*d])?;
     let results = match result {
         Value::None => vec![],
@@ -392,7 +486,7 @@ pub fn run_entry(
                 tessera_base::counted(outputs.len(), "output was", "outputs were")
             ),
         )
-        .with_primary(program.at(def.name.span), "this function")]);
+        .with_primary(program.units[0].at(def.name.span), "this function")]);
     }
     for (value, path) in results.iter().zip(outputs) {
         let tensor = interp.to_tensor(value).map_err(|e| vec![e.to_diagnostic(None)])?;
@@ -401,9 +495,11 @@ pub fn run_entry(
     Ok(())
 }
 
-/// Turns a runtime error into a diagnostic at `span`.
-pub(crate) fn at(program: &Program<'_>, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
-    Box::new(e.to_diagnostic_in(Some((program.at(span), label.to_string())), |path| {
-        program.files.get(path).copied()
-    }))
+/// Turns a runtime error into a diagnostic at `span` of unit `unit`.
+pub(crate) fn at(program: &Program<'_>, unit: usize, span: Span, label: &str, e: RunError) -> Box<Diagnostic> {
+    Box::new(
+        e.to_diagnostic_in(Some((program.units[unit].at(span), label.to_string())), |path| {
+            program.files.get(path).copied()
+        }),
+    )
 }

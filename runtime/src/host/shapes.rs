@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 
-use tessera_base::{FileSpan, Span};
+use tessera_base::Span;
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Param, TypeKind, UnaryOp};
 
 use super::value::Value;
-use super::Program;
+use super::Unit;
 use crate::tensor::shape_text;
 use crate::{DType, Tensor};
 
@@ -64,9 +64,9 @@ pub(crate) fn fp8_as_param(t: Tensor, p: &Param) -> Tensor {
 }
 
 /// The source text of a parameter's type, for messages.
-fn type_text(program: &Program<'_>, p: &Param) -> String {
+fn type_text(unit: &Unit<'_>, p: &Param) -> String {
     p.ty.as_ref()
-        .map_or_else(|| "untyped".into(), |t| program.text(t.span).to_string())
+        .map_or_else(|| "untyped".into(), |t| unit.text(t.span).to_string())
 }
 
 /// Gives a scalar parameter of a numeric type that is passed a tensor of
@@ -91,15 +91,19 @@ pub(crate) fn numbers_for_scalars(def: &FnDef, args: &mut [Value]) {
 
 /// Checks `args` (in parameter order) against `def`'s parameters and binds
 /// its dims; returns the dims by name, in the order they first appear.
+///
+/// The arguments (`sites`, `call`) are places in `caller`, the parameters
+/// and their rules in `callee`, the function's own file.
 pub(crate) fn bind(
-    program: &Program<'_>,
+    caller: &Unit<'_>,
+    callee: &Unit<'_>,
     def: &FnDef,
     args: &[Value],
     sites: &[ArgSite],
     call: Span,
 ) -> Result<Vec<(String, i64)>, Box<Diagnostic>> {
-    let file = program.file;
-    let at = |span: Span| FileSpan { file, span };
+    let at = |span: Span| caller.at(span);
+    let at_def = |span: Span| callee.at(span);
     let fname = &def.name.name;
     let mut dims: HashMap<String, Bound> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -112,7 +116,7 @@ pub(crate) fn bind(
             if sites[k].span == param.span {
                 d
             } else {
-                d.with_secondary(at(param.span), label)
+                d.with_secondary(at_def(param.span), label)
             }
         };
         let mismatch = |what: String| {
@@ -121,7 +125,7 @@ pub(crate) fn bind(
                     Code::E1005,
                     format!(
                         "argument `{pname}` of `{fname}` is {what}, but the parameter is {}",
-                        type_text(program, param)
+                        type_text(callee, param)
                     ),
                 )
                 .with_primary(site, "this value"),
@@ -183,7 +187,7 @@ pub(crate) fn bind(
                             ),
                         )
                         .with_primary(site, format!("this has shape {}", shape_text(&shape))),
-                        format!("parameter `{pname}` is {}", type_text(program, param)),
+                        format!("parameter `{pname}` is {}", type_text(callee, param)),
                     )));
                 }
                 for (i, (d, &size)) in pdims.iter().zip(&shape).enumerate() {
@@ -258,12 +262,12 @@ pub(crate) fn bind(
                     Diagnostic::error(Code::E0302, format!("argument `{pname}` has the wrong size in dim {i}"))
                         .with_primary(at(sites[k].span), label)
                         .with_secondary(
-                            at(param.span),
-                            format!("parameter `{pname}` is {}", type_text(program, param)),
+                            at_def(param.span),
+                            format!("parameter `{pname}` is {}", type_text(callee, param)),
                         ),
                 )
             };
-            let dim = program.text(d.span);
+            let dim = callee.text(d.span);
             let Some(expected) = eval(d, &dims) else {
                 // A product whose one unbound factor the size cannot give:
                 // the other factors do not divide it.
@@ -282,7 +286,7 @@ pub(crate) fn bind(
         }
     }
     for c in constraints {
-        check_constraint(program, def, c, &dims, sites, call)?;
+        check_constraint(caller, callee, def, c, &dims, sites, call)?;
     }
     Ok(order.into_iter().map(|s| (s.clone(), dims[&s].value)).collect())
 }
@@ -425,7 +429,8 @@ fn symbols(e: &Expr, out: &mut Vec<String>) {
 /// Checks one constraint, when its symbols are known; a violated one is
 /// E0304 with the message the checker gives at compile time.
 fn check_constraint(
-    program: &Program<'_>,
+    caller: &Unit<'_>,
+    callee: &Unit<'_>,
     def: &FnDef,
     c: &Expr,
     dims: &HashMap<String, Bound>,
@@ -438,15 +443,14 @@ fn check_constraint(
         rhs,
     } = &c.unparen().kind
     {
-        check_constraint(program, def, lhs, dims, sites, call)?;
-        return check_constraint(program, def, rhs, dims, sites, call);
+        check_constraint(caller, callee, def, lhs, dims, sites, call)?;
+        return check_constraint(caller, callee, def, rhs, dims, sites, call);
     }
     let Some(arithmetic) = violation(c, dims) else {
         return Ok(());
     };
-    let file = program.file;
-    let at = |span: Span| FileSpan { file, span };
-    let rule = program.text(c.span);
+    let at = |span: Span| caller.at(span);
+    let rule = callee.text(c.span);
     let fname = &def.name.name;
     let mut syms = Vec::new();
     symbols(c, &mut syms);
@@ -472,7 +476,7 @@ fn check_constraint(
                 at(sites[arg].span),
                 format!("dim {dim} of `{pname}` is {sym} = {value}, and {arithmetic}"),
             )
-            .with_secondary(at(c.span), "the rule")
+            .with_secondary(callee.at(c.span), "the rule")
             .with_note(format!(
                 "argument `{pname}`, dim {dim} ({sym} = {value}): requires {rule}"
             ))
@@ -480,7 +484,7 @@ fn check_constraint(
         }
         None => Diagnostic::error(Code::E0304, format!("this call breaks a shape constraint of `{fname}`"))
             .with_primary(at(call), format!("requires {rule}: {arithmetic}"))
-            .with_secondary(at(c.span), "the rule"),
+            .with_secondary(callee.at(c.span), "the rule"),
     };
     Err(Box::new(d))
 }

@@ -30,8 +30,13 @@ pub enum Value {
     Range(i64, i64, i64),
     /// A dtype used as a value (`dtype=f16`).
     DType(DType),
-    /// A function of the program, by name.
-    Function(Rc<str>),
+    /// A function of the program: the unit of its file (an index into the
+    /// program's units) and its name.
+    Function(usize, Rc<str>),
+    /// A module the program imports (`helpers` of `import helpers`), or
+    /// the package part of a dotted one (`pkg` of `import pkg.mod`): the
+    /// unit whose import names it and its dotted path.
+    Module(usize, Rc<str>),
     /// A builtin, by its path (`op.sum`).
     Builtin(&'static str),
     /// A builtin namespace (`op`).
@@ -133,7 +138,8 @@ impl Value {
             ),
             Value::Range(..) => "a range".into(),
             Value::DType(d) => format!("the dtype {d}"),
-            Value::Function(f) => format!("the function `{f}`"),
+            Value::Function(_, f) => format!("the function `{f}`"),
+            Value::Module(_, m) => format!("the module `{m}`"),
             Value::Builtin(b) => format!("the builtin `{b}`"),
             Value::Namespace(n) => format!("the namespace `{n}`"),
             Value::Method(_, m) => format!("the method `{m}`"),
@@ -154,7 +160,12 @@ impl Value {
             Value::Range(a, b, s) => range_len(*a, *b, *s) > 0,
             Value::Tensor(t) if t.numel() == 1 => t.element(0).ok()?.as_bool(),
             Value::Tensor(_) => return None,
-            Value::DType(_) | Value::Function(_) | Value::Builtin(_) | Value::Namespace(_) | Value::Method(..) => true,
+            Value::DType(_)
+            | Value::Function(..)
+            | Value::Module(..)
+            | Value::Builtin(_)
+            | Value::Namespace(_)
+            | Value::Method(..) => true,
         })
     }
 }

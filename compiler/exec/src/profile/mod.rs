@@ -152,7 +152,7 @@ impl<'l> Profiler<'l> {
         caller: Option<&str>,
         mesh: &[u32],
     ) -> Result<String, RunError> {
-        let loaded = self.loaded;
+        let loaded = self.loaded.of_file(launch.file);
         let info = loaded.kernel_info(launch.kernel)?;
         let timed = loaded.launch_timed(device, launch, mesh, self.flush.as_mut())?;
         let (flops, bytes) = launch_cost(info, &timed.config, launch.dims)?;
@@ -178,9 +178,10 @@ impl Executor for Profiler<'_> {
     }
 
     fn call(&mut self, device: &Device, call: &Call<'_>) -> Result<Value, RunError> {
-        let loaded = self.loaded;
+        let loaded = self.loaded.of_file(call.file);
         loaded.call_with(device, call, &mut |kernel, config, args, mesh| {
             let launch = Launch {
+                file: call.file,
                 kernel,
                 config,
                 args,

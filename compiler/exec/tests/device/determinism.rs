@@ -9,8 +9,9 @@
 //! on each device.
 
 // Each test binary uses part of the shared module.
-#[allow(dead_code)]
 use crate::common;
+#[allow(dead_code)]
+use tessera_base::FileId;
 
 use tessera_runtime::cpu::{CpuDevice, LaunchConfig};
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
@@ -117,7 +118,12 @@ fn call_bits(
     args: &[Value],
     dims: &[(String, i64)],
 ) -> Vec<u8> {
-    let call = Call { function, args, dims };
+    let call = Call {
+        file: FileId(0),
+        function,
+        args,
+        dims,
+    };
     let Value::Tensor(out) = loaded.call(device, &call).unwrap() else {
         panic!("{function} returns a tensor")
     };

@@ -8,8 +8,9 @@
 //! runs them on a GPU instead (`common`).
 
 // Each test binary uses part of the shared module.
-#[allow(dead_code)]
 use crate::common;
+#[allow(dead_code)]
+use tessera_base::FileId;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -324,6 +325,7 @@ fn matmul_operator() {
     ];
     let args = [Value::Tensor(a), Value::Tensor(b)];
     let call = Call {
+        file: FileId(0),
         function: "matmul",
         args: &args,
         dims: &dims,
@@ -378,6 +380,7 @@ fn all_reduce() {
     }
     let (x, xv) = f32_tensor(&mut rng, &[p], 1.0);
     let call = Call {
+        file: FileId(0),
         function: "average_gradients",
         args: &[Value::Tensor(x)],
         dims: &dims,
@@ -528,6 +531,7 @@ fn stdlib_attention() {
             let function = format!("{}attention_d{d}", if causal { "causal_" } else { "" });
             let args = [q.clone(), k.clone(), v.clone()].map(Value::Tensor);
             let call = Call {
+                file: FileId(0),
                 function: &function,
                 args: &args,
                 dims: &dims,
@@ -637,6 +641,7 @@ def batched(A: bf16[G, M, K], B: bf16[G, K, N]) -> f32[G, M, N]:
         }
         let args = [Value::Tensor(a), Value::Tensor(b)];
         let call = Call {
+            file: FileId(0),
             function,
             args: &args,
             dims: &dims,

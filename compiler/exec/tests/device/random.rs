@@ -7,8 +7,9 @@
 //! bits are required there: the CPU and the GPUs draw identical numbers.
 
 // Each test binary uses part of the shared module.
-#[allow(dead_code)]
 use crate::common;
+#[allow(dead_code)]
+use tessera_base::FileId;
 
 use tessera_runtime::host::{Call, Executor, TensorValue, Value};
 use tessera_runtime::rng::{fill, normal_f64, philox4x32_10, stream_key, uniform_f32, Distribution, StreamId};
@@ -30,6 +31,7 @@ const DRAWS: [(&str, &str, Distribution, DType); 8] = [
 fn call(device: &Device, loaded: &mut tessera_exec::Loaded, function: &str, args: &[Value], n: usize) -> Tensor {
     let dims = [("N".to_string(), n as i64)];
     let call = Call {
+        file: FileId(0),
         function,
         args,
         dims: &dims,
