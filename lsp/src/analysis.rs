@@ -523,10 +523,9 @@ pub fn resolve_global<'db>(db: &'db dyn Db, file: SourceFile, name: &str) -> Opt
         if import.module == "tessera" || import.module.starts_with("tessera.") {
             return import.member.as_deref().and_then(builtin_symbol);
         }
-        let module = tessera_hir::resolve_module(db, file, &import.module)?;
         return match &import.member {
-            Some(member) => Function::new(db, module, member).map(Symbol::Function),
-            None => Some(Symbol::Module(module)),
+            Some(member) => module_member(db, file, &import.module, member),
+            None => tessera_hir::resolve_module(db, file, &import.module).map(Symbol::Module),
         };
     }
     if tree.globals.iter().any(|g| g == name) {
@@ -551,6 +550,60 @@ fn builtin_symbol(name: &str) -> Option<Symbol<'static>> {
     DType::from_name(name).map(Symbol::DType)
 }
 
+/// The member `name` of the module `module` (a dotted path from `file`):
+/// a function, a module constant, or a module of the package `module`.
+pub fn module_member<'db>(db: &'db dyn Db, file: SourceFile, module: &str, name: &str) -> Option<Symbol<'db>> {
+    if let Some(m) = tessera_hir::resolve_module(db, file, module) {
+        if let Some(f) = Function::new(db, m, name) {
+            return Some(Symbol::Function(f));
+        }
+        if q::item_tree(db, m).globals.iter().any(|g| g == name) {
+            return Some(Symbol::Global {
+                file: m,
+                name: name.to_string(),
+            });
+        }
+    }
+    tessera_hir::resolve_module(db, file, &format!("{module}.{name}")).map(Symbol::Module)
+}
+
+/// What `base.name` is when `base` names an imported module or package
+/// (`ops.scaled`, `pkg.norms.unit_rows`, `ops.WIDTH`), unless the first
+/// name of `base` is a parameter or local of `func`.
+pub fn member_symbol<'db>(
+    db: &'db dyn Db,
+    file: SourceFile,
+    func: Option<Function<'db>>,
+    base: &Expr,
+    name: &str,
+) -> Option<Symbol<'db>> {
+    let mut root = base.unparen();
+    while let ExprKind::Attr { base, .. } = &root.kind {
+        root = base.unparen();
+    }
+    if let (Some(f), ExprKind::Name(n)) = (func, &root.kind) {
+        let bound = f.def.params.iter().any(|p| &p.name.name == n) || f.body(db).locals.iter().any(|(l, ..)| l == n);
+        if bound {
+            return None;
+        }
+    }
+    module_member(db, file, &tessera_hir::constants::module_path(db, file, base)?, name)
+}
+
+/// The module a dotted text names in `file` (`ops`, `pkg.norms`, or `q`
+/// of `import pkg.norms as q`), for completions after it.
+pub fn module_of_text(db: &dyn Db, file: SourceFile, text: &str) -> Option<SourceFile> {
+    let (root, rest) = text.split_once('.').map_or((text, None), |(r, rest)| (r, Some(rest)));
+    let import = q::item_tree(db, file).imports.iter().find(|i| i.binding == root)?;
+    let head = match &import.member {
+        Some(member) => format!("{}.{member}", import.module),
+        None if import.module.split('.').next() == Some(root) => root.to_string(),
+        None => import.module.clone(),
+    };
+    let path = rest.map_or(head.clone(), |rest| format!("{head}.{rest}"));
+    tessera_hir::resolve_module(db, file, &path)
+}
+
 /// A function named as inference names it: `f` in this file, or
 /// `module::f` for one imported from a sibling module.
 pub fn function_by_path<'db>(db: &'db dyn Db, file: SourceFile, path: &str) -> Option<Function<'db>> {
@@ -569,10 +622,10 @@ pub fn symbol_at(db: &dyn Db, file: SourceFile, offset: u32) -> Option<(Symbol<'
         let symbol = match node {
             Node::Expr(e, role) => match &e.kind {
                 ExprKind::Name(n) if role != Role::Decorator => resolve(db, file, Some(func), n, e.span, role),
-                ExprKind::Attr { name, .. } if name.span.start <= rel && rel <= name.span.end => {
+                ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
                     match func.type_at(db, e.span) {
                         Some(Ty::Builtin(b)) => Some(Symbol::Builtin(b)),
-                        _ => None,
+                        _ => member_symbol(db, file, Some(func), base, &name.name),
                     }
                 }
                 _ => None,
@@ -601,27 +654,33 @@ pub fn symbol_at(db: &dyn Db, file: SourceFile, offset: u32) -> Option<(Symbol<'
     let symbol = match node {
         Node::Expr(e, _) => match &e.kind {
             ExprKind::Name(n) => resolve_global(db, file, n),
-            ExprKind::Attr { base: ns, name } if name.span.start <= rel && rel <= name.span.end => match &ns.kind {
-                ExprKind::Name(ns) => builtins::lookup(&format!("{ns}.{}", name.name)).map(Symbol::Builtin),
-                _ => None,
-            },
+            ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
+                let builtin = match &base.kind {
+                    ExprKind::Name(ns) => builtins::lookup(&format!("{ns}.{}", name.name)).map(Symbol::Builtin),
+                    _ => None,
+                };
+                builtin.or_else(|| member_symbol(db, file, None, base, &name.name))
+            }
             _ => None,
         },
         Node::Module(path) => tessera_hir::resolve_module(db, file, &dotted(path)).map(Symbol::Module),
-        Node::Imported { module, name } => {
-            let module = dotted(module);
-            if module == "tessera" || module.starts_with("tessera.") {
-                builtin_symbol(&name.name)
-            } else {
-                Function::new(db, tessera_hir::resolve_module(db, file, &module)?, &name.name).map(Symbol::Function)
-            }
-        }
+        Node::Imported { module, name } => imported_symbol(db, file, module, &name.name),
         Node::ImportAlias(a) => resolve_global(db, file, &a.name),
         Node::DType(d) => DType::from_name(&d.name).map(Symbol::DType),
         _ => None,
     }?;
     let span = node.span();
     Some((symbol, Span::new(span.start + base, span.end + base)))
+}
+
+/// What `from module import name` imports into `file`.
+pub fn imported_symbol<'db>(db: &'db dyn Db, file: SourceFile, module: &Path, name: &str) -> Option<Symbol<'db>> {
+    let module = dotted(module);
+    if module == "tessera" || module.starts_with("tessera.") {
+        builtin_symbol(name)
+    } else {
+        module_member(db, file, &module, name)
+    }
 }
 
 /// `a.b.c` for a module path.

@@ -42,12 +42,23 @@ pub fn completion(snapshot: &Snapshot, uri: &Uri, pos: Position) -> Vec<Completi
     let start = ident_start(text, offset as usize);
     let func = enclosing_function(db, source, text, offset);
     match text[..start].strip_suffix('.') {
-        Some(before) => {
-            let base = &before[ident_start(before, before.len())..];
-            members(db, source, func, base)
-        }
+        Some(before) => members(db, source, func, dotted_tail(before)),
         None => names(db, source, func),
     }
+}
+
+/// The names joined by dots at the end of `text` (`pkg.norms` of
+/// `q = pkg.norms`), the base of a member completion.
+fn dotted_tail(text: &str) -> &str {
+    let mut start = ident_start(text, text.len());
+    while let Some(dot) = start.checked_sub(1).filter(|&d| text.as_bytes()[d] == b'.') {
+        let before = ident_start(text, dot);
+        if before == dot {
+            break;
+        }
+        start = before;
+    }
+    &text[start..]
 }
 
 /// The function whose body the cursor is in. A cursor on an indented line
@@ -109,12 +120,18 @@ fn members(db: &dyn Db, file: SourceFile, func: Option<Function<'_>>, base: &str
             ty => members(builtins::methods_of(ty), CompletionItemKind::METHOD),
         };
     }
+    if let Some(module) = analysis::module_of_text(db, file, base) {
+        let functions = analysis::functions(db, module)
+            .into_iter()
+            .map(|f| function_item(db, f));
+        let constants = q::item_tree(db, module)
+            .globals
+            .iter()
+            .map(|g| simple(g, CompletionItemKind::CONSTANT, format!("{base}.{g} (module level)")));
+        return functions.chain(constants).collect();
+    }
     match analysis::resolve_global(db, file, base) {
         Some(Symbol::Namespace(ns)) => builtins::members(ns).map(builtin_item).collect(),
-        Some(Symbol::Module(module)) => analysis::functions(db, module)
-            .into_iter()
-            .map(|f| function_item(db, f))
-            .collect(),
         _ => Vec::new(),
     }
 }
@@ -416,10 +433,12 @@ fn skip_brackets(text: &str) -> Option<&str> {
 /// A callee's label, its parameters as they appear in the label, and its documentation.
 fn callee_signature(db: &dyn Db, file: SourceFile, callee: &str) -> Option<(String, Vec<String>, Option<String>)> {
     let symbol = match callee.rsplit_once('.') {
-        Some((base, member)) => match analysis::resolve_global(db, file, base)? {
-            Symbol::Namespace(ns) => builtins::lookup(&format!("{ns}.{member}")).map(Symbol::Builtin),
-            Symbol::Module(module) => Function::new(db, module, member).map(Symbol::Function),
-            _ => None,
+        Some((base, member)) => match analysis::module_of_text(db, file, base) {
+            Some(module) => Function::new(db, module, member).map(Symbol::Function),
+            None => match analysis::resolve_global(db, file, base)? {
+                Symbol::Namespace(ns) => builtins::lookup(&format!("{ns}.{member}")).map(Symbol::Builtin),
+                _ => None,
+            },
         },
         None => analysis::resolve_global(db, file, callee),
     }?;

@@ -159,16 +159,16 @@ fn names_in<'db>(
         let found = match node {
             Node::Expr(e, role) => match &e.kind {
                 ExprKind::Name(n) if role != Role::Decorator => names.resolve(db, n, e.span, role),
-                ExprKind::Attr { name, .. } => match names.type_at(e.span) {
-                    Some(Ty::Builtin(b)) => {
-                        let symbol = Symbol::Builtin(b);
-                        if wanted(&symbol) {
-                            out.push(func.absolute(name.span).in_file(file.id(db)));
-                        }
-                        return;
+                ExprKind::Attr { base, name } => {
+                    let symbol = match names.type_at(e.span) {
+                        Some(Ty::Builtin(b)) => Some(Symbol::Builtin(b)),
+                        _ => analysis::member_symbol(db, file, Some(func), base, &name.name),
+                    };
+                    if symbol.as_ref().is_some_and(&mut *wanted) {
+                        out.push(func.absolute(name.span).in_file(file.id(db)));
                     }
-                    _ => None,
-                },
+                    return;
+                }
                 _ => None,
             },
             Node::Param(p) => func
@@ -194,27 +194,27 @@ fn names_in<'db>(
 /// Names in the top-level statements of `file` (imports, module-level
 /// assignments and calls) that refer to `symbol`.
 fn top_level_names(db: &dyn Db, file: SourceFile, symbol: &Symbol<'_>, out: &mut Vec<FileSpan>) {
-    for (base, stmt) in analysis::top_level(db, file) {
+    for (offset, stmt) in analysis::top_level(db, file) {
         if matches!(stmt.kind, StmtKind::Def(_)) {
             continue;
         }
+        let at = |span: Span| Span::new(span.start + offset, span.end + offset).in_file(file.id(db));
         analysis::walk_stmt(stmt, &mut |node| {
-            let found = match node {
+            let (found, span) = match node {
                 Node::Expr(e, _) => match &e.kind {
-                    ExprKind::Name(n) => resolve_global(db, file, n),
-                    _ => None,
+                    ExprKind::Name(n) => (resolve_global(db, file, n), node.span()),
+                    ExprKind::Attr { base, name } => {
+                        (analysis::member_symbol(db, file, None, base, &name.name), name.span)
+                    }
+                    _ => return,
                 },
                 Node::Imported { module, name } => {
-                    let module = analysis::dotted(module);
-                    tessera_hir::resolve_module(db, file, &module)
-                        .and_then(|m| Function::new(db, m, &name.name))
-                        .map(Symbol::Function)
+                    (analysis::imported_symbol(db, file, module, &name.name), node.span())
                 }
-                _ => None,
+                _ => return,
             };
             if found.as_ref().is_some_and(|s| same_symbol(s, symbol)) {
-                let span = node.span();
-                out.push(Span::new(span.start + base, span.end + base).in_file(file.id(db)));
+                out.push(at(span));
             }
         });
     }

@@ -80,7 +80,11 @@ pub fn semantic_tokens(snapshot: &Snapshot, uri: &Uri) -> Vec<SemanticToken> {
                             ExprKind::Name(ns) => tessera_hir::builtins::lookup(&format!("{ns}.{}", name.name)),
                             _ => None,
                         };
-                        let kind = member.map_or((Kind::Property, 0), |b| builtin_kind(b.shape, b.params));
+                        let kind = match member {
+                            Some(b) => builtin_kind(b.shape, b.params),
+                            None => analysis::member_symbol(db, source, None, ns, &name.name)
+                                .map_or((Kind::Property, 0), |s| symbol_kind(&s, false)),
+                        };
                         raw.push((shift(name.span, base), kind.0, kind.1));
                         None
                     }
@@ -109,10 +113,11 @@ fn function_tokens<'db>(db: &'db dyn Db, file: SourceFile, func: Function<'db>, 
                 ExprKind::Name(n) => names
                     .resolve(db, n, e.span, role)
                     .map(|s| symbol_kind(&s, names.first_binding(n, e.span))),
-                ExprKind::Attr { name, .. } => {
+                ExprKind::Attr { base, name } => {
                     let kind = match names.type_at(e.span) {
                         Some(Ty::Builtin(b)) => builtin_kind(b.shape, b.params),
-                        _ => (Kind::Property, 0),
+                        _ => analysis::member_symbol(db, file, Some(func), base, &name.name)
+                            .map_or((Kind::Property, 0), |s| symbol_kind(&s, false)),
                     };
                     raw.push((func.absolute(name.span), kind.0, kind.1));
                     None

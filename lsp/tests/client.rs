@@ -83,3 +83,8 @@ fn modules_created_and_deleted_on_disk() {
 fn unnormalized_uris_find_sibling_modules() {
     scenario("unnormalized_uris_find_sibling_modules");
 }
+
+#[test]
+fn module_members() {
+    scenario("module_members");
+}

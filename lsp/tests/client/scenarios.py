@@ -303,6 +303,55 @@ def unnormalized_uris_find_sibling_modules(s):
         assert target.uri == uri_of(FIXTURES / "helpers.tsr"), target
 
 
+def module_members(s):
+    # `ops.f`, `ops.WIDTH` and `pkg.norms.f` go to their definitions in the
+    # module, hover shows them, references find the uses through the
+    # module, and completion after `ops.` lists its functions and constants.
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="tessera-lsp-members-"))
+    (folder / "pkg").mkdir()
+    ops_text = "WIDTH = 4\n\ndef twice(v: int) -> int:\n    return 2 * v\n"
+    norms_text = "def unit(x: f32[N]) -> f32[N]:\n    return x / sqrt(op.sum(x * x))\n"
+    (folder / "ops.tsr").write_text(ops_text)
+    (folder / "pkg" / "norms.tsr").write_text(norms_text)
+    main_text = (
+        "import ops\n"
+        "import pkg.norms\n"
+        "from ops import WIDTH\n"
+        "\n"
+        "def main():\n"
+        "    print(ops.twice(ops.WIDTH), WIDTH)\n"
+        "    print(pkg.norms.unit(arange(3) * 1.0))\n"
+    )
+    uri = s.open(folder / "main.tsr", main_text)
+    assert s.diagnostics(uri) == []
+    ops_uri = uri_of(folder / "ops.tsr")
+    line, col = line_of(main_text, "twice(ops")
+    target = s.definition(uri, line, col + 1)
+    assert (target.uri, target.range.start.line) == (ops_uri, line_of(ops_text, "def twice")[0]), target
+    for needle, nth in [("WIDTH)", 0), ("WIDTH", 0), ("WIDTH", 2)]:
+        line, col = line_of(main_text, needle, nth)
+        target = s.definition(uri, line, col + 1)
+        assert (target.uri, target.range.start.line) == (ops_uri, 0), (needle, nth, target)
+    line, col = line_of(main_text, "unit(")
+    target = s.definition(uri, line, col + 1)
+    assert target.uri == uri_of(folder / "pkg" / "norms.tsr"), target
+    assert "WIDTH = 4" in hover_text(s, uri, line_of(main_text, "WIDTH)"))
+    line, col = line_of(main_text, "twice(ops")
+    shown = hover_text(s, uri, (line, col + 1))
+    assert "def twice(v: i64) -> i64" in shown, shown
+    refs = s.references(uri, *line_of(main_text, "WIDTH)"))
+    places = sorted((r.uri == ops_uri, r.range.start.line) for r in refs)
+    assert places == [(False, 2), (False, 5), (False, 5), (True, 0)], places
+    line, _ = line_of(main_text, "    print(pkg")
+    s.change(uri, [((line, 0), (line, 0), "    q = ops.\n")])
+    items = {i.label: i for i in s.completion(uri, line, len("    q = ops."))}
+    assert {"twice", "WIDTH"} <= set(items), sorted(items)
+    assert items["WIDTH"].kind == t.CompletionItemKind.Constant
+    s.change(uri, [((line, 0), (line + 1, 0), "    q = pkg.norms.\n")])
+    items = {i.label for i in s.completion(uri, line, len("    q = pkg.norms."))}
+    assert "unit" in items, sorted(items)
+
+
 SCENARIOS = {
     f.__name__: f
     for f in [
@@ -316,6 +365,7 @@ SCENARIOS = {
         outline_hints_and_tokens,
         modules_created_and_deleted_on_disk,
         unnormalized_uris_find_sibling_modules,
+        module_members,
     ]
 }
 
