@@ -2981,6 +2981,25 @@ impl<'a> Infer<'a> {
                 return true;
             }
         }
+        // A vote's predicate is a condition: a float one (`vote_any(x)`)
+        // had been read as `x != 0`, where CUDA's `__any_sync` truncates
+        // it to an int first, so 0.5 is false there.
+        let vote = matches!(b.path, "tile.vote_any" | "tile.vote_all" | "tile.vote_ballot");
+        if let (true, Some(first)) = (vote, first) {
+            if let Some(name) = refused_number(&first.ty, |d| !d.is_float()) {
+                let written = crate::pretty::expr(first.expr);
+                let compared = format!("{written} != 0.0");
+                self.error(
+                    Diagnostic::error(Code::E0203, format!("`{}` takes a condition, not `{name}`", b.path))
+                        .with_primary(self.at(first.expr.span), format!("this is `{name}`"))
+                        .with_help(format!("compare it: `{compared}`"))
+                        .with_fix(
+                            Fix::new(format!("compare with `{compared}`"), Applicability::MaybeIncorrect)
+                                .with_edit(self.at(first.expr.span), compared.clone()),
+                        ),
+                );
+            }
+        }
         let integers_only = matches!(b.path, "atomic_and" | "atomic_or" | "atomic_xor" | "tile.popcount");
         if let (true, Some(first)) = (integers_only, first) {
             if let Some(name) = refused_number(&first.ty, |d| d.is_int()) {

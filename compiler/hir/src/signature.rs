@@ -416,7 +416,9 @@ impl Lowering<'_> {
     }
 
     /// The sizes of `tile[(x, y, z)]`: literals or module constants, 1 to
-    /// 3 of them, positive, at most 1024 threads in all (E0217).
+    /// 3 of them, positive, at most 1024 threads in all and a z size of at
+    /// most 64, as every GPU target allows (E0217; a launch's block is
+    /// held to the same, `launch_block` in `infer.rs`).
     fn block_shape(&mut self, clause: &Expr, args: &[Arg]) -> Option<Vec<i64>> {
         let items: Vec<&Expr> = match args.first().map(|a| &a.value.unparen().kind) {
             Some(ExprKind::Tuple(items) | ExprKind::List(items)) => items.iter().collect(),
@@ -437,7 +439,8 @@ impl Lowering<'_> {
         }
         let dims: Vec<i64> = sizes.into_iter().flatten().collect();
         let threads = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
-        if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) {
+        let deep = dims.get(2).is_some_and(|&z| z > 64);
+        if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) || deep {
             let text = dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
             self.diags.push(
                 Diagnostic::error(
@@ -448,9 +451,11 @@ impl Lowering<'_> {
                     ),
                 )
                 .with_primary(relative(clause.span, 0), "the block's shape")
-                .with_note("a block has 1 to 3 positive sizes and 1 to 1024 threads in all")
+                .with_note("a block has 1 to 3 positive sizes, 1 to 1024 threads in all and a z size of at most 64")
                 .with_help(if threads.is_none_or(|t| t > 1024) {
                     "split the work over more blocks: `tile[(256,)]` and a larger grid"
+                } else if deep {
+                    "lay the block's threads out along x and y: `tile[(16, 16, 4)]`"
                 } else {
                     "give it 1 to 3 sizes of at least 1: `tile[(256,)]`, `tile[(16, 16)]`"
                 }),
