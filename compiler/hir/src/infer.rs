@@ -793,7 +793,15 @@ impl<'a> Infer<'a> {
                 }
             }
             ExprKind::Attr { base, name } => {
-                let base_ty = self.expr(base);
+                // A module as the base of a member is no value of its own.
+                let base_ty = if self.names_module(base) {
+                    Ty::Unknown
+                } else {
+                    self.expr(base)
+                };
+                if self.names_module(e) {
+                    self.module_as_value(&crate::pretty::expr(e), e.span);
+                }
                 self.attr(&base_ty, base, &name.name, name.span)
             }
             ExprKind::Subscript { base, args } => {
@@ -819,6 +827,16 @@ impl<'a> Infer<'a> {
             return Ty::Function(name.to_string());
         }
         if let Some(import) = tree.imports.iter().find(|i| i.binding == name) {
+            // `import pkg.mod` binds `pkg`, `import pkg.mod as m` binds `m`.
+            let path = if import.module.split('.').next() == Some(name) {
+                name
+            } else {
+                import.module.as_str()
+            };
+            if import.member.is_none() && self.is_module_path(path) {
+                self.module_as_value(name, span);
+                return Ty::Unknown;
+            }
             return self.imported(import);
         }
         if tree.globals.iter().any(|g| g == name) {
@@ -896,6 +914,70 @@ impl<'a> Infer<'a> {
         crate::module::resolve_module(self.db, self.file, &dotted)
             .is_some()
             .then_some(Ty::Unknown)
+    }
+
+    /// E0203 for a function given where a value is computed with
+    /// (`x + f`, `op.sum(f)`, `allclose(f, x)`), and whether it was one: it
+    /// had passed the check and stopped the run.
+    fn function_as_value(&mut self, ty: &Ty, e: &Expr) -> bool {
+        let what = match ty {
+            Ty::Function(path) => path.rsplit("::").next().unwrap_or(path).to_string(),
+            Ty::Builtin(b) => b.path.to_string(),
+            _ => return false,
+        };
+        let written = crate::pretty::expr(e);
+        let message = if written == what {
+            format!("`{written}` is a function, not a value")
+        } else {
+            format!("`{written}` is the function `{what}`, not a value")
+        };
+        self.error(
+            Diagnostic::error(Code::E0203, message)
+                .with_primary(self.at(e.span), "a function")
+                .with_help(format!("call it: `{written}(…)`")),
+        );
+        true
+    }
+
+    /// Whether `e` names a module of the program, or the package of one
+    /// (`pkg` of `import pkg.mod`), rather than a value.
+    fn names_module(&self, e: &Expr) -> bool {
+        self.module_path(e).is_some_and(|path| self.is_module_path(&path))
+    }
+
+    /// Whether the dotted `path` is a module of the program or the package
+    /// of one this file imports.
+    fn is_module_path(&self, path: &str) -> bool {
+        let package = format!("{path}.");
+        crate::module::resolve_module(self.db, self.file, path).is_some()
+            || db::item_tree(self.db, self.file)
+                .imports
+                .iter()
+                .any(|i| i.module.starts_with(&package))
+    }
+
+    /// E0203 for a module used as a value (`print(ops)`,
+    /// `allclose(ops, x)`): it had been typed unknown, and the program
+    /// stopped when run.
+    fn module_as_value(&mut self, written: &str, span: Span) {
+        let package = format!("{written}.");
+        let tree = db::item_tree(self.db, self.file);
+        let modules: Vec<String> = tree
+            .imports
+            .iter()
+            .filter(|i| i.module.starts_with(&package))
+            .map(|i| format!("`{}`", i.module))
+            .collect();
+        let help = if crate::module::resolve_module(self.db, self.file, written).is_some() || modules.is_empty() {
+            format!("name one of its functions or constants: `{written}.f(…)`, `{written}.LIMIT`")
+        } else {
+            format!("it is a package: name a module of it, {}, and a member of that", modules.join(", "))
+        };
+        self.error(
+            Diagnostic::error(Code::E0203, format!("`{written}` is a module, not a value"))
+                .with_primary(self.at(span), "a module")
+                .with_help(help),
+        );
     }
 
     /// The dotted path of the module (or package) `e` names, when it is a
@@ -1887,6 +1969,9 @@ impl<'a> Infer<'a> {
 
     /// The type of `l op r` for the arithmetic operators: promotion and broadcasting.
     fn arithmetic(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
+        if self.function_as_value(l, lhs) | self.function_as_value(r, rhs) {
+            return Ty::Unknown;
+        }
         match (l, r) {
             // Python's sequences repeat (`[1, 2] * n`, whatever integer
             // type `n` has) and concatenate; a tuple's items are typed one
@@ -2728,6 +2813,12 @@ impl<'a> Infer<'a> {
     fn check_builtin_args(&mut self, b: &Builtin, args: &[ArgTy]) -> bool {
         let names = b.param_names();
         let mut refused = false;
+        // A function is a value only for `key=` (and to print).
+        if !matches!(b.path, "print" | "str" | "repr") {
+            for arg in args.iter().filter(|a| a.name != Some("key")) {
+                refused |= self.function_as_value(&arg.ty, arg.expr);
+            }
+        }
         let mut position = 0;
         for arg in args {
             let param = arg.name.or_else(|| {
