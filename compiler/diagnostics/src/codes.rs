@@ -585,6 +585,22 @@ def main():
 Assert it: `assert allclose(x, x * 2.0)`. A comparison `x == 1` meant as
 an assignment is written `x = 1`.",
 
+    E0220: "module constant changed" =>
+"Host code reads a module constant's list or dict as a copy and never
+changes the constant: appending to it, storing or deleting an element,
+directly (`TABLE`), by an import (`from ops import TABLE`) or through its
+module (`ops.TABLE`).
+
+```tessera
+TABLE = [1, 2]
+
+def main():
+    TABLE.append(3)
+```
+
+Copy it into a local and change that: `table = TABLE`, then
+`table.append(3)`.",
+
     E0301: "unsupported shape constraint" =>
 "A `where` clause holds constraints on dims: divisibility `D % 8 == 0`,
 comparisons `S <= 8192`, equalities `D == H * Dh` and ranges

@@ -109,16 +109,20 @@ pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Co
 
 /// The dotted path of the module or package `e` names in `file`: a name
 /// an `import` binds (`pkg` of `import pkg.mod`, `m` of `import pkg.mod as
-/// m`), or an attribute of one.
+/// m`, `mod` of `from pkg import mod`), or an attribute of one.
 pub fn module_path(db: &dyn Db, file: SourceFile, e: &Expr) -> Option<String> {
     match &e.unparen().kind {
         ExprKind::Name(n) => {
             let tree = db::item_tree(db, file);
-            let import = tree.imports.iter().find(|i| &i.binding == n && i.member.is_none())?;
-            Some(if import.module.split('.').next() == Some(n.as_str()) {
-                n.clone()
-            } else {
-                import.module.clone()
+            let import = tree.imports.iter().find(|i| &i.binding == n)?;
+            Some(match &import.member {
+                Some(member) => {
+                    let module = format!("{}.{member}", import.module);
+                    crate::module::resolve_module(db, file, &module)?;
+                    module
+                }
+                None if import.module.split('.').next() == Some(n.as_str()) => n.clone(),
+                None => import.module.clone(),
             })
         }
         ExprKind::Attr { base, name } => Some(format!("{}.{}", module_path(db, file, base)?, name.name)),

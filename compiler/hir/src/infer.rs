@@ -634,6 +634,13 @@ impl<'a> Infer<'a> {
     /// declared `mut`, or one of host code declared without a type (a
     /// list or dict is changed in place for its caller, as in Python).
     fn check_store_target(&mut self, target: &Expr) {
+        let mut container = target.unparen();
+        while let ExprKind::Subscript { base, .. } = &container.kind {
+            container = base.unparen();
+        }
+        if !std::ptr::eq(container, target.unparen()) && self.changes_constant(container, target.span) {
+            return;
+        }
         let mut base = target;
         while let ExprKind::Subscript { base: b, .. } | ExprKind::Attr { base: b, .. } = &base.kind {
             base = b;
@@ -799,8 +806,8 @@ impl<'a> Infer<'a> {
                 } else {
                     self.expr(base)
                 };
-                if self.names_module(e) {
-                    self.module_as_value(&crate::pretty::expr(e), e.span);
+                if let Some(path) = self.module_path(e).filter(|p| self.is_module_path(p)) {
+                    self.module_as_value(&crate::pretty::expr(e), &path, e.span);
                 }
                 self.attr(&base_ty, base, &name.name, name.span)
             }
@@ -827,14 +834,19 @@ impl<'a> Infer<'a> {
             return Ty::Function(name.to_string());
         }
         if let Some(import) = tree.imports.iter().find(|i| i.binding == name) {
-            // `import pkg.mod` binds `pkg`, `import pkg.mod as m` binds `m`.
-            let path = if import.module.split('.').next() == Some(name) {
-                name
-            } else {
-                import.module.as_str()
+            // `import pkg.mod` binds `pkg`, `import pkg.mod as m` binds `m`,
+            // `from pkg import mod` binds `mod`.
+            let path = match &import.member {
+                Some(member) => format!("{}.{member}", import.module),
+                None if import.module.split('.').next() == Some(name) => name.to_string(),
+                None => import.module.clone(),
             };
-            if import.member.is_none() && self.is_module_path(path) {
-                self.module_as_value(name, span);
+            let module = match import.member {
+                Some(_) => crate::module::resolve_module(self.db, self.file, &path).is_some(),
+                None => self.is_module_path(&path),
+            };
+            if module {
+                self.module_as_value(name, &path, span);
                 return Ty::Unknown;
             }
             return self.imported(import);
@@ -916,6 +928,47 @@ impl<'a> Infer<'a> {
             .then_some(Ty::Unknown)
     }
 
+    /// E0220 when `container`, written into at `span` (an element stored
+    /// or deleted, a list or dict method that changes it), is a module
+    /// constant: the file's own, one imported by name, or a module's
+    /// (`ops.TABLE`). Host code reads a copy of a constant's list or dict
+    /// and never changes the constant; this had been E1005 when run.
+    fn changes_constant(&mut self, container: &Expr, span: Span) -> bool {
+        let tree = db::item_tree(self.db, self.file);
+        let (written, module) = match &container.unparen().kind {
+            ExprKind::Name(n) if self.locals.contains_key(n) => return false,
+            ExprKind::Name(n) if tree.globals.contains(n) => (n.clone(), None),
+            ExprKind::Name(n) => {
+                let Some(import) = tree.imports.iter().find(|i| &i.binding == n) else {
+                    return false;
+                };
+                let Some(member) = &import.member else { return false };
+                let file = crate::module::resolve_module(self.db, self.file, &import.module);
+                if !file.is_some_and(|f| db::item_tree(self.db, f).globals.contains(member)) {
+                    return false;
+                }
+                (n.clone(), Some(import.module.clone()))
+            }
+            ExprKind::Attr { base, name } => {
+                let Some(path) = self.module_path(base) else { return false };
+                let file = crate::module::resolve_module(self.db, self.file, &path);
+                if !file.is_some_and(|f| db::item_tree(self.db, f).globals.contains(&name.name)) {
+                    return false;
+                }
+                (crate::pretty::expr(container), Some(path))
+            }
+            _ => return false,
+        };
+        let of = module.map_or_else(|| "a module constant".to_string(), |m| format!("a constant of `{m}`"));
+        let local = written.rsplit('.').next().unwrap_or(&written).to_lowercase();
+        self.error(
+            Diagnostic::error(Code::E0220, format!("`{written}` is {of}, which host code does not change"))
+                .with_primary(self.at(span), "this changes it")
+                .with_help(format!("copy it into a local and change that: `{local} = {written}`")),
+        );
+        true
+    }
+
     /// E0203 for a function given where a value is computed with
     /// (`x + f`, `op.sum(f)`, `allclose(f, x)`), and whether it was one: it
     /// had passed the check and stopped the run.
@@ -959,8 +1012,9 @@ impl<'a> Infer<'a> {
     /// E0203 for a module used as a value (`print(ops)`,
     /// `allclose(ops, x)`): it had been typed unknown, and the program
     /// stopped when run.
-    fn module_as_value(&mut self, written: &str, span: Span) {
-        let package = format!("{written}.");
+    /// `written` as the source has it; `path`, the module's dotted path.
+    fn module_as_value(&mut self, written: &str, path: &str, span: Span) {
+        let package = format!("{path}.");
         let tree = db::item_tree(self.db, self.file);
         let modules: Vec<String> = tree
             .imports
@@ -968,7 +1022,7 @@ impl<'a> Infer<'a> {
             .filter(|i| i.module.starts_with(&package))
             .map(|i| format!("`{}`", i.module))
             .collect();
-        let help = if crate::module::resolve_module(self.db, self.file, written).is_some() || modules.is_empty() {
+        let help = if crate::module::resolve_module(self.db, self.file, path).is_some() || modules.is_empty() {
             format!("name one of its functions or constants: `{written}.f(…)`, `{written}.LIMIT`")
         } else {
             format!("it is a package: name a module of it, {}, and a member of that", modules.join(", "))
@@ -2255,6 +2309,16 @@ impl<'a> Infer<'a> {
             ExprKind::Attr { .. } => Some(crate::pretty::arg_list(args)),
             _ => None,
         };
+        // `TABLE.append(3)` of a module constant's list or dict.
+        if let ExprKind::Attr { base, name } = &target_expr.kind {
+            let changes = builtins::LIST_METHODS[..builtins::LIST_MUTATORS]
+                .iter()
+                .chain(&builtins::DICT_METHODS[..builtins::DICT_MUTATORS])
+                .any(|(m, _)| *m == name.name);
+            if changes {
+                self.changes_constant(base, e.span);
+            }
+        }
         let target = self.expr(target_expr);
         self.method_call = None;
         if let Some(brackets) = brackets {

@@ -97,6 +97,12 @@ pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
                             diags.push(diag);
                         }
                     }
+                } else if names
+                    .iter()
+                    .all(|n| resolve_module(db, file, &format!("{path}.{}", n.name.name)).is_some())
+                {
+                    // `from pkg import mod`: a package is a folder of
+                    // modules, not a module itself.
                 } else {
                     diags.push(unresolved(&path, at(module.span)));
                 }
