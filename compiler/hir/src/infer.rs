@@ -969,6 +969,26 @@ impl<'a> Infer<'a> {
         true
     }
 
+    /// E0203 for a host list, tuple or string of type `ty` (the value of
+    /// `e`) where a tensor is computed with, `message` saying where for
+    /// its kind, and whether it was one.
+    fn not_a_tensor(&mut self, ty: &Ty, e: &Expr, message: &dyn Fn(&str) -> String) -> bool {
+        let kind = match ty {
+            Ty::List(_) => "list",
+            Ty::Tuple(_) => "tuple",
+            Ty::Str => "string",
+            _ => return false,
+        };
+        self.error(
+            Diagnostic::error(Code::E0203, message(kind))
+                .with_primary(self.at(e.span), format!("this is a {kind}"))
+                .with_help(
+                    "a host list is a Python value, not a tensor: make the tensor with `zeros`, `full` or `arange` and set its elements",
+                ),
+        );
+        true
+    }
+
     /// E0203 for a function given where a value is computed with
     /// (`x + f`, `op.sum(f)`, `allclose(f, x)`), and whether it was one: it
     /// had passed the check and stopped the run.
@@ -2026,6 +2046,15 @@ impl<'a> Infer<'a> {
         if self.function_as_value(l, lhs) | self.function_as_value(r, rhs) {
             return Ty::Unknown;
         }
+        let what = |kind: &str| format!("`{}` of a tensor and a {kind}", op.symbol());
+        let refused = match (l, r) {
+            (Ty::Tensor(_), _) => self.not_a_tensor(r, rhs, &what),
+            (_, Ty::Tensor(_)) => self.not_a_tensor(l, lhs, &what),
+            _ => false,
+        };
+        if refused {
+            return Ty::Unknown;
+        }
         match (l, r) {
             // Python's sequences repeat (`[1, 2] * n`, whatever integer
             // type `n` has) and concatenate; a tuple's items are typed one
@@ -2883,6 +2912,25 @@ impl<'a> Infer<'a> {
                 refused |= self.function_as_value(&arg.ty, arg.expr);
             }
         }
+        // A host list, tuple or string where a tensor is computed with:
+        // it had passed the check and stopped the run (E1005).
+        let takes_tensors = b.namespace() == Some("op")
+            || b.shape == Shape::FloatOfFirst
+            || matches!(b.path, "allclose" | "assert_allclose");
+        let mut position = 0;
+        for arg in args {
+            let param = arg.name.or_else(|| {
+                position += 1;
+                names.get(position - 1).copied()
+            });
+            let tensor_param = matches!(
+                param,
+                Some("x" | "a" | "b" | "q" | "k" | "v" | "condition" | "target" | "values" | "actual" | "expected")
+            );
+            if takes_tensors && tensor_param {
+                refused |= self.not_a_tensor(&arg.ty, arg.expr, &|kind| format!("`{}` takes a tensor, not a {kind}", b.path));
+            }
+        }
         let mut position = 0;
         for arg in args {
             let param = arg.name.or_else(|| {
@@ -3008,10 +3056,16 @@ impl<'a> Infer<'a> {
             }
         }
         // A random draw's stream is a named stream (`stream=3` stopped the
-        // build, E0903).
-        if b.path.starts_with("rng.") && b.path != "rng.stream" {
+        // build, E0903, and a tensor, `stream=op.relu(x)`, likewise).
+        if b.path.starts_with("rng.") && b.path != "rng.stream" || b.path == "op.dropout" {
             let stream = args.iter().find(|a| a.name == Some("stream"));
-            let literal = stream.filter(|s| matches!(s.expr.unparen().kind, ExprKind::Int(_) | ExprKind::Str(_)));
+            let literal = stream.filter(|s| {
+                matches!(s.expr.unparen().kind, ExprKind::Int(_) | ExprKind::Str(_))
+                    || matches!(
+                        s.ty,
+                        Ty::Tensor(_) | Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool | Ty::Str | Ty::List(_) | Ty::Tuple(_)
+                    )
+            });
             if let Some(stream) = literal {
                 let mut diag = Diagnostic::error(Code::E0203, "a random draw's `stream` is a named stream")
                     .with_primary(self.at(stream.expr.span), format!("this is {}", stream.ty));
