@@ -297,6 +297,60 @@ def main():
     );
 }
 
+/// A kernel and an operator function of an imported module are named by
+/// the module in the trace: two files may have functions of one name.
+#[test]
+fn an_imported_modules_launches_are_named_by_the_module() {
+    let dir = temp("profile", "modules");
+    std::fs::write(
+        dir.join("ops.tsr"),
+        "\
+@kernel
+def scale(x: f32[N], z: mut f32[N]):
+    i = launch.thread_id()
+    if i < N:
+        z[i] = 2.0 * x[i]
+
+def plus_one(x: f32[N]) -> f32[N]:
+    return x + 1.0
+",
+    )
+    .unwrap();
+    let file = dir.join("main.tsr");
+    std::fs::write(
+        &file,
+        "\
+import ops
+
+@kernel
+def scale(x: f32[N], z: mut f32[N]):
+    i = launch.thread_id()
+    if i < N:
+        z[i] = 3.0 * x[i]
+
+def main():
+    x = arange(64) * 1.0
+    z = zeros(64)
+    w = zeros(64)
+    scale[grid=(1,), block=(64,)](x, z)
+    ops.scale[grid=(1,), block=(64,)](x, w)
+    assert allclose(ops.plus_one(z - w), x + 1.0)
+",
+    )
+    .unwrap();
+    let out = dir.join("prof");
+    let (file_arg, out_arg) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let o = tessera(&["profile", file_arg, "-o", out_arg, "--repeat", "1", "--warmup", "0"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let w = read(&out);
+    let kernels = check_trace(&w, file_arg);
+    let names: Vec<&str> = kernels.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["scale", "ops.scale", "ops.plus_one_k0"]);
+    assert_eq!(kernels[2]["args"]["operator"], "ops.plus_one");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn the_saxpy_example_is_profiled() {
     let dir = temp("profile", "saxpy");

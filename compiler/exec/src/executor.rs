@@ -36,6 +36,9 @@ pub struct Loaded {
     /// The modules of the files the program imports whose kernels or
     /// operator functions host code reaches, by file.
     imports: Vec<(FileId, Loaded)>,
+    /// For an imported file's module, its dotted name (`ops`), which
+    /// qualifies its functions' names in profiles.
+    pub module_name: Option<String>,
 }
 
 /// What a device runs: compiled machine code for it.
@@ -84,14 +87,26 @@ impl Loaded {
             _jit: jit,
             rng_step: 0,
             imports: Vec::new(),
+            module_name: None,
         })
     }
 
     /// This module with `module`, the compiled module of the imported file
-    /// `file`: a launch or call of a function of `file` runs there.
-    pub fn with_import(mut self, file: FileId, module: Loaded) -> Loaded {
+    /// `file`, whose dotted name is `name`: a launch or call of a function
+    /// of `file` runs there.
+    pub fn with_import(mut self, file: FileId, name: String, mut module: Loaded) -> Loaded {
+        module.module_name = Some(name);
         self.imports.push((file, module));
         self
+    }
+
+    /// `name`, a function of this module, as a profile names it: qualified
+    /// by the module's name when it is an imported file's (`ops.scale_k`).
+    pub(crate) fn qualified(&self, name: &str) -> String {
+        match &self.module_name {
+            Some(m) => format!("{m}.{name}"),
+            None => name.to_string(),
+        }
     }
 
     /// The module that holds the functions of `file`: an imported file's

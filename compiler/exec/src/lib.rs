@@ -154,7 +154,8 @@ pub fn load(device: &Device, built: &Built, opt_level: u8) -> Result<Loaded, Vec
     };
     let mut main = loaded(&built.layers)?;
     for (file, layers) in &built.imports {
-        main = main.with_import(*file, loaded(layers)?);
+        let name = tessera_hir::module_name(&built.db, built.db.source(built.file), built.db.source(*file));
+        main = main.with_import(*file, name, loaded(layers)?);
     }
     Ok(main)
 }

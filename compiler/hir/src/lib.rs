@@ -28,4 +28,4 @@ pub mod solve;
 pub mod ty;
 
 pub use db::{check_file, Db, FnId, Options, SourceFile, Target, Workspace};
-pub use module::resolve_module;
+pub use module::{module_name, resolve_module};

@@ -22,6 +22,19 @@ pub fn resolve_module(db: &dyn Db, from: SourceFile, module: &str) -> Option<Sou
     db::file_by_path(db, &wanted)
 }
 
+/// The dotted name of the module `file` as `from` imports it: its path
+/// from `from`'s directory without `.tsr` (`steps`, `pkg.norms`); modules
+/// resolve only below that directory ([`resolve_module`]).
+pub fn module_name(db: &dyn Db, from: SourceFile, file: SourceFile) -> String {
+    let home = from.path(db);
+    let dir = home.rsplit_once('/').map_or("", |(d, _)| d);
+    let path = file.path(db);
+    let relative = path
+        .strip_prefix(dir)
+        .map_or(path.as_str(), |p| p.trim_start_matches('/'));
+    relative.trim_end_matches(".tsr").replace('/', ".")
+}
+
 pub(crate) fn check_module(db: &dyn Db, file: SourceFile) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let id = file.id(db);

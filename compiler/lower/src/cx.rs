@@ -61,14 +61,7 @@ impl<'a> FnCx<'a> {
         if file == self.home {
             return name.to_string();
         }
-        let home = self.home.path(self.db);
-        let dir = home.rsplit_once('/').map_or("", |(d, _)| d);
-        let path = file.path(self.db);
-        let relative = path
-            .strip_prefix(dir)
-            .map_or(path.as_str(), |p| p.trim_start_matches('/'));
-        let module = relative.trim_end_matches(".tsr").replace('/', ".");
-        format!("{module}${name}")
+        format!("{}${name}", tessera_hir::module_name(self.db, self.home, file))
     }
 
     /// The location of a span of this function in its file.

@@ -157,8 +157,8 @@ impl<'l> Profiler<'l> {
         let timed = loaded.launch_timed(device, launch, mesh, self.flush.as_mut())?;
         let (flops, bytes) = launch_cost(info, &timed.config, launch.dims)?;
         self.profile.launches.push(LaunchRecord {
-            kernel: launch.kernel.to_string(),
-            caller: caller.map(str::to_string),
+            kernel: loaded.qualified(launch.kernel),
+            caller: caller.map(|c| loaded.qualified(c)),
             run: self.profile.runs.len() + 1,
             grid: timed.config.grid,
             block: timed.config.block,
