@@ -247,7 +247,16 @@ impl<'a> Infer<'a> {
                 self.block(body);
             }
             StmtKind::For { target, iter, body } => {
-                let iter_ty = self.expr(iter);
+                // `for i in a..b`: Rust's range, a loop's in kernels and
+                // host code alike.
+                let iter_ty = match &iter.unparen().kind {
+                    ExprKind::Range { start, end, .. } => {
+                        self.expr(start);
+                        self.expr(end);
+                        Ty::Range
+                    }
+                    _ => self.expr(iter),
+                };
                 let element = item_of(iter_ty);
                 self.assign(target, &element, iter);
                 self.block(body);
@@ -759,9 +768,31 @@ impl<'a> Infer<'a> {
                 let (l, r) = (self.element_of_0d(l), self.element_of_0d(r));
                 self.binary(*op, &l, &r, e.span, lhs, rhs)
             }
-            ExprKind::Range { start, end, .. } => {
+            // `a..b` belongs to a `where` constraint (`B in 1..=4096`) and
+            // a `for` loop; as a value Python's `range` is the range (it
+            // had passed the check and stopped the run or the build).
+            ExprKind::Range { start, end, inclusive } => {
                 self.expr(start);
                 self.expr(end);
+                let (a, b) = (crate::pretty::expr(start), crate::pretty::expr(end));
+                let past = match &end.unparen().kind {
+                    ExprKind::Int(n) => n.checked_add(1).map(|n| n.to_string()),
+                    _ => None,
+                };
+                let written = match (*inclusive, past) {
+                    (false, _) => format!("range({a}, {b})"),
+                    (true, Some(past)) => format!("range({a}, {past})"),
+                    (true, None) => format!("range({a}, {b} + 1)"),
+                };
+                self.error(
+                    Diagnostic::error(Code::E0203, "a range `a..b` is a loop's or a constraint's, not a value")
+                        .with_primary(self.at(e.span), "`a..b` as a value")
+                        .with_help(format!("write `{written}`"))
+                        .with_fix(
+                            Fix::new(format!("write `{written}`"), Applicability::MachineApplicable)
+                                .with_edit(self.at(e.span), written.clone()),
+                        ),
+                );
                 Ty::Range
             }
             ExprKind::IfElse { cond, then, orelse } => {

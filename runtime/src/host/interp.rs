@@ -495,7 +495,26 @@ impl<'a, 'p> Interp<'a, 'p> {
     }
 
     fn for_loop(&mut self, locals: &mut HashMap<String, Value>, target: &Expr, iter: &Expr, body: &Block) -> Res<Flow> {
-        let items = self.expr(locals, iter)?;
+        let items = match &iter.unparen().kind {
+            // `for i in a..b` is `range(a, b)`, `a..=b` `range(a, b + 1)`,
+            // as in kernels.
+            ExprKind::Range { start, end, inclusive } => {
+                let bound = |this: &mut Self, locals: &mut HashMap<String, Value>, e: &Expr| -> Res<i64> {
+                    match as_index(this.expr(locals, e)?) {
+                        Value::Int(v) => Ok(v),
+                        v => Err(this.fail(
+                            e.span,
+                            "this bound",
+                            RunError::new(Code::E1005, format!("a range's bound is an int, not {}", v.describe())),
+                        )),
+                    }
+                };
+                let a = bound(self, locals, start)?;
+                let b = bound(self, locals, end)?;
+                Value::Range(a, if *inclusive { b.saturating_add(1) } else { b }, 1)
+            }
+            _ => self.expr(locals, iter)?,
+        };
         let run = |this: &mut Self, locals: &mut HashMap<String, Value>, v: Value| -> Res<Option<Flow>> {
             this.assign(locals, target, v)?;
             Ok(match this.block(locals, body)? {
