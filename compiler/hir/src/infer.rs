@@ -981,7 +981,9 @@ impl<'a> Infer<'a> {
                 (n.clone(), Some(import.module.clone()))
             }
             ExprKind::Attr { base, name } => {
-                let Some(path) = self.module_path(base) else { return false };
+                let Some(path) = self.module_path(base) else {
+                    return false;
+                };
                 let file = crate::module::resolve_module(self.db, self.file, &path);
                 if !file.is_some_and(|f| db::item_tree(self.db, f).globals.contains(&name.name)) {
                     return false;
@@ -993,9 +995,12 @@ impl<'a> Infer<'a> {
         let of = module.map_or_else(|| "a module constant".to_string(), |m| format!("a constant of `{m}`"));
         let local = written.rsplit('.').next().unwrap_or(&written).to_lowercase();
         self.error(
-            Diagnostic::error(Code::E0220, format!("`{written}` is {of}, which host code does not change"))
-                .with_primary(self.at(span), "this changes it")
-                .with_help(format!("copy it into a local and change that: `{local} = {written}`")),
+            Diagnostic::error(
+                Code::E0220,
+                format!("`{written}` is {of}, which host code does not change"),
+            )
+            .with_primary(self.at(span), "this changes it")
+            .with_help(format!("copy it into a local and change that: `{local} = {written}`")),
         );
         true
     }
@@ -1076,7 +1081,10 @@ impl<'a> Infer<'a> {
         let help = if crate::module::resolve_module(self.db, self.file, path).is_some() || modules.is_empty() {
             format!("name one of its functions or constants: `{written}.f(…)`, `{written}.LIMIT`")
         } else {
-            format!("it is a package: name a module of it, {}, and a member of that", modules.join(", "))
+            format!(
+                "it is a package: name a module of it, {}, and a member of that",
+                modules.join(", ")
+            )
         };
         self.error(
             Diagnostic::error(Code::E0203, format!("`{written}` is a module, not a value"))
@@ -2959,7 +2967,9 @@ impl<'a> Infer<'a> {
                 Some("x" | "a" | "b" | "q" | "k" | "v" | "condition" | "target" | "values" | "actual" | "expected")
             );
             if takes_tensors && tensor_param {
-                refused |= self.not_a_tensor(&arg.ty, arg.expr, &|kind| format!("`{}` takes a tensor, not a {kind}", b.path));
+                refused |= self.not_a_tensor(&arg.ty, arg.expr, &|kind| {
+                    format!("`{}` takes a tensor, not a {kind}", b.path)
+                });
             }
         }
         let mut position = 0;
@@ -3094,7 +3104,14 @@ impl<'a> Infer<'a> {
                 matches!(s.expr.unparen().kind, ExprKind::Int(_) | ExprKind::Str(_))
                     || matches!(
                         s.ty,
-                        Ty::Tensor(_) | Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool | Ty::Str | Ty::List(_) | Ty::Tuple(_)
+                        Ty::Tensor(_)
+                            | Ty::Scalar(_)
+                            | Ty::Int
+                            | Ty::Float
+                            | Ty::Bool
+                            | Ty::Str
+                            | Ty::List(_)
+                            | Ty::Tuple(_)
                     )
             });
             if let Some(stream) = literal {

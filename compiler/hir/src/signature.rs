@@ -440,7 +440,8 @@ impl Lowering<'_> {
         let dims: Vec<i64> = sizes.into_iter().flatten().collect();
         let threads = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
         let deep = dims.get(2).is_some_and(|&z| z > 64);
-        if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) || deep {
+        if dims.is_empty() || dims.len() > 3 || dims.iter().any(|&d| d <= 0) || threads.is_none_or(|t| t > 1024) || deep
+        {
             let text = dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
             self.diags.push(
                 Diagnostic::error(
