@@ -251,6 +251,19 @@ def main():
 /// A matmul of the default tile has a narrow kernel for a few rows
 /// (`spec/ir-schedule.md`, "Narrow variants"): on the CPU, M of at most
 /// 16 runs `<name>_m16` on 16-row tiles, a larger M the kernel itself.
+/// `tessera profile FILE` run once, without warm-up, into `dir/prof`:
+/// what it wrote and its checked trace's kernel spans.
+fn profile_once(dir: &Path, file: &Path) -> (Written, Vec<Value>) {
+    let out = dir.join("prof");
+    let (file_arg, out_arg) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let o = tessera(&["profile", file_arg, "-o", out_arg, "--repeat", "1", "--warmup", "0"]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    let w = read(&out);
+    let kernels = check_trace(&w, file_arg);
+    (w, kernels)
+}
+
 #[test]
 fn a_few_row_matmul_launches_the_narrow_kernel() {
     let dir = temp("profile", "narrow");
@@ -269,13 +282,7 @@ def main():
 ",
     )
     .unwrap();
-    let out = dir.join("prof");
-    let (file_arg, out_arg) = (file.to_str().unwrap(), out.to_str().unwrap());
-    let o = tessera(&["profile", file_arg, "-o", out_arg, "--repeat", "1", "--warmup", "0"]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}\n{stderr}");
-    let w = read(&out);
-    let kernels = check_trace(&w, file_arg);
+    let (_, kernels) = profile_once(&dir, &file);
     let launched: Vec<(&str, &Value, &Value)> = kernels
         .iter()
         .map(|e| (e["name"].as_str().unwrap(), &e["args"]["grid"], &e["args"]["block"]))
@@ -338,13 +345,7 @@ def main():
 ",
     )
     .unwrap();
-    let out = dir.join("prof");
-    let (file_arg, out_arg) = (file.to_str().unwrap(), out.to_str().unwrap());
-    let o = tessera(&["profile", file_arg, "-o", out_arg, "--repeat", "1", "--warmup", "0"]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}\n{stderr}");
-    let w = read(&out);
-    let kernels = check_trace(&w, file_arg);
+    let (_, kernels) = profile_once(&dir, &file);
     let names: Vec<&str> = kernels.iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["scale", "ops.scale", "ops.plus_one_k0"]);
     assert_eq!(kernels[2]["args"]["operator"], "ops.plus_one");
