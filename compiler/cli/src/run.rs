@@ -150,8 +150,24 @@ impl Checked {
 
 /// Checks, lowers and compiles the first requested file of `sources` for
 /// `device`, and loads it there.
-fn prepare(sources: &mut Sources, device: &Device, opt_level: u8) -> Result<Prepared, Vec<Diagnostic>> {
-    let built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
+///
+/// `entry`, an `--entry` that names a function of an imported module
+/// (`ops.scaled`), has that module built too.
+fn prepare(
+    sources: &mut Sources,
+    device: &Device,
+    opt_level: u8,
+    entry: Option<&str>,
+) -> Result<Prepared, Vec<Diagnostic>> {
+    let mut built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
+    if let Some((module, _)) = entry.and_then(|e| e.rsplit_once('.')) {
+        let imported = tessera_exec::imports(&built.db, built.file)
+            .into_iter()
+            .find(|(from, path, _)| *from == built.file && path == module);
+        if let Some((_, _, file)) = imported {
+            built.add_module(file)?;
+        }
+    }
     let loaded = tessera_exec::load(device, &built, opt_level)?;
     let parsed = |file: FileId| {
         let text = sources.get(file).text.clone();
@@ -194,7 +210,7 @@ pub(crate) fn start(args: &RunArgs) -> Result<(Sources, Device, Prepared), ExitC
         return Err(ExitCode::from(EXIT_USAGE));
     }
     let (mut sources, device) = open(std::slice::from_ref(&args.file), &args.device)?;
-    match prepare(&mut sources, &device, args.opt_level) {
+    match prepare(&mut sources, &device, args.opt_level, args.entry.as_deref()) {
         Ok(p) => Ok((sources, device, p)),
         Err(diags) => {
             report(&sources, &diags);
@@ -276,7 +292,7 @@ pub fn test(args: TestArgs) -> ExitCode {
             Ok(sources) => sources,
             Err(code) => return code,
         };
-        let mut p = match prepare(&mut sources, &device, args.opt_level) {
+        let mut p = match prepare(&mut sources, &device, args.opt_level, None) {
             Ok(p) => p,
             Err(diags) => {
                 report(&sources, &diags);

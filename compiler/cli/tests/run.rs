@@ -286,7 +286,7 @@ fn kernels_call_device_functions_of_sibling_modules() {
     let dir = temp("run", "modules");
     std::fs::write(
         dir.join("helpers.tsr"),
-        "@device\ndef clamp01(v: f32) -> f32:\n    return min(max(v, 0.0), 1.0)\n\n@device\ndef scale(v: f32, k: f32 = 2.0) -> f32:\n    return k * v\n\ndef twice(v: i32) -> i32:\n    return 2 * v\n",
+        "@device\ndef clamp01(v: f32) -> f32:\n    return min(max(v, 0.0), 1.0)\n\n@device\ndef scale(v: f32, k: f32 = 2.0) -> f32:\n    return k * v\n\ndef twice(v: i32) -> i32:\n    return 2 * v\n\ndef shifted(x: f32[N], by: f32 = 0.5) -> f32[N]:\n    return x + by\n",
     )
     .unwrap();
     std::fs::write(
@@ -307,4 +307,30 @@ fn kernels_call_device_functions_of_sibling_modules() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(out.trim(), "4", "{err}");
+
+    // `--entry` names an operator function of an imported module, which
+    // host code does not call: the module is built for it, and the
+    // parameter's default is the module's.
+    let (input, output) = (dir.join("x.npy"), dir.join("out.npy"));
+    npy::save(&input, &Tensor::from_slice(&[3], &[1.0f32, 2.0, 3.0]).unwrap()).unwrap();
+    let o = tessera(&[
+        "run",
+        host.to_str().unwrap(),
+        "--entry",
+        "helpers.shifted",
+        "--input",
+        &format!("x={}", input.display()),
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let shifted = npy::load(&output).unwrap();
+    assert_eq!(shifted.to_f64_vec(), [1.5, 2.5, 3.5]);
+    let o = tessera(&["run", host.to_str().unwrap(), "--entry", "helpers.shiftd"]);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("E1002") && err.contains("did you mean `--entry helpers.shifted`?"),
+        "{err}"
+    );
 }

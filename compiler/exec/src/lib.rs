@@ -95,24 +95,41 @@ pub fn build_tuned(sources: &mut Sources, target: Target, tuning: &Tuning) -> Re
     if diags.iter().any(Diagnostic::is_error) {
         return Err(diags);
     }
-    let (registry, passes) = (tessera_driver::registry(), tessera_driver::passes());
-    let layers = tessera_driver::lower_layers_tuned(&db, file, &registry, &passes, tuning)?;
-    let mut imports = Vec::new();
-    for module in reached_modules(&db, file) {
-        let text = &db.source(module).text(&db);
-        let (tuning, _) = tessera_driver::tune::cached_tuning(text, target.name())
-            .map_err(|message| vec![Diagnostic::error(tessera_diagnostics::Code::E1011, message)])?;
-        imports.push((
-            module,
-            tessera_driver::lower_layers_tuned(&db, module, &registry, &passes, &tuning)?,
-        ));
-    }
-    Ok(Built {
+    let layers = tessera_driver::lower_layers_tuned(
+        &db,
+        file,
+        &tessera_driver::registry(),
+        &tessera_driver::passes(),
+        tuning,
+    )?;
+    let mut built = Built {
         db,
         file,
         layers,
-        imports,
-    })
+        imports: Vec::new(),
+    };
+    for module in reached_modules(&built.db, file) {
+        built.add_module(module)?;
+    }
+    Ok(built)
+}
+
+impl Built {
+    /// Lowers the imported module `module` on its own, with the
+    /// configurations its tuning cache holds, unless it is built already.
+    pub fn add_module(&mut self, module: FileId) -> Result<(), Vec<Diagnostic>> {
+        if module == self.file || self.imports.iter().any(|(f, _)| *f == module) {
+            return Ok(());
+        }
+        let db = &self.db;
+        let target = tessera_hir::Db::workspace(db).options(db).target;
+        let (tuning, _) = tessera_driver::tune::cached_tuning(db.source(module).text(db), target.name())
+            .map_err(|message| vec![Diagnostic::error(tessera_diagnostics::Code::E1011, message)])?;
+        let (registry, passes) = (tessera_driver::registry(), tessera_driver::passes());
+        let layers = tessera_driver::lower_layers_tuned(db, module, &registry, &passes, &tuning)?;
+        self.imports.push((module, layers));
+        Ok(())
+    }
 }
 
 /// The modules `file` imports (directly or through others) that host code

@@ -316,10 +316,13 @@ impl<'a, 'p> Interp<'a, 'p> {
         sites: Option<Vec<ArgSite>>,
         span: Span,
     ) -> Res<Value> {
+        // Without sites the arguments are placed at the parameters, in
+        // the function's own file (an `--entry`'s inputs).
+        let caller = if sites.is_some() { self.unit } else { unit };
         let sites = sites.unwrap_or_else(|| def.params.iter().map(|p| ArgSite { span: p.span }).collect());
         shapes::numbers_for_scalars(def, &mut args);
         let units = &self.program.units;
-        let dims = shapes::bind(&units[self.unit], &units[unit], def, &args, &sites, span)?;
+        let dims = shapes::bind(&units[caller], &units[unit], def, &args, &sites, span)?;
         match role {
             // An error in another file's function also points at the call
             // here, the line of this file that reached it.
@@ -1745,13 +1748,14 @@ impl<'a, 'p> Interp<'a, 'p> {
     /// (no caller's locals) once, as Python evaluates it when it runs the
     /// `def`: every call that takes it gets the same value, so a list
     /// default that one call appends to holds the item in the next.
-    pub(crate) fn default_value(&mut self, d: &Expr) -> Res<Value> {
+    /// `unit` is the function's, whose names the default reads.
+    pub(crate) fn default_value(&mut self, unit: usize, d: &Expr) -> Res<Value> {
         // The expression's address names it: the syntax trees outlive the run.
         let key = std::ptr::from_ref(d) as usize;
         if let Some(v) = self.defaults.get(&key) {
             return Ok(v.clone());
         }
-        let v = self.expr(&mut HashMap::new(), d)?;
+        let v = self.in_unit(unit, |this| this.expr(&mut HashMap::new(), d))?;
         self.defaults.insert(key, v.clone());
         Ok(v)
     }
@@ -1785,7 +1789,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 None => match args.take(&p.name.name) {
                     Some(a) => a,
                     None => match &p.default {
-                        Some(d) => (self.in_unit(unit, |this| this.default_value(d))?, call),
+                        Some(d) => (self.default_value(unit, d)?, call),
                         None => {
                             return Err(self.fail(
                                 call,

@@ -312,10 +312,24 @@ pub fn run_entry(
     outputs: &[PathBuf],
     options: RunOptions<'_>,
 ) -> Result<(), Vec<Diagnostic>> {
-    let Some((def, role)) = program.function(entry) else {
-        let names = program.units[0].functions.iter().map(|(d, _)| d.name.name.as_str());
-        let help = match tessera_hir::names::did_you_mean(entry, names) {
-            Some(s) => format!("did you mean `--entry {s}`?"),
+    // `--entry ops.scaled` names a function of an imported module.
+    let (unit, name) = match entry.rsplit_once('.') {
+        Some((module, name)) => match program.module(0, module) {
+            Some(unit) => (unit, name),
+            None => {
+                return Err(no_entry(
+                    format!("the program imports no module `{module}`"),
+                    "`--entry MODULE.NAME` names a function of a module the file imports (`import MODULE`)",
+                ))
+            }
+        },
+        None => (0, entry),
+    };
+    let Some((def, role)) = program.units[unit].function(name) else {
+        let names = program.units[unit].functions.iter().map(|(d, _)| d.name.name.as_str());
+        let module = entry.strip_suffix(name).unwrap_or("");
+        let help = match tessera_hir::names::did_you_mean(name, names) {
+            Some(s) => format!("did you mean `--entry {module}{s}`?"),
             None => "`--entry` names an operator function or a host function of the program".to_string(),
         };
         return Err(no_entry(format!("the program has no function `{entry}`"), &help));
@@ -331,11 +345,11 @@ pub fn run_entry(
             format!("`{entry}` is {what}; `--entry` runs operator and host functions"),
         )
         .with_primary(
-            program.units[0].at(def.name.span),
+            program.units[unit].at(def.name.span),
             what.split(',').next().unwrap_or(what),
         )]);
     }
-    let at_param = |i: usize| program.units[0].at(def.params[i].span);
+    let at_param = |i: usize| program.units[unit].at(def.params[i].span);
     for (k, (name, _)) in inputs.iter().enumerate() {
         if inputs[..k].iter().any(|(earlier, _)| earlier == name) {
             return Err(vec![Diagnostic::error(
@@ -350,7 +364,7 @@ pub fn run_entry(
                 format!("`--input {name}=…` names no parameter of `{entry}`"),
             )
             .with_primary(
-                program.units[0].at(def.name.span),
+                program.units[unit].at(def.name.span),
                 format!("the parameters of `{entry}`"),
             );
             let params = def.params.iter().map(|p| p.name.name.as_str());
@@ -372,7 +386,7 @@ pub fn run_entry(
         };
         let given = inputs.iter().find(|(n, _)| n == &p.name.name);
         if let (None, Some(default)) = (given, &p.default) {
-            args.push(interp.default_value(default).map_err(|d| vec![*d])?);
+            args.push(interp.default_value(unit, default).map_err(|d| vec![*d])?);
             continue;
         }
         let Some((_, path)) = given else {
@@ -451,7 +465,7 @@ pub fn run_entry(
                         p.name.name,
                         path.display(),
                         tessera_base::with_article(&tensor.dtype().to_string()),
-                        program.units[0].text(p.ty.as_ref().map_or(p.span, |t| t.span))
+                        program.units[unit].text(p.ty.as_ref().map_or(p.span, |t| t.span))
                     ),
                 )
                 .with_primary(at_param(i), "this parameter")
@@ -471,7 +485,7 @@ pub fn run_entry(
         });
     }
     let result = interp
-        .call_function(0, def, role, args, None, def.name.span)
+        .call_function(unit, def, role, args, None, def.name.span)
         .map_err(|d| vec![*d])?;
     let results = match result {
         Value::None => vec![],
@@ -486,7 +500,7 @@ pub fn run_entry(
                 tessera_base::counted(outputs.len(), "output was", "outputs were")
             ),
         )
-        .with_primary(program.units[0].at(def.name.span), "this function")]);
+        .with_primary(program.units[unit].at(def.name.span), "this function")]);
     }
     for (value, path) in results.iter().zip(outputs) {
         let tensor = interp.to_tensor(value).map_err(|e| vec![e.to_diagnostic(None)])?;
