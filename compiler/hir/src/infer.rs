@@ -918,11 +918,45 @@ impl<'a> Infer<'a> {
             );
             self.error(diag);
             return Ty::DTypeValue(d);
+        } else if let Some((written, path)) = self.module_defining(name) {
+            // A member of an imported module named without it (as after a
+            // wildcard import, E0030): typed as that member from here on.
+            let qualified = format!("{written}.{name}");
+            diag = diag
+                .with_help(format!("`{written}` defines it: write `{qualified}`"))
+                .with_fix(
+                    Fix::new(format!("write `{qualified}`"), Applicability::MachineApplicable)
+                        .with_edit(self.at(span), qualified.clone()),
+                );
+            self.error(diag);
+            return self.member(&path, name).unwrap_or(Ty::Unknown);
         } else if let Some(s) = did_you_mean(name, candidates) {
             diag = diag.with_help(format!("did you mean `{s}`?"));
         }
         self.error(diag);
         Ty::Unknown
+    }
+
+    /// A module this file imports whole (`import ops`, `import pkg.m`,
+    /// `import pkg.m as q`) that defines a function or constant `name`:
+    /// how the file names the module, and its path.
+    fn module_defining(&self, name: &str) -> Option<(String, String)> {
+        db::item_tree(self.db, self.file)
+            .imports
+            .iter()
+            .filter(|i| i.member.is_none())
+            .find_map(|i| {
+                let file = crate::module::resolve_module(self.db, self.file, &i.module)?;
+                let tree = db::item_tree(self.db, file);
+                let defines = tree.functions.iter().chain(&tree.globals).any(|n| n == name);
+                // `import pkg.m` names the module `pkg.m`; `as q`, `q`.
+                let written = if i.module.split('.').next() == Some(i.binding.as_str()) {
+                    i.module.clone()
+                } else {
+                    i.binding.clone()
+                };
+                defines.then(|| (written, i.module.clone()))
+            })
     }
 
     fn imported(&self, import: &db::Import) -> Ty {
