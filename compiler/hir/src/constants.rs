@@ -112,22 +112,26 @@ pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Co
 /// m`, `mod` of `from pkg import mod`), or an attribute of one.
 pub fn module_path(db: &dyn Db, file: SourceFile, e: &Expr) -> Option<String> {
     match &e.unparen().kind {
-        ExprKind::Name(n) => {
-            let tree = db::item_tree(db, file);
-            let import = tree.imports.iter().find(|i| &i.binding == n)?;
-            Some(match &import.member {
-                Some(member) => {
-                    let module = format!("{}.{member}", import.module);
-                    crate::module::resolve_module(db, file, &module)?;
-                    module
-                }
-                None if import.module.split('.').next() == Some(n.as_str()) => n.clone(),
-                None => import.module.clone(),
-            })
-        }
+        ExprKind::Name(n) => binding_path(db, file, n),
         ExprKind::Attr { base, name } => Some(format!("{}.{}", module_path(db, file, base)?, name.name)),
         _ => None,
     }
+}
+
+/// The dotted path of the module or package an `import` of `file` binds
+/// to `name`, as [`module_path`] reads a name.
+pub fn binding_path(db: &dyn Db, file: SourceFile, name: &str) -> Option<String> {
+    let tree = db::item_tree(db, file);
+    let import = tree.imports.iter().find(|i| i.binding == name)?;
+    Some(match &import.member {
+        Some(member) => {
+            let module = format!("{}.{member}", import.module);
+            crate::module::resolve_module(db, file, &module)?;
+            module
+        }
+        None if import.module.split('.').next() == Some(name) => name.to_string(),
+        None => import.module.clone(),
+    })
 }
 
 /// `p` with the integer constants of `file` put in for their names: its

@@ -865,18 +865,8 @@ impl<'a> Infer<'a> {
             return Ty::Function(name.to_string());
         }
         if let Some(import) = tree.imports.iter().find(|i| i.binding == name) {
-            // `import pkg.mod` binds `pkg`, `import pkg.mod as m` binds `m`,
-            // `from pkg import mod` binds `mod`.
-            let path = match &import.member {
-                Some(member) => format!("{}.{member}", import.module),
-                None if import.module.split('.').next() == Some(name) => name.to_string(),
-                None => import.module.clone(),
-            };
-            let module = match import.member {
-                Some(_) => crate::module::resolve_module(self.db, self.file, &path).is_some(),
-                None => self.is_module_path(&path),
-            };
-            if module {
+            let path = crate::constants::binding_path(self.db, self.file, name);
+            if let Some(path) = path.filter(|p| self.is_module_path(p)) {
                 self.module_as_value(name, &path, span);
                 return Ty::Unknown;
             }
@@ -979,11 +969,10 @@ impl<'a> Infer<'a> {
     fn member(&self, module: &str, name: &str) -> Option<Ty> {
         let file = crate::module::resolve_module(self.db, self.file, module);
         if let Some(file) = file {
-            let tree = db::item_tree(self.db, file);
-            if tree.functions.iter().any(|f| f == name) {
+            if db::item_tree(self.db, file).functions.iter().any(|f| f == name) {
                 return Some(Ty::Function(format!("{module}::{name}")));
             }
-            if tree.globals.iter().any(|g| g == name) {
+            if self.module_global(module, name) {
                 return Some(constant_ty(crate::constants::constant(self.db, file, name)));
             }
         }
@@ -991,6 +980,13 @@ impl<'a> Infer<'a> {
         crate::module::resolve_module(self.db, self.file, &dotted)
             .is_some()
             .then_some(Ty::Unknown)
+    }
+
+    /// Whether the module `module` (a dotted path from this file) assigns
+    /// `name` at its top level.
+    fn module_global(&self, module: &str, name: &str) -> bool {
+        crate::module::resolve_module(self.db, self.file, module)
+            .is_some_and(|f| db::item_tree(self.db, f).globals.iter().any(|g| g == name))
     }
 
     /// E0220 when `container`, written into at `span` (an element stored
@@ -1008,8 +1004,7 @@ impl<'a> Infer<'a> {
                     return false;
                 };
                 let Some(member) = &import.member else { return false };
-                let file = crate::module::resolve_module(self.db, self.file, &import.module);
-                if !file.is_some_and(|f| db::item_tree(self.db, f).globals.contains(member)) {
+                if !self.module_global(&import.module, member) {
                     return false;
                 }
                 (n.clone(), Some(import.module.clone()))
@@ -1018,8 +1013,7 @@ impl<'a> Infer<'a> {
                 let Some(path) = self.module_path(base) else {
                     return false;
                 };
-                let file = crate::module::resolve_module(self.db, self.file, &path);
-                if !file.is_some_and(|f| db::item_tree(self.db, f).globals.contains(&name.name)) {
+                if !self.module_global(&path, &name.name) {
                     return false;
                 }
                 (crate::pretty::expr(container), Some(path))
@@ -3005,13 +2999,6 @@ impl<'a> Infer<'a> {
                     format!("`{}` takes a tensor, not a {kind}", b.path)
                 });
             }
-        }
-        let mut position = 0;
-        for arg in args {
-            let param = arg.name.or_else(|| {
-                position += 1;
-                names.get(position - 1).copied()
-            });
             if let (Some("dtype" | "accumulate"), ExprKind::Str(text)) = (param, &arg.expr.unparen().kind) {
                 self.quoted_dtype(b, text, arg);
                 refused = true;

@@ -923,10 +923,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         if let Some(v) = self.globals[self.unit].get(n) {
             return Ok(v.deep_copy());
         }
-        if self.program.units[self.unit].function(n).is_some() {
-            return Ok(Value::Function(self.unit, n.into()));
-        }
-        if let Some(v) = self.imported(n) {
+        if let Some(v) = self.function_or_import(n) {
             return Ok(v);
         }
         if let Some(d) = DType::from_name(n) {
@@ -969,6 +966,15 @@ impl<'a, 'p> Interp<'a, 'p> {
             "this name",
             unsupported(format!("`{n}` is not defined in host code")),
         ))
+    }
+
+    /// A function of the running unit named `n`, or what one of its
+    /// imports binds `n` to.
+    fn function_or_import(&self, n: &str) -> Option<Value> {
+        if self.program.units[self.unit].function(n).is_some() {
+            return Some(Value::Function(self.unit, n.into()));
+        }
+        self.imported(n)
     }
 
     /// What an import of the running unit binds `n` to: a module of the
@@ -1716,10 +1722,8 @@ impl<'a, 'p> Interp<'a, 'p> {
         let global = |n: &str| {
             if locals.contains_key(n) || self.globals[self.unit].contains_key(n) {
                 None
-            } else if self.program.units[self.unit].function(n).is_some() {
-                Some(Value::Function(self.unit, n.into()))
             } else {
-                self.imported(n)
+                self.function_or_import(n)
             }
         };
         let named = match &base.unparen().kind {
