@@ -107,7 +107,6 @@ fn imported_operators(db: &dyn Db, file: SourceFile) -> Vec<FnId<'_>> {
         .filter(|n| role(db, file, n) == FnRole::Operator)
         .map(|n| (file, n.clone()))
         .collect();
-    let mut found = Vec::new();
     while let Some((f, name)) = work.pop() {
         for call in &db::infer(db, FnId::new(db, f, name)).calls {
             let CallTarget::Function { file: callee, name } = &call.target else {
@@ -118,11 +117,10 @@ fn imported_operators(db: &dyn Db, file: SourceFile) -> Vec<FnId<'_>> {
                 continue;
             }
             seen.push(key.clone());
-            found.push(FnId::new(db, *callee, name.clone()));
             work.push(key);
         }
     }
-    found
+    seen.into_iter().map(|(f, name)| FnId::new(db, f, name)).collect()
 }
 
 /// Lowers the functions of a checked file into one module: operator
