@@ -590,6 +590,29 @@ pub fn member_symbol<'db>(
     module_member(db, file, &tessera_hir::constants::module_path(db, file, base)?, name)
 }
 
+/// What the attribute `base.name` names: a builtin of a namespace
+/// (`op.sum`), or a module's function or constant ([`member_symbol`]).
+/// In a function `ty` is the type inference gave the attribute, a
+/// builtin's there; at the top level (`func` None) the namespace is read
+/// from the name.
+pub fn attr_symbol<'db>(
+    db: &'db dyn Db,
+    file: SourceFile,
+    func: Option<Function<'db>>,
+    ty: Option<&Ty>,
+    base: &Expr,
+    name: &str,
+) -> Option<Symbol<'db>> {
+    let builtin = match (func, ty, &base.kind) {
+        (Some(_), Some(Ty::Builtin(b)), _) => Some(*b),
+        (None, _, ExprKind::Name(ns)) => builtins::lookup(&format!("{ns}.{name}")),
+        _ => None,
+    };
+    builtin
+        .map(Symbol::Builtin)
+        .or_else(|| member_symbol(db, file, func, base, name))
+}
+
 /// The module a dotted text names in `file` (`ops`, `pkg.norms`, or `q`
 /// of `import pkg.norms as q`), for completions after it.
 pub fn module_of_text(db: &dyn Db, file: SourceFile, text: &str) -> Option<SourceFile> {
@@ -623,10 +646,7 @@ pub fn symbol_at(db: &dyn Db, file: SourceFile, offset: u32) -> Option<(Symbol<'
             Node::Expr(e, role) => match &e.kind {
                 ExprKind::Name(n) if role != Role::Decorator => resolve(db, file, Some(func), n, e.span, role),
                 ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
-                    match func.type_at(db, e.span) {
-                        Some(Ty::Builtin(b)) => Some(Symbol::Builtin(b)),
-                        _ => member_symbol(db, file, Some(func), base, &name.name),
-                    }
+                    attr_symbol(db, file, Some(func), func.type_at(db, e.span), base, &name.name)
                 }
                 _ => None,
             },
@@ -655,11 +675,7 @@ pub fn symbol_at(db: &dyn Db, file: SourceFile, offset: u32) -> Option<(Symbol<'
         Node::Expr(e, _) => match &e.kind {
             ExprKind::Name(n) => resolve_global(db, file, n),
             ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
-                let builtin = match &base.kind {
-                    ExprKind::Name(ns) => builtins::lookup(&format!("{ns}.{}", name.name)).map(Symbol::Builtin),
-                    _ => None,
-                };
-                builtin.or_else(|| member_symbol(db, file, None, base, &name.name))
+                attr_symbol(db, file, None, None, base, &name.name)
             }
             _ => None,
         },

@@ -72,17 +72,15 @@ fn in_function<'db>(
                     let of = source_text(text, func.absolute(base.span)).unwrap_or("");
                     return Some(format!("{}\n\n{doc}", code(&format!("{of}.{method}(…)"))));
                 }
-                if let Some(symbol) = analysis::member_symbol(db, file, Some(func), base, &name.name) {
+                let ty = func.type_at(db, e.span);
+                if let Some(symbol) = analysis::attr_symbol(db, file, Some(func), ty, base, &name.name) {
                     return Some(describe(db, &symbol, None));
                 }
-                return match func.type_at(db, e.span)? {
-                    Ty::Builtin(b) => Some(builtin(b)),
-                    ty => Some(format!(
-                        "{}{}",
-                        code(&format!(".{}: {ty}", name.name)),
-                        context(db, func, rel)
-                    )),
-                };
+                return Some(format!(
+                    "{}{}",
+                    code(&format!(".{}: {}", name.name, ty?)),
+                    context(db, func, rel)
+                ));
             }
             _ => {
                 let ty = func.type_at(db, e.span)?;
@@ -112,12 +110,7 @@ fn at_top_level(db: &dyn Db, file: SourceFile, node: Node<'_>, rel: u32) -> Opti
         Node::Expr(e, _) => match &e.kind {
             ExprKind::Name(n) => resolve_global(db, file, n)?,
             ExprKind::Attr { base, name } if name.span.start <= rel && rel <= name.span.end => {
-                if let ExprKind::Name(ns) = &base.kind {
-                    if let Some(b) = builtins::lookup(&format!("{ns}.{}", name.name)) {
-                        return Some(builtin(b));
-                    }
-                }
-                analysis::member_symbol(db, file, None, base, &name.name)?
+                analysis::attr_symbol(db, file, None, None, base, &name.name)?
             }
             _ => return None,
         },

@@ -2,7 +2,6 @@
 //! the checker resolved.
 
 use tessera_base::{FileSpan, Span};
-use tessera_hir::ty::Ty;
 use tessera_hir::{Db, SourceFile};
 use tessera_syntax::ast::{ExprKind, StmtKind};
 use tower_lsp_server::ls_types::{self as lsp, DocumentSymbol, Location, Position, SymbolKind, Uri};
@@ -160,10 +159,7 @@ fn names_in<'db>(
             Node::Expr(e, role) => match &e.kind {
                 ExprKind::Name(n) if role != Role::Decorator => names.resolve(db, n, e.span, role),
                 ExprKind::Attr { base, name } => {
-                    let symbol = match names.type_at(e.span) {
-                        Some(Ty::Builtin(b)) => Some(Symbol::Builtin(b)),
-                        _ => analysis::member_symbol(db, file, Some(func), base, &name.name),
-                    };
+                    let symbol = analysis::attr_symbol(db, file, Some(func), names.type_at(e.span), base, &name.name);
                     if symbol.as_ref().is_some_and(&mut *wanted) {
                         out.push(func.absolute(name.span).in_file(file.id(db)));
                     }
@@ -204,7 +200,7 @@ fn top_level_names(db: &dyn Db, file: SourceFile, symbol: &Symbol<'_>, out: &mut
                 Node::Expr(e, _) => match &e.kind {
                     ExprKind::Name(n) => (resolve_global(db, file, n), node.span()),
                     ExprKind::Attr { base, name } => {
-                        (analysis::member_symbol(db, file, None, base, &name.name), name.span)
+                        (analysis::attr_symbol(db, file, None, None, base, &name.name), name.span)
                     }
                     _ => return,
                 },

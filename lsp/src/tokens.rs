@@ -4,7 +4,6 @@
 
 use tessera_base::Span;
 use tessera_hir::builtins::Shape;
-use tessera_hir::ty::Ty;
 use tessera_hir::{Db, SourceFile};
 use tessera_syntax::ast::{ExprKind, StmtKind};
 use tower_lsp_server::ls_types::{SemanticToken, SemanticTokenModifier, SemanticTokenType, SemanticTokensLegend, Uri};
@@ -76,15 +75,8 @@ pub fn semantic_tokens(snapshot: &Snapshot, uri: &Uri) -> Vec<SemanticToken> {
                 Node::Expr(e, _) => match &e.kind {
                     ExprKind::Name(n) => resolve_global(db, source, n).map(|s| symbol_kind(&s, false)),
                     ExprKind::Attr { base: ns, name } => {
-                        let member = match &ns.kind {
-                            ExprKind::Name(ns) => tessera_hir::builtins::lookup(&format!("{ns}.{}", name.name)),
-                            _ => None,
-                        };
-                        let kind = match member {
-                            Some(b) => builtin_kind(b.shape, b.params),
-                            None => analysis::member_symbol(db, source, None, ns, &name.name)
-                                .map_or((Kind::Property, 0), |s| symbol_kind(&s, false)),
-                        };
+                        let kind = analysis::attr_symbol(db, source, None, None, ns, &name.name)
+                            .map_or((Kind::Property, 0), |s| symbol_kind(&s, false));
                         raw.push((shift(name.span, base), kind.0, kind.1));
                         None
                     }
@@ -114,11 +106,8 @@ fn function_tokens<'db>(db: &'db dyn Db, file: SourceFile, func: Function<'db>, 
                     .resolve(db, n, e.span, role)
                     .map(|s| symbol_kind(&s, names.first_binding(n, e.span))),
                 ExprKind::Attr { base, name } => {
-                    let kind = match names.type_at(e.span) {
-                        Some(Ty::Builtin(b)) => builtin_kind(b.shape, b.params),
-                        _ => analysis::member_symbol(db, file, Some(func), base, &name.name)
-                            .map_or((Kind::Property, 0), |s| symbol_kind(&s, false)),
-                    };
+                    let kind = analysis::attr_symbol(db, file, Some(func), names.type_at(e.span), base, &name.name)
+                        .map_or((Kind::Property, 0), |s| symbol_kind(&s, false));
                     raw.push((func.absolute(name.span), kind.0, kind.1));
                     None
                 }
