@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use tessera_diagnostics::{Code, Diagnostic};
-use tessera_driver::{Database, Layer};
-use tessera_hir::{Options, Target};
+use tessera_driver::{Layer, Layers, Sources};
+use tessera_hir::Target;
 
 use crate::{load, report, EXIT_ERRORS, EXIT_USAGE};
 
@@ -92,22 +92,10 @@ pub fn run(args: BuildArgs) -> ExitCode {
         Ok(sources) => sources,
         Err(code) => return code,
     };
-    let mut db = Database::default();
-    db.load(&sources);
-    db.set_options(Options {
-        target: args.target.target(),
-    });
-    db.load_imports(&mut sources);
     let Some(file) = sources.requested().next() else {
         return ExitCode::from(EXIT_USAGE);
     };
-    let diags = db.check_program(file);
-    if diags.iter().any(Diagnostic::is_error) {
-        report(&sources, &diags);
-        return ExitCode::from(EXIT_ERRORS);
-    }
-    let text = &sources.get(file).text;
-    let tuning = match tessera_driver::tune::cached_tuning(text, args.target.target_name()) {
+    let tuning = match tessera_driver::tune::cached_tuning(&sources.get(file).text, args.target.target_name()) {
         Ok((tuning, notes)) => {
             for note in notes {
                 eprintln!("note: {note}");
@@ -119,14 +107,8 @@ pub fn run(args: BuildArgs) -> ExitCode {
             return ExitCode::from(EXIT_ERRORS);
         }
     };
-    let layers = match tessera_driver::lower_layers_tuned(
-        &db,
-        file,
-        &tessera_driver::registry(),
-        &tessera_driver::passes(),
-        &tuning,
-    ) {
-        Ok(layers) => layers,
+    let built = match tessera_exec::build_tuned(&mut sources, args.target.target(), &tuning) {
+        Ok(built) => built,
         Err(diags) => {
             report(&sources, &diags);
             return ExitCode::from(EXIT_ERRORS);
@@ -135,6 +117,31 @@ pub fn run(args: BuildArgs) -> ExitCode {
     let stem = std::path::Path::new(&sources.get(file).display)
         .file_stem()
         .map_or("out".to_string(), |s| s.to_string_lossy().into_owned());
+    let db = &built.db;
+    let modules = built.imports.iter().map(|(module, layers)| {
+        let name = tessera_hir::module_name(db, db.source(file), db.source(*module));
+        (name, db.source(*module).text(db).as_str(), layers)
+    });
+    let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
+    for (stem, text, layers) in std::iter::once((stem, sources.get(file).text.as_str(), &built.layers)).chain(modules) {
+        match artifacts(&args, &sources, &stem, text, layers) {
+            Ok(artifacts) => outputs.extend(artifacts),
+            Err(code) => return code,
+        }
+    }
+    write_outputs(&args, outputs)
+}
+
+/// What `args` asks to write of one module, `layers` lowered from `text`,
+/// each named `<stem>.<layer>.tir` or `<stem>.<target>.<kind>`; a failure
+/// is reported here and is the exit code.
+fn artifacts(
+    args: &BuildArgs,
+    sources: &Sources,
+    stem: &str,
+    text: &str,
+    layers: &Layers,
+) -> Result<Vec<(String, Vec<u8>)>, ExitCode> {
     let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
     for emit in &args.emit {
         if let Some(layer) = emit.layer() {
@@ -143,85 +150,83 @@ pub fn run(args: BuildArgs) -> ExitCode {
             }
         }
     }
-    if args.emit.iter().any(|e| e.layer().is_none()) {
-        let options = tessera_codegen::Options {
-            opt_level: args.opt_level,
-            source_hash: tessera_driver::tune::source_hash(&sources.get(file).text),
-        };
-        let mut compiled = match tessera_driver::generate(&layers, &options) {
-            Ok(c) => c,
-            Err(diags) => {
-                report(&sources, &diags);
-                return ExitCode::from(EXIT_ERRORS);
-            }
-        };
-        let target = args.target.target_name();
-        let nvptx = matches!(args.target, TargetArg::Sm80 | TargetArg::Sm90a);
-        let amdgpu = matches!(args.target, TargetArg::Gfx90a | TargetArg::Gfx942);
-        let work = std::env::temp_dir().join(format!("tessera-build-{}", std::process::id()));
-        if nvptx && tessera_codegen::ptxas_available() {
-            match tessera_codegen::assemble_ptx(&compiled.asm, target, &work) {
-                Ok(report) => {
-                    for kernel in &mut compiled.manifest.kernels {
-                        if let Some(k) = report.kernels.iter().find(|k| k.name == kernel.name) {
-                            kernel.registers = Some(k.registers);
-                            kernel.spill_bytes = Some(k.spill_bytes);
-                            kernel.ptxas_notes.clone_from(&k.notes);
-                        }
-                    }
-                    compiled.manifest.ptxas = Some(report.version.clone());
-                    if args.emit.contains(&EmitArg::Cubin) {
-                        outputs.push((format!("{stem}.{target}.cubin"), report.cubin));
-                    }
-                }
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return ExitCode::from(EXIT_ERRORS);
-                }
-            }
-        } else if nvptx && args.emit.contains(&EmitArg::Cubin) {
-            eprintln!("error: `--emit cubin` needs `ptxas`, which is not on PATH (scripts/setup.sh installs it into .venv/bin)");
-            return ExitCode::from(EXIT_USAGE);
-        }
-        for emit in &args.emit {
-            let artifact = match emit {
-                EmitArg::LlvmIr => Some((format!("{stem}.{target}.ll"), compiled.llvm_ir.as_bytes().to_vec())),
-                EmitArg::Ptx if nvptx => Some((format!("{stem}.{target}.ptx"), compiled.asm.clone())),
-                EmitArg::Asm => Some((format!("{stem}.{target}.s"), compiled.asm.clone())),
-                EmitArg::Obj => compiled.object.clone().map(|o| (format!("{stem}.{target}.o"), o)),
-                EmitArg::Hsaco if amdgpu => {
-                    let object = compiled.object.clone().unwrap_or_default();
-                    match tessera_codegen::link_hsaco(&object, &work) {
-                        Ok(bytes) => Some((format!("{stem}.{target}.hsaco"), bytes)),
-                        Err(message) => {
-                            eprintln!("error: {message}");
-                            return ExitCode::from(EXIT_ERRORS);
-                        }
-                    }
-                }
-                EmitArg::Ptx | EmitArg::Hsaco | EmitArg::Cubin => {
-                    let applies = if matches!(emit, EmitArg::Hsaco) { amdgpu } else { nvptx };
-                    if !applies {
-                        eprintln!(
-                            "error: `--emit {}` does not apply to the target `{target}`",
-                            emit.name()
-                        );
-                        return ExitCode::from(EXIT_USAGE);
-                    }
-                    None
-                }
-                _ => None,
-            };
-            outputs.extend(artifact);
-        }
-        let _ = std::fs::remove_dir_all(&work);
-        if args.out_dir.is_some() {
-            outputs.push((
-                format!("{stem}.{target}.json"),
-                compiled.manifest.to_json().into_bytes(),
-            ));
-        }
+    if args.emit.iter().all(|e| e.layer().is_some()) {
+        return Ok(outputs);
     }
+    let options = tessera_codegen::Options {
+        opt_level: args.opt_level,
+        source_hash: tessera_driver::tune::source_hash(text),
+    };
+    let mut compiled = tessera_driver::generate(layers, &options).map_err(|diags| {
+        report(sources, &diags);
+        ExitCode::from(EXIT_ERRORS)
+    })?;
+    let target = args.target.target_name();
+    let nvptx = matches!(args.target, TargetArg::Sm80 | TargetArg::Sm90a);
+    let amdgpu = matches!(args.target, TargetArg::Gfx90a | TargetArg::Gfx942);
+    let failed = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_ERRORS)
+    };
+    let work = std::env::temp_dir().join(format!("tessera-build-{}", std::process::id()));
+    if nvptx && tessera_codegen::ptxas_available() {
+        let report = tessera_codegen::assemble_ptx(&compiled.asm, target, &work).map_err(failed)?;
+        for kernel in &mut compiled.manifest.kernels {
+            if let Some(k) = report.kernels.iter().find(|k| k.name == kernel.name) {
+                kernel.registers = Some(k.registers);
+                kernel.spill_bytes = Some(k.spill_bytes);
+                kernel.ptxas_notes.clone_from(&k.notes);
+            }
+        }
+        compiled.manifest.ptxas = Some(report.version.clone());
+        if args.emit.contains(&EmitArg::Cubin) {
+            outputs.push((format!("{stem}.{target}.cubin"), report.cubin));
+        }
+    } else if nvptx && args.emit.contains(&EmitArg::Cubin) {
+        eprintln!(
+            "error: `--emit cubin` needs `ptxas`, which is not on PATH (scripts/setup.sh installs it into .venv/bin)"
+        );
+        return Err(ExitCode::from(EXIT_USAGE));
+    }
+    for emit in &args.emit {
+        let artifact = match emit {
+            EmitArg::LlvmIr => Some((format!("{stem}.{target}.ll"), compiled.llvm_ir.as_bytes().to_vec())),
+            EmitArg::Ptx if nvptx => Some((format!("{stem}.{target}.ptx"), compiled.asm.clone())),
+            EmitArg::Asm => Some((format!("{stem}.{target}.s"), compiled.asm.clone())),
+            EmitArg::Obj => compiled.object.clone().map(|o| (format!("{stem}.{target}.o"), o)),
+            EmitArg::Hsaco if amdgpu => {
+                let object = compiled.object.clone().unwrap_or_default();
+                let bytes = tessera_codegen::link_hsaco(&object, &work).map_err(failed)?;
+                Some((format!("{stem}.{target}.hsaco"), bytes))
+            }
+            EmitArg::Ptx | EmitArg::Hsaco | EmitArg::Cubin => {
+                let applies = if matches!(emit, EmitArg::Hsaco) { amdgpu } else { nvptx };
+                if !applies {
+                    eprintln!(
+                        "error: `--emit {}` does not apply to the target `{target}`",
+                        emit.name()
+                    );
+                    return Err(ExitCode::from(EXIT_USAGE));
+                }
+                None
+            }
+            _ => None,
+        };
+        outputs.extend(artifact);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    if args.out_dir.is_some() {
+        outputs.push((
+            format!("{stem}.{target}.json"),
+            compiled.manifest.to_json().into_bytes(),
+        ));
+    }
+    Ok(outputs)
+}
+
+/// Writes each output into `args`' directory, or prints it (text only)
+/// under a comment line that names it.
+fn write_outputs(args: &BuildArgs, outputs: Vec<(String, Vec<u8>)>) -> ExitCode {
     for (name, bytes) in outputs {
         match &args.out_dir {
             Some(dir) => {

@@ -277,6 +277,44 @@ fn the_manifest_lists_each_parameters_constraints() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A file's build writes the artifacts of each imported module whose
+/// kernels or operator functions its host code launches or calls, named by
+/// the module's dotted path; each module's kernels keep their names.
+#[test]
+fn a_build_writes_the_modules_host_code_reaches_into() {
+    let dir = out_dir("modules");
+    let out = tessera(&[
+        "build",
+        "tests/ui/runtime/modules/host_calls.tsr",
+        "--target",
+        "sm_80",
+        "--emit",
+        "ptx,tile-ir",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let entries = |module: &str| {
+        let ptx = std::fs::read_to_string(dir.join(format!("{module}.sm_80.ptx"))).unwrap();
+        let mut names: Vec<String> = ptx
+            .lines()
+            .filter_map(|l| l.strip_prefix(".visible .entry "))
+            .map(|l| l.trim_end_matches('(').to_string())
+            .collect();
+        names.sort();
+        assert!(dir.join(format!("{module}.tile-ir.tir")).exists(), "{module}'s Tile IR");
+        assert!(dir.join(format!("{module}.sm_80.json")).exists(), "{module}'s manifest");
+        names
+    };
+    assert_eq!(
+        entries("host_calls"),
+        ["ops$row_norms_k0", "ops$squared_plus_k0", "shifted_norms_k0", "widths"]
+    );
+    assert_eq!(entries("ops"), ["row_norms_k0", "scale_k", "squared_plus_k0"]);
+    assert_eq!(entries("pkg.norms"), ["unit_rows_k0", "unit_rows_k1"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn unknown_artifacts_for_a_target_are_refused() {
     let out = tessera(&["build", "examples/saxpy.tsr", "--target", "gfx942", "--emit", "ptx"]);
