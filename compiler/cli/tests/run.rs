@@ -197,6 +197,63 @@ def main(args):
     );
 }
 
+/// A dim that names a module constant is that constant's size when run,
+/// as when checked: an input of another size is refused (it had bound the
+/// constant's name as a dim symbol), and a product with one binds the
+/// other factor (`W * G`, which had stopped unbound).
+#[test]
+fn entry_dims_that_name_constants_are_the_constants() {
+    let dir = temp("run", "entry_constants");
+    let file = dir.join("c.tsr");
+    std::fs::write(
+        &file,
+        "\
+W = 4
+
+def fixed(x: f32[W]) -> f32[W]:
+    return x + 1.0
+
+def grouped(x: f32[W * G]) -> f32[G]:
+    return op.sum(op.reshape(x, (G, W)), axis=-1)
+",
+    )
+    .unwrap();
+    let out = dir.join("out.npy");
+    let input = |n: usize| {
+        let path = dir.join(format!("x{n}.npy"));
+        let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        npy::save(&path, &Tensor::from_slice(&[n], &values).unwrap()).unwrap();
+        format!("x={}", path.display())
+    };
+    let run = |entry: &str, n: usize| {
+        tessera(&[
+            "run",
+            file.to_str().unwrap(),
+            "--entry",
+            entry,
+            "--input",
+            &input(n),
+            "--output",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = run("fixed", 4);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [1.0, 2.0, 3.0, 4.0]);
+    let o = run("fixed", 3);
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("E0302") && err.contains("dim 0 is 3, but `fixed` expects W = 4"),
+        "{err}"
+    );
+    let o = run("grouped", 8);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(npy::load(&out).unwrap().to_f64_vec(), [6.0, 22.0]);
+    let o = run("grouped", 6);
+    let (_, err) = text(&o);
+    assert!(err.contains("E0302") && err.contains("not a multiple of 4"), "{err}");
+}
+
 #[test]
 fn tessera_test_runs_test_functions() {
     let dir = temp("run", "tests");

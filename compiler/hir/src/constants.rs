@@ -107,6 +107,39 @@ pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Co
     })
 }
 
+/// The constants `file`'s code reads by name, in the order a lookup
+/// tries them: its own (`N`), those it imports by name (`from sizes
+/// import N`), and those of the modules it imports, each under the dotted
+/// name the code writes (`sizes.N`, `pkg.sizes.N`, `m.N` after `import
+/// pkg.sizes as m`, `sizes.N` after `from pkg import sizes`).
+#[salsa::tracked(returns(ref))]
+pub fn scope(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
+    let mut scope = constants(db, file).clone();
+    for import in &db::item_tree(db, file).imports {
+        if let Some(c) = constant_in_scope(db, file, &import.binding).filter(|_| import.member.is_some()) {
+            scope.push((import.binding.clone(), c));
+            continue;
+        }
+        let (path, prefix) = match &import.member {
+            Some(member) => (format!("{}.{member}", import.module), &import.binding),
+            None if import.module.split('.').next() == Some(&import.binding) => (import.module.clone(), &import.module),
+            None => (import.module.clone(), &import.binding),
+        };
+        if let Some(module) = crate::module::resolve_module(db, file, &path) {
+            for (name, c) in constants(db, module) {
+                scope.push((format!("{prefix}.{name}"), *c));
+            }
+        }
+    }
+    scope
+}
+
+/// The constant `name` (plain or dotted, as [`scope`] lists them) is in
+/// `file`.
+pub fn scoped(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
+    scope(db, file).iter().find(|(n, _)| n == name).map(|(_, c)| *c)
+}
+
 /// The dotted path of the module or package `e` names in `file`: a name
 /// an `import` binds (`pkg` of `import pkg.mod`, `m` of `import pkg.mod as
 /// m`, `mod` of `from pkg import mod`), or an attribute of one.
@@ -135,13 +168,9 @@ pub fn binding_path(db: &dyn Db, file: SourceFile, name: &str) -> Option<String>
 }
 
 /// `p` with the integer constants of `file` put in for their names: its
-/// own and those it imports by name.
+/// own and those it imports ([`scope`]).
 pub fn substitute(db: &dyn Db, file: SourceFile, p: &Poly) -> Poly {
-    p.substitute(&|s| {
-        constant_in_scope(db, file, s)
-            .and_then(Constant::as_int)
-            .map(Poly::constant)
-    })
+    p.substitute(&|s| scoped(db, file, s).and_then(Constant::as_int).map(Poly::constant))
 }
 
 /// The sizes a function's body knows when it is compiled: the module
@@ -159,7 +188,7 @@ pub struct Sizes {
 
 impl Sizes {
     pub fn new(db: &dyn Db, file: SourceFile, def: &FnDef) -> Sizes {
-        let module = constants(db, file).clone();
+        let module = scope(db, file).clone();
         let (assigned, values) = assignments(def);
         let mut env: HashMap<&str, Constant> = module.iter().map(|(n, c)| (n.as_str(), *c)).collect();
         let mut locals: HashMap<String, Option<Constant>> = assigned.keys().map(|n| ((*n).to_string(), None)).collect();

@@ -760,7 +760,7 @@ impl Lowering<'_> {
             for name in names {
                 if known.contains(&name)
                     || reported.contains(&name)
-                    || crate::constants::constant(self.db, self.file, &name).is_some()
+                    || crate::constants::scoped(self.db, self.file, &name).is_some()
                 {
                     continue;
                 }
@@ -798,7 +798,7 @@ impl Lowering<'_> {
             })
             .flatten()
             .collect();
-        let is_symbol = |n: &str| crate::constants::constant(self.db, self.file, n).is_none();
+        let is_symbol = |n: &str| !n.contains('.') && crate::constants::scoped(self.db, self.file, n).is_none();
         let mut bound: Vec<String> = dims
             .iter()
             .filter_map(|(d, _)| match &d.unparen().kind {
@@ -932,10 +932,32 @@ impl Lowering<'_> {
         unbound_result
     }
 
-    /// A dim as written, with the module's integer constants put in.
     /// A dim of a type, E0313 where it is a constant below 1.
+    /// A dim naming no integer constant through a module is E0105, and
+    /// opaque from there on (it is no symbol a call binds).
     fn positive_dim(&mut self, e: &Expr) -> Poly {
         let dim = self.dim(e);
+        for name in dim.symbols().filter(|s| s.contains('.')) {
+            let (module, member) = name.rsplit_once('.').unwrap_or_default();
+            let scope = crate::constants::scope(self.db, self.file);
+            let members = scope.iter().filter_map(|(n, c)| {
+                let m = n.strip_prefix(module)?.strip_prefix('.')?;
+                c.as_int().map(|_| m)
+            });
+            let diag = Diagnostic::error(
+                Code::E0105,
+                format!("`{name}` is no integer constant of an imported module"),
+            )
+            .with_primary(
+                relative(e.span, 0),
+                "a dim names a module's integer constant, or a dim symbol",
+            );
+            self.diags.push(match did_you_mean(member, members) {
+                Some(m) => diag.with_help(format!("did you mean `{module}.{m}`?")),
+                None => diag.with_help(format!("name the dim with a symbol of its own (`{member}`)")),
+            });
+        }
+        let dim = dim.substitute(&|s| s.contains('.').then(|| Poly::opaque(s)));
         if let Some(c) = dim.as_const().filter(|&c| c < 1) {
             self.diags.push(
                 Diagnostic::error(Code::E0313, format!("a dim of {c}"))
@@ -946,6 +968,7 @@ impl Lowering<'_> {
         dim
     }
 
+    /// A dim as written, with the integer constants in scope put in.
     fn dim(&self, e: &Expr) -> Poly {
         crate::constants::substitute(self.db, self.file, &dim_poly(e))
     }
@@ -953,7 +976,9 @@ impl Lowering<'_> {
     /// An integer literal or integer module constant.
     fn int(&self, e: &Expr) -> Option<i64> {
         int(e).or_else(|| match &e.unparen().kind {
-            ExprKind::Name(n) => crate::constants::constant(self.db, self.file, n)?.as_int(),
+            ExprKind::Name(_) | ExprKind::Attr { .. } => {
+                crate::constants::scoped(self.db, self.file, &dotted_name(e)?)?.as_int()
+            }
             _ => None,
         })
     }
@@ -1026,6 +1051,7 @@ fn is_product(e: &Expr) -> bool {
                 rhs,
             } => Some(factors(lhs)? + factors(rhs)?),
             ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => Some(1),
+            ExprKind::Attr { .. } => dotted_name(e).map(|_| 1),
             _ => None,
         }
     }
@@ -1042,9 +1068,19 @@ fn dims_named_in(ty: &Type, out: &mut Vec<String>) {
     }
 }
 
+/// The dotted name an attribute of names writes (`ops.WIDTH`,
+/// `pkg.sizes.N`): how a dim names a constant of an imported module.
+pub fn dotted_name(e: &Expr) -> Option<String> {
+    match &e.unparen().kind {
+        ExprKind::Name(n) => Some(n.clone()),
+        ExprKind::Attr { base, name } => Some(format!("{}.{}", dotted_name(base)?, name.name)),
+        _ => None,
+    }
+}
+
 fn names_in(e: &Expr, out: &mut Vec<String>) {
     match &e.kind {
-        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Name(_) | ExprKind::Attr { .. } => out.extend(dotted_name(e)),
         ExprKind::Paren(inner) => names_in(inner, out),
         ExprKind::Unary { operand, .. } => names_in(operand, out),
         ExprKind::Binary { lhs, rhs, .. } => {
@@ -1076,6 +1112,9 @@ pub fn dim_poly(e: &Expr) -> Poly {
         ExprKind::Name(n) => Poly::sym(n),
         ExprKind::Int(v) => Poly::constant(i64::try_from(*v).unwrap_or(i64::MAX)),
         ExprKind::Paren(inner) => dim_poly(inner),
+        ExprKind::Attr { .. } => {
+            dotted_name(e).map_or_else(|| Poly::opaque(&crate::pretty::expr(e)), |n| Poly::sym(&n))
+        }
         ExprKind::Unary {
             op: tessera_syntax::ast::UnaryOp::Neg,
             operand,

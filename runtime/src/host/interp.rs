@@ -321,8 +321,9 @@ impl<'a, 'p> Interp<'a, 'p> {
         let caller = if sites.is_some() { self.unit } else { unit };
         let sites = sites.unwrap_or_else(|| def.params.iter().map(|p| ArgSite { span: p.span }).collect());
         shapes::numbers_for_scalars(def, &mut args);
+        let constants = self.signature_constants(unit, def);
         let units = &self.program.units;
-        let dims = shapes::bind(&units[caller], &units[unit], def, &args, &sites, span)?;
+        let dims = shapes::bind(&units[caller], &units[unit], def, &args, &sites, span, &constants)?;
         match role {
             // An error in another file's function also points at the call
             // here, the line of this file that reached it.
@@ -988,6 +989,40 @@ impl<'a, 'p> Interp<'a, 'p> {
                 .names_module(self.unit, &path)
                 .then(|| Value::Module(self.unit, path.into())),
             Imported::Member(path, member) => self.member(self.unit, &path, member),
+        }
+    }
+
+    /// The integer module constants the dims and `where` clause of `def`
+    /// (a function of unit `unit`) name: the unit's own (`W`), one it
+    /// imports by name, or one of a module it imports (`ops.WIDTH`).
+    fn signature_constants(&self, unit: usize, def: &FnDef) -> HashMap<String, i64> {
+        shapes::signature_names(def)
+            .into_iter()
+            .filter_map(|name| Some((name.clone(), self.dim_constant(unit, &name)?)))
+            .collect()
+    }
+
+    /// The integer constant the (dotted) name `name` is in unit `unit`.
+    fn dim_constant(&self, unit: usize, name: &str) -> Option<i64> {
+        let mut segments = name.split('.');
+        let first = segments.next()?;
+        let mut value = if self.program.units[unit].assigned_once(first) {
+            self.globals[unit].get(first).cloned()?
+        } else {
+            match self.program.imported(unit, first)? {
+                Imported::Module(path) => Value::Module(unit, path.into()),
+                Imported::Member(path, member) => self.member(unit, &path, member)?,
+            }
+        };
+        for segment in segments {
+            let Value::Module(from, path) = &value else {
+                return None;
+            };
+            value = self.member(*from, path, segment)?;
+        }
+        match value {
+            Value::Int(v) => Some(v),
+            _ => None,
         }
     }
 
@@ -1870,8 +1905,17 @@ impl<'a, 'p> Interp<'a, 'p> {
         let evaluated = self.args(locals, args)?;
         let (mut values, sites) = self.bind_params(unit, def, evaluated, e.span)?;
         shapes::numbers_for_scalars(def, &mut values);
+        let constants = self.signature_constants(unit, def);
         let units = &self.program.units;
-        let dims = shapes::bind(&units[self.unit], &units[unit], def, &values, &sites, e.span)?;
+        let dims = shapes::bind(
+            &units[self.unit],
+            &units[unit],
+            def,
+            &values,
+            &sites,
+            e.span,
+            &constants,
+        )?;
         let launch = Launch {
             file,
             kernel: &def.name.name,

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use tessera_base::{FileId, FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 
-use tessera_syntax::ast::{FnDef, Module, StmtKind};
+use tessera_syntax::ast::{Expr, ExprKind, FnDef, Module, StmtKind};
 
 pub use value::{TensorValue, Value};
 
@@ -187,6 +187,23 @@ impl<'a> Unit<'a> {
 
     pub(crate) fn function(&self, name: &str) -> Option<(&'a FnDef, Role)> {
         self.functions.iter().find(|(d, _)| d.name.name == name).copied()
+    }
+
+    /// Whether the top level assigns `name` once, as a module constant
+    /// (the checker's rule; a name assigned again is a variable).
+    pub(crate) fn assigned_once(&self, name: &str) -> bool {
+        let assigns = |target: &Expr| matches!(&target.kind, ExprKind::Name(n) if n == name);
+        let count = self
+            .module
+            .body
+            .iter()
+            .filter(|s| match &s.kind {
+                StmtKind::Assign { targets, .. } => targets.iter().any(assigns),
+                StmtKind::AnnAssign { target, .. } | StmtKind::AugAssign { target, .. } => assigns(target),
+                _ => false,
+            })
+            .count();
+        count == 1
     }
 
     /// The source text of a span (empty when out of range).

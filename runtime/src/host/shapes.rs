@@ -101,11 +101,17 @@ pub(crate) fn bind(
     args: &[Value],
     sites: &[ArgSite],
     call: Span,
+    constants: &HashMap<String, i64>,
 ) -> Result<Vec<(String, i64)>, Box<Diagnostic>> {
     let at = |span: Span| caller.at(span);
     let at_def = |span: Span| callee.at(span);
     let fname = &def.name.name;
-    let mut dims: HashMap<String, Bound> = HashMap::new();
+    // The module constants the signature names are bound from the start;
+    // a dim that is one is checked against the argument's size below.
+    let mut dims: HashMap<String, Bound> = constants
+        .iter()
+        .map(|(name, &value)| (name.clone(), Bound { value, from: None }))
+        .collect();
     let mut order: Vec<String> = Vec::new();
     for (k, (param, value)) in def.params.iter().zip(args).enumerate() {
         let site = at(sites[k].span);
@@ -194,6 +200,9 @@ pub(crate) fn bind(
                     let ExprKind::Name(sym) = &d.unparen().kind else {
                         continue;
                     };
+                    if constants.contains_key(sym) {
+                        continue;
+                    }
                     match dims.get(sym) {
                         Some(prev) if prev.value != size as i64 => {
                             let (pa, pd) = prev.from.unwrap_or((k, i));
@@ -252,7 +261,7 @@ pub(crate) fn bind(
             continue;
         };
         for (i, (d, size)) in pdims.iter().zip(t.shape()).enumerate() {
-            if matches!(d.unparen().kind, ExprKind::Name(_)) {
+            if matches!(&d.unparen().kind, ExprKind::Name(n) if !constants.contains_key(n)) {
                 continue;
             }
             // Argument `k`'s dim `i` is the wrong size, as `label` says.
@@ -306,7 +315,7 @@ fn factors<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) -> bool {
             lhs,
             rhs,
         } => factors(lhs, out) && factors(rhs, out),
-        ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) => {
+        ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Size(_) | ExprKind::Attr { .. } => {
             out.push(e.unparen());
             true
         }
@@ -386,7 +395,7 @@ fn eval(e: &Expr, dims: &HashMap<String, Bound>) -> Option<i64> {
     match &e.kind {
         ExprKind::Int(v) => i64::try_from(*v).ok(),
         ExprKind::Size(v) => i64::try_from(*v).ok(),
-        ExprKind::Name(n) => dims.get(n).map(|b| b.value),
+        ExprKind::Name(_) | ExprKind::Attr { .. } => dims.get(&dotted_name(e)?).map(|b| b.value),
         ExprKind::Paren(inner) => eval(inner, dims),
         ExprKind::Unary {
             op: UnaryOp::Neg,
@@ -414,6 +423,47 @@ fn eval(e: &Expr, dims: &HashMap<String, Bound>) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// The dotted name an attribute of names writes (`ops.WIDTH`), or a name.
+pub(crate) fn dotted_name(e: &Expr) -> Option<String> {
+    match &e.unparen().kind {
+        ExprKind::Name(n) => Some(n.clone()),
+        ExprKind::Attr { base, name } => Some(format!("{}.{}", dotted_name(base)?, name.name)),
+        _ => None,
+    }
+}
+
+/// The names and dotted names (`ops.WIDTH`) the dims of `def`'s
+/// parameters and result and its `where` clause mention.
+pub(crate) fn signature_names(def: &FnDef) -> Vec<String> {
+    fn walk(e: &Expr, out: &mut Vec<String>) {
+        if let Some(name) = dotted_name(e) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            return;
+        }
+        e.kind.for_each_child(|c| walk(c, out));
+    }
+    fn ty(t: &tessera_syntax::ast::Type, out: &mut Vec<String>) {
+        match &t.kind {
+            TypeKind::Named { dims: Some(dims), .. } => dims.iter().for_each(|d| walk(d, out)),
+            TypeKind::Tuple(items) => items.iter().for_each(|t| ty(t, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    def.params
+        .iter()
+        .filter_map(|p| p.ty.as_ref())
+        .chain(def.ret.as_ref())
+        .for_each(|t| ty(t, &mut out));
+    def.where_clause
+        .iter()
+        .flat_map(|w| &w.constraints)
+        .for_each(|c| walk(c, &mut out));
+    out
 }
 
 /// The symbols of an expression, in order.
