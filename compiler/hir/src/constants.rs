@@ -265,6 +265,13 @@ fn collect<'e>(stmts: &'e [Stmt], assigned: &mut HashMap<&'e str, u32>, values: 
     }
 }
 
+/// The value of an expression of literals only (`1.0 / 3.0`), computed
+/// as Python computes it; None when it names anything, overflows or
+/// divides by zero.
+pub fn literal_value(e: &Expr) -> Option<Constant> {
+    evaluate(e, &HashMap::new())
+}
+
 /// The value of a constant expression: literals, earlier constants, and
 /// Python's arithmetic on them (integer overflow and division by zero make
 /// no constant).
@@ -311,6 +318,8 @@ fn binary(op: BinOp, a: Constant, b: Constant) -> Option<Constant> {
                     r
                 }
             }
+            // Python's `2 ** -1` is the float 0.5.
+            BinOp::Pow if y < 0 => return Some(Constant::Float(F64::new((x as f64).powf(y as f64)))),
             BinOp::Pow => x.checked_pow(u32::try_from(y).ok()?)?,
             BinOp::Shl => x.checked_shl(u32::try_from(y).ok()?)?,
             BinOp::Shr => x.checked_shr(u32::try_from(y).ok()?)?,

@@ -2158,6 +2158,13 @@ impl<'a> Infer<'a> {
                 float_literal_with(Some(*a), other).map_or(Ty::Unknown, Ty::Scalar)
             }
             (Ty::Float, _) | (_, Ty::Float) => Ty::Float,
+            // Python's `2 ** -1` is the float 0.5.
+            (Ty::Int, Ty::Int)
+                if op == BinOp::Pow
+                    && matches!(crate::constants::literal_value(rhs), Some(crate::constants::Constant::Int(k)) if k < 0) =>
+            {
+                Ty::Float
+            }
             (Ty::Int, Ty::Int) | (Ty::Size, _) | (_, Ty::Size) => Ty::Int,
             _ => Ty::Unknown,
         }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use tessera_base::Span;
 use tessera_hir::body::CallTarget;
+use tessera_hir::constants::{literal_value, Constant};
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
@@ -1945,18 +1946,31 @@ impl<'a> Lower<'_, 'a, '_> {
                     }
                 },
             },
+            // Arithmetic of literals only, of no fixed width (`1.0 / 3.0`,
+            // `1e-300 * 1e-10`), is computed as Python computes it, in
+            // f64, and is then one literal: rounded once, where it is used
+            // (it had been computed in f32).
+            ExprKind::Binary { .. } | ExprKind::Unary { .. }
+                if matches!(self.cx.ty(e), Some(Ty::Float)) && matches!(literal_value(e), Some(Constant::Float(_))) =>
+            {
+                let Some(Constant::Float(f)) = literal_value(e) else {
+                    return None;
+                };
+                let ty = self.float_literal_type(e, f.get())?;
+                Some(self.op1(
+                    block,
+                    e.span,
+                    "tile.const",
+                    &[],
+                    vec![("value", Attr::Float(f.get()))],
+                    ty,
+                ))
+            }
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
-                let mut ty = self.result_type(e)?;
-                // A float literal of no fixed width that f32 does not hold
-                // exactly (`0.1`, `1e300`) is an f64 constant: converted where
-                // it is used, it is then rounded once, to that place's type
-                // (an f64 operand kept every digit; `1e300` was inf).
-                if let (ExprKind::Float(f), Some(Ty::Float)) = (&e.kind, self.cx.ty(e)) {
-                    let v = f.get();
-                    if f64::from(v as f32) != v && !v.is_nan() {
-                        ty = Type::Scalar(ScalarType::F64);
-                    }
-                }
+                let ty = match &e.kind {
+                    ExprKind::Float(f) => self.float_literal_type(e, f.get())?,
+                    _ => self.result_type(e)?,
+                };
                 let value = match (&e.kind, ScalarType::is_float(ty.elem()?)) {
                     (ExprKind::Bool(b), _) => Attr::Int(*b as i64),
                     (ExprKind::Int(i), true) => Attr::Float(*i as f64),
@@ -2055,6 +2069,19 @@ impl<'a> Lower<'_, 'a, '_> {
                 None
             }
         }
+    }
+
+    /// The type of the constant a float literal `e` of value `v` is: its
+    /// result type, but f64 for one of no fixed width that f32 does not
+    /// hold exactly (`0.1`, `1e300`), so that, converted where it is used,
+    /// it is rounded once, to that place's type (an f64 operand keeps every
+    /// digit; `1e300` had been inf).
+    fn float_literal_type(&mut self, e: &'a Expr, v: f64) -> Option<Type> {
+        let exact = f64::from(v as f32) == v || v.is_nan();
+        if matches!(self.cx.ty(e), Some(Ty::Float)) && !exact {
+            return Some(Type::Scalar(ScalarType::F64));
+        }
+        self.result_type(e)
     }
 
     /// A buffer of no dims (an `f32[]` parameter) in arithmetic is its one

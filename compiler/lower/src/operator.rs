@@ -8,6 +8,7 @@ use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
+use tessera_hir::constants::{literal_value, Constant};
 use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
@@ -328,6 +329,18 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         self.b.set_loc(self.cx.loc(e.span));
         match &e.kind {
             ExprKind::Paren(inner) => self.expr(inner, scalar),
+            // Arithmetic of literals only, of no fixed width (`1.0 / 3.0`,
+            // `2 ** -1`), is computed as Python computes it and is then one
+            // literal (`2 ** -1` had been the integer power, 0).
+            ExprKind::Binary { .. } | ExprKind::Unary { .. }
+                if matches!(self.cx.ty(e), Some(Ty::Float))
+                    && matches!(literal_value(e), Some(Constant::Float(_))) =>
+            {
+                let Some(Constant::Float(f)) = literal_value(e) else {
+                    return None;
+                };
+                Some(self.constant(Attr::Float(f.get()), scalar.filter(|s| s.is_float())))
+            }
             ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(e)) {
                 (Some(&v), _) => Some(v),
                 (None, Some(value)) => Some(self.constant(value, scalar)),
