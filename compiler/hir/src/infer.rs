@@ -2742,11 +2742,22 @@ impl<'a> Infer<'a> {
                     self.nonempty_reduction(e, b.path, &first, axis);
                 }
                 // A sum of bools counts them, as NumPy's does (an i64).
+                // A mean, variance or deviation of integers or bools is
+                // an f32, as the host's is (NumPy's is a float too).
                 let first = match first {
                     Ty::Tensor(t) if b.path == "op.sum" && t.dtype == Some(DType::Bool) => Ty::Tensor(TensorTy {
                         dtype: Some(DType::I64),
                         ..t
                     }),
+                    Ty::Tensor(t)
+                        if matches!(b.path, "op.mean" | "op.var" | "op.std")
+                            && t.dtype.is_some_and(|d| !d.is_float()) =>
+                    {
+                        Ty::Tensor(TensorTy {
+                            dtype: Some(DType::F32),
+                            ..t
+                        })
+                    }
                     other => other,
                 };
                 self.reduce(e, &first, axis, keep)

@@ -609,6 +609,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
     /// (and its square root), in the result's dtype.
     fn variance(&mut self, path: &str, e: &'a Expr, args: &'a [Arg]) -> Option<ValueId> {
         let x = self.operand(args, 0, "x", e)?;
+        let x = self.as_float(x);
         let axes = self.reduced_axes(args);
         let keepdims = arg(args, 2, "keepdims").and_then(literal_attr) == Some(Attr::Bool(true));
         let correction = match arg(args, 3, "correction") {
@@ -678,6 +679,15 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         match ty.elem() {
             Some(elem) if elem != acc => Some(self.convert(v, ty)),
             _ => Some(v),
+        }
+    }
+
+    /// `x`, a tensor of integers or bools converted to f32 (the mean,
+    /// variance and deviation of integers are f32s, as the host's are).
+    fn as_float(&mut self, x: ValueId) -> ValueId {
+        match self.b.value_type(x).clone() {
+            Type::Tensor { dims, elem } if !elem.is_float() => self.convert(x, Type::tensor(dims, ScalarType::F32)),
+            _ => x,
         }
     }
 
@@ -1034,6 +1044,15 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         if let Some(f) = elementwise_unary {
             let x = self.operand(args, 0, "x", e)?;
             let ty = self.result_type(e)?;
+            // A float function of integers (`exp(n)`) computes on them
+            // converted to its result's float, as the host does.
+            let x = match (self.b.value_type(x).clone(), ty.elem()) {
+                (Type::Tensor { dims, elem }, Some(want)) if want.is_float() && !elem.is_float() => {
+                    self.convert(x, Type::tensor(dims, want))
+                }
+                (Type::Scalar(s), Some(want)) if want.is_float() && !s.is_float() => self.convert(x, Type::Scalar(want)),
+                _ => x,
+            };
             return Some(self.elementwise(f, &[x], ty));
         }
         match path {
@@ -1244,6 +1263,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             "op.var" | "op.std" => self.variance(path, e, args),
             "op.sum" | "op.mean" | "op.max" | "op.min" => {
                 let x = self.operand(args, 0, "x", e)?;
+                let x = if path == "op.mean" { self.as_float(x) } else { x };
                 let axes = self.reduced_axes(args);
                 let keepdims = keyword(args, "keepdims").and_then(literal_attr) == Some(Attr::Bool(true));
                 let ty = self.result_type(e)?;
