@@ -250,9 +250,10 @@ impl<'a> FnCx<'a> {
 
     pub fn accumulate_over(&self, stated: Option<&Expr>, operand: Option<ScalarType>) -> ScalarType {
         let acc = self.accumulate(stated);
-        let chosen = stated.is_some() || self.sig.numerics.is_some();
         match operand {
-            Some(ScalarType::F64) if !chosen => ScalarType::F64,
+            // A policy's accumulator is a floor: f64 operands accumulate in
+            // f64 (it had narrowed them to the policy's f32).
+            Some(ScalarType::F64) if stated.is_none() => ScalarType::F64,
             // Integers (and bools) accumulate in i64, exactly, whatever
             // float a numerics policy accumulates in.
             Some(s) if stated.is_none() && !s.is_float() => ScalarType::I64,

@@ -1208,7 +1208,9 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 let causal = keyword(args, "causal")
                     .and_then(literal_attr)
                     .unwrap_or(Attr::Bool(false));
-                let acc = self.cx.accumulate(keyword(args, "accumulate"));
+                let acc = self
+                    .cx
+                    .accumulate_over(keyword(args, "accumulate"), self.b.value_type(operands[0]).elem());
                 let mut op = self
                     .b
                     .op("graph.attention")
