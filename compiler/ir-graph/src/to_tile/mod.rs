@@ -568,9 +568,28 @@ fn lower_kernel(
     if m.function(&k.name).is_some() {
         return Err(unsupported(m, "a function of this name exists already".into()));
     }
+    // A scalar another kernel computed (`op.mean(x)` in `x - op.mean(x)`)
+    // is in its rank-0 buffer: the kernel takes the buffer and reads it
+    // once (it had taken a scalar the host did not have).
+    let computed: Vec<bool> = m
+        .operands(k.op)
+        .iter()
+        .map(|&v| {
+            m.defining_op(v).is_some_and(|op| {
+                matches!(
+                    m.op(op).name.as_str(),
+                    "schedule.kernel" | "graph.rng" | "graph.all_reduce"
+                )
+            })
+        })
+        .collect();
     let mut params = Vec::new();
-    for ty in &k.args {
-        params.push(as_param(ty).ok_or_else(|| unsupported(m, format!("an input of type {ty}")))?);
+    for (i, ty) in k.args.iter().enumerate() {
+        let param = match ty {
+            Type::Scalar(_) if computed.get(i) == Some(&true) => as_output(ty),
+            _ => as_param(ty),
+        };
+        params.push(param.ok_or_else(|| unsupported(m, format!("an input of type {ty}")))?);
     }
     let n_in = params.len();
     params.push(as_output(&k.result).ok_or_else(|| unsupported(m, format!("a result of type {}", k.result)))?);
@@ -599,9 +618,18 @@ fn lower_kernel(
     let args = m.block_args(body).to_vec();
     let mut b = Builder::at_end(m, body);
     b.set_loc(k.loc.clone());
+    let inputs = args[..n_in]
+        .iter()
+        .zip(&k.args)
+        .zip(&params)
+        .map(|((&arg, ty), param)| match (ty, param) {
+            (Type::Scalar(_), Type::MemRef { .. }) => b.op("tile.load").operand(arg).result(ty.clone()).build_value(),
+            _ => arg,
+        })
+        .collect();
     let g = Gen {
         dims: dims.iter().cloned().zip(args[n_in + 1..].iter().copied()).collect(),
-        inputs: args[..n_in].to_vec(),
+        inputs,
         out: args[n_in],
         loc: k.loc.clone(),
         order: if deterministic { "tree" } else { "any" },
