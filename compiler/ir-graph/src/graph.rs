@@ -1355,6 +1355,8 @@ impl Verifier<'_, '_> {
         }
     }
 
+    /// A call of a function with a chain of side effects or guards
+    /// (its `graph.entry_token`) is on the caller's chain.
     fn call(&mut self) {
         let m = self.m;
         let Some(callee) = m.attr(self.op, "callee").and_then(Attr::as_symbol).map(str::to_string) else {
@@ -1367,7 +1369,7 @@ impl Verifier<'_, '_> {
             );
             return;
         };
-        let effectful = !declared_effects(m, func).is_empty();
+        let effectful = has_chain(m, func);
         let operands = m.operands(self.op);
         let results = m.results(self.op);
         let (args, outs) = if effectful {
@@ -1625,4 +1627,11 @@ fn verify_function(m: &Module, func: OpId, errors: &mut VerifyErrors) {
             }
         }
     }
+}
+
+/// Whether `func` has a chain of side effects or guards: a
+/// `graph.entry_token` in its body.
+fn has_chain(m: &Module, func: OpId) -> bool {
+    m.entry_block(func)
+        .is_some_and(|b| m.block_ops(b).iter().any(|&op| m.op(op).name == "graph.entry_token"))
 }

@@ -67,7 +67,7 @@ pub(crate) fn lower(cx: &mut FnCx<'_>, m: &mut Module) {
         meta: HashMap::new(),
         token: None,
     };
-    if !l.cx.effects.is_pure() || !l.cx.info.guards.is_empty() {
+    if needs_token(l.cx.db, l.cx.file, &l.cx.def.name.name, 0) {
         l.b.set_loc(l.cx.loc(l.cx.def.name.span));
         l.token = Some(l.b.op("graph.entry_token").result(Type::Token).build_value());
     }
@@ -899,11 +899,19 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         match target {
             Some(CallTarget::Builtin(b)) => self.builtin(e, b.path, args),
             Some(CallTarget::Function { file, name }) => {
-                let operands = self.call_operands(e, file, &name, args)?;
-                let results: Vec<Type> = match self.cx.ty(e) {
+                let mut operands = self.call_operands(e, file, &name, args)?;
+                let mut results: Vec<Type> = match self.cx.ty(e) {
                     Some(Ty::None) | None => Vec::new(),
                     Some(_) => vec![self.result_type(e)?],
                 };
+                // A callee with side effects or runtime guards goes on
+                // this function's chain of them (inlined without it, each
+                // such callee had started a second chain).
+                let token = self.token.filter(|_| needs_token(self.cx.db, file, &name, 0));
+                if let Some(token) = token {
+                    operands.insert(0, token);
+                    results.push(Type::Token);
+                }
                 let op = self
                     .b
                     .op("graph.call")
@@ -911,7 +919,12 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                     .attr("callee", Attr::Symbol(self.cx.symbol(file, &name)))
                     .results(results)
                     .build();
-                self.b.results(op).first().copied()
+                let results = self.b.results(op).to_vec();
+                if token.is_some() {
+                    self.token = results.last().copied();
+                    return results.first().copied().filter(|_| results.len() > 1);
+                }
+                results.first().copied()
             }
             // A dtype called as a function, `f32(x)`, is a cast.
             None if matches!(self.cx.ty(callee), Some(Ty::DTypeValue(_))) => self.builtin(e, "cast", args),
@@ -1522,4 +1535,26 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         self.token = Some(results[1]);
         Some(results[0])
     }
+}
+
+/// Whether the operator function `name` of `file` orders side effects or
+/// runtime guards on a chain of tokens: it has effects, guards the checker
+/// left it, or calls an operator function that does (to the depth calls
+/// are inlined).
+fn needs_token(db: &dyn tessera_hir::Db, file: SourceFile, name: &str, depth: usize) -> bool {
+    let effects = tessera_hir::effect_check::inferred_effects(db, file);
+    if !effects.get(name).copied().unwrap_or_default().is_pure() {
+        return true;
+    }
+    let info = db::infer(db, FnId::new(db, file, name.to_string()));
+    if !info.guards.is_empty() {
+        return true;
+    }
+    depth < 16
+        && info.calls.iter().any(|call| match &call.target {
+            CallTarget::Function { file: callee, name } => {
+                crate::role(db, *callee, name) == crate::FnRole::Operator && needs_token(db, *callee, name, depth + 1)
+            }
+            _ => false,
+        })
 }
