@@ -235,7 +235,8 @@ impl<'a> Infer<'a> {
             }
             StmtKind::If { branches, orelse } => {
                 for branch in branches {
-                    self.expr(&branch.cond);
+                    let ty = self.expr(&branch.cond);
+                    self.device_scalar(&ty, &branch.cond, "a condition");
                     self.block(&branch.body);
                 }
                 if let Some(b) = orelse {
@@ -243,7 +244,8 @@ impl<'a> Infer<'a> {
                 }
             }
             StmtKind::While { cond, body } => {
-                self.expr(cond);
+                let ty = self.expr(cond);
+                self.device_scalar(&ty, cond, "a condition");
                 self.block(body);
             }
             StmtKind::For { target, iter, body } => {
@@ -757,6 +759,7 @@ impl<'a> Infer<'a> {
                 let ty = self.expr(operand);
                 let ty = self.element_of_0d(ty);
                 if *op == UnaryOp::Not {
+                    self.device_scalar(&ty, operand, "the operand of `not`");
                     Ty::Bool
                 } else {
                     ty
@@ -796,7 +799,8 @@ impl<'a> Infer<'a> {
                 Ty::Range
             }
             ExprKind::IfElse { cond, then, orelse } => {
-                self.expr(cond);
+                let ty = self.expr(cond);
+                self.device_scalar(&ty, cond, "a condition");
                 let t = self.expr(then);
                 let o = self.expr(orelse);
                 let scalar = |ty: &Ty| matches!(ty, Ty::Int | Ty::Float | Ty::Size | Ty::Scalar(_));
@@ -1031,6 +1035,25 @@ impl<'a> Infer<'a> {
             .with_help(format!("copy it into a local and change that: `{local} = {written}`")),
         );
         true
+    }
+
+    /// E0203 for a whole tensor of type `ty` (the value of `e`) where
+    /// kernel code takes one scalar per thread (`what`: a condition, an
+    /// index, a vote's predicate): it had passed the check and stopped in
+    /// the compiler's IR verifier. A tensor of no dims is its element.
+    fn device_scalar(&mut self, ty: &Ty, e: &Expr, what: &str) {
+        let Ty::Tensor(t) = ty else { return };
+        if !self.in_device_code() || t.dims.as_ref().is_some_and(Vec::is_empty) {
+            return;
+        }
+        let written = crate::pretty::expr(e);
+        self.error(
+            Diagnostic::error(Code::E0203, format!("{what} in kernel code is one scalar per thread, not a tensor"))
+                .with_primary(self.at(e.span), format!("this is {ty}"))
+                .with_help(format!(
+                    "take one element of it (`x[i]` for a tensor `x`): each thread computes with its own elements, where `{written}` is the whole tensor"
+                )),
+        );
     }
 
     /// E0203 for a host list, tuple or string of type `ty` (the value of
@@ -1453,6 +1476,7 @@ impl<'a> Infer<'a> {
     fn subscript(&mut self, base: &Ty, args: &[Arg], e: &Expr) -> Ty {
         let arg_tys: Vec<Ty> = args.iter().map(|a| self.expr(&a.value)).collect();
         for (a, t) in args.iter().zip(&arg_tys) {
+            self.device_scalar(t, &a.value, "an index");
             let float = matches!(t, Ty::Float) || matches!(t, Ty::Scalar(d) if d.is_float());
             if float && matches!(base, Ty::Tensor(_) | Ty::List(_) | Ty::Tuple(_) | Ty::Str) {
                 self.error(
@@ -1726,6 +1750,11 @@ impl<'a> Infer<'a> {
     }
 
     fn binary(&mut self, op: BinOp, l: &Ty, r: &Ty, span: Span, lhs: &Expr, rhs: &Expr) -> Ty {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let what = format!("an operand of `{}`", op.symbol());
+            self.device_scalar(l, lhs, &what);
+            self.device_scalar(r, rhs, &what);
+        }
         if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
             return match (l, r) {
                 // Two tensors compare elementwise, broadcast.
@@ -2613,7 +2642,22 @@ impl<'a> Infer<'a> {
         match b.shape {
             Shape::Scalar(d) => Ty::Scalar(d),
             Shape::Unit => Ty::None,
-            Shape::Index => Ty::Int,
+            Shape::Index => {
+                // `len` of a number: Python's TypeError, where the kernel
+                // build had stopped (E0903).
+                if let (true, Some(x)) = (b.path == "len", positional.first()) {
+                    let number = matches!(x.ty, Ty::Int | Ty::Float | Ty::Bool | Ty::Scalar(_))
+                        || matches!(&x.ty, Ty::Tensor(t) if t.dims.as_ref().is_some_and(Vec::is_empty));
+                    if number {
+                        self.error(
+                            Diagnostic::error(Code::E0203, format!("`len` of a number, {}", x.ty))
+                                .with_primary(self.at(x.expr.span), format!("this is {}", x.ty))
+                                .with_help("`len` gives the size of a tensor's first dim, or the length of a list, tuple or string"),
+                        );
+                    }
+                }
+                Ty::Int
+            }
             Shape::Range => {
                 if let Some(step) = positional
                     .get(2)
@@ -3517,6 +3561,20 @@ impl<'a> Infer<'a> {
                     ),
                     _ => {}
                 }
+            }
+        }
+        // Votes, popcounts, an atomic's values, a shuffle's lane and a
+        // loop's bounds are one scalar per thread in kernel code.
+        let scalars: &[usize] = match b.path {
+            "tile.vote_any" | "tile.vote_all" | "tile.vote_ballot" | "tile.popcount" => &[0],
+            "tile.warp_shuffle_down" | "tile.warp_shuffle_up" | "tile.warp_shuffle_xor" | "tile.warp_shuffle" => &[1],
+            "range" => &[0, 1, 2],
+            path if path.starts_with("atomic_") => &[1, 2],
+            _ => &[],
+        };
+        for (i, arg) in args.iter().filter(|a| a.name.is_none()).enumerate() {
+            if scalars.contains(&i) {
+                self.device_scalar(&arg.ty, arg.expr, &format!("an argument of `{}`", b.path));
             }
         }
         // A shuffle moves one scalar a lane; a tensor is moved an element
