@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
+use tessera_hir::constants::{literal_value, Constant};
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
-use tessera_hir::constants::{literal_value, Constant};
 use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
 use tessera_syntax::ast::{Arg, BinOp, Expr, ExprKind, StmtKind, UnaryOp};
 
@@ -333,8 +333,7 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             // `2 ** -1`), is computed as Python computes it and is then one
             // literal (`2 ** -1` had been the integer power, 0).
             ExprKind::Binary { .. } | ExprKind::Unary { .. }
-                if matches!(self.cx.ty(e), Some(Ty::Float))
-                    && matches!(literal_value(e), Some(Constant::Float(_))) =>
+                if matches!(self.cx.ty(e), Some(Ty::Float)) && matches!(literal_value(e), Some(Constant::Float(_))) =>
             {
                 let Some(Constant::Float(f)) = literal_value(e) else {
                     return None;
@@ -1063,7 +1062,9 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                 (Type::Tensor { dims, elem }, Some(want)) if want.is_float() && !elem.is_float() => {
                     self.convert(x, Type::tensor(dims, want))
                 }
-                (Type::Scalar(s), Some(want)) if want.is_float() && !s.is_float() => self.convert(x, Type::Scalar(want)),
+                (Type::Scalar(s), Some(want)) if want.is_float() && !s.is_float() => {
+                    self.convert(x, Type::Scalar(want))
+                }
                 _ => x,
             };
             return Some(self.elementwise(f, &[x], ty));
