@@ -1711,9 +1711,10 @@ impl<'e, 'm> FnEmitter<'e, 'm> {
                 let c = self.val(format!("icmp slt {t} {a}, 0"));
                 self.val(format!("select i1 {c}, {t} {n}, {t} {a}"))
             }
+            // NaN stays NaN (unordered compares true), as PyTorch's.
             ("relu", true) => {
                 let zero = float_lit(s, 0.0);
-                let c = self.val(format!("fcmp ogt {t} {a}, {zero}"));
+                let c = self.val(format!("fcmp ugt {t} {a}, {zero}"));
                 self.val(format!("select i1 {c}, {t} {a}, {t} {zero}"))
             }
             ("relu", false) => {

@@ -595,7 +595,7 @@ pub static BUILTINS: &[Builtin] = &[
     op("op.where", "(condition, x, y)", "`x` where the bool `condition` holds, else `y`, elementwise with broadcasting.", Select),
     op("op.add", "(a, b)", "Elementwise sum with broadcasting.", Broadcast),
     op("op.mul", "(a, b)", "Elementwise product with broadcasting.", Broadcast),
-    op("op.relu", "(x)", "max(x, 0), elementwise.", SameAsFirst),
+    op("op.relu", "(x)", "max(x, 0), elementwise; NaN stays NaN, as PyTorch's.", SameAsFirst),
     op("op.gelu", "(x, approximate = \"none\")", "GELU activation, elementwise, as PyTorch's: 0.5·x·(1 + erf(x/√2)), or with `approximate=\"tanh\"` 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).", SameAsFirst),
     op("op.sigmoid", "(x)", "1 / (1 + exp(-x)), elementwise.", FloatOfFirst),
     op("op.silu", "(x)", "x · sigmoid(x) (swish), elementwise.", FloatOfFirst),

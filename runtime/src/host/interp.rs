@@ -2268,14 +2268,16 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn min_max_pair(&mut self, path: &str, a: Value, b: Value) -> Result<Value, RunError> {
         let array = |v: &Value| matches!(v, Value::Tensor(t) if !t.shape().is_empty());
         if array(&a) || array(&b) {
-            // min(a, b) = where(b < a, b, a), elementwise. Of NumPy's
-            // scalars (tensors of no dims) and numbers, as Python's: the
-            // value that wins, as it is.
-            let less = self.binary(extremum_op(path), &b, &a)?;
-            let pick_b = self.binary(BinOp::Mul, &less, &b)?;
-            let not_less = self.unary(UnaryOp::Not, &less)?;
-            let pick_a = self.binary(BinOp::Mul, &not_less, &a)?;
-            return self.binary(BinOp::Add, &pick_a, &pick_b);
+            // min(a, b) = where(b < a or b is NaN, b, a), elementwise, in
+            // the dtype `op.where` gives them (a bf16 tensor and 0.25:
+            // bf16); a NaN wins, as in kernels. (It had been `less * b +
+            // (not less) * a`: f32 for bf16, and NaN for an infinite `b`
+            // not taken.) Of NumPy's scalars (tensors of no dims) and
+            // numbers, as Python's: the value that wins, as it is.
+            let beats = self.binary(extremum_op(path), &b, &a)?;
+            let nan = self.binary(BinOp::Ne, &b, &b)?;
+            let pick_b = self.binary(BinOp::BitOr, &beats, &nan)?;
+            return self.choose(&pick_b, &b, &a, path);
         }
         let take_b = match (as_f64(&a), as_f64(&b)) {
             // A NaN wins, whichever side it is on, as in kernels.
@@ -3436,7 +3438,13 @@ impl<'a, 'p> Interp<'a, 'p> {
         let x = self.positional(args, "x", "op.where")?;
         let y = self.positional(args, "y", "op.where")?;
         self.no_more(args, "op.where")?;
-        let hosts: Vec<Option<std::cell::Ref<'_, Tensor>>> = [&cond, &x, &y]
+        self.choose(&cond, &x, &y, "op.where")
+    }
+
+    /// `x` where the bool `cond` holds, else `y`, elementwise with
+    /// broadcasting, for `path` (`op.where`, and `min` and `max` of tensors).
+    fn choose(&self, cond: &Value, x: &Value, y: &Value, path: &str) -> Result<Value, RunError> {
+        let hosts: Vec<Option<std::cell::Ref<'_, Tensor>>> = [cond, x, y]
             .iter()
             .map(|v| match v {
                 Value::Tensor(t) => t.host(self.device).map(Some),
@@ -3450,9 +3458,9 @@ impl<'a, 'p> Interp<'a, 'p> {
             ));
         }
         let out = ops::choose(
-            operand(hosts[0].as_deref(), &cond, "op.where")?,
-            operand(hosts[1].as_deref(), &x, "op.where")?,
-            operand(hosts[2].as_deref(), &y, "op.where")?,
+            operand(hosts[0].as_deref(), cond, path)?,
+            operand(hosts[1].as_deref(), x, path)?,
+            operand(hosts[2].as_deref(), y, path)?,
         )?;
         Ok(Value::Tensor(TensorValue::new(out)))
     }
