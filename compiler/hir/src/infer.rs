@@ -1616,6 +1616,32 @@ impl<'a> Infer<'a> {
                         Some(_) => {
                             let at = self.sizes.substitute(&dim_poly(&args[i].value)).as_const();
                             let size = self.sizes.substitute(dim).as_const();
+                            // Kernel code counts from the end of a dim known
+                            // when it is compiled only (`bufs[-1]` of two
+                            // slots is slot 1): of one known at the launch,
+                            // the run stopped with E1007, and a GPU read
+                            // before the buffer.
+                            let from_end = at.filter(|&c| c < 0 && size.is_none() && self.in_device_code());
+                            if let Some(c) = from_end {
+                                let from_end = match dim.as_sym() {
+                                    Some(sym) => format!("{sym} - {}", -c),
+                                    None => format!("({dim}) - {}", -c),
+                                };
+                                self.error(
+                                    Diagnostic::error(
+                                        Code::E0314,
+                                        format!("index {c} in kernel code is before the start of dim {i}, of a size known at the launch"),
+                                    )
+                                    .with_primary(self.at(args[i].value.span), "kernel code counts from the end of a constant dim only")
+                                    .with_secondary(self.at(e.span), format!("this is {base}"))
+                                    .with_help(format!("write the index from the start: `{from_end}`"))
+                                    .with_fix(
+                                        Fix::new(format!("write `{from_end}`"), Applicability::MachineApplicable)
+                                            .with_edit(self.at(args[i].value.span), from_end.clone()),
+                                    ),
+                                );
+                                return Ty::Unknown;
+                            }
                             if let (Some(c), Some(d)) = (at, size) {
                                 if c >= d || c < -d {
                                     let base_text = match &e.kind {
