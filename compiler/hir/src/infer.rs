@@ -1616,23 +1616,24 @@ impl<'a> Infer<'a> {
                         Some(_) => {
                             let at = self.sizes.substitute(&dim_poly(&args[i].value)).as_const();
                             let size = self.sizes.substitute(dim).as_const();
-                            // Kernel code counts from the end of a dim known
-                            // when it is compiled only (`bufs[-1]` of two
-                            // slots is slot 1): of one known at the launch,
-                            // the run stopped with E1007, and a GPU read
-                            // before the buffer.
-                            let from_end = at.filter(|&c| c < 0 && size.is_none() && self.in_device_code());
-                            if let Some(c) = from_end {
-                                let from_end = match dim.as_sym() {
-                                    Some(sym) => format!("{sym} - {}", -c),
-                                    None => format!("({dim}) - {}", -c),
+                            // Kernel code indexes memory from 0, with no
+                            // count from the end: the run stopped with
+                            // E1007, and a GPU read before the buffer.
+                            if let Some(c) = at.filter(|&c| c < 0 && self.in_device_code()) {
+                                let from_end = match (size, dim.as_sym()) {
+                                    (Some(d), _) => (d + c).to_string(),
+                                    (None, Some(sym)) => format!("{sym} - {}", -c),
+                                    (None, None) => format!("({dim}) - {}", -c),
                                 };
                                 self.error(
                                     Diagnostic::error(
                                         Code::E0314,
-                                        format!("index {c} in kernel code is before the start of dim {i}, of a size known at the launch"),
+                                        format!("index {c} in kernel code is before the start of dim {i}"),
                                     )
-                                    .with_primary(self.at(args[i].value.span), "kernel code counts from the end of a constant dim only")
+                                    .with_primary(
+                                        self.at(args[i].value.span),
+                                        "kernel code counts from 0, not from the end",
+                                    )
                                     .with_secondary(self.at(e.span), format!("this is {base}"))
                                     .with_help(format!("write the index from the start: `{from_end}`"))
                                     .with_fix(
