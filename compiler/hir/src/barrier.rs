@@ -925,8 +925,29 @@ impl<'a> Walker<'a> {
                 if let Some(point) = self.point(e) {
                     self.barrier(point);
                 }
-                if let ExprKind::Call { args, .. } = &e.kind {
+                if let ExprKind::Call { callee, args } = &e.kind {
                     self.governing_args(e, args);
+                    // A part of memory passed to a function is a view of it
+                    // (`fill(out[r])`, a pointer to row `r`), not a tile:
+                    // its indices may differ between threads.
+                    if matches!(
+                        self.ctx.calls.get(&e.span).map(|c| &c.target),
+                        Some(CallTarget::Function { .. })
+                    ) {
+                        self.expr(callee);
+                        for a in args {
+                            match &a.value.unparen().kind {
+                                ExprKind::Subscript { base, args: index }
+                                    if self.is_tile(&a.value) && is_row(index) =>
+                                {
+                                    self.expr(base);
+                                    index.iter().for_each(|i| self.expr(&i.value));
+                                }
+                                _ => self.expr(&a.value),
+                            }
+                        }
+                        return;
+                    }
                 }
                 e.kind.for_each_child(|child| self.expr(child));
             }
@@ -1128,4 +1149,17 @@ fn barrier_after_exit(point: &Point, exit: &Exit) -> Diagnostic {
     .with_secondary(relative(exit.span, 0), here)
     .with_secondary(relative(exit.cause.span, 0), exit.cause.label.clone())
     .with_help(help)
+}
+
+/// Whether the indices `args` name rows of memory: each fixes a dim or
+/// takes it whole (`out[r]`, `bufs[s, :]`), so that a function they are
+/// passed to gets a view (`x[0:4]`, `x[:, c]` are not).
+pub fn is_row(args: &[Arg]) -> bool {
+    let whole = |a: &Arg| match &a.value.kind {
+        ExprKind::Slice { lower, upper, step } => {
+            upper.is_none() && step.is_none() && lower.as_ref().is_none_or(|l| matches!(l.kind, ExprKind::Int(0)))
+        }
+        _ => true,
+    };
+    args.iter().all(whole) && args.iter().any(|a| !matches!(a.value.kind, ExprKind::Slice { .. }))
 }

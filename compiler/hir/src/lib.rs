@@ -27,5 +27,6 @@ pub mod signature;
 pub mod solve;
 pub mod ty;
 
+pub use barrier::is_row;
 pub use db::{check_file, Db, FnId, Options, SourceFile, Target, Workspace};
 pub use module::{module_name, resolve_module};

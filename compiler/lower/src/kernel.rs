@@ -658,7 +658,21 @@ impl<'a> Lower<'_, 'a, '_> {
                 pending_defaults.push(i);
                 continue;
             };
-            let v = self.expr(block, arg)?;
+            // A row of memory (`out[r]`, `bufs[s, :]`) is passed by
+            // reference, as a view, as a whole tensor is: the callee
+            // writes into it (CUDA's pointer to a row).
+            let row = match (&arg.unparen().kind, &param.ty) {
+                (ExprKind::Subscript { base, args }, Ty::Tensor(_))
+                    if tessera_hir::is_row(args) && self.cx.ty(arg).is_some_and(|t| matches!(t, Ty::Tensor(_))) =>
+                {
+                    Some(self.view_argument(block, arg, base, args, name)?)
+                }
+                _ => None,
+            };
+            let v = match row {
+                Some(view) => view,
+                None => self.expr(block, arg)?,
+            };
             let v = match ir_type(&param.ty, TensorAs::Memory) {
                 Some(ty @ Type::Scalar(_)) => self.convert(block, v, &ty),
                 _ => v,
@@ -1298,6 +1312,35 @@ impl<'a> Lower<'_, 'a, '_> {
         Some(self.op1(block, span, "tile.view", &operands, vec![], view))
     }
 
+    /// The view a row of memory, `d` (`base[args]`), passed for a tensor
+    /// parameter of the device function `callee`, is: leading dims fixed,
+    /// the rest whole. Another row (a column's, `x[:, c]`) is E0903 with
+    /// the forms that are views.
+    fn view_argument(
+        &mut self,
+        block: tessera_ir::BlockId,
+        d: &'a Expr,
+        base: &'a Expr,
+        args: &'a [Arg],
+        callee: &str,
+    ) -> Option<ValueId> {
+        let in_memory = self.cx.ty(base).is_some_and(|t| matches!(t, Ty::Tensor(_)));
+        let errors = self.cx.errors.len();
+        let view = if in_memory {
+            self.leading_part(block, d, base, args)
+        } else {
+            None
+        };
+        if view.is_none() && self.cx.errors.len() == errors {
+            self.cx.unsupported_because(
+                d.span,
+                format!("passing part of a tensor to `{callee}` other than a row"),
+                "a device function takes a whole tensor or a row of one (`x[r]`, `bufs[s, :]`), which it reads and writes in place: pass the whole tensor and an offset for another part",
+            );
+        }
+        view
+    }
+
     /// The memref an async copy writes, from its destination `d`: a
     /// shared buffer, or one with leading dims fixed (`bufs[s]`,
     /// `bufs[s, :]`), which is a view. A part of a dim (`buf[0:128]` of
@@ -1306,6 +1349,27 @@ impl<'a> Lower<'_, 'a, '_> {
         let ExprKind::Subscript { base, args } = &d.kind else {
             return self.expr(block, d);
         };
+        let errors = self.cx.errors.len();
+        let view = self.leading_part(block, d, base, args);
+        if view.is_none() && self.cx.errors.len() == errors {
+            self.cx.unsupported(
+                d.span,
+                "an async copy into part of a shared buffer: copy into a whole buffer, or into `bufs[s]` of a buffer allocated with a leading dim of slots",
+            );
+        }
+        view
+    }
+
+    /// `base[args]` (the expression `d`) as a view of memory, when it
+    /// fixes leading dims and takes the rest whole (`bufs[s]`, `x[r, :]`);
+    /// None for another part (`buf[0:128]` of 256, `x[:, c]`).
+    fn leading_part(
+        &mut self,
+        block: tessera_ir::BlockId,
+        d: &'a Expr,
+        base: &'a Expr,
+        args: &'a [Arg],
+    ) -> Option<ValueId> {
         let (mem, index, _, kept) = self.place(block, base, args)?;
         let fixed = kept.iter().take_while(|k| !**k).count();
         let dims = self.m.value_type(mem).dims().map(<[_]>::to_vec).unwrap_or_default();
@@ -1326,10 +1390,6 @@ impl<'a> Lower<'_, 'a, '_> {
             && args[fixed..].iter().all(whole_from_zero)
             && sliced_dims.is_some_and(|s| s[..] == dims[fixed..]);
         if !whole {
-            self.cx.unsupported(
-                d.span,
-                "an async copy into part of a shared buffer: copy into a whole buffer, or into `bufs[s]` of a buffer allocated with a leading dim of slots",
-            );
             return None;
         }
         self.leading_view(block, d.span, mem, &index[..fixed])
@@ -1353,8 +1413,11 @@ impl<'a> Lower<'_, 'a, '_> {
     fn place(&mut self, block: tessera_ir::BlockId, base: &'a Expr, args: &'a [Arg]) -> Option<Place> {
         let mem = self.expr(block, base)?;
         if !matches!(self.m.value_type(mem), Type::MemRef { .. }) {
-            self.cx
-                .unsupported(base.span, "indexing something that is not in memory");
+            self.cx.unsupported_because(
+                base.span,
+                "indexing a tile (a value in the threads' registers), not memory",
+                "index a tensor, a shared buffer, or a row of one passed to a device function (`f(x[r])`, `f(bufs[s, :])`); a part such as `x[8:40]` or a local holding one is a tile: pass the whole tensor and an offset",
+            );
             return None;
         }
         let mut index = Vec::new();
