@@ -1963,7 +1963,28 @@ impl<'a, 'p> Interp<'a, 'p> {
             let (Some(arg), Some(value)) = (given, values.get(k)) else {
                 continue;
             };
-            let ExprKind::Subscript { args: index, .. } = &arg.value.unparen().kind else {
+            // `x.T` is NumPy's view too: what the kernel wrote, transposed
+            // back (a transpose is its own inverse), is stored into `x`
+            // (it had been lost).
+            let (target, value) = match (&arg.value.unparen().kind, value) {
+                (ExprKind::Attr { base, name }, Value::Tensor(t)) if name.name == "T" => {
+                    let fail = |e| self.fail(arg.value.span, "this argument", e);
+                    let back = ops::transpose(&*t.host(self.device).map_err(fail)?).map_err(fail)?;
+                    (&**base, Value::Tensor(TensorValue::new(back)))
+                }
+                _ => (&arg.value, value.clone()),
+            };
+            if let (ExprKind::Name(_), true) = (&target.unparen().kind, !std::ptr::eq(target, &arg.value)) {
+                if let Value::Tensor(dst) = self.expr(locals, target)? {
+                    if let Value::Tensor(src) = &value {
+                        let fail = |e| self.fail(arg.value.span, "this argument", e);
+                        let src = src.host(self.device).map_err(fail)?.clone();
+                        *dst.host_mut(self.device).map_err(fail)? = src;
+                    }
+                }
+                continue;
+            }
+            let ExprKind::Subscript { args: index, .. } = &target.unparen().kind else {
                 continue;
             };
             let mut basic = true;
@@ -1978,7 +1999,7 @@ impl<'a, 'p> Interp<'a, 'p> {
                 };
             }
             if basic {
-                self.assign(locals, &arg.value, value.clone())?;
+                self.assign(locals, target, value)?;
             }
         }
         Ok(())
