@@ -843,14 +843,23 @@ fn push(device: &Device, args: &mut KernelArgs, p: &ParamInfo, v: &Value, kernel
             d => d.and_then(DType::int_range),
         };
         match range {
-            Some((lo, hi)) if i < lo || i > hi => Err(RunError::new(
-                tessera_diagnostics::Code::E1005,
-                format!(
-                    "argument {} of `{kernel}` is {i}, which {} does not hold ({lo} to {hi})",
-                    p.index + 1,
-                    describe_param(p)
-                ),
-            )),
+            Some((lo, hi)) if i < lo || i > hi => {
+                let error = RunError::new(
+                    tessera_diagnostics::Code::E1005,
+                    format!(
+                        "argument {} of `{kernel}` is {i}, which {} does not hold ({lo} to {hi})",
+                        p.index + 1,
+                        describe_param(p)
+                    ),
+                );
+                // Host code holds integers as i64: the rest of u64's range
+                // reaches a kernel in a tensor.
+                Err(if host_dtype(&p.dtype) == Some(DType::U64) {
+                    error.with_help("host code holds integers as i64, so a u64 scalar from it is 0 to 2^63 - 1: pass a larger value as an element of a u64 tensor")
+                } else {
+                    error
+                })
+            }
             _ => Ok(i),
         }
     };

@@ -2949,7 +2949,11 @@ impl<'a> Infer<'a> {
                     self.error(
                         Diagnostic::error(Code::E0204, format!("`{}` of a negative size, {negative}", b.path))
                             .with_primary(self.at(e.span), "a negative size")
-                            .with_note("every dim of a tensor is 0 or more"),
+                            .with_note(if b.shape == Shape::AllocShared {
+                                "every dim of a shared buffer is 1 or more"
+                            } else {
+                                "every dim of a tensor is 0 or more"
+                            }),
                     );
                     return Ty::Unknown;
                 }
@@ -4822,6 +4826,9 @@ fn foreign_name(name: &str) -> Option<&'static str> {
         }
         "atomicAdd" | "atomicMax" | "atomicMin" | "atomicCAS" | "atomicExch" => {
             "the atomics are `atomic_add(x[i], v)`, `atomic_max`, `atomic_min`, `atomic_cas` and `atomic_exch`, on one element"
+        }
+        "atomic_inc" | "atomicInc" | "atomic_dec" | "atomicDec" | "atomic_sub" | "atomicSub" => {
+            "add with `atomic_add(x[i], 1)` (or `-1`, or `-v`): it gives the old value, as CUDA's `atomicInc` does below its wrap-around"
         }
         _ => return None,
     })
