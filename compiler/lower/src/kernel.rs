@@ -474,14 +474,17 @@ impl<'a> Lower<'_, 'a, '_> {
             // `acc = acc + …` in a loop): a tile's slot is a whole-tile local,
             // which the code generator keeps in registers.
             let ty = match self.cx.ty(at) {
-                Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => match self.literal_local(name, t, &names) {
-                    // A local only float literals are assigned to holds them
-                    // as Python does, in f64, and each is rounded once where
-                    // it is used, as a literal is (`a = 1e300` had been inf
-                    // in f32, and `c = 1.0 / 3.0` lost digits).
-                    Ty::Float => Some(Type::Scalar(ScalarType::F64)),
-                    t => ir_type(&t, TensorAs::Value),
-                },
+                // A local only float literals are assigned to holds them as
+                // Python does, in f64, and each is rounded once where it is
+                // used, as a literal is (`a = 1e300` had been inf in f32,
+                // and `c = 1.0 / 3.0` lost digits).
+                Some(t @ (Ty::Scalar(_) | Ty::Int | Ty::Float | Ty::Bool)) => {
+                    let local = self.literal_local(name, t, &names);
+                    match local {
+                        Ty::Float => Some(Type::Scalar(ScalarType::F64)),
+                        _ => ir_type(&local, TensorAs::Value),
+                    }
+                }
                 Some(t @ Ty::Tensor(tt)) if tt.space.is_none() => ir_type(t, TensorAs::Value)
                     .map(|t| self.kernel_dims(&t))
                     .filter(|t| t.dims().is_some_and(|d| d.iter().all(|d| d.as_const().is_some()))),

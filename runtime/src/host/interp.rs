@@ -21,6 +21,7 @@ use crate::cpu::LaunchConfig;
 use crate::rng::{self, Distribution};
 use crate::tensor::Elem;
 use crate::{DType, Device, RunError, Tensor};
+use tessera_hir::signature::dotted_name;
 
 type Res<T> = Result<T, Box<Diagnostic>>;
 
@@ -473,7 +474,7 @@ impl<'a, 'p> Interp<'a, 'p> {
             ExprKind::Call { callee, .. } => callee,
             _ => e,
         };
-        let path = path_of(callee);
+        let path = dotted_name(callee);
         match path.as_deref() {
             Some("deterministic" | "nondeterministic" | "effects.suspend" | "numerics") => Ok(()),
             _ => Err(self.fail(
@@ -773,7 +774,7 @@ impl<'a, 'p> Interp<'a, 'p> {
     fn assert(&mut self, locals: &mut HashMap<String, Value>, cond: &Expr, message: Option<&Expr>) -> Res<()> {
         // `assert allclose(a, b, ...)` reports what `assert_allclose` reports.
         if let ExprKind::Call { callee, args } = &cond.unparen().kind {
-            if path_of(callee).as_deref() == Some("allclose") {
+            if dotted_name(callee).as_deref() == Some("allclose") {
                 let mut args = self.args(locals, args)?;
                 let Err(mut failed) = self.allclose(&mut args, cond.span, true) else {
                     return Ok(());
@@ -2011,7 +2012,7 @@ impl<'a, 'p> Interp<'a, 'p> {
         for d in &def.decorators {
             for clause in &d.clauses {
                 if let ExprKind::Subscript { base, args } = &clause.kind {
-                    if path_of(base).as_deref() == Some("tile") && args.len() == 1 {
+                    if dotted_name(base).as_deref() == Some("tile") && args.len() == 1 {
                         let v = constant(&args[0].value, &|n| self.globals[unit].get(n).cloned()).ok_or_else(|| {
                             unsupported(
                                 "the kernel's `tile[...]` holds something other than integers and module constants",
@@ -3735,15 +3736,6 @@ fn operand<'t>(t: Option<&'t Tensor>, v: &Value, what: &str) -> Result<Operand<'
             Code::E1005,
             format!("`{what}` does not apply to {}", v.describe()),
         )),
-    }
-}
-
-/// The dotted path a callee names (`op.sum`, `allclose`), if it is one.
-fn path_of(e: &Expr) -> Option<String> {
-    match &e.unparen().kind {
-        ExprKind::Name(n) => Some(n.clone()),
-        ExprKind::Attr { base, name } => Some(format!("{}.{}", path_of(base)?, name.name)),
-        _ => None,
     }
 }
 

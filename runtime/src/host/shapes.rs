@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use tessera_base::Span;
 use tessera_diagnostics::{Code, Diagnostic};
+use tessera_hir::signature::dotted_name;
 use tessera_syntax::ast::{BinOp, Expr, ExprKind, FnDef, Param, TypeKind, UnaryOp};
 
 use super::value::Value;
@@ -421,15 +422,6 @@ fn eval(e: &Expr, dims: &HashMap<String, Bound>) -> Option<i64> {
                 _ => None,
             }
         }
-        _ => None,
-    }
-}
-
-/// The dotted name an attribute of names writes (`ops.WIDTH`), or a name.
-pub(crate) fn dotted_name(e: &Expr) -> Option<String> {
-    match &e.unparen().kind {
-        ExprKind::Name(n) => Some(n.clone()),
-        ExprKind::Attr { base, name } => Some(format!("{}.{}", dotted_name(base)?, name.name)),
         _ => None,
     }
 }
