@@ -321,6 +321,26 @@ def main():
     let o = tessera(&["run", "examples/matmul.tsr", "--entry", "nothing"]);
     assert!(text(&o).1.contains("E1002"), "{:?}", text(&o));
 
+    // A function that returns nothing given an output is refused before it
+    // runs (`main` printed first).
+    let said = dir.join("said.tsr");
+    std::fs::write(&said, "def main():\n    print(\"ran\")\n").unwrap();
+    let out = dir.join("out.npy");
+    let o = tessera(&[
+        "run",
+        said.to_str().unwrap(),
+        "--entry",
+        "main",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let (printed, err) = text(&o);
+    assert!(
+        err.contains("E1005") && err.contains("`main` returns 0 values, but 1 output was given"),
+        "{err}"
+    );
+    assert!(!printed.contains("ran"), "{printed}");
+
     // A directory is not a program (it had run its first file).
     let o = tessera(&["run", "examples"]);
     let (_, err) = text(&o);

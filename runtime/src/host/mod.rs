@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use tessera_base::{FileId, FileSpan, Span};
 use tessera_diagnostics::{Code, Diagnostic};
 
-use tessera_syntax::ast::{Expr, ExprKind, FnDef, Module, StmtKind};
+use tessera_syntax::ast::{Expr, ExprKind, FnDef, Module, StmtKind, TypeKind};
 
 pub use value::{TensorValue, Value};
 
@@ -501,6 +501,22 @@ pub fn run_entry(
             Value::Tensor(TensorValue::new(tensor))
         });
     }
+    // A declared result, or a body that returns no value, says how many
+    // outputs there are before the function runs (`--entry main --output
+    // o.npy` had run `main` first).
+    let expected = match &def.ret {
+        Some(t) => Some(match &t.kind {
+            TypeKind::None => 0,
+            TypeKind::Tuple(items) => items.len(),
+            TypeKind::Named { .. } => 1,
+        }),
+        None => (!returns_value(def)).then_some(0),
+    };
+    if let Some(count) = expected {
+        if count != outputs.len() {
+            return Err(vec![output_count(program, unit, def, entry, count, outputs.len())]);
+        }
+    }
     let result = interp
         .call_function(unit, def, role, args, None, def.name.span)
         .map_err(|d| vec![*d])?;
@@ -509,21 +525,50 @@ pub fn run_entry(
         v => v.items().unwrap_or_else(|| vec![v]),
     };
     if results.len() != outputs.len() {
-        return Err(vec![Diagnostic::error(
-            Code::E1005,
-            format!(
-                "`{entry}` returned {}, but {} given",
-                tessera_base::counted(results.len(), "value", "values"),
-                tessera_base::counted(outputs.len(), "output was", "outputs were")
-            ),
-        )
-        .with_primary(program.units[unit].at(def.name.span), "this function")]);
+        return Err(vec![output_count(
+            program,
+            unit,
+            def,
+            entry,
+            results.len(),
+            outputs.len(),
+        )]);
     }
     for (value, path) in results.iter().zip(outputs) {
         let tensor = interp.to_tensor(value).map_err(|e| vec![e.to_diagnostic(None)])?;
         crate::npy::save(path, &tensor).map_err(|e| vec![e.to_diagnostic(None)])?;
     }
     Ok(())
+}
+
+/// E1005: `entry` gives `results` values where `outputs` were given.
+fn output_count(
+    program: &Program<'_>,
+    unit: usize,
+    def: &FnDef,
+    entry: &str,
+    results: usize,
+    outputs: usize,
+) -> Diagnostic {
+    Diagnostic::error(
+        Code::E1005,
+        format!(
+            "`{entry}` returns {}, but {} given",
+            tessera_base::counted(results, "value", "values"),
+            tessera_base::counted(outputs, "output was", "outputs were")
+        ),
+    )
+    .with_primary(program.units[unit].at(def.name.span), "this function")
+}
+
+/// Whether a `return` in `def`'s body gives a value.
+fn returns_value(def: &FnDef) -> bool {
+    fn block(b: &tessera_syntax::ast::Block) -> bool {
+        b.stmts
+            .iter()
+            .any(|s| matches!(&s.kind, StmtKind::Return(Some(_))) || s.kind.blocks().into_iter().any(block))
+    }
+    block(&def.body)
 }
 
 /// Turns a runtime error into a diagnostic at `span` of unit `unit`.
