@@ -312,6 +312,29 @@ fn a_build_writes_the_modules_host_code_reaches_into() {
     );
     assert_eq!(entries("ops"), ["row_norms_k0", "scale_k", "squared_plus_k0"]);
     assert_eq!(entries("pkg.norms"), ["unit_rows_k0", "unit_rows_k1"]);
+    // A package module's operator function inlined into this file's is
+    // named with `$` for the `.` PTX refuses (ptxas, when present, assembles
+    // the build).
+    let out = tessera(&[
+        "build",
+        "tests/ui/runtime/modules/package_operator_call.tsr",
+        "--target",
+        "sm_80",
+        "--emit",
+        "ptx,tile-ir",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        entries("package_operator_call"),
+        [
+            "pkg$norms$unit_rows_k0",
+            "pkg$norms$unit_rows_k1",
+            "scaled_units_k0",
+            "scaled_units_k1"
+        ]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

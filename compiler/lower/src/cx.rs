@@ -54,14 +54,16 @@ impl<'a> FnCx<'a> {
 
     /// The symbol of the function `name` of `file` in the module of
     /// [`FnCx::home`]: its name for a function of that file, else the
-    /// name qualified by its module's path from there, joined by a `$`,
-    /// which no name of the language holds (`steps$doubled`,
-    /// `pkg.ops$gelu`).
+    /// name qualified by its module's path from there, each part joined
+    /// by a `$`, which no name of the language holds and PTX and ELF
+    /// symbols take where they refuse a `.` (`steps$doubled`,
+    /// `pkg$ops$gelu`).
     pub fn symbol(&self, file: SourceFile, name: &str) -> String {
         if file == self.home {
             return name.to_string();
         }
-        format!("{}${name}", tessera_hir::module_name(self.db, self.home, file))
+        let module = tessera_hir::module_name(self.db, self.home, file);
+        format!("{}${name}", module.replace('.', "$"))
     }
 
     /// The location of a span of this function in its file.
