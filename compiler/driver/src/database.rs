@@ -113,14 +113,20 @@ impl Database {
                 if import.module == "tessera" || import.module.starts_with("tessera.") {
                     continue;
                 }
-                let candidate = dir.join(format!("{}.tsr", import.module.replace('.', "/")));
-                if crate::files::is_loaded(sources, &candidate) || !candidate.is_file() {
-                    continue;
-                }
-                if let Some(loaded) = crate::files::load_imported(sources, &candidate) {
-                    let source = sources.get(loaded);
-                    self.add_file(&source.display, &source.text);
-                    self.load_diagnostics[loaded.0 as usize] = source.load_diagnostics.clone();
+                // `from pkg import m` imports the module `pkg/m.tsr` when
+                // `m` is one (it had been found only after `import pkg.m`).
+                let module = import.module.replace('.', "/");
+                let candidates = std::iter::once(format!("{module}.tsr"))
+                    .chain(import.member.as_ref().map(|member| format!("{module}/{member}.tsr")));
+                for candidate in candidates.map(|c| dir.join(c)) {
+                    if crate::files::is_loaded(sources, &candidate) || !candidate.is_file() {
+                        continue;
+                    }
+                    if let Some(loaded) = crate::files::load_imported(sources, &candidate) {
+                        let source = sources.get(loaded);
+                        self.add_file(&source.display, &source.text);
+                        self.load_diagnostics[loaded.0 as usize] = source.load_diagnostics.clone();
+                    }
                 }
             }
         }
@@ -167,12 +173,17 @@ impl Database {
             let source = self.source(order[next]);
             next += 1;
             for import in &tessera_hir::db::item_tree(self, source).imports {
-                let Some(module) = tessera_hir::resolve_module(self, source, &import.module) else {
-                    continue;
-                };
-                let id = module.id(self);
-                if !order.contains(&id) {
-                    order.push(id);
+                // `from pkg import m` reaches the module `pkg.m`.
+                let paths = std::iter::once(import.module.clone())
+                    .chain(import.member.as_ref().map(|m| format!("{}.{m}", import.module)));
+                for path in paths {
+                    let Some(module) = tessera_hir::resolve_module(self, source, &path) else {
+                        continue;
+                    };
+                    let id = module.id(self);
+                    if !order.contains(&id) {
+                        order.push(id);
+                    }
                 }
             }
         }
