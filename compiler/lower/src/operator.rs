@@ -681,11 +681,13 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
         }
     }
 
-    /// `x`, a tensor of integers or bools converted to f32 (the mean,
-    /// variance and deviation of integers are f32s, as the host's are).
+    /// `x`, a tensor of integers or bools converted to f64, which holds
+    /// each (to 2^53) and their sums exactly: the mean, variance and
+    /// deviation of integers are then rounded once to the f32 they are, as
+    /// the host's are (they had been summed in f32, off by ulps).
     fn as_float(&mut self, x: ValueId) -> ValueId {
         match self.b.value_type(x).clone() {
-            Type::Tensor { dims, elem } if !elem.is_float() => self.convert(x, Type::tensor(dims, ScalarType::F32)),
+            Type::Tensor { dims, elem } if !elem.is_float() => self.convert(x, Type::tensor(dims, ScalarType::F64)),
             _ => x,
         }
     }
@@ -1287,7 +1289,20 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
                     .cx
                     .accumulate_over(keyword(args, "accumulate"), self.b.value_type(x).elem());
                 let kind = path.trim_start_matches("op.");
-                Some(self.reduce(e, x, kind, &axes, keepdims, acc).result(ty).build_value())
+                // A mean of integers reduces their f64s, then rounds once.
+                let elem = self.b.value_type(x).elem();
+                let reduced = match (ty.elem(), elem) {
+                    (Some(want), Some(have)) if want != have && path == "op.mean" => {
+                        let wide = match &ty {
+                            Type::Tensor { dims, .. } => Type::tensor(dims.clone(), have),
+                            _ => Type::Scalar(have),
+                        };
+                        let mean = self.reduce(e, x, kind, &axes, keepdims, acc).result(wide).build_value();
+                        return Some(self.convert(mean, ty));
+                    }
+                    _ => self.reduce(e, x, kind, &axes, keepdims, acc).result(ty),
+                };
+                Some(reduced.build_value())
             }
             "op.transpose" => {
                 let x = self.operand(args, 0, "x", e)?;
