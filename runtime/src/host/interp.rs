@@ -2013,7 +2013,10 @@ impl<'a, 'p> Interp<'a, 'p> {
             for clause in &d.clauses {
                 if let ExprKind::Subscript { base, args } = &clause.kind {
                     if dotted_name(base).as_deref() == Some("tile") && args.len() == 1 {
-                        let v = constant(&args[0].value, &|n| self.globals[unit].get(n).cloned()).ok_or_else(|| {
+                        let global = |n: &str| {
+                            (self.globals[unit].get(n).cloned()).or_else(|| self.dim_constant(unit, n).map(Value::Int))
+                        };
+                        let v = constant(&args[0].value, &global).ok_or_else(|| {
                             unsupported(
                                 "the kernel's `tile[...]` holds something other than integers and module constants",
                             )
@@ -3739,12 +3742,13 @@ fn operand<'t>(t: Option<&'t Tensor>, v: &Value, what: &str) -> Result<Operand<'
     }
 }
 
-/// A literal int or tuple of ints (a kernel's `tile[(128,)]`).
-/// The value of integers, module globals (`global`) and tuples of them.
+/// The value of integers, module constants (`global`: `BLOCK`, one
+/// imported, `consts.BLOCK`) and tuples of them (a kernel's
+/// `tile[(BLOCK,)]`).
 fn constant(e: &Expr, global: &dyn Fn(&str) -> Option<Value>) -> Option<Value> {
     match &e.unparen().kind {
         ExprKind::Int(v) => i64::try_from(*v).ok().map(Value::Int),
-        ExprKind::Name(n) => global(n),
+        ExprKind::Name(_) | ExprKind::Attr { .. } => global(&dotted_name(e)?),
         ExprKind::Tuple(items) | ExprKind::List(items) => items
             .iter()
             .map(|i| constant(i, global))
