@@ -36,9 +36,27 @@ impl Constant {
     }
 }
 
-/// The module constants of `file`, in the order they are defined.
+/// The module constants of `file`, in the order they are defined. A
+/// constant may be computed from the constants the file imports (`DOUBLE
+/// = ops.WIDTH * 2`).
 #[salsa::tracked(returns(ref))]
 pub fn constants(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
+    own_constants(db, file, &mut vec![file])
+}
+
+/// [`constants`] of `file`, its imports' evaluated first, but those of the
+/// files in `visiting` (an import cycle back to them gives nothing): a
+/// plain function, so that a cycle of imports is no cycle of queries.
+fn own_constants(db: &dyn Db, file: SourceFile, visiting: &mut Vec<SourceFile>) -> Vec<(String, Constant)> {
+    let imported = imported_constants(db, file, &mut |module| {
+        if visiting.contains(&module) {
+            return Vec::new();
+        }
+        visiting.push(module);
+        let values = own_constants(db, module, visiting);
+        visiting.pop();
+        values
+    });
     let mut values: Vec<(String, Constant)> = Vec::new();
     let mut assigned: HashMap<String, u32> = HashMap::new();
     for (_, stmt) in db::top_level(db, file) {
@@ -51,7 +69,7 @@ pub fn constants(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
         for target in targets {
             let ExprKind::Name(name) = &target.kind else { continue };
             *assigned.entry(name.clone()).or_default() += 1;
-            let env: HashMap<&str, Constant> = values.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+            let env: HashMap<&str, Constant> = imported.iter().chain(&values).map(|(n, c)| (n.as_str(), *c)).collect();
             if let Some(c) = value.and_then(|v| evaluate(v, &env)) {
                 values.push((name.clone(), c));
             }
@@ -60,6 +78,38 @@ pub fn constants(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
     // A name assigned twice is a variable of the module, not a constant.
     values.retain(|(name, _)| assigned.get(name) == Some(&1));
     values
+}
+
+/// The constants `file` imports, each under the name its code reads it
+/// by: one imported by name (`from sizes import N`) as `N`, those of a
+/// module it imports under the dotted name the code writes (`sizes.N`,
+/// `pkg.sizes.N`, `m.N` after `import pkg.sizes as m`, `sizes.N` after
+/// `from pkg import sizes`). `of` gives a module's own constants.
+fn imported_constants(
+    db: &dyn Db,
+    file: SourceFile,
+    of: &mut dyn FnMut(SourceFile) -> Vec<(String, Constant)>,
+) -> Vec<(String, Constant)> {
+    let mut imported = Vec::new();
+    for import in &db::item_tree(db, file).imports {
+        if let Some(member) = &import.member {
+            let named = crate::module::resolve_module(db, file, &import.module)
+                .and_then(|module| of(module).into_iter().find(|(n, _)| n == member));
+            if let Some((_, c)) = named {
+                imported.push((import.binding.clone(), c));
+                continue;
+            }
+        }
+        let (path, prefix) = match &import.member {
+            Some(member) => (format!("{}.{member}", import.module), &import.binding),
+            None if import.module.split('.').next() == Some(&import.binding) => (import.module.clone(), &import.module),
+            None => (import.module.clone(), &import.binding),
+        };
+        if let Some(module) = crate::module::resolve_module(db, file, &path) {
+            imported.extend(of(module).into_iter().map(|(name, c)| (format!("{prefix}.{name}"), c)));
+        }
+    }
+    imported
 }
 
 /// How many times the top level of `file` assigns `name`.
@@ -115,22 +165,9 @@ pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Co
 #[salsa::tracked(returns(ref))]
 pub fn scope(db: &dyn Db, file: SourceFile) -> Vec<(String, Constant)> {
     let mut scope = constants(db, file).clone();
-    for import in &db::item_tree(db, file).imports {
-        if let Some(c) = constant_in_scope(db, file, &import.binding).filter(|_| import.member.is_some()) {
-            scope.push((import.binding.clone(), c));
-            continue;
-        }
-        let (path, prefix) = match &import.member {
-            Some(member) => (format!("{}.{member}", import.module), &import.binding),
-            None if import.module.split('.').next() == Some(&import.binding) => (import.module.clone(), &import.module),
-            None => (import.module.clone(), &import.binding),
-        };
-        if let Some(module) = crate::module::resolve_module(db, file, &path) {
-            for (name, c) in constants(db, module) {
-                scope.push((format!("{prefix}.{name}"), *c));
-            }
-        }
-    }
+    scope.extend(imported_constants(db, file, &mut |module| {
+        constants(db, module).clone()
+    }));
     scope
 }
 
@@ -282,6 +319,7 @@ fn evaluate(e: &Expr, env: &HashMap<&str, Constant>) -> Option<Constant> {
         ExprKind::Float(f) => Constant::Float(*f),
         ExprKind::Bool(b) => Constant::Bool(*b),
         ExprKind::Name(n) => *env.get(n.as_str())?,
+        ExprKind::Attr { .. } => *env.get(crate::signature::dotted_name(e)?.as_str())?,
         ExprKind::Paren(inner) => evaluate(inner, env)?,
         ExprKind::Unary { op, operand } => match (op, evaluate(operand, env)?) {
             (UnaryOp::Neg, Constant::Int(v)) => Constant::Int(v.checked_neg()?),
