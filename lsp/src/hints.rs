@@ -15,7 +15,9 @@ pub fn inlay_hints(snapshot: &Snapshot, uri: &Uri, range: Range) -> Vec<InlayHin
     };
     let db = snapshot.db();
     let index = snapshot.line_index(file);
-    let (start, end) = (convert::offset(&index, range.start), convert::offset(&index, range.end));
+    // A reversed range is the range between its ends (it had given none).
+    let (a, b) = (convert::offset(&index, range.start), convert::offset(&index, range.end));
+    let (start, end) = (a.min(b), a.max(b));
     let mut hints = Vec::new();
     for func in analysis::functions(db, snapshot.source(file)) {
         let whole = func.absolute(func.def.span);

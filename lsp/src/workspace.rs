@@ -276,9 +276,12 @@ impl State {
                     return;
                 };
                 // The file stays in the database (other files may import it),
-                // now with its text on disk.
-                let text = file_path(&uri).and_then(|p| read_from_disk(&p)).unwrap_or_default();
-                self.set_text(doc.file, &text);
+                // now with its text on disk; one not on disk (never saved,
+                // or deleted while open) is no module to import from then
+                // on (it had stayed one, empty).
+                let text = file_path(&uri).and_then(|p| read_from_disk(&p));
+                self.db.set_on_disk(doc.file, text.is_some());
+                self.set_text(doc.file, &text.unwrap_or_default());
                 changed.remove(&uri);
                 closed.push(uri);
             }
@@ -444,30 +447,57 @@ fn diagnostics_loop(jobs: mpsc::Receiver<Job>, output: &dyn Output) {
                 continue;
             }
         };
+        // A module no open document imports any more has nothing to show.
+        let gone: Vec<Uri> = published
+            .keys()
+            .filter(|u| !results.iter().any(|(r, ..)| r == *u))
+            .cloned()
+            .collect();
+        for uri in gone {
+            published.remove(&uri);
+            output.publish(uri, Vec::new(), None);
+        }
         for (uri, version, diagnostics) in results {
             let owed_here = owed.remove(&uri);
             if !owed_here && published.get(&uri) == Some(&diagnostics) {
                 continue;
             }
             published.insert(uri.clone(), diagnostics.clone());
-            output.publish(uri, diagnostics, Some(version));
+            output.publish(uri, diagnostics, version);
         }
     }
 }
 
-fn check_open_documents(snapshot: &Snapshot) -> Vec<(Uri, i32, Vec<lsp::Diagnostic>)> {
+/// The diagnostics of each open document (with its version), and of each
+/// module an open document imports that is not open itself (without one):
+/// `tessera check` reports a module's errors with the file that imports
+/// it, and a module that does not parse had been reported nowhere.
+fn check_open_documents(snapshot: &Snapshot) -> Vec<(Uri, Option<i32>, Vec<lsp::Diagnostic>)> {
     let mut docs: Vec<(&Uri, &Doc)> = snapshot.docs().collect();
     docs.sort_by_key(|(_, d)| d.file);
-    docs.into_iter()
-        .map(|(uri, doc)| {
-            let diags = snapshot.database().check(doc.file);
-            let converted = diags
-                .iter()
-                .map(|d| convert::diagnostic(snapshot, doc.file, &doc.line_index, d))
-                .collect();
-            (uri.clone(), doc.version, converted)
-        })
-        .collect()
+    let mut modules: Vec<FileId> = Vec::new();
+    for (_, doc) in &docs {
+        for file in snapshot.database().program_files(doc.file) {
+            if !modules.contains(&file) && !docs.iter().any(|(_, d)| d.file == file) {
+                modules.push(file);
+            }
+        }
+    }
+    let check = |file: FileId| -> Vec<lsp::Diagnostic> {
+        let index = snapshot.line_index(file);
+        let diags = snapshot.database().check(file);
+        diags
+            .iter()
+            .map(|d| convert::diagnostic(snapshot, file, &index, d))
+            .collect()
+    };
+    let open = docs
+        .iter()
+        .map(|(uri, doc)| ((*uri).clone(), Some(doc.version), check(doc.file)));
+    let imported = modules
+        .into_iter()
+        .filter_map(|file| Some((snapshot.uri(file)?.clone(), None, check(file))));
+    open.chain(imported).collect()
 }
 
 /// The message of a caught panic.

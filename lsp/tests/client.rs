@@ -80,6 +80,11 @@ fn modules_created_and_deleted_on_disk() {
 }
 
 #[test]
+fn modules_that_are_not_open() {
+    scenario("modules_that_are_not_open");
+}
+
+#[test]
 fn unnormalized_uris_find_sibling_modules() {
     scenario("unnormalized_uris_find_sibling_modules");
 }

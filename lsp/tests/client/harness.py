@@ -72,6 +72,9 @@ class Session:
         )
         return uri
 
+    def close_doc(self, uri):
+        self.client.text_document_did_close(t.DidCloseTextDocumentParams(self.doc(uri)))
+
     def change(self, uri, edits):
         """Applies `edits` ((start, end, text) with (line, character) pairs)
         one after another, as one incremental didChange."""
@@ -187,12 +190,10 @@ class Session:
             )
         )
 
-    def inlay_hints(self, uri):
+    def inlay_hints(self, uri, start=(0, 0), end=(10_000, 0)):
         return self.run(
             self.client.text_document_inlay_hint_async(
-                t.InlayHintParams(
-                    self.doc(uri), t.Range(t.Position(0, 0), t.Position(10_000, 0))
-                )
+                t.InlayHintParams(self.doc(uri), t.Range(t.Position(*start), t.Position(*end)))
             )
         )
 

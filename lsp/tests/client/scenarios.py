@@ -289,6 +289,39 @@ def modules_created_and_deleted_on_disk(s):
     assert [d.code for d in s.next_diagnostics(uri, seen)] == ["E0204"]
 
 
+def modules_that_are_not_open(s):
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="tessera-lsp-closed-"))
+    main, broken = folder / "main.tsr", folder / "brk.tsr"
+    broken.write_text("def f() -> int\n    return 1\n")
+    main.write_text("from brk import f\n\ndef main():\n    print(f())\n")
+    # A module an open file imports is checked with it, as `tessera check`
+    # does: its errors are published for it (a module that did not parse
+    # had been reported nowhere), and cleared when it is fixed.
+    uri = s.open(main)
+    assert s.diagnostics(uri) == []
+    assert [d.code for d in s.next_diagnostics(uri_of(broken), 0)] == ["E0031"]
+    broken.write_text("def f() -> int:\n    return 1\n")
+    seen = s.published_count(uri_of(broken))
+    s.files_changed([(broken, t.FileChangeType.Changed)])
+    assert s.next_diagnostics(uri_of(broken), seen) == []
+    # A module open in the editor and never saved is a module while it is
+    # open; closed, it is none (it had stayed one, empty).
+    user, unsaved = folder / "user.tsr", folder / "ops.tsr"
+    user_uri = s.open(user, "from ops import twice\n\ndef main():\n    print(twice(1))\n")
+    assert [d.code for d in s.diagnostics(user_uri)] == ["E0105"]
+    seen = s.published_count(user_uri)
+    ops_uri = s.open(unsaved, "def twice(v: int) -> int:\n    return 2 * v\n")
+    assert s.next_diagnostics(user_uri, seen) == []
+    seen = s.published_count(user_uri)
+    s.close_doc(ops_uri)
+    (missing,) = s.next_diagnostics(user_uri, seen)
+    assert missing.code == "E0105" and "cannot find module `ops`" in missing.message, missing
+    # A reversed range of inlay hints is the range between its ends.
+    local = s.open(folder / "local.tsr", "def g(x: f32[N]) -> f32[N]:\n    y = x * 2.0\n    return y\n")
+    hints = s.inlay_hints(local)
+    assert hints and s.inlay_hints(local, (10_000, 0), (0, 0)) == hints
+
+
 def unnormalized_uris_find_sibling_modules(s):
     # An editor may send `dir/./model.tsr` or `dir//model.tsr`: the import
     # of `helpers` beside it resolves as for the plain path (it was E0105).
@@ -364,6 +397,7 @@ SCENARIOS = {
         completion_and_signature_help,
         outline_hints_and_tokens,
         modules_created_and_deleted_on_disk,
+        modules_that_are_not_open,
         unnormalized_uris_find_sibling_modules,
         module_members,
     ]
