@@ -2213,6 +2213,9 @@ impl<'a> Infer<'a> {
             (Ty::Scalar(a), other) | (other, Ty::Scalar(a)) => {
                 float_literal_with(Some(*a), other).map_or(Ty::Unknown, Ty::Scalar)
             }
+            // What is not known (a call through a module that is not
+            // found) stays unknown: `nosuch.g(x) + 1.0` had been a float.
+            (Ty::Unknown, _) | (_, Ty::Unknown) => Ty::Unknown,
             (Ty::Float, _) | (_, Ty::Float) => Ty::Float,
             // Python's `2 ** -1` is the float 0.5.
             (Ty::Int, Ty::Int)
