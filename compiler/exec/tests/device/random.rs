@@ -121,6 +121,44 @@ fn dropout_keeps_with_probability_one_minus_p_and_rescales() {
     );
 }
 
+/// A draw of a function inlined into the one that runs takes that
+/// function's key: its name with the draw's stream, and its seed, not the
+/// callee's (the callee's seed had been kept beside the caller's name).
+#[test]
+fn inlined_draws_take_the_running_functions_key() {
+    let mut fresh = Rng::fresh();
+    let run = fresh.0;
+    let (outer, inner) = (fresh.below(1 << 30) as i64, fresh.below(1 << 30) as i64);
+    let program = format!(
+        "@deterministic(seed={inner})\ndef noise(like: f32[N]) -> f32[N] effects(random):\n    return rng.uniform(N, stream=rng.stream(\"inner\"))\n\n\
+         @deterministic(seed={outer})\ndef both(like: f32[N]) -> f32[N] effects(random):\n    return noise(like) + 2.0 * rng.uniform(N, stream=rng.stream(\"outer\"))\n"
+    );
+    let device = common::device();
+    let mut loaded = common::load_program(&device, "inlined_draws", &program, 3);
+    let n = 1_000 + fresh.below(4_000) as usize;
+    let like = Value::Tensor(TensorValue::new(Tensor::from_slice(&[n], &vec![0.0f32; n]).unwrap()));
+    let got = call(&device, &mut loaded, "both", &[like], n);
+    let first = fill(
+        DType::F32,
+        &[n],
+        key("both", "inner", &[], 0, outer),
+        Distribution::Uniform,
+    )
+    .unwrap();
+    let second = fill(
+        DType::F32,
+        &[n],
+        key("both", "outer", &[], 0, outer),
+        Distribution::Uniform,
+    )
+    .unwrap();
+    let (first, second) = (first.as_slice::<f32>().unwrap(), second.as_slice::<f32>().unwrap());
+    for (i, &g) in got.as_slice::<f32>().unwrap().iter().enumerate() {
+        let want = first[i] + 2.0 * second[i];
+        assert_eq!(g.to_bits(), want.to_bits(), "element {i} (run {run:#x})");
+    }
+}
+
 /// Each rank of a mesh draws from its own stream: the key takes the rank's
 /// coordinates, so the deterministic sum over 4 ranks is the binary tree's
 /// sum of 4 different streams.
