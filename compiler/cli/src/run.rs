@@ -160,7 +160,14 @@ fn prepare(
     entry: Option<&str>,
 ) -> Result<Prepared, Vec<Diagnostic>> {
     let mut built = tessera_exec::build(sources, tessera_exec::target_for(device))?;
-    if let Some((module, _)) = entry.and_then(|e| e.rsplit_once('.')) {
+    // A function imported by name (`from ops import scaled`, `--entry
+    // scaled`) is its module's.
+    let tree = tessera_hir::db::item_tree(&built.db, built.db.source(built.file));
+    let by_name = entry
+        .filter(|e| !e.contains('.') && !tree.functions.iter().any(|f| f == e))
+        .and_then(|e| tree.imports.iter().find(|i| i.binding == e && i.member.is_some()))
+        .map(|i| format!("{}.{}", i.module, i.member.as_deref().unwrap_or_default()));
+    if let Some((module, _)) = by_name.as_deref().or(entry).and_then(|e| e.rsplit_once('.')) {
         let imported = tessera_exec::imports(&built.db, built.file)
             .into_iter()
             .find(|(from, path, _)| *from == built.file && path == module);

@@ -410,4 +410,30 @@ fn kernels_call_device_functions_of_sibling_modules() {
         err.contains("E1002") && err.contains("did you mean `--entry helpers.shifted`?"),
         "{err}"
     );
+    // A function imported by name is named as the file names it.
+    let by_name = dir.join("by_name.tsr");
+    std::fs::write(
+        &by_name,
+        "from helpers import shifted
+
+def main():
+    print(0)
+",
+    )
+    .unwrap();
+    let o = tessera(&[
+        "run",
+        by_name.to_str().unwrap(),
+        "--entry",
+        "shifted",
+        "--input",
+        &format!("x={}", input.display()),
+        "--input",
+        "by=2",
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(npy::load(&output).unwrap().to_f64_vec(), [3.0, 4.0, 5.0]);
 }

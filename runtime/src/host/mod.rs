@@ -329,8 +329,15 @@ pub fn run_entry(
     outputs: &[PathBuf],
     options: RunOptions<'_>,
 ) -> Result<(), Vec<Diagnostic>> {
-    // `--entry ops.scaled` names a function of an imported module.
-    let (unit, name) = match entry.rsplit_once('.') {
+    // `--entry ops.scaled` names a function of an imported module, and so
+    // does `--entry scaled` after `from ops import scaled`.
+    let imported = match program.imported(0, entry) {
+        Some(Imported::Member(path, member)) if program.units[0].function(entry).is_none() => {
+            program.module(0, &path).map(|unit| (unit, member))
+        }
+        _ => None,
+    };
+    let (unit, name) = match entry.rsplit_once('.').filter(|_| imported.is_none()) {
         Some((module, name)) => match program.module(0, module) {
             Some(unit) => (unit, name),
             None => {
@@ -340,7 +347,7 @@ pub fn run_entry(
                 ))
             }
         },
-        None => (0, entry),
+        None => imported.unwrap_or((0, entry)),
     };
     let Some((def, role)) = program.units[unit].function(name) else {
         let names = program.units[unit].functions.iter().map(|(d, _)| d.name.name.as_str());
