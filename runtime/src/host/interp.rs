@@ -604,11 +604,16 @@ impl<'a, 'p> Interp<'a, 'p> {
                         set_entry(&mut entries.borrow_mut(), key, v);
                         Ok(())
                     }
-                    Value::List(items) => {
-                        let at = self.list_index(locals, &items, args, target.span)?;
-                        items.borrow_mut()[at] = v;
-                        Ok(())
-                    }
+                    Value::List(items) => match args.as_slice() {
+                        [slice] if matches!(slice.value.kind, ExprKind::Slice { .. }) => {
+                            self.assign_list_slice(locals, &items, &slice.value, &v, target.span)
+                        }
+                        _ => {
+                            let at = self.list_index(locals, &items, args, target.span)?;
+                            items.borrow_mut()[at] = v;
+                            Ok(())
+                        }
+                    },
                     Value::Tensor(tensor) => {
                         let sels = self.selection(locals, &tensor, args, target.span)?;
                         self.store(&tensor, &sels, &v)
@@ -1229,20 +1234,8 @@ impl<'a, 'p> Interp<'a, 'p> {
                     _ => "tuple",
                 };
                 let n = items.len();
-                if let ExprKind::Slice { lower, upper, step } = &args[0].value.kind {
-                    let mut get = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
-                        match e {
-                            None => Ok(None),
-                            Some(e) => Ok(as_f64(&self.expr(locals, e)?).map(|f| f as i64)),
-                        }
-                    };
-                    let (lo, hi, st) = (get(lower)?, get(upper)?, get(step)?.unwrap_or(1));
-                    if st == 0 {
-                        return Err(self.fail(span, "this slice", RunError::value("a slice step cannot be zero")));
-                    }
-                    let Sel::Slice { start, step, len } = ops::resolve_slice(lo, hi, st, n) else {
-                        return Ok(base.same_kind(vec![]));
-                    };
+                if let ExprKind::Slice { .. } = &args[0].value.kind {
+                    let (start, step, len) = self.slice_positions(locals, &args[0].value, n, span)?;
                     return Ok(base.same_kind(
                         (0..len as i64)
                             .map(|k| items[(start + k * step) as usize].clone())
@@ -1251,6 +1244,18 @@ impl<'a, 'p> Interp<'a, 'p> {
                 }
                 let at = self.sequence_index(locals, &args[0], n, kind, span)?;
                 Ok(items[at].clone())
+            }
+            // Python's range is a sequence: `range(5)[2]` is 2, and a slice
+            // of it a range.
+            Value::Range(a, b, st) if args.len() == 1 => {
+                let n = range_len(*a, *b, *st) as usize;
+                if let ExprKind::Slice { .. } = &args[0].value.kind {
+                    let (start, step, len) = self.slice_positions(locals, &args[0].value, n, span)?;
+                    let first = a + start * st;
+                    return Ok(Value::Range(first, first + len as i64 * step * st, step * st));
+                }
+                let at = self.sequence_index(locals, &args[0], n, "range", span)?;
+                Ok(Value::Int(a + at as i64 * st))
             }
             Value::Function(_, f) => Err(self.fail(
                 span,
@@ -1577,6 +1582,70 @@ impl<'a, 'p> Interp<'a, 'p> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The positions the slice `slice` picks of `n` items, as Python's
+    /// slice picks them: its first, its step and how many.
+    fn slice_positions(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        slice: &Expr,
+        n: usize,
+        span: Span,
+    ) -> Res<(i64, i64, usize)> {
+        let ExprKind::Slice { lower, upper, step } = &slice.kind else {
+            return Ok((0, 1, n));
+        };
+        let mut get = |e: &Option<Box<Expr>>| -> Res<Option<i64>> {
+            match e {
+                None => Ok(None),
+                Some(e) => Ok(as_f64(&self.expr(locals, e)?).map(|f| f as i64)),
+            }
+        };
+        let (lo, hi, st) = (get(lower)?, get(upper)?, get(step)?.unwrap_or(1));
+        if st == 0 {
+            return Err(self.fail(span, "this slice", RunError::value("a slice step cannot be zero")));
+        }
+        match ops::resolve_slice(lo, hi, st, n) {
+            Sel::Slice { start, step, len } => Ok((start, step, len)),
+            _ => Ok((0, 1, 0)),
+        }
+    }
+
+    /// `items[slice] = v`, as Python's: a slice of step 1 is replaced by
+    /// the items of `v`, however many; an extended one takes as many items
+    /// as it has places.
+    fn assign_list_slice(
+        &mut self,
+        locals: &mut HashMap<String, Value>,
+        items: &RefCell<Vec<Value>>,
+        slice: &Expr,
+        v: &Value,
+        span: Span,
+    ) -> Res<()> {
+        let n = items.borrow().len();
+        let (start, step, len) = self.slice_positions(locals, slice, n, span)?;
+        let new = self.items_of(v).map_err(|e| self.fail(span, "this value", e))?;
+        let mut items = items.borrow_mut();
+        if step == 1 {
+            let start = start as usize;
+            items.splice(start..start + len, new);
+            return Ok(());
+        }
+        if new.len() != len {
+            return Err(self.fail(
+                span,
+                "this slice",
+                RunError::value(format!(
+                    "cannot assign {} items to an extended slice of {len}",
+                    new.len()
+                )),
+            ));
+        }
+        for (k, item) in new.into_iter().enumerate() {
+            items[(start + k as i64 * step) as usize] = item;
+        }
+        Ok(())
     }
 
     /// The position in `items` of the one int index of `args` (negative
