@@ -51,7 +51,9 @@ pub fn diagnostic(snapshot: &Snapshot, file: FileId, index: &LineIndex, diag: &D
         .or_else(|| diag.labels.iter().map(|l| l.span).find(|s| s.file == file))
         .map_or(Span::empty(0), |s| s.span);
     let mut message = diag.message.clone();
-    if let Some(label) = diag.labels.iter().find(|l| l.primary && !l.message.is_empty()) {
+    // A label that says what the title says is not said twice.
+    let primary = diag.labels.iter().find(|l| l.primary && !l.message.is_empty());
+    if let Some(label) = primary.filter(|l| l.message != diag.message) {
         message.push('\n');
         message.push_str(&label.message);
     }

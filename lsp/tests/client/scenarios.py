@@ -317,6 +317,10 @@ def modules_that_are_not_open(s):
     (missing,) = s.next_diagnostics(user_uri, seen)
     assert missing.code == "E0105" and "cannot find module `ops`" in missing.message, missing
     # A reversed range of inlay hints is the range between its ends.
+    # A primary label that says what the title says is not repeated.
+    typo = s.open(folder / "typo.tsr", "DEF main():\n    pass\n")
+    first = s.diagnostics(typo)[0].message.split("\n")
+    assert len(first) == len(set(first)), first
     local = s.open(folder / "local.tsr", "def g(x: f32[N]) -> f32[N]:\n    y = x * 2.0\n    return y\n")
     hints = s.inlay_hints(local)
     assert hints and s.inlay_hints(local, (10_000, 0), (0, 0)) == hints
