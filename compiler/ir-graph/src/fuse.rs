@@ -391,12 +391,12 @@ fn inline_calls(m: &mut Module, func: OpId) {
             return;
         }
         for (call, callee) in calls {
-            inline_call(m, call, callee);
+            inline_call(m, func, call, callee);
         }
     }
 }
 
-fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
+fn inline_call(m: &mut Module, func: OpId, call: OpId, callee: OpId) {
     let body = m.entry_block(callee).expect("a function has a body");
     let params = m.block_args(body).to_vec();
     let operands = m.operands(call).to_vec();
@@ -427,6 +427,17 @@ fn inline_call(m: &mut Module, call: OpId, callee: OpId) {
         }
         let copy = m.clone_op(op, &mut map);
         instantiate_op(m, copy, &binding);
+        // A draw takes the key of the function that runs: its name (the
+        // function it is in from here on) and its seed, not the callee's
+        // (the callee's seed had stayed beside the caller's name).
+        if m.op(copy).name == "graph.rng" {
+            match m.attr(func, "deterministic").and_then(Attr::as_int) {
+                Some(seed) => m.set_attr(copy, "seed", Attr::Int(seed)),
+                None => {
+                    m.op_mut(copy).attrs.remove("seed");
+                }
+            }
+        }
         m.insert_op(
             m.parent_block(call).expect("the call is in a block"),
             m.position(call).expect("in its block"),

@@ -486,11 +486,7 @@ fn lower_rng(
         .cloned()
         .unwrap_or_else(|| Attr::str(default_stream.as_str()));
     let dist = m.attr(op, "dist").cloned().unwrap_or_else(|| Attr::str("uniform"));
-    // The key is the function's that runs, which inlined what it calls:
-    // its name, its draws numbered in order, and its seed, also for a draw
-    // of an inlined callee (it had kept the callee's seed beside the
-    // caller's name).
-    let seed = kept.get("deterministic").filter(|s| s.as_int().is_some()).cloned();
+    let seed = m.attr(op, "seed").cloned();
     let p = m.attr(op, "p").cloned();
     let function = m.func_name(func).unwrap_or_default().to_string();
     let loc = m.op(op).loc.clone();
