@@ -241,20 +241,26 @@ fn builds_are_byte_identical() {
     }
 }
 
-#[test]
-fn the_manifest_lists_each_parameters_constraints() {
-    let dir = out_dir("constraints");
+/// `tessera build FILE --target TARGET --emit EMIT -o DIR`, which must
+/// succeed.
+fn build_into(dir: &Path, file: &str, target: &str, emit: &str) {
     let out = tessera(&[
         "build",
-        "tests/lower/codegen_matmul_sm80_aligned.tsr",
+        file,
         "--target",
-        "cpu",
+        target,
         "--emit",
-        "obj",
+        emit,
         "-o",
         dir.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_manifest_lists_each_parameters_constraints() {
+    let dir = out_dir("constraints");
+    build_into(&dir, "tests/lower/codegen_matmul_sm80_aligned.tsr", "cpu", "obj");
     let manifest = std::fs::read_to_string(dir.join("codegen_matmul_sm80_aligned.cpu.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     let k = "K % 64 == 0";
@@ -283,17 +289,7 @@ fn the_manifest_lists_each_parameters_constraints() {
 #[test]
 fn a_build_writes_the_modules_host_code_reaches_into() {
     let dir = out_dir("modules");
-    let out = tessera(&[
-        "build",
-        "tests/ui/runtime/modules/host_calls.tsr",
-        "--target",
-        "sm_80",
-        "--emit",
-        "ptx,tile-ir",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    build_into(&dir, "tests/ui/runtime/modules/host_calls.tsr", "sm_80", "ptx,tile-ir");
     let entries = |module: &str| {
         let ptx = std::fs::read_to_string(dir.join(format!("{module}.sm_80.ptx"))).unwrap();
         let mut names: Vec<String> = ptx
@@ -315,17 +311,12 @@ fn a_build_writes_the_modules_host_code_reaches_into() {
     // A package module's operator function inlined into this file's is
     // named with `$` for the `.` PTX refuses (ptxas, when present, assembles
     // the build).
-    let out = tessera(&[
-        "build",
+    build_into(
+        &dir,
         "tests/ui/runtime/modules/package_operator_call.tsr",
-        "--target",
         "sm_80",
-        "--emit",
         "ptx,tile-ir",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    );
     assert_eq!(
         entries("package_operator_call"),
         [
