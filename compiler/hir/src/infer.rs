@@ -877,7 +877,7 @@ impl<'a> Infer<'a> {
             return self.imported(import);
         }
         if tree.globals.iter().any(|g| g == name) {
-            return constant_ty(crate::constants::constant(self.db, self.file, name));
+            return global_ty(self.db, self.file, name);
         }
         if let Some(ty) = global_builtin(name) {
             return ty;
@@ -977,7 +977,7 @@ impl<'a> Infer<'a> {
                 return Some(Ty::Function(format!("{module}::{name}")));
             }
             if self.module_global(module, name) {
-                return Some(constant_ty(crate::constants::constant(self.db, file, name)));
+                return Some(global_ty(self.db, file, name));
             }
         }
         let dotted = format!("{module}.{name}");
@@ -1239,6 +1239,34 @@ impl<'a> Infer<'a> {
                     Ty::Unknown
                 }
             },
+            // A string's, list's or tuple's methods are the host's: another
+            // name is E0102 (`xs.appen(3)` had checked clean and stopped the
+            // run with E1006).
+            Ty::Str | Ty::List(_) | Ty::Tuple(_) => {
+                let methods = builtins::methods_of(base);
+                if !methods.iter().any(|(m, _)| *m == name) {
+                    let kind = match base {
+                        Ty::Str => "a string",
+                        Ty::List(_) => "a list",
+                        _ => "a tuple",
+                    };
+                    let listed = methods
+                        .iter()
+                        .map(|(m, _)| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let mut diag = Diagnostic::error(Code::E0102, format!("{kind} has no method `{name}`"))
+                        .with_primary(self.at(span), format!("its methods are {listed}"));
+                    let a_list_method = builtins::LIST_METHODS.iter().any(|(m, _)| *m == name);
+                    if let (Ty::Tuple(_), true) = (base, a_list_method) {
+                        diag = diag.with_help("make it a list, in brackets: `[a, b]` or `[]`");
+                    } else if let Some(s) = did_you_mean(name, methods.iter().map(|(m, _)| *m)) {
+                        diag = diag.with_help(format!("did you mean `{}.{s}`?", crate::pretty::expr(base_expr)));
+                    }
+                    self.error(diag);
+                }
+                Ty::Unknown
+            }
             _ => Ty::Unknown,
         }
     }
@@ -5110,6 +5138,34 @@ fn refused_number(ty: &Ty, ok: impl Fn(DType) -> bool) -> Option<String> {
 
 /// The type of a module constant: its value's when it is a number or a
 /// bool, else unknown (a list, a dict, a string).
+/// The type of the module global `name` of `file`: a constant's, a list's
+/// or string's when its one assignment is a list or string literal (so
+/// that their methods are checked: `ops.TABLE.appen(3)` had stopped the
+/// run), else unknown.
+fn global_ty(db: &dyn crate::Db, file: SourceFile, name: &str) -> Ty {
+    if let Some(c) = crate::constants::constant(db, file, name) {
+        return constant_ty(Some(c));
+    }
+    if crate::constants::top_level_assignments(db, file, name) != 1 {
+        return Ty::Unknown;
+    }
+    let value = db::top_level(db, file).find_map(|(_, stmt)| match &stmt.kind {
+        StmtKind::Assign { targets, value }
+            if targets
+                .iter()
+                .any(|t| matches!(&t.kind, ExprKind::Name(n) if n == name)) =>
+        {
+            Some(value)
+        }
+        _ => None,
+    });
+    match value.map(|v| &v.unparen().kind) {
+        Some(ExprKind::List(_)) => Ty::List(Box::new(Ty::Unknown)),
+        Some(ExprKind::Str(_)) => Ty::Str,
+        _ => Ty::Unknown,
+    }
+}
+
 fn constant_ty(c: Option<Constant>) -> Ty {
     match c {
         Some(Constant::Int(_)) => Ty::Int,
