@@ -115,10 +115,10 @@ impl Database {
                 }
                 // `from pkg import m` imports the module `pkg/m.tsr` when
                 // `m` is one (it had been found only after `import pkg.m`).
-                let module = import.module.replace('.', "/");
-                let candidates = std::iter::once(format!("{module}.tsr"))
-                    .chain(import.member.as_ref().map(|member| format!("{module}/{member}.tsr")));
-                for candidate in candidates.map(|c| dir.join(c)) {
+                let candidates = import
+                    .module_paths()
+                    .map(|p| dir.join(format!("{}.tsr", p.replace('.', "/"))));
+                for candidate in candidates {
                     if crate::files::is_loaded(sources, &candidate) || !candidate.is_file() {
                         continue;
                     }
@@ -174,9 +174,7 @@ impl Database {
             next += 1;
             for import in &tessera_hir::db::item_tree(self, source).imports {
                 // `from pkg import m` reaches the module `pkg.m`.
-                let paths = std::iter::once(import.module.clone())
-                    .chain(import.member.as_ref().map(|m| format!("{}.{m}", import.module)));
-                for path in paths {
+                for path in import.module_paths() {
                     let Some(module) = tessera_hir::resolve_module(self, source, &path) else {
                         continue;
                     };

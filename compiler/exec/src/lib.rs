@@ -186,9 +186,7 @@ pub fn imports(db: &Database, file: FileId) -> Vec<(FileId, String, FileId)> {
     for f in db.program_files(file) {
         let source = db.source(f);
         for import in &tessera_hir::db::item_tree(db, source).imports {
-            let paths = std::iter::once(import.module.clone())
-                .chain(import.member.as_ref().map(|m| format!("{}.{m}", import.module)));
-            for path in paths {
+            for path in import.module_paths() {
                 if let Some(module) = tessera_hir::resolve_module(db, source, &path) {
                     out.push((f, path, module.id(db)));
                 }

@@ -137,24 +137,13 @@ pub fn constant(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
 /// module (`sizes.N`, `pkg.sizes.N`). Locals are the caller's to rule out.
 pub fn named_constant(db: &dyn Db, file: SourceFile, e: &Expr) -> Option<Constant> {
     match &e.unparen().kind {
-        ExprKind::Name(n) => constant_in_scope(db, file, n),
+        ExprKind::Name(n) => scoped(db, file, n),
         ExprKind::Attr { base, name } => {
             let module = module_path(db, file, base)?;
             constant(db, crate::module::resolve_module(db, file, &module)?, &name.name)
         }
         _ => None,
     }
-}
-
-/// The constant the name `name` is at the top level of `file`: one of its
-/// own, or one it imports by name (`from sizes import N`).
-pub fn constant_in_scope(db: &dyn Db, file: SourceFile, name: &str) -> Option<Constant> {
-    constant(db, file, name).or_else(|| {
-        let tree = db::item_tree(db, file);
-        let import = tree.imports.iter().find(|i| i.binding == name)?;
-        let member = import.member.as_ref()?;
-        constant(db, crate::module::resolve_module(db, file, &import.module)?, member)
-    })
 }
 
 /// The constants `file`'s code reads by name, in the order a lookup

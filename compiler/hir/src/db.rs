@@ -183,6 +183,14 @@ pub struct Import {
     pub binding: String,
 }
 
+impl Import {
+    /// The dotted paths of the modules the import may name: its module,
+    /// and for `from pkg import m` the module `pkg.m` too.
+    pub fn module_paths(&self) -> impl Iterator<Item = String> + '_ {
+        std::iter::once(self.module.clone()).chain(self.member.as_ref().map(|m| format!("{}.{m}", self.module)))
+    }
+}
+
 #[salsa::tracked(returns(ref))]
 pub fn item_tree(db: &dyn Db, file: SourceFile) -> ItemTree {
     let mut tree = ItemTree::default();

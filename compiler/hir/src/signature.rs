@@ -937,9 +937,9 @@ impl Lowering<'_> {
     /// opaque from there on (it is no symbol a call binds).
     fn positive_dim(&mut self, e: &Expr) -> Poly {
         let dim = self.dim(e);
+        let scope = crate::constants::scope(self.db, self.file);
         for name in dim.symbols().filter(|s| s.contains('.')) {
             let (module, member) = name.rsplit_once('.').unwrap_or_default();
-            let scope = crate::constants::scope(self.db, self.file);
             let members = scope.iter().filter_map(|(n, c)| {
                 let m = n.strip_prefix(module)?.strip_prefix('.')?;
                 c.as_int().map(|_| m)
