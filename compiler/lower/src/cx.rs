@@ -103,7 +103,7 @@ impl<'a> FnCx<'a> {
         self.unsupported_with(span, what.into(), Some(help.into()));
     }
 
-    fn unsupported_with(&mut self, span: Span, what: String, help: Option<String>) {
+    pub fn unsupported_with(&mut self, span: Span, what: String, help: Option<String>) {
         let at = Span::new(span.start + self.offset, span.end + self.offset).in_file(self.file.id(self.db));
         if self.errors.iter().any(|d| d.primary_span() == Some(at)) {
             return;
@@ -140,6 +140,16 @@ impl<'a> FnCx<'a> {
                 polynomial_help(dim),
             ),
             None => self.unsupported(span, "an expression whose type is not a tensor or scalar"),
+        }
+    }
+
+    /// The value of `e` when it is arithmetic of float literals only, of
+    /// no fixed width (`1.0 / 3.0`, `2 ** -1`): computed as Python
+    /// computes it, in f64, to be one literal rounded once where it is used.
+    pub fn float_literal_value(&self, e: &Expr) -> Option<f64> {
+        match (self.ty(e), tessera_hir::constants::literal_value(e)) {
+            (Some(Ty::Float), Some(tessera_hir::constants::Constant::Float(f))) => Some(f.get()),
+            _ => None,
         }
     }
 

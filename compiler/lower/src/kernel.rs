@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use tessera_base::Span;
 use tessera_hir::body::CallTarget;
-use tessera_hir::constants::{literal_value, Constant};
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Loc, MemSpace, Module, RegionId, ScalarType, Type, ValueId};
@@ -673,7 +672,9 @@ impl<'a> Lower<'_, 'a, '_> {
                 (ExprKind::Subscript { base, args }, Ty::Tensor(_))
                     if tessera_hir::is_row(args) && self.cx.ty(arg).is_some_and(|t| matches!(t, Ty::Tensor(_))) =>
                 {
-                    Some(self.view_argument(block, arg, base, args, name)?)
+                    let what = format!("passing part of a tensor to `{name}` other than a row");
+                    let help = "a device function takes a whole tensor or a row of one (`x[r]`, `bufs[s, :]`), which it reads and writes in place: pass the whole tensor and an offset for another part";
+                    Some(self.view_or_unsupported(block, arg, base, args, what, Some(help.to_string()))?)
                 }
                 _ => None,
             };
@@ -1320,35 +1321,6 @@ impl<'a> Lower<'_, 'a, '_> {
         Some(self.op1(block, span, "tile.view", &operands, vec![], view))
     }
 
-    /// The view a row of memory, `d` (`base[args]`), passed for a tensor
-    /// parameter of the device function `callee`, is: leading dims fixed,
-    /// the rest whole. Another row (a column's, `x[:, c]`) is E0903 with
-    /// the forms that are views.
-    fn view_argument(
-        &mut self,
-        block: tessera_ir::BlockId,
-        d: &'a Expr,
-        base: &'a Expr,
-        args: &'a [Arg],
-        callee: &str,
-    ) -> Option<ValueId> {
-        let in_memory = self.cx.ty(base).is_some_and(|t| matches!(t, Ty::Tensor(_)));
-        let errors = self.cx.errors.len();
-        let view = if in_memory {
-            self.leading_part(block, d, base, args)
-        } else {
-            None
-        };
-        if view.is_none() && self.cx.errors.len() == errors {
-            self.cx.unsupported_because(
-                d.span,
-                format!("passing part of a tensor to `{callee}` other than a row"),
-                "a device function takes a whole tensor or a row of one (`x[r]`, `bufs[s, :]`), which it reads and writes in place: pass the whole tensor and an offset for another part",
-            );
-        }
-        view
-    }
-
     /// The memref an async copy writes, from its destination `d`: a
     /// shared buffer, or one with leading dims fixed (`bufs[s]`,
     /// `bufs[s, :]`), which is a view. A part of a dim (`buf[0:128]` of
@@ -1357,13 +1329,26 @@ impl<'a> Lower<'_, 'a, '_> {
         let ExprKind::Subscript { base, args } = &d.kind else {
             return self.expr(block, d);
         };
+        let what = "an async copy into part of a shared buffer: copy into a whole buffer, or into `bufs[s]` of a buffer allocated with a leading dim of slots";
+        self.view_or_unsupported(block, d, base, args, what.to_string(), None)
+    }
+
+    /// `base[args]` (the expression `d`) as a view of memory
+    /// ([`Self::leading_part`]), or E0903 saying `what` (and `help`) when it
+    /// is another part and nothing was reported about it yet.
+    fn view_or_unsupported(
+        &mut self,
+        block: tessera_ir::BlockId,
+        d: &'a Expr,
+        base: &'a Expr,
+        args: &'a [Arg],
+        what: String,
+        help: Option<String>,
+    ) -> Option<ValueId> {
         let errors = self.cx.errors.len();
         let view = self.leading_part(block, d, base, args);
         if view.is_none() && self.cx.errors.len() == errors {
-            self.cx.unsupported(
-                d.span,
-                "an async copy into part of a shared buffer: copy into a whole buffer, or into `bufs[s]` of a buffer allocated with a leading dim of slots",
-            );
+            self.cx.unsupported_with(d.span, what, help);
         }
         view
     }
@@ -2021,21 +2006,10 @@ impl<'a> Lower<'_, 'a, '_> {
             // `1e-300 * 1e-10`), is computed as Python computes it, in
             // f64, and is then one literal: rounded once, where it is used
             // (it had been computed in f32).
-            ExprKind::Binary { .. } | ExprKind::Unary { .. }
-                if matches!(self.cx.ty(e), Some(Ty::Float)) && matches!(literal_value(e), Some(Constant::Float(_))) =>
-            {
-                let Some(Constant::Float(f)) = literal_value(e) else {
-                    return None;
-                };
-                let ty = self.float_literal_type(e, f.get())?;
-                Some(self.op1(
-                    block,
-                    e.span,
-                    "tile.const",
-                    &[],
-                    vec![("value", Attr::Float(f.get()))],
-                    ty,
-                ))
+            ExprKind::Binary { .. } | ExprKind::Unary { .. } if self.cx.float_literal_value(e).is_some() => {
+                let f = self.cx.float_literal_value(e)?;
+                let ty = self.float_literal_type(e, f)?;
+                Some(self.op1(block, e.span, "tile.const", &[], vec![("value", Attr::Float(f))], ty))
             }
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {
                 let ty = match &e.kind {

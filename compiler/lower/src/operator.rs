@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use tessera_diagnostics::{Code, Diagnostic};
 use tessera_hir::body::CallTarget;
-use tessera_hir::constants::{literal_value, Constant};
 use tessera_hir::db::{self, FnId, SourceFile};
 use tessera_hir::ty::Ty;
 use tessera_ir::{Attr, Builder, Dim, Module, OpBuilder, ScalarType, ShapeConstraint, Type, ValueId};
@@ -332,13 +331,9 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             // Arithmetic of literals only, of no fixed width (`1.0 / 3.0`,
             // `2 ** -1`), is computed as Python computes it and is then one
             // literal (`2 ** -1` had been the integer power, 0).
-            ExprKind::Binary { .. } | ExprKind::Unary { .. }
-                if matches!(self.cx.ty(e), Some(Ty::Float)) && matches!(literal_value(e), Some(Constant::Float(_))) =>
-            {
-                let Some(Constant::Float(f)) = literal_value(e) else {
-                    return None;
-                };
-                Some(self.constant(Attr::Float(f.get()), scalar.filter(|s| s.is_float())))
+            ExprKind::Binary { .. } | ExprKind::Unary { .. } if self.cx.float_literal_value(e).is_some() => {
+                let f = self.cx.float_literal_value(e)?;
+                Some(self.constant(Attr::Float(f), scalar.filter(|s| s.is_float())))
             }
             ExprKind::Name(n) => match (self.env.get(n), self.cx.constant(e)) {
                 (Some(&v), _) => Some(v),
@@ -686,8 +681,8 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
     /// deviation of integers are then rounded once to the f32 they are, as
     /// the host's are (they had been summed in f32, off by ulps).
     fn as_float(&mut self, x: ValueId) -> ValueId {
-        match self.b.value_type(x).clone() {
-            Type::Tensor { dims, elem } if !elem.is_float() => self.convert(x, Type::tensor(dims, ScalarType::F64)),
+        match self.b.value_type(x) {
+            Type::Tensor { elem, .. } if !elem.is_float() => self.widen(x, ScalarType::F64),
             _ => x,
         }
     }
@@ -1060,13 +1055,8 @@ impl<'a, 'm> Lower<'_, 'a, 'm> {
             let ty = self.result_type(e)?;
             // A float function of integers (`exp(n)`) computes on them
             // converted to its result's float, as the host does.
-            let x = match (self.b.value_type(x).clone(), ty.elem()) {
-                (Type::Tensor { dims, elem }, Some(want)) if want.is_float() && !elem.is_float() => {
-                    self.convert(x, Type::tensor(dims, want))
-                }
-                (Type::Scalar(s), Some(want)) if want.is_float() && !s.is_float() => {
-                    self.convert(x, Type::Scalar(want))
-                }
+            let x = match (self.b.value_type(x).elem(), ty.elem()) {
+                (Some(have), Some(want)) if want.is_float() && !have.is_float() => self.widen(x, want),
                 _ => x,
             };
             return Some(self.elementwise(f, &[x], ty));
